@@ -1,0 +1,74 @@
+"""absl flags generated from the config dataclasses, so every field is a flag.
+
+A flag left unset keeps the preset's value; a flag set on the command line
+overrides it. `overrides_from_flags` returns only what the user set.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import typing
+from typing import Any
+
+from absl import flags
+
+from electra_tf.config import ModelConfig, PretrainingConfig
+
+_HELP = {
+    "vocab_size": "Vocabulary size. With --vocab_file it must match the file; without, the size "
+                  "of the vocabulary built from the corpus.",
+    "hidden_size": "Discriminator hidden size.",
+    "num_layers": "Discriminator transformer layers.",
+    "num_heads": "Attention heads (default hidden_size // 64).",
+    "intermediate_size": "FFN inner size (default 4 * hidden_size).",
+    "embedding_size": "Shared embedding width; projected to each model's hidden size.",
+    "generator_hidden_fraction": "Generator width as a fraction of the discriminator's.",
+    "generator_layers_fraction": "Generator depth as a fraction of the discriminator's.",
+    "max_seq_length": "Tokens per example.",
+    "mask_rate": "Fraction of tokens masked (and replaced by the generator).",
+    "max_predictions_per_seq": "Masked slots per sequence (default int((mask_rate+0.005)*L)).",
+    "do_lower_case": "Lower-case text before WordPiece (Hangul is kept whole either way).",
+    "strip_accents": "Strip accents (default: same as --do_lower_case).",
+    "gen_weight": "Weight of the generator's MLM loss.",
+    "disc_weight": "lambda, the weight of the discriminator loss.",
+    "temperature": "Sampling temperature of the generator.",
+    "learning_rate": "Peak learning rate.",
+    "num_warmup_steps": "Linear warmup steps.",
+    "train_batch_size": "Global batch size (all replicas).",
+    "num_train_steps": "Total optimizer steps.",
+    "mixed_precision": "none, float16 (with dynamic loss scaling) or bfloat16.",
+    "seed": "Seed for data order, masking and sampling.",
+    "save_checkpoints_steps": "Checkpoint interval in steps.",
+    "keep_checkpoint_max": "How many checkpoints to keep.",
+    "log_every_steps": "Console and TensorBoard interval in steps.",
+    "steps_per_execution": "Steps run per tf.function call (fewer host round trips).",
+}
+
+
+def _flag_type(annotation) -> type:
+    args = [a for a in typing.get_args(annotation) if a is not type(None)]
+    return args[0] if args else annotation
+
+
+def _fields():
+    for cls in (ModelConfig, PretrainingConfig):
+        hints = typing.get_type_hints(cls)
+        for field in dataclasses.fields(cls):
+            if field.name in ("model", "model_size"):
+                continue
+            yield field.name, _flag_type(hints[field.name])
+
+
+def define_config_flags() -> None:
+    """Defines one flag per config field (default None = keep the preset's value)."""
+    definers = {int: flags.DEFINE_integer, float: flags.DEFINE_float, bool: flags.DEFINE_boolean,
+                str: flags.DEFINE_string}
+    for name, kind in _fields():
+        help_text = _HELP.get(name, f"Override the preset's {name}.")
+        definers[kind](name, None, help_text)
+
+
+def overrides_from_flags(flag_values=flags.FLAGS) -> dict[str, Any]:
+    """The config fields the user set on the command line."""
+    return {name: flag_values[name].value for name, _ in _fields()
+            if flag_values[name].value is not None}

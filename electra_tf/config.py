@@ -1,0 +1,313 @@
+"""Typed configuration for ELECTRA models and pre-training runs.
+
+Two dataclasses describe a run:
+
+* `ModelConfig`: the discriminator's architecture plus how the generator is
+  derived from it (width and depth fractions).
+* `PretrainingConfig`: the model plus the pre-training recipe (masking,
+  loss weights, optimisation, schedule, logging).
+
+Presets follow the ELECTRA paper (Table 6) and the original code:
+`small`, `base` and `large`, plus `tiny`, a CPU-sized model for tests and
+quick experiments. Every field can be overridden (see `pretrain.py`), the
+resolved config is written as JSON beside every run, and `validate()` rejects
+impossible values with a message that names the offending flag.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from typing import Any, Optional
+
+MODEL_SIZES = ("tiny", "small", "base", "large")
+MIXED_PRECISION_POLICIES = ("none", "float16", "bfloat16")
+
+
+class ConfigError(ValueError):
+    """A configuration value is impossible; the message names the flag."""
+
+
+@dataclasses.dataclass
+class ModelConfig:
+    """Architecture of the discriminator and the (derived) generator.
+
+    `num_heads` and `intermediate_size` of None are derived as in the original
+    code: heads = max(1, hidden // 64), FFN = 4 * hidden. The generator has
+    the same depth scaled by `generator_layers_fraction` and a width of
+    round(hidden * generator_hidden_fraction); its heads and FFN are derived
+    from that width the same way.
+    """
+
+    vocab_size: int = 30522
+    hidden_size: int = 256
+    num_layers: int = 12
+    num_heads: Optional[int] = None
+    intermediate_size: Optional[int] = None
+    embedding_size: int = 128
+    max_position_embeddings: int = 512
+    type_vocab_size: int = 2
+    dropout_rate: float = 0.1
+    attention_dropout_rate: float = 0.1
+    initializer_range: float = 0.02
+    layer_norm_epsilon: float = 1e-12
+    generator_hidden_fraction: float = 0.25
+    generator_layers_fraction: float = 1.0
+
+    @property
+    def resolved_num_heads(self) -> int:
+        return self.num_heads or max(1, self.hidden_size // 64)
+
+    @property
+    def resolved_intermediate_size(self) -> int:
+        return self.intermediate_size or 4 * self.hidden_size
+
+    def generator_config(self) -> "ModelConfig":
+        """The generator's architecture: narrower (and optionally shallower)."""
+        hidden = max(1, round(self.hidden_size * self.generator_hidden_fraction))
+        layers = max(1, round(self.num_layers * self.generator_layers_fraction))
+        return dataclasses.replace(
+            self,
+            hidden_size=hidden,
+            num_layers=layers,
+            num_heads=max(1, hidden // 64),
+            intermediate_size=4 * hidden,
+            generator_hidden_fraction=1.0,
+            generator_layers_fraction=1.0,
+        )
+
+    def validate(self) -> None:
+        _positive(self, "vocab_size", "hidden_size", "num_layers", "embedding_size",
+                  "max_position_embeddings", "type_vocab_size")
+        if self.vocab_size < 6:
+            raise ConfigError(f"--vocab_size={self.vocab_size}: a vocabulary needs at least "
+                              "the 5 special tokens and one word piece.")
+        for name in ("num_heads", "intermediate_size"):
+            value = getattr(self, name)
+            if value is not None and value <= 0:
+                raise ConfigError(f"--{name}={value}: must be a positive integer.")
+        if self.hidden_size % self.resolved_num_heads:
+            raise ConfigError(
+                f"--hidden_size={self.hidden_size} is not divisible by --num_heads="
+                f"{self.resolved_num_heads}; pick a head count that divides the hidden size.")
+        for name in ("dropout_rate", "attention_dropout_rate"):
+            value = getattr(self, name)
+            if not 0.0 <= value < 1.0:
+                raise ConfigError(f"--{name}={value}: must be in [0, 1).")
+        if self.initializer_range <= 0:
+            raise ConfigError(f"--initializer_range={self.initializer_range}: must be > 0.")
+        if self.layer_norm_epsilon <= 0:
+            raise ConfigError(f"--layer_norm_epsilon={self.layer_norm_epsilon}: must be > 0.")
+        for name in ("generator_hidden_fraction", "generator_layers_fraction"):
+            value = getattr(self, name)
+            if not 0.0 < value <= 1.0:
+                raise ConfigError(f"--{name}={value}: must be in (0, 1].")
+        gen = self.generator_config()
+        if gen.hidden_size % gen.resolved_num_heads:
+            raise ConfigError(
+                f"--generator_hidden_fraction={self.generator_hidden_fraction} gives a generator "
+                f"width of {gen.hidden_size}, not divisible by its {gen.resolved_num_heads} heads.")
+
+
+@dataclasses.dataclass
+class PretrainingConfig:
+    """Everything that defines a pre-training run (see the module docstring)."""
+
+    model_size: str = "small"
+    model: ModelConfig = dataclasses.field(default_factory=ModelConfig)
+    # Data and masking.
+    max_seq_length: int = 128
+    mask_rate: float = 0.15
+    max_predictions_per_seq: Optional[int] = None  # None: int((mask_rate + 0.005) * L)
+    do_lower_case: bool = True
+    strip_accents: Optional[bool] = None  # None: same as do_lower_case
+    shuffle_buffer_size: int = 1000
+    # Objective.
+    gen_weight: float = 1.0
+    disc_weight: float = 50.0
+    temperature: float = 1.0
+    # Optimisation.
+    learning_rate: float = 5e-4
+    lr_decay_power: float = 1.0
+    num_warmup_steps: int = 10000
+    weight_decay_rate: float = 0.01
+    adam_beta_1: float = 0.9
+    adam_beta_2: float = 0.999
+    adam_epsilon: float = 1e-6
+    clip_norm: float = 1.0
+    train_batch_size: int = 128
+    num_train_steps: int = 1_000_000
+    mixed_precision: str = "none"
+    seed: int = 0
+    # Bookkeeping.
+    save_checkpoints_steps: int = 1000
+    keep_checkpoint_max: int = 5
+    log_every_steps: int = 100
+    steps_per_execution: int = 1
+
+    @property
+    def resolved_max_predictions_per_seq(self) -> int:
+        if self.max_predictions_per_seq is not None:
+            return self.max_predictions_per_seq
+        return int((self.mask_rate + 0.005) * self.max_seq_length)
+
+    @property
+    def resolved_strip_accents(self) -> bool:
+        return self.do_lower_case if self.strip_accents is None else self.strip_accents
+
+    def validate(self) -> None:
+        if self.model_size not in MODEL_SIZES:
+            raise ConfigError(f"--model_size={self.model_size!r}: choose one of {', '.join(MODEL_SIZES)}.")
+        self.model.validate()
+        _positive(self, "max_seq_length", "train_batch_size", "num_train_steps",
+                  "save_checkpoints_steps", "log_every_steps", "steps_per_execution",
+                  "shuffle_buffer_size")
+        if self.max_seq_length < 5:
+            raise ConfigError(f"--max_seq_length={self.max_seq_length}: must be at least 5 "
+                              "([CLS] A [SEP] B [SEP]).")
+        if self.max_seq_length > self.model.max_position_embeddings:
+            raise ConfigError(
+                f"--max_seq_length={self.max_seq_length} exceeds --max_position_embeddings="
+                f"{self.model.max_position_embeddings}.")
+        if not 0.0 < self.mask_rate < 1.0:
+            raise ConfigError(f"--mask_rate={self.mask_rate}: must be in (0, 1).")
+        n = self.resolved_max_predictions_per_seq
+        if not 1 <= n <= self.max_seq_length:
+            raise ConfigError(
+                f"--max_predictions_per_seq={n}: must be between 1 and --max_seq_length="
+                f"{self.max_seq_length} (it is int((mask_rate + 0.005) * max_seq_length) by default).")
+        if self.gen_weight < 0 or self.disc_weight < 0:
+            raise ConfigError("--gen_weight and --disc_weight must be >= 0.")
+        if self.temperature <= 0:
+            raise ConfigError(f"--temperature={self.temperature}: must be > 0.")
+        if self.learning_rate <= 0:
+            raise ConfigError(f"--learning_rate={self.learning_rate}: must be > 0.")
+        if self.num_warmup_steps < 0:
+            raise ConfigError(f"--num_warmup_steps={self.num_warmup_steps}: must be >= 0.")
+        if self.weight_decay_rate < 0:
+            raise ConfigError(f"--weight_decay_rate={self.weight_decay_rate}: must be >= 0.")
+        for name in ("adam_beta_1", "adam_beta_2"):
+            if not 0.0 <= getattr(self, name) < 1.0:
+                raise ConfigError(f"--{name}={getattr(self, name)}: must be in [0, 1).")
+        if self.adam_epsilon <= 0:
+            raise ConfigError(f"--adam_epsilon={self.adam_epsilon}: must be > 0.")
+        if self.clip_norm < 0:
+            raise ConfigError(f"--clip_norm={self.clip_norm}: must be >= 0 (0 disables clipping).")
+        if self.keep_checkpoint_max < 1:
+            raise ConfigError(f"--keep_checkpoint_max={self.keep_checkpoint_max}: must be >= 1.")
+        if self.mixed_precision not in MIXED_PRECISION_POLICIES:
+            raise ConfigError(f"--mixed_precision={self.mixed_precision!r}: choose one of "
+                              f"{', '.join(MIXED_PRECISION_POLICIES)}.")
+
+    # ----------------------------------------------------------------- JSON
+    def to_dict(self) -> dict[str, Any]:
+        data = dataclasses.asdict(self)
+        data["resolved"] = {
+            "max_predictions_per_seq": self.resolved_max_predictions_per_seq,
+            "strip_accents": self.resolved_strip_accents,
+            "num_heads": self.model.resolved_num_heads,
+            "intermediate_size": self.model.resolved_intermediate_size,
+            "generator": {
+                k: v for k, v in dataclasses.asdict(self.model.generator_config()).items()
+                if k in ("hidden_size", "num_layers", "num_heads", "intermediate_size")
+            },
+        }
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "PretrainingConfig":
+        data = dict(data)
+        data.pop("resolved", None)
+        model = ModelConfig(**data.pop("model", {}))
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = set(data) - known
+        if unknown:
+            raise ConfigError(f"Unknown configuration keys: {sorted(unknown)}")
+        return cls(model=model, **data)
+
+    def save_json(self, path: str) -> None:
+        tmp = path + ".tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(self.to_dict(), f, indent=2, sort_keys=True)
+            f.write("\n")
+        os.replace(tmp, path)
+
+    @classmethod
+    def load_json(cls, path: str) -> "PretrainingConfig":
+        with open(path, encoding="utf-8") as f:
+            return cls.from_dict(json.load(f))
+
+
+# Values from the paper's Table 6 and the original code's commented-out block
+# for larger models. `tiny` is ours: a CPU-sized model for tests and smoke runs.
+_PRESETS: dict[str, dict[str, Any]] = {
+    "tiny": dict(
+        model=dict(hidden_size=128, num_layers=4, embedding_size=128,
+                   generator_hidden_fraction=0.25),
+        max_seq_length=128, mask_rate=0.15, learning_rate=5e-4, train_batch_size=32,
+        num_train_steps=10_000, num_warmup_steps=1000),
+    "small": dict(
+        model=dict(hidden_size=256, num_layers=12, embedding_size=128,
+                   generator_hidden_fraction=0.25),
+        max_seq_length=128, mask_rate=0.15, learning_rate=5e-4, train_batch_size=128,
+        num_train_steps=1_000_000, num_warmup_steps=10_000),
+    "base": dict(
+        model=dict(hidden_size=768, num_layers=12, embedding_size=768,
+                   generator_hidden_fraction=1.0 / 3.0),
+        max_seq_length=512, mask_rate=0.15, learning_rate=2e-4, train_batch_size=256,
+        num_train_steps=766_000, num_warmup_steps=10_000),
+    "large": dict(
+        model=dict(hidden_size=1024, num_layers=24, embedding_size=1024,
+                   generator_hidden_fraction=0.25),
+        max_seq_length=512, mask_rate=0.25, learning_rate=2e-4, train_batch_size=2048,
+        num_train_steps=400_000, num_warmup_steps=10_000),
+}
+
+
+def preset(model_size: str, **overrides: Any) -> PretrainingConfig:
+    """Returns the preset for `model_size` with `overrides` applied.
+
+    Overrides may name fields of either dataclass (`hidden_size=...` is routed
+    into `model`). Unknown names raise ConfigError.
+    """
+    if model_size not in _PRESETS:
+        raise ConfigError(f"--model_size={model_size!r}: choose one of {', '.join(MODEL_SIZES)}.")
+    values = dict(_PRESETS[model_size])
+    model_values = dict(values.pop("model"))
+    model_fields = {f.name for f in dataclasses.fields(ModelConfig)}
+    run_fields = {f.name for f in dataclasses.fields(PretrainingConfig)} - {"model"}
+    for name, value in overrides.items():
+        if name in model_fields:
+            model_values[name] = value
+        elif name in run_fields:
+            values[name] = value
+        else:
+            raise ConfigError(f"Unknown configuration field {name!r}.")
+    config = PretrainingConfig(model_size=model_size, model=ModelConfig(**model_values), **values)
+    return config
+
+
+def config_differences(old: PretrainingConfig, new: PretrainingConfig,
+                       ignore: tuple[str, ...] = ()) -> list[str]:
+    """Lists `field: old -> new` for every field that differs (model fields flattened)."""
+    a, b = _flatten(old.to_dict()), _flatten(new.to_dict())
+    return [f"{k}: {a.get(k)!r} -> {b.get(k)!r}" for k in sorted(set(a) | set(b))
+            if a.get(k) != b.get(k) and k.split(".")[-1] not in ignore and not k.startswith("resolved")]
+
+
+def _flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        if isinstance(v, dict):
+            out.update(_flatten(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
+
+
+def _positive(obj: Any, *names: str) -> None:
+    for name in names:
+        value = getattr(obj, name)
+        if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+            raise ConfigError(f"--{name}={value!r}: must be a positive integer.")

@@ -1,0 +1,117 @@
+"""The ELECTRA encoder: embeddings (optionally shared), projection, transformer stack."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import keras
+
+from electra_tf.config import ModelConfig
+from electra_tf.modeling.layers import (ElectraEmbeddings, TransformerLayer,
+                                        attention_bias_from_mask, truncated_normal)
+
+INPUT_NAMES = ("input_ids", "input_mask", "segment_ids")
+
+
+@keras.saving.register_keras_serializable(package="electra_tf")
+class ElectraEncoder(keras.Model):
+    """A post-LN BERT encoder with ELECTRA's separate embedding size.
+
+    When `embedding_size != hidden_size` a dense `embeddings_project` maps the
+    embeddings to the hidden size inside this model (so a generator and a
+    discriminator of different widths can share one embedding layer). There is
+    no pooler: ELECTRA's "pooled output" is the final hidden state of [CLS].
+
+    Inputs: a dict of int32 [B, L] tensors `input_ids`, `input_mask`,
+    `segment_ids`. Output: the final hidden states, [B, L, H].
+
+    Args:
+        vocab_size, hidden_size, num_layers, num_heads, intermediate_size,
+        embedding_size, max_position_embeddings, type_vocab_size, dropout_rate,
+        attention_dropout_rate, initializer_range, layer_norm_epsilon: see
+            `electra_tf.config.ModelConfig`.
+        embeddings: an existing `ElectraEmbeddings` to use (shared weights).
+            None creates a fresh one. Not part of the serialized config: a
+            reloaded encoder owns its embeddings.
+    """
+
+    def __init__(self, vocab_size: int, hidden_size: int, num_layers: int, num_heads: int,
+                 intermediate_size: int, embedding_size: int, max_position_embeddings: int = 512,
+                 type_vocab_size: int = 2, dropout_rate: float = 0.1,
+                 attention_dropout_rate: float = 0.1, initializer_range: float = 0.02,
+                 layer_norm_epsilon: float = 1e-12,
+                 embeddings: Optional[ElectraEmbeddings] = None, dtype=None, **kwargs):
+        # === Layers ===
+        self.embeddings = embeddings or ElectraEmbeddings(
+            vocab_size, embedding_size, max_position_embeddings, type_vocab_size, dropout_rate,
+            initializer_range, layer_norm_epsilon, dtype=dtype, name="embeddings")
+        self.embeddings_project = None
+        if embedding_size != hidden_size:
+            self.embeddings_project = keras.layers.Dense(
+                hidden_size, kernel_initializer=truncated_normal(initializer_range), dtype=dtype,
+                name="embeddings_project")
+        self.transformer_layers = [
+            TransformerLayer(hidden_size, num_heads, intermediate_size, dropout_rate,
+                             attention_dropout_rate, initializer_range, layer_norm_epsilon,
+                             dtype=dtype, name=f"transformer_layer_{i}")
+            for i in range(num_layers)
+        ]
+
+        # === Functional graph ===
+        inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name) for name in INPUT_NAMES}
+        x = self.embeddings(inputs["input_ids"], inputs["segment_ids"])
+        if self.embeddings_project is not None:
+            x = self.embeddings_project(x)
+        bias = keras.layers.Lambda(attention_bias_from_mask, name="attention_bias")(inputs["input_mask"])
+        for layer in self.transformer_layers:
+            x = layer(x, bias)
+        super().__init__(inputs=inputs, outputs=x, dtype=dtype, **kwargs)
+
+        # === Config ===
+        self.vocab_size = vocab_size
+        self.hidden_size = hidden_size
+        self.num_layers = num_layers
+        self.num_heads = num_heads
+        self.intermediate_size = intermediate_size
+        self.embedding_size = embedding_size
+        self.max_position_embeddings = max_position_embeddings
+        self.type_vocab_size = type_vocab_size
+        self.dropout_rate = dropout_rate
+        self.attention_dropout_rate = attention_dropout_rate
+        self.initializer_range = initializer_range
+        self.layer_norm_epsilon = layer_norm_epsilon
+
+    @classmethod
+    def from_model_config(cls, config: ModelConfig, embeddings: Optional[ElectraEmbeddings] = None,
+                          **kwargs) -> "ElectraEncoder":
+        return cls(vocab_size=config.vocab_size, hidden_size=config.hidden_size,
+                   num_layers=config.num_layers, num_heads=config.resolved_num_heads,
+                   intermediate_size=config.resolved_intermediate_size,
+                   embedding_size=config.embedding_size,
+                   max_position_embeddings=config.max_position_embeddings,
+                   type_vocab_size=config.type_vocab_size, dropout_rate=config.dropout_rate,
+                   attention_dropout_rate=config.attention_dropout_rate,
+                   initializer_range=config.initializer_range,
+                   layer_norm_epsilon=config.layer_norm_epsilon, embeddings=embeddings, **kwargs)
+
+    def get_config(self):
+        return {
+            "name": self.name,
+            "trainable": self.trainable,
+            "vocab_size": self.vocab_size,
+            "hidden_size": self.hidden_size,
+            "num_layers": self.num_layers,
+            "num_heads": self.num_heads,
+            "intermediate_size": self.intermediate_size,
+            "embedding_size": self.embedding_size,
+            "max_position_embeddings": self.max_position_embeddings,
+            "type_vocab_size": self.type_vocab_size,
+            "dropout_rate": self.dropout_rate,
+            "attention_dropout_rate": self.attention_dropout_rate,
+            "initializer_range": self.initializer_range,
+            "layer_norm_epsilon": self.layer_norm_epsilon,
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)

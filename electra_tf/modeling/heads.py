@@ -1,0 +1,97 @@
+"""Output heads: the generator's masked-LM head and the discriminator's per-token head."""
+
+from __future__ import annotations
+
+import keras
+from keras import ops
+
+from electra_tf.modeling.layers import ElectraEmbeddings, exact_gelu, truncated_normal
+
+
+@keras.saving.register_keras_serializable(package="electra_tf")
+class MaskedLMHead(keras.layers.Layer):
+    """Generator head: gather masked positions, dense+GELU, LayerNorm, tied output.
+
+    Only the N masked positions are scored, so no [B, L, V] tensor is ever
+    built. The output matrix is the shared input word-embedding table
+    (transposed) plus a per-token bias, as in the original code.
+
+    Args:
+        embeddings: the `ElectraEmbeddings` whose word table is tied to the output.
+        initializer_range: stddev of the truncated-normal initializer.
+        layer_norm_epsilon: LayerNorm epsilon.
+    """
+
+    def __init__(self, embeddings: ElectraEmbeddings, initializer_range: float = 0.02,
+                 layer_norm_epsilon: float = 1e-12, **kwargs):
+        super().__init__(**kwargs)
+        self.embeddings = embeddings
+        self.initializer_range = initializer_range
+        self.layer_norm_epsilon = layer_norm_epsilon
+        self.dense = keras.layers.Dense(
+            embeddings.embedding_size, activation=exact_gelu,
+            kernel_initializer=truncated_normal(initializer_range), dtype=self.dtype_policy,
+            name="dense")
+        self.layer_norm = keras.layers.LayerNormalization(
+            epsilon=layer_norm_epsilon, dtype=self.dtype_policy, name="layer_norm")
+
+    def build(self, sequence_output_shape, masked_lm_positions_shape=None):
+        self.dense.build(sequence_output_shape)
+        self.layer_norm.build(tuple(sequence_output_shape[:-1]) + (self.embeddings.embedding_size,))
+        self.output_bias = self.add_weight(shape=(self.embeddings.vocab_size,),
+                                           initializer="zeros", name="output_bias")
+        self.built = True
+
+    def call(self, sequence_output, masked_lm_positions):
+        """Scores the vocabulary at the masked positions.
+
+        Args:
+            sequence_output: generator hidden states, [B, L, Hg].
+            masked_lm_positions: int32 [B, N].
+
+        Returns:
+            Logits [B, N, V] in the compute dtype.
+        """
+        gathered = ops.take_along_axis(sequence_output, masked_lm_positions[:, :, None], axis=1)
+        hidden = self.layer_norm(self.dense(gathered))
+        return self.embeddings.attend(hidden) + ops.cast(self.output_bias, hidden.dtype)
+
+    def compute_output_shape(self, sequence_output_shape, masked_lm_positions_shape):
+        return tuple(masked_lm_positions_shape) + (self.embeddings.vocab_size,)
+
+
+@keras.saving.register_keras_serializable(package="electra_tf")
+class ReplacedTokenDetectionHead(keras.layers.Layer):
+    """Discriminator head: dense(H) + GELU, then one logit per token.
+
+    Args:
+        hidden_size: H of the discriminator.
+        initializer_range: stddev of the truncated-normal initializer.
+    """
+
+    def __init__(self, hidden_size: int, initializer_range: float = 0.02, **kwargs):
+        super().__init__(**kwargs)
+        self.hidden_size = hidden_size
+        self.initializer_range = initializer_range
+        init = truncated_normal(initializer_range)
+        self.dense = keras.layers.Dense(hidden_size, activation=exact_gelu, kernel_initializer=init,
+                                        dtype=self.dtype_policy, name="dense")
+        self.logit = keras.layers.Dense(1, kernel_initializer=init, dtype=self.dtype_policy,
+                                        name="logit")
+
+    def build(self, sequence_shape):
+        self.dense.build(sequence_shape)
+        self.logit.build(tuple(sequence_shape[:-1]) + (self.hidden_size,))
+        self.built = True
+
+    def call(self, sequence_output):
+        """Args: sequence_output [B, L, H]. Returns logits [B, L] (> 0: replaced)."""
+        return ops.squeeze(self.logit(self.dense(sequence_output)), axis=-1)
+
+    def compute_output_shape(self, sequence_shape):
+        return tuple(sequence_shape[:-1])
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(hidden_size=self.hidden_size, initializer_range=self.initializer_range)
+        return config

@@ -1,0 +1,253 @@
+"""Building blocks of the ELECTRA encoder: embeddings, self-attention, transformer layer.
+
+Conventions: B = batch, L = sequence length, E = embedding size, H = hidden
+size, V = vocabulary size. Masks are int32 (1 = real token, 0 = padding).
+"""
+
+from __future__ import annotations
+
+import keras
+from keras import ops
+
+
+def truncated_normal(stddev: float) -> keras.initializers.Initializer:
+    """The original code's initializer: truncated normal, stddev 0.02."""
+    return keras.initializers.TruncatedNormal(stddev=stddev)
+
+
+@keras.saving.register_keras_serializable(package="electra_tf")
+class ElectraEmbeddings(keras.layers.Layer):
+    """Word + position + token-type embeddings, then LayerNorm and dropout.
+
+    One instance is shared by the generator and the discriminator, as in the
+    original code (which shares all four under `electra/embeddings`). It also
+    provides the tied output projection of the generator's MLM head through
+    `attend()`.
+
+    Args:
+        vocab_size: V.
+        embedding_size: E.
+        max_position_embeddings: longest sequence supported.
+        type_vocab_size: number of segment ids.
+        dropout_rate: dropout after the LayerNorm.
+        initializer_range: stddev of the truncated-normal initializer.
+        layer_norm_epsilon: LayerNorm epsilon.
+    """
+
+    def __init__(self, vocab_size: int, embedding_size: int, max_position_embeddings: int = 512,
+                 type_vocab_size: int = 2, dropout_rate: float = 0.1,
+                 initializer_range: float = 0.02, layer_norm_epsilon: float = 1e-12, **kwargs):
+        super().__init__(**kwargs)
+        self.vocab_size = vocab_size
+        self.embedding_size = embedding_size
+        self.max_position_embeddings = max_position_embeddings
+        self.type_vocab_size = type_vocab_size
+        self.dropout_rate = dropout_rate
+        self.initializer_range = initializer_range
+        self.layer_norm_epsilon = layer_norm_epsilon
+        self.layer_norm = keras.layers.LayerNormalization(
+            epsilon=layer_norm_epsilon, dtype=self.dtype_policy, name="layer_norm")
+        self.dropout = keras.layers.Dropout(dropout_rate, dtype=self.dtype_policy, name="dropout")
+
+    def build(self, input_shape=None):
+        init = truncated_normal(self.initializer_range)
+        self.word_embeddings = self.add_weight(
+            shape=(self.vocab_size, self.embedding_size), initializer=init, name="word_embeddings")
+        self.position_embeddings = self.add_weight(
+            shape=(self.max_position_embeddings, self.embedding_size), initializer=init,
+            name="position_embeddings")
+        self.token_type_embeddings = self.add_weight(
+            shape=(self.type_vocab_size, self.embedding_size), initializer=init,
+            name="token_type_embeddings")
+        self.layer_norm.build((None, None, self.embedding_size))
+        self.built = True
+
+    def call(self, input_ids, segment_ids, training=None):
+        """Embeds token ids.
+
+        Args:
+            input_ids: int32 [B, L].
+            segment_ids: int32 [B, L].
+
+        Returns:
+            [B, L, E] in the layer's compute dtype.
+        """
+        length = ops.shape(input_ids)[1]
+        x = ops.take(self.word_embeddings, input_ids, axis=0)
+        x = x + ops.expand_dims(self.position_embeddings[:length], 0)
+        x = x + ops.take(self.token_type_embeddings, segment_ids, axis=0)
+        x = self.layer_norm(x)
+        return self.dropout(x, training=training)
+
+    def attend(self, hidden):
+        """Scores hidden states against every word embedding (tied output layer).
+
+        Args:
+            hidden: [..., E].
+
+        Returns:
+            [..., V] = hidden @ word_embeddings^T.
+        """
+        table = ops.cast(self.word_embeddings, hidden.dtype)
+        return ops.matmul(hidden, ops.transpose(table))
+
+    def compute_output_shape(self, input_ids_shape, segment_ids_shape=None):  # noqa: D401
+        return tuple(input_ids_shape) + (self.embedding_size,)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(vocab_size=self.vocab_size, embedding_size=self.embedding_size,
+                      max_position_embeddings=self.max_position_embeddings,
+                      type_vocab_size=self.type_vocab_size, dropout_rate=self.dropout_rate,
+                      initializer_range=self.initializer_range,
+                      layer_norm_epsilon=self.layer_norm_epsilon)
+        return config
+
+
+@keras.saving.register_keras_serializable(package="electra_tf")
+class SelfAttention(keras.layers.Layer):
+    """Multi-head self-attention with one fused QKV projection.
+
+    A single [H, 3H] matmul instead of three [H, H] ones: the same maths as
+    BERT's separate query/key/value layers, fewer kernel launches.
+
+    Args:
+        hidden_size: H.
+        num_heads: number of heads; H must be divisible by it.
+        attention_dropout_rate: dropout on the attention probabilities.
+        initializer_range: stddev of the truncated-normal initializer.
+    """
+
+    def __init__(self, hidden_size: int, num_heads: int, attention_dropout_rate: float = 0.1,
+                 initializer_range: float = 0.02, **kwargs):
+        super().__init__(**kwargs)
+        if hidden_size % num_heads:
+            raise ValueError(f"hidden_size={hidden_size} is not divisible by num_heads={num_heads}")
+        self.hidden_size = hidden_size
+        self.num_heads = num_heads
+        self.head_size = hidden_size // num_heads
+        self.attention_dropout_rate = attention_dropout_rate
+        self.initializer_range = initializer_range
+        init = truncated_normal(initializer_range)
+        self.qkv = keras.layers.Dense(3 * hidden_size, kernel_initializer=init,
+                                      dtype=self.dtype_policy, name="qkv")
+        self.output_dense = keras.layers.Dense(hidden_size, kernel_initializer=init,
+                                               dtype=self.dtype_policy, name="output")
+        self.dropout = keras.layers.Dropout(attention_dropout_rate, dtype=self.dtype_policy,
+                                            name="attention_dropout")
+
+    def build(self, input_shape):
+        self.qkv.build(input_shape)
+        self.output_dense.build(tuple(input_shape[:-1]) + (self.hidden_size,))
+        self.built = True
+
+    def call(self, hidden, attention_bias, training=None):
+        """Attends every position to every unmasked position.
+
+        Args:
+            hidden: [B, L, H].
+            attention_bias: float [B, 1, 1, L], 0 for real keys and -10000 for
+                padding (the original code's additive mask).
+
+        Returns:
+            [B, L, H].
+        """
+        batch, length = ops.shape(hidden)[0], ops.shape(hidden)[1]
+        qkv = ops.reshape(self.qkv(hidden), (batch, length, 3, self.num_heads, self.head_size))
+        qkv = ops.transpose(qkv, (2, 0, 3, 1, 4))  # [3, B, heads, L, d]
+        query, key, value = qkv[0], qkv[1], qkv[2]
+        scores = ops.matmul(query, ops.transpose(key, (0, 1, 3, 2)))
+        # Softmax in float32 even under mixed precision: -10000 overflows fp16 sums.
+        scores = ops.cast(scores, "float32") * (1.0 / float(self.head_size) ** 0.5)
+        probs = ops.softmax(scores + attention_bias, axis=-1)
+        probs = self.dropout(ops.cast(probs, hidden.dtype), training=training)
+        context = ops.matmul(probs, value)  # [B, heads, L, d]
+        context = ops.reshape(ops.transpose(context, (0, 2, 1, 3)), (batch, length, self.hidden_size))
+        return self.output_dense(context)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(hidden_size=self.hidden_size, num_heads=self.num_heads,
+                      attention_dropout_rate=self.attention_dropout_rate,
+                      initializer_range=self.initializer_range)
+        return config
+
+
+@keras.saving.register_keras_serializable(package="electra_tf")
+class TransformerLayer(keras.layers.Layer):
+    """One post-LayerNorm BERT block: attention, add & norm, GELU FFN, add & norm.
+
+    Args:
+        hidden_size: H.
+        num_heads: attention heads.
+        intermediate_size: FFN inner width (4H in every preset).
+        dropout_rate: dropout on the attention output and the FFN output.
+        attention_dropout_rate: dropout on attention probabilities.
+        initializer_range: stddev of the truncated-normal initializer.
+        layer_norm_epsilon: LayerNorm epsilon.
+    """
+
+    def __init__(self, hidden_size: int, num_heads: int, intermediate_size: int,
+                 dropout_rate: float = 0.1, attention_dropout_rate: float = 0.1,
+                 initializer_range: float = 0.02, layer_norm_epsilon: float = 1e-12, **kwargs):
+        super().__init__(**kwargs)
+        self.hidden_size = hidden_size
+        self.num_heads = num_heads
+        self.intermediate_size = intermediate_size
+        self.dropout_rate = dropout_rate
+        self.attention_dropout_rate = attention_dropout_rate
+        self.initializer_range = initializer_range
+        self.layer_norm_epsilon = layer_norm_epsilon
+        init = truncated_normal(initializer_range)
+        policy = self.dtype_policy
+        self.attention = SelfAttention(hidden_size, num_heads, attention_dropout_rate,
+                                       initializer_range, dtype=policy, name="attention")
+        self.attention_dropout = keras.layers.Dropout(dropout_rate, dtype=policy,
+                                                      name="attention_output_dropout")
+        self.attention_layer_norm = keras.layers.LayerNormalization(
+            epsilon=layer_norm_epsilon, dtype=policy, name="attention_layer_norm")
+        self.intermediate = keras.layers.Dense(
+            intermediate_size, activation=exact_gelu, kernel_initializer=init, dtype=policy,
+            name="intermediate")
+        self.ffn_output = keras.layers.Dense(hidden_size, kernel_initializer=init, dtype=policy,
+                                             name="ffn_output")
+        self.ffn_dropout = keras.layers.Dropout(dropout_rate, dtype=policy, name="ffn_dropout")
+        self.ffn_layer_norm = keras.layers.LayerNormalization(
+            epsilon=layer_norm_epsilon, dtype=policy, name="ffn_layer_norm")
+
+    def build(self, input_shape):
+        self.attention.build(input_shape)
+        self.attention_layer_norm.build(input_shape)
+        self.intermediate.build(input_shape)
+        self.ffn_output.build(tuple(input_shape[:-1]) + (self.intermediate_size,))
+        self.ffn_layer_norm.build(input_shape)
+        self.built = True
+
+    def call(self, hidden, attention_bias, training=None):
+        """Args: hidden [B, L, H]; attention_bias [B, 1, 1, L]. Returns [B, L, H]."""
+        attended = self.attention(hidden, attention_bias, training=training)
+        hidden = self.attention_layer_norm(
+            hidden + self.attention_dropout(attended, training=training))
+        ffn = self.ffn_output(self.intermediate(hidden))
+        return self.ffn_layer_norm(hidden + self.ffn_dropout(ffn, training=training))
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(hidden_size=self.hidden_size, num_heads=self.num_heads,
+                      intermediate_size=self.intermediate_size, dropout_rate=self.dropout_rate,
+                      attention_dropout_rate=self.attention_dropout_rate,
+                      initializer_range=self.initializer_range,
+                      layer_norm_epsilon=self.layer_norm_epsilon)
+        return config
+
+
+@keras.saving.register_keras_serializable(package="electra_tf")
+def exact_gelu(x):
+    """GELU with the exact erf form, as the original code (not the tanh approximation)."""
+    return keras.activations.gelu(x, approximate=False)
+
+
+def attention_bias_from_mask(input_mask, dtype="float32"):
+    """Turns an int [B, L] padding mask into an additive [B, 1, 1, L] bias (0 / -10000)."""
+    mask = ops.cast(input_mask, dtype)
+    return (1.0 - mask)[:, None, None, :] * -10000.0

@@ -1,0 +1,123 @@
+"""ELECTRA's replaced-token-detection objective as pure tensor functions.
+
+Shapes: B = batch, L = sequence length, N = masked slots per sequence, V = vocab.
+Every loss here is returned as a (sum, count) pair rather than a mean, so the
+caller can divide by the count of the *global* batch under tf.distribute.
+"""
+
+from __future__ import annotations
+
+import tensorflow as tf
+
+
+def sample_tokens(logits, uniforms, temperature: float = 1.0, disallow_ids=None):
+    """Draws one token per slot from softmax(logits / temperature).
+
+    Uses inverse-CDF sampling driven by one pre-drawn uniform per slot, which
+    is exact categorical sampling (the same distribution as the original
+    code's Gumbel-max trick) and makes the draw a pure function of the data:
+    the same example gets the same sample on any number of replicas.
+
+    Args:
+        logits: float [B, N, V].
+        uniforms: float32 [B, N] in [0, 1).
+        temperature: softmax temperature (> 0).
+        disallow_ids: optional int32 [B, N]; those ids are made (almost)
+            impossible, as the original code's `disallow` (logit - 1000).
+
+    Returns:
+        int32 [B, N] sampled ids, with no gradient path to `logits`.
+    """
+    logits = tf.stop_gradient(tf.cast(logits, tf.float32)) / temperature
+    vocab_size = tf.shape(logits)[-1]
+    if disallow_ids is not None:
+        logits -= 1000.0 * tf.one_hot(disallow_ids, vocab_size, dtype=tf.float32)
+    probs = tf.nn.softmax(logits, axis=-1)
+    flat_cdf = tf.reshape(tf.cumsum(probs, axis=-1), [-1, vocab_size])
+    # Scale by the total so rounding in the cumsum can never push u past the end.
+    targets = tf.reshape(uniforms, [-1, 1]) * flat_cdf[:, -1:]
+    ids = tf.searchsorted(flat_cdf, targets, side="right", out_type=tf.int32)
+    ids = tf.minimum(ids, vocab_size - 1)
+    return tf.reshape(ids, tf.shape(uniforms))
+
+
+def replace_tokens(input_ids, masked_lm_positions, sampled_ids, masked_lm_weights):
+    """Writes the generator's samples into the original sequence.
+
+    Args:
+        input_ids: int32 [B, L], the original tokens.
+        masked_lm_positions: int32 [B, N].
+        sampled_ids: int32 [B, N].
+        masked_lm_weights: float [B, N]; slots with weight 0 are unused and
+            leave the sequence unchanged.
+
+    Returns:
+        (fake_ids, labels): int32 [B, L] corrupted sequence and int32 [B, L]
+        labels, 1 where the token was replaced by a *different* token. A
+        sample equal to the original counts as real, as in the paper.
+    """
+    original_at_positions = tf.gather(input_ids, masked_lm_positions, batch_dims=1)
+    updates = tf.where(masked_lm_weights > 0, sampled_ids, original_at_positions)
+    batch_index = tf.broadcast_to(tf.range(tf.shape(input_ids)[0])[:, None],
+                                  tf.shape(masked_lm_positions))
+    indices = tf.stack([batch_index, masked_lm_positions], axis=-1)
+    fake_ids = tf.tensor_scatter_nd_update(input_ids, indices, updates)
+    labels = tf.cast(tf.not_equal(fake_ids, input_ids), tf.int32)
+    return fake_ids, labels
+
+
+def masked_lm_sums(logits, masked_lm_ids, masked_lm_weights):
+    """Weighted MLM cross-entropy and argmax accuracy, as sums.
+
+    Args:
+        logits: float [B, N, V].
+        masked_lm_ids: int32 [B, N], the original tokens.
+        masked_lm_weights: float [B, N].
+
+    Returns:
+        dict of float32 scalars: `nll` (sum of w * NLL), `correct` (sum of w
+        where argmax == target) and `count` (sum of w).
+    """
+    logits = tf.cast(logits, tf.float32)
+    weights = tf.cast(masked_lm_weights, tf.float32)
+    nll = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=masked_lm_ids, logits=logits)
+    correct = tf.cast(tf.equal(tf.argmax(logits, axis=-1, output_type=tf.int32), masked_lm_ids),
+                      tf.float32)
+    return {"nll": tf.reduce_sum(weights * nll), "correct": tf.reduce_sum(weights * correct),
+            "count": tf.reduce_sum(weights)}
+
+
+def discriminator_sums(logits, labels, input_mask):
+    """Sigmoid cross-entropy over every non-pad token, and confusion counts, as sums.
+
+    Args:
+        logits: float [B, L].
+        labels: int32 [B, L], 1 = replaced.
+        input_mask: int [B, L], 1 = real token ([CLS]/[SEP] included).
+
+    Returns:
+        dict of float32 scalars: `loss`, `count` (non-pad tokens),
+        `correct`, `true_positive`, `predicted_positive`, `actual_positive`.
+    """
+    logits = tf.cast(logits, tf.float32)
+    mask = tf.cast(input_mask, tf.float32)
+    targets = tf.cast(labels, tf.float32)
+    loss = tf.nn.sigmoid_cross_entropy_with_logits(labels=targets, logits=logits)
+    predicted = tf.cast(logits > 0, tf.float32)
+    return {
+        "loss": tf.reduce_sum(mask * loss),
+        "count": tf.reduce_sum(mask),
+        "correct": tf.reduce_sum(mask * tf.cast(tf.equal(predicted, targets), tf.float32)),
+        "true_positive": tf.reduce_sum(mask * predicted * targets),
+        "predicted_positive": tf.reduce_sum(mask * predicted),
+        "actual_positive": tf.reduce_sum(mask * targets),
+    }
+
+
+# The original code divides by (count + 1e-6); so do we, so a batch with
+# nothing masked gives a zero loss, not NaN.
+DENOMINATOR_EPSILON = 1e-6
+
+
+def safe_ratio(numerator, denominator):
+    return numerator / (denominator + DENOMINATOR_EPSILON)

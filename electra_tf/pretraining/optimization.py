@@ -1,0 +1,134 @@
+"""The original ELECTRA optimiser: AdamW without bias correction, warmup x linear decay."""
+
+from __future__ import annotations
+
+import keras
+import tensorflow as tf
+from keras import ops
+
+# Substrings of variable names that get no weight decay: LayerNorm scale and
+# offset (named gamma/beta in Keras) and every bias, as in the original code.
+NO_WEIGHT_DECAY = ("gamma", "beta", "bias")
+
+
+@keras.saving.register_keras_serializable(package="electra_tf")
+class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
+    """lr(step) = peak * (1 - step / total) ** power * min(1, step / warmup).
+
+    The warmup factor *multiplies* the decaying schedule, as in the original
+    code, so the peak reached at the end of warmup is slightly below `peak`.
+
+    Args:
+        peak_learning_rate: the nominal learning rate.
+        num_train_steps: step at which the rate reaches 0.
+        num_warmup_steps: length of the linear warmup (0 disables it).
+        power: polynomial decay power (1.0 = linear).
+    """
+
+    def __init__(self, peak_learning_rate: float, num_train_steps: int, num_warmup_steps: int,
+                 power: float = 1.0):
+        self.peak_learning_rate = peak_learning_rate
+        self.num_train_steps = num_train_steps
+        self.num_warmup_steps = num_warmup_steps
+        self.power = power
+
+    def __call__(self, step):
+        step = ops.cast(step, "float32")
+        progress = ops.minimum(step, float(self.num_train_steps)) / float(self.num_train_steps)
+        rate = self.peak_learning_rate * ops.power(1.0 - progress, self.power)
+        if self.num_warmup_steps > 0:
+            rate = rate * ops.minimum(1.0, step / float(self.num_warmup_steps))
+        return rate
+
+    def get_config(self):
+        return {"peak_learning_rate": self.peak_learning_rate,
+                "num_train_steps": self.num_train_steps,
+                "num_warmup_steps": self.num_warmup_steps, "power": self.power}
+
+
+@keras.saving.register_keras_serializable(package="electra_tf")
+class AdamWeightDecay(keras.optimizers.Optimizer):
+    """Adam with decoupled weight decay and no bias correction (the original's update).
+
+    update = m / (sqrt(v) + epsilon) + weight_decay * w;  w -= lr * update.
+
+    Gradients must arrive already summed over replicas (see
+    `ElectraPretrainer.train_step`): Keras clips *before* its own all-reduce,
+    which under MirroredStrategy would clip each replica's partial gradient by
+    its local norm. Summing first, then clipping, gives the global-norm clip of
+    the original code, and this class skips the second all-reduce.
+
+    Args:
+        learning_rate: float or schedule.
+        weight_decay: decoupled weight decay rate; variables whose name matches
+            `NO_WEIGHT_DECAY` are excluded.
+        beta_1, beta_2, epsilon: Adam moments and epsilon.
+        global_clipnorm: clip the global gradient norm to this value (None: off).
+    """
+
+    def __init__(self, learning_rate=5e-4, weight_decay: float = 0.01, beta_1: float = 0.9,
+                 beta_2: float = 0.999, epsilon: float = 1e-6, global_clipnorm=1.0,
+                 name: str = "adam_weight_decay", **kwargs):
+        super().__init__(learning_rate=learning_rate, weight_decay=weight_decay or None,
+                         global_clipnorm=global_clipnorm or None, name=name, **kwargs)
+        self.beta_1 = beta_1
+        self.beta_2 = beta_2
+        self.epsilon = epsilon
+        self.exclude_from_weight_decay(var_names=list(NO_WEIGHT_DECAY))
+
+    def build(self, var_list):
+        if self.built:
+            return
+        super().build(var_list)
+        self._momentums, self._velocities = self.add_optimizer_variables(
+            var_list, ["momentum", "velocity"])
+
+    def update_step(self, gradient, variable, learning_rate):
+        lr = ops.cast(learning_rate, variable.dtype)
+        # Embedding lookups give sparse gradients; the moments decay everywhere
+        # anyway (as in the original), so work densely.
+        gradient = ops.cast(tf.convert_to_tensor(gradient), variable.dtype)
+        index = self._get_variable_index(variable)
+        m, v = self._momentums[index], self._velocities[index]
+        self.assign(m, self.beta_1 * m + (1.0 - self.beta_1) * gradient)
+        self.assign(v, self.beta_2 * v + (1.0 - self.beta_2) * ops.square(gradient))
+        self.assign_sub(variable, lr * m / (ops.sqrt(v) + self.epsilon))
+
+    def _all_reduce_sum_gradients(self, grads_and_vars):
+        # Already summed across replicas by the train step (see class docstring).
+        return list(grads_and_vars)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(beta_1=self.beta_1, beta_2=self.beta_2, epsilon=self.epsilon)
+        return config
+
+
+def sum_over_replicas(grads):
+    """All-reduces (sums) gradients across replicas; identity on one replica."""
+    context = tf.distribute.get_replica_context()
+    if context is None or context.num_replicas_in_sync == 1:
+        return grads
+    present = [g for g in grads if g is not None]
+    reduced = iter(context.all_reduce(tf.distribute.ReduceOp.SUM, present))
+    return [None if g is None else next(reduced) for g in grads]
+
+
+def learning_rate_schedule(config) -> WarmupLinearDecay:
+    """The pre-training learning-rate schedule of a `PretrainingConfig`."""
+    return WarmupLinearDecay(config.learning_rate, config.num_train_steps,
+                             config.num_warmup_steps, config.lr_decay_power)
+
+
+def create_optimizer(config, mixed_precision: str = "none") -> keras.optimizers.Optimizer:
+    """The pre-training optimiser for a `PretrainingConfig`.
+
+    float16 wraps it in a `LossScaleOptimizer` (dynamic loss scaling); bfloat16
+    needs none.
+    """
+    optimizer = AdamWeightDecay(learning_rate=learning_rate_schedule(config), weight_decay=config.weight_decay_rate,
+                                beta_1=config.adam_beta_1, beta_2=config.adam_beta_2,
+                                epsilon=config.adam_epsilon, global_clipnorm=config.clip_norm)
+    if mixed_precision == "float16":
+        optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
+    return optimizer

@@ -1,0 +1,139 @@
+"""Keras callbacks for long runs: progress with ETA, TensorBoard scalars, checkpoints, signals."""
+
+from __future__ import annotations
+
+import signal
+import time
+from typing import Callable, Optional
+
+import keras
+import tensorflow as tf
+
+
+def format_duration(seconds: float) -> str:
+    seconds = int(max(0, seconds))
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours}h{minutes:02d}m"
+    if minutes:
+        return f"{minutes}m{secs:02d}s"
+    return f"{secs}s"
+
+
+class ProgressMonitor(keras.callbacks.Callback):
+    """Every `every` steps: a console line with losses, throughput and ETA, and TensorBoard scalars.
+
+    Throughput is sequences over wall time for the window since the previous
+    report (not a mean of per-step rates). The values logged are the ones the
+    train step returns, which are already global over replicas.
+
+    Args:
+        writer: a `tf.summary` file writer.
+        total_steps: the run's target step count (for the ETA).
+        global_batch_size: sequences per step across all replicas.
+        every: report interval in optimizer steps.
+        learning_rate_fn: maps a step to the learning rate (for logging).
+        print_fn: where console lines go.
+        console_keys: which metrics appear on the console line.
+    """
+
+    def __init__(self, writer, total_steps: int, global_batch_size: int, every: int,
+                 learning_rate_fn: Callable, print_fn: Callable[[str], None] = print,
+                 console_keys=("total_loss", "masked_lm_loss", "disc_loss", "disc_accuracy")):
+        super().__init__()
+        self.writer = writer
+        self.total_steps = total_steps
+        self.global_batch_size = global_batch_size
+        self.every = every
+        self.learning_rate_fn = learning_rate_fn
+        self.print_fn = print_fn
+        self.console_keys = console_keys
+        self._window_start: Optional[tuple[int, float]] = None
+
+    def _step(self) -> int:
+        return int(self.model.optimizer.iterations.numpy())
+
+    def on_train_begin(self, logs=None):
+        self._window_start = (self._step(), time.perf_counter())
+
+    def on_train_batch_end(self, batch, logs=None):
+        step = self._step()
+        if step % self.every and step != self.total_steps:
+            return
+        now = time.perf_counter()
+        start_step, start_time = self._window_start
+        if step <= start_step:
+            return
+        steps_per_sec = (step - start_step) / (now - start_time)
+        seqs_per_sec = steps_per_sec * self.global_batch_size
+        self._window_start = (step, now)
+        values = {k: float(v) for k, v in (logs or {}).items()}
+        values["learning_rate"] = float(self.learning_rate_fn(step))
+        values["sequences_per_second"] = seqs_per_sec
+        with self.writer.as_default(step=step):
+            for name, value in values.items():
+                tf.summary.scalar(name, value)
+        self.writer.flush()
+        eta = (self.total_steps - step) / steps_per_sec
+        parts = [f"step {step}/{self.total_steps} ({100.0 * step / self.total_steps:.1f}%)"]
+        parts += [f"{k} {values[k]:.4f}" for k in self.console_keys if k in values]
+        parts += [f"lr {values['learning_rate']:.2e}", f"{seqs_per_sec:.1f} seq/s",
+                  f"ETA {format_duration(eta)}"]
+        self.print_fn(" | ".join(parts))
+
+
+class CheckpointSaver(keras.callbacks.Callback):
+    """Saves every `every` steps, and stops cleanly (after saving) on SIGINT/SIGTERM.
+
+    A second SIGINT while the first is being handled raises KeyboardInterrupt
+    as usual.
+
+    Args:
+        manager: a `tf.train.CheckpointManager`.
+        every: save interval in optimizer steps.
+        print_fn: where messages go.
+    """
+
+    def __init__(self, manager: tf.train.CheckpointManager, every: int,
+                 print_fn: Callable[[str], None] = print):
+        super().__init__()
+        self.manager = manager
+        self.every = every
+        self.print_fn = print_fn
+        self.stop_signal: Optional[int] = None
+        self._previous_handlers: dict[int, object] = {}
+
+    def _handle(self, signum, frame):
+        if self.stop_signal is not None and signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        self.stop_signal = signum
+        self.print_fn(f"Received {signal.Signals(signum).name}: saving a checkpoint and stopping "
+                      "after this step (press Ctrl-C again to abort without saving).")
+
+    def on_train_begin(self, logs=None):
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            try:
+                self._previous_handlers[signum] = signal.signal(signum, self._handle)
+            except ValueError:  # not the main thread: leave signals alone
+                pass
+
+    def on_train_end(self, logs=None):
+        for signum, handler in self._previous_handlers.items():
+            signal.signal(signum, handler)
+        self._previous_handlers.clear()
+
+    def save(self) -> str:
+        step = int(self.model.optimizer.iterations.numpy())
+        if self.manager.latest_checkpoint and self.manager.latest_checkpoint.endswith(f"-{step}"):
+            return self.manager.latest_checkpoint
+        return self.manager.save(checkpoint_number=step)
+
+    def on_train_batch_end(self, batch, logs=None):
+        step = int(self.model.optimizer.iterations.numpy())
+        if self.stop_signal is not None:
+            path = self.save()
+            self.print_fn(f"Checkpoint saved at step {step}: {path}")
+            self.model.stop_training = True
+        elif step % self.every == 0:
+            self.save()

@@ -1,0 +1,179 @@
+"""The pre-training run: build under a strategy, resume, fit, checkpoint, export.
+
+A run directory holds everything a run produces:
+
+    config.json      the resolved PretrainingConfig
+    vocab.txt        the vocabulary the run was trained with
+    checkpoints/     tf.train checkpoints (model, optimizer, data position), last K kept
+    tensorboard/     scalars (`tensorboard --logdir <run_dir>/tensorboard`)
+    export/          discriminator and generator (see electra_tf.export)
+
+Re-running with the same run directory resumes from the latest checkpoint.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import filecmp
+import os
+import shutil
+import time
+from typing import Callable, Optional, Sequence
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from electra_tf.config import PretrainingConfig, config_differences
+from electra_tf.data.pipeline import make_pretraining_dataset
+from electra_tf.export import export_pretrained
+from electra_tf.pretraining.optimization import create_optimizer, learning_rate_schedule
+from electra_tf.pretraining.pretrainer import ElectraPretrainer
+from electra_tf.training.callbacks import CheckpointSaver, ProgressMonitor, format_duration
+from electra_tf.training.strategy import set_precision_policy
+
+# Fields a resumed run may change: they do not alter what a checkpoint means.
+RESUMABLE_FIELDS = ("num_train_steps", "save_checkpoints_steps", "keep_checkpoint_max",
+                    "log_every_steps", "steps_per_execution")
+
+
+class RunConfigMismatch(ValueError):
+    """The run directory holds a run of a different configuration."""
+
+
+@dataclasses.dataclass
+class PretrainingResult:
+    run_dir: str
+    steps_done: int
+    finished: bool
+    interrupted: bool
+    metrics: dict
+    export_dir: Optional[str]
+    seconds: float
+
+
+def _dummy_batch(config: PretrainingConfig) -> dict:
+    length, slots = config.max_seq_length, config.resolved_max_predictions_per_seq
+    ints = lambda n: np.zeros((1, n), np.int32)  # noqa: E731
+    return {"input_ids": ints(length), "input_mask": np.ones((1, length), np.int32),
+            "segment_ids": ints(length), "masked_input_ids": ints(length),
+            "masked_lm_positions": ints(slots), "masked_lm_ids": ints(slots),
+            "masked_lm_weights": np.zeros((1, slots), np.float32),
+            "sampling_uniforms": np.zeros((1, slots), np.float32)}
+
+
+def prepare_run_dir(config: PretrainingConfig, run_dir: str, vocab_file: str) -> bool:
+    """Creates or checks the run directory. Returns True when resuming.
+
+    Raises:
+        RunConfigMismatch: the directory holds a run with another configuration
+            or vocabulary (nothing in it is modified).
+    """
+    config_path = os.path.join(run_dir, "config.json")
+    vocab_copy = os.path.join(run_dir, "vocab.txt")
+    resuming = os.path.exists(config_path)
+    if resuming:
+        previous = PretrainingConfig.load_json(config_path)
+        differences = config_differences(previous, config, ignore=RESUMABLE_FIELDS)
+        if differences:
+            raise RunConfigMismatch(
+                f"{run_dir} holds a run with a different configuration:\n  "
+                + "\n  ".join(differences)
+                + "\nUse another --output_dir for a new run, or pass the same flags to resume.")
+        if os.path.exists(vocab_copy) and not filecmp.cmp(vocab_copy, vocab_file, shallow=False):
+            raise RunConfigMismatch(
+                f"{run_dir} was trained with the vocabulary {vocab_copy}, which differs from "
+                f"{vocab_file}. Use another --output_dir or the same --vocab_file.")
+    os.makedirs(run_dir, exist_ok=True)
+    config.save_json(config_path)
+    if not os.path.exists(vocab_copy):
+        shutil.copyfile(vocab_file, vocab_copy)
+    return resuming
+
+
+def run_pretraining(config: PretrainingConfig, run_dir: str, shard_dir: str, vocab_file: str,
+                    special_ids: dict, *, strategy: Optional[tf.distribute.Strategy] = None,
+                    export: bool = True, print_fn: Callable[[str], None] = print,
+                    extra_callbacks: Sequence[keras.callbacks.Callback] = ()
+                    ) -> PretrainingResult:
+    """Pre-trains (or resumes pre-training) and exports at the end.
+
+    Args:
+        config: validated configuration; `config.model.vocab_size` must match the vocab.
+        run_dir: where config, checkpoints, TensorBoard logs and the export go.
+        shard_dir: directory written by `electra_tf.data.shards.write_shards`.
+        vocab_file: the vocabulary the shards were built with.
+        special_ids: `pad_id`, `cls_id`, `sep_id`, `mask_id` of that vocabulary.
+        strategy: a tf.distribute strategy (default: the current one).
+        export: export the discriminator and generator once training is done.
+        print_fn: where progress lines go.
+        extra_callbacks: more Keras callbacks for `fit`.
+    """
+    config.validate()
+    set_precision_policy(config.mixed_precision)
+    # Same seed, same initial weights and dropout streams: a resumed run
+    # continues exactly where the interrupted one stopped.
+    keras.utils.set_random_seed(config.seed)
+    started = time.perf_counter()
+    strategy = strategy or tf.distribute.get_strategy()
+    resuming = prepare_run_dir(config, run_dir, vocab_file)
+
+    with strategy.scope():
+        model = ElectraPretrainer(config)
+        model.build_from_batch(_dummy_batch(config))
+        optimizer = create_optimizer(config, config.mixed_precision)
+        optimizer.build(model.trainable_variables)
+        model.compile(optimizer=optimizer, steps_per_execution=config.steps_per_execution)
+        # Dropout's random state lives in Keras SeedGenerators, which tf.train
+        # does not track: checkpoint it explicitly so a resumed run draws the
+        # same dropout masks as an uninterrupted one.
+        rng_state = [v for v in model.non_trainable_variables if "seed_generator" in v.path]
+        checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer, rng_state=rng_state)
+        manager = tf.train.CheckpointManager(checkpoint, os.path.join(run_dir, "checkpoints"),
+                                             max_to_keep=config.keep_checkpoint_max)
+        if manager.latest_checkpoint:
+            checkpoint.restore(manager.latest_checkpoint).assert_existing_objects_matched()
+            print_fn(f"Resumed from {manager.latest_checkpoint} "
+                     f"(step {int(optimizer.iterations.numpy())}).")
+        elif resuming:
+            print_fn(f"{run_dir} has a config but no checkpoint yet: starting from step 0.")
+
+    steps_done = int(optimizer.iterations.numpy())
+    remaining = config.num_train_steps - steps_done
+    interrupted = False
+    metrics: dict = {}
+    if remaining > 0:
+        global_batch = config.train_batch_size
+        dataset = make_pretraining_dataset(
+            shard_dir, batch_size=global_batch,
+            max_predictions_per_seq=config.resolved_max_predictions_per_seq,
+            mask_rate=config.mask_rate, special_ids=special_ids, seed=config.seed,
+            start_example=int(model.seen_batches.numpy()) * global_batch,
+            shuffle_buffer_size=config.shuffle_buffer_size)
+        writer = tf.summary.create_file_writer(os.path.join(run_dir, "tensorboard"))
+        monitor = ProgressMonitor(writer, config.num_train_steps, global_batch,
+                                  config.log_every_steps, learning_rate_schedule(config),
+                                  print_fn=print_fn)
+        saver = CheckpointSaver(manager, config.save_checkpoints_steps, print_fn=print_fn)
+        print_fn(f"Training steps {steps_done + 1}..{config.num_train_steps} "
+                 f"({strategy.num_replicas_in_sync} replica(s), global batch {global_batch}). "
+                 f"TensorBoard: tensorboard --logdir {os.path.join(run_dir, 'tensorboard')}")
+        history = model.fit(dataset, epochs=1, steps_per_epoch=remaining, verbose=0,
+                            shuffle=False, callbacks=[*extra_callbacks, monitor, saver])
+        metrics = {k: float(v[-1]) for k, v in history.history.items()}
+        interrupted = saver.stop_signal is not None
+        saver.save()
+        writer.close()
+        steps_done = int(optimizer.iterations.numpy())
+
+    finished = steps_done >= config.num_train_steps
+    export_dir = None
+    if finished and export:
+        export_dir = export_pretrained(model.generator, model.discriminator,
+                                       os.path.join(run_dir, "export"), vocab_file,
+                                       os.path.join(run_dir, "config.json"))
+    seconds = time.perf_counter() - started
+    if interrupted:
+        print_fn(f"Stopped at step {steps_done}. Re-run the same command to resume.")
+    print_fn(f"Run directory: {run_dir} ({format_duration(seconds)})")
+    return PretrainingResult(run_dir, steps_done, finished, interrupted, metrics, export_dir, seconds)

@@ -1,0 +1,150 @@
+import math
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from electra_tf.config import preset
+from electra_tf.modeling.electra import build_generator_and_discriminator
+from electra_tf.pretraining.pretrainer import ElectraPretrainer
+
+_erf = np.vectorize(math.erf)
+
+
+def np_gelu(x):
+    return 0.5 * x * (1.0 + _erf(x / math.sqrt(2.0)))
+
+
+def np_layer_norm(x, gamma, beta, eps=1e-12):
+    mean = x.mean(-1, keepdims=True)
+    var = ((x - mean) ** 2).mean(-1, keepdims=True)
+    return (x - mean) / np.sqrt(var + eps) * gamma + beta
+
+
+def weights_by_path(model):
+    return {v.path: v.numpy().astype(np.float64) for v in model.weights}
+
+
+def np_encoder(w, prefix_layers, ids, mask, segments, num_heads, project):
+    """BERT post-LN encoder written from the paper's equations, in float64."""
+    length = ids.shape[1]
+    x = (w["embeddings/word_embeddings"][ids] + w["embeddings/position_embeddings"][:length][None]
+         + w["embeddings/token_type_embeddings"][segments])
+    x = np_layer_norm(x, w["embeddings/layer_norm/gamma"], w["embeddings/layer_norm/beta"])
+    if project:
+        x = x @ w["embeddings_project/kernel"] + w["embeddings_project/bias"]
+    bias = (1.0 - mask[:, None, None, :]) * -10000.0
+    hidden = x.shape[-1]
+    d = hidden // num_heads
+    for name in prefix_layers:
+        qkv = x @ w[f"{name}/attention/qkv/kernel"] + w[f"{name}/attention/qkv/bias"]
+        q, k, v = np.split(qkv, 3, axis=-1)
+        split = lambda t: t.reshape(t.shape[0], length, num_heads, d).transpose(0, 2, 1, 3)  # noqa
+        q, k, v = split(q), split(k), split(v)
+        scores = q @ k.transpose(0, 1, 3, 2) / math.sqrt(d) + bias
+        probs = np.exp(scores - scores.max(-1, keepdims=True))
+        probs /= probs.sum(-1, keepdims=True)
+        context = (probs @ v).transpose(0, 2, 1, 3).reshape(x.shape[0], length, hidden)
+        attn = context @ w[f"{name}/attention/output/kernel"] + w[f"{name}/attention/output/bias"]
+        x = np_layer_norm(x + attn, w[f"{name}/attention_layer_norm/gamma"],
+                          w[f"{name}/attention_layer_norm/beta"])
+        inner = np_gelu(x @ w[f"{name}/intermediate/kernel"] + w[f"{name}/intermediate/bias"])
+        ffn = inner @ w[f"{name}/ffn_output/kernel"] + w[f"{name}/ffn_output/bias"]
+        x = np_layer_norm(x + ffn, w[f"{name}/ffn_layer_norm/gamma"],
+                          w[f"{name}/ffn_layer_norm/beta"])
+    return x
+
+
+@pytest.fixture(scope="module")
+def models():
+    keras.utils.set_random_seed(0)
+    config = preset("tiny", vocab_size=50, hidden_size=32, num_layers=2, embedding_size=16,
+                    generator_hidden_fraction=0.5, num_heads=4)
+    gen, disc = build_generator_and_discriminator(config.model)
+    return config, gen, disc
+
+
+def _inputs(rng, batch=3, length=7, vocab=50):
+    ids = rng.integers(0, vocab, size=(batch, length)).astype(np.int32)
+    mask = np.ones((batch, length), np.int32)
+    mask[1, 4:] = 0  # a padded row
+    segments = np.zeros((batch, length), np.int32)
+    segments[:, 3:] = 1
+    return ids, mask, segments
+
+
+def test_discriminator_matches_numpy_reference(models, rng):
+    config, _, disc = models
+    ids, mask, segments = _inputs(rng)
+    out = disc({"input_ids": ids, "input_mask": mask, "segment_ids": segments}, training=False)
+    w = weights_by_path(disc)
+    layers = [f"transformer_layer_{i}" for i in range(2)]
+    expected = np_encoder(w, layers, ids, mask.astype(np.float64), segments, 4, project=True)
+    np.testing.assert_allclose(out["sequence_output"].numpy(), expected, atol=2e-5)
+    head = np_gelu(expected @ w["discriminator_predictions/dense/kernel"]
+                   + w["discriminator_predictions/dense/bias"])
+    logits = (head @ w["discriminator_predictions/logit/kernel"]
+              + w["discriminator_predictions/logit/bias"])[..., 0]
+    np.testing.assert_allclose(out["logits"].numpy(), logits, atol=2e-5)
+
+
+def test_generator_mlm_head_matches_numpy_reference(models, rng):
+    config, gen, _ = models
+    ids, mask, segments = _inputs(rng)
+    positions = np.array([[1, 2], [0, 3], [5, 6]], np.int32)
+    logits = gen({"input_ids": ids, "input_mask": mask, "segment_ids": segments,
+                  "masked_lm_positions": positions}, training=False).numpy()
+    w = weights_by_path(gen)
+    layers = [f"transformer_layer_{i}" for i in range(2)]
+    # The generator is 16 wide (0.5 x 32) with max(1, 16 // 64) = 1 head.
+    seq = np_encoder(w, layers, ids, mask.astype(np.float64), segments, 1, project=False)
+    gathered = np.take_along_axis(seq, positions[:, :, None], axis=1)
+    h = np_gelu(gathered @ w["generator_predictions/dense/kernel"]
+                + w["generator_predictions/dense/bias"])
+    h = np_layer_norm(h, w["generator_predictions/layer_norm/gamma"],
+                      w["generator_predictions/layer_norm/beta"])
+    expected = h @ w["embeddings/word_embeddings"].T + w["generator_predictions/output_bias"]
+    assert logits.shape == (3, 2, 50)
+    np.testing.assert_allclose(logits, expected, atol=2e-5)
+
+
+def test_generator_is_narrower_but_equally_deep(models):
+    config, gen, disc = models
+    assert gen.encoder.hidden_size == 16 and disc.encoder.hidden_size == 32
+    assert gen.encoder.num_layers == disc.encoder.num_layers == 2
+    # Embedding width 16 equals the generator width: no projection there.
+    assert gen.encoder.embeddings_project is None
+    assert disc.encoder.embeddings_project is not None
+
+
+def test_embeddings_are_one_shared_object_and_tracked_once():
+    config = preset("tiny", vocab_size=40, num_layers=1)
+    model = ElectraPretrainer(config)
+    gen_enc, disc_enc = model.generator.encoder, model.discriminator.encoder
+    assert gen_enc.embeddings is disc_enc.embeddings
+    assert model.generator.mlm_head.embeddings is gen_enc.embeddings
+    shared = {id(v) for v in gen_enc.embeddings.weights}
+    assert len(shared) == 5  # word, position, token type, LayerNorm gamma and beta
+    variables = model.trainable_variables
+    assert len({id(v) for v in variables}) == len(variables)
+    gen_ids = {id(v) for v in model.generator.trainable_variables}
+    disc_ids = {id(v) for v in model.discriminator.trainable_variables}
+    assert gen_ids & disc_ids == shared
+
+
+@pytest.mark.parametrize("which", ["discriminator", "generator"])
+def test_keras_file_round_trip(models, rng, tmp_path, which):
+    _, gen, disc = models
+    ids, mask, segments = _inputs(rng)
+    inputs = {"input_ids": ids, "input_mask": mask, "segment_ids": segments}
+    model = disc if which == "discriminator" else gen
+    if which == "generator":
+        inputs["masked_lm_positions"] = np.array([[1, 2]] * 3, np.int32)
+    path = str(tmp_path / f"{which}.keras")
+    model.save(path)
+    reloaded = keras.saving.load_model(path)
+    before = tf.nest.flatten(model(inputs, training=False))
+    after = tf.nest.flatten(reloaded(inputs, training=False))
+    for a, b in zip(before, after):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())

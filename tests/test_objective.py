@@ -1,0 +1,86 @@
+import numpy as np
+import tensorflow as tf
+
+from electra_tf.pretraining import objective
+
+
+def test_inverse_cdf_sampling_hand_example():
+    probs = np.array([0.1, 0.2, 0.3, 0.4])
+    logits = np.log(probs).astype(np.float32)[None, None, :].repeat(5, axis=1)
+    uniforms = np.array([[0.05, 0.15, 0.35, 0.95, 0.0]], np.float32)
+    ids = objective.sample_tokens(logits, uniforms).numpy()
+    np.testing.assert_array_equal(ids, [[0, 1, 2, 3, 0]])
+
+
+def test_sampling_frequencies_follow_softmax(rng):
+    logits = np.array([2.0, 0.5, -1.0, 1.0, 0.0], np.float32)
+    expected = np.exp(logits) / np.exp(logits).sum()
+    n = 20000
+    uniforms = rng.random((1, n)).astype(np.float32)
+    ids = objective.sample_tokens(np.tile(logits, (1, n, 1)), uniforms).numpy().ravel()
+    freq = np.bincount(ids, minlength=5) / n
+    np.testing.assert_allclose(freq, expected, atol=0.012)
+
+
+def test_temperature_sharpens_and_disallow_excludes(rng):
+    logits = np.array([1.0, 0.0, 0.5], np.float32)
+    n = 20000
+    uniforms = rng.random((1, n)).astype(np.float32)
+    tiled = np.tile(logits, (1, n, 1))
+    cold = objective.sample_tokens(tiled, uniforms, temperature=0.5).numpy().ravel()
+    expected = np.exp(logits / 0.5) / np.exp(logits / 0.5).sum()
+    np.testing.assert_allclose(np.bincount(cold, minlength=3) / n, expected, atol=0.012)
+    banned = np.zeros((1, n), np.int32)  # forbid id 0, the most likely one
+    ids = objective.sample_tokens(tiled, uniforms, disallow_ids=banned).numpy()
+    assert not np.any(ids == 0)
+
+
+def test_no_gradient_flows_through_sampling():
+    logits = tf.Variable(tf.random.normal((2, 3, 7)))
+    with tf.GradientTape() as tape:
+        ids = objective.sample_tokens(logits, tf.fill((2, 3), 0.5))
+        fake = tf.cast(ids, tf.float32) * tf.reduce_sum(logits)  # any use of the sample
+        out = tf.reduce_sum(tf.stop_gradient(fake))
+    assert tape.gradient(out, logits) is None
+
+
+def test_replace_tokens_labels_only_real_changes():
+    input_ids = np.array([[2, 10, 11, 12, 3, 0]], np.int32)
+    positions = np.array([[1, 2, 3, 0]], np.int32)
+    sampled = np.array([[20, 11, 30, 99]], np.int32)  # slot 1 samples the original token
+    weights = np.array([[1, 1, 1, 0]], np.float32)  # slot 3 unused (points at [CLS])
+    fake, labels = objective.replace_tokens(input_ids, positions, sampled, weights)
+    np.testing.assert_array_equal(fake.numpy(), [[2, 20, 11, 30, 3, 0]])
+    np.testing.assert_array_equal(labels.numpy(), [[0, 1, 0, 1, 0, 0]])
+
+
+def test_masked_lm_sums_against_numpy(rng):
+    logits = rng.normal(size=(2, 3, 6)).astype(np.float32)
+    ids = rng.integers(0, 6, size=(2, 3)).astype(np.int32)
+    weights = np.array([[1, 1, 0], [1, 0, 0]], np.float32)
+    sums = {k: v.numpy() for k, v in objective.masked_lm_sums(logits, ids, weights).items()}
+    log_probs = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
+    nll = -np.take_along_axis(log_probs, ids[..., None], -1)[..., 0]
+    np.testing.assert_allclose(sums["nll"], (nll * weights).sum(), rtol=1e-5)
+    assert sums["count"] == 3
+    assert sums["correct"] == ((logits.argmax(-1) == ids) * weights).sum()
+
+
+def test_discriminator_sums_against_numpy(rng):
+    logits = rng.normal(size=(2, 5)).astype(np.float32)
+    labels = rng.integers(0, 2, size=(2, 5)).astype(np.int32)
+    mask = np.array([[1, 1, 1, 1, 0], [1, 1, 1, 0, 0]], np.int32)
+    sums = {k: v.numpy() for k, v in objective.discriminator_sums(logits, labels, mask).items()}
+    p = 1 / (1 + np.exp(-logits))
+    bce = -(labels * np.log(p) + (1 - labels) * np.log(1 - p))
+    np.testing.assert_allclose(sums["loss"], (bce * mask).sum(), rtol=1e-5)
+    pred = (logits > 0).astype(int)
+    assert sums["count"] == 7
+    assert sums["correct"] == ((pred == labels) * mask).sum()
+    assert sums["true_positive"] == (pred * labels * mask).sum()
+    assert sums["predicted_positive"] == (pred * mask).sum()
+    assert sums["actual_positive"] == (labels * mask).sum()
+
+
+def test_safe_ratio_with_nothing_counted_is_zero_not_nan():
+    assert objective.safe_ratio(tf.constant(0.0), tf.constant(0.0)).numpy() == 0.0

@@ -1,0 +1,45 @@
+"""The command line rejects bad input with a message that names the flag, file or value."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def run_cli(*args, cwd=ROOT):
+    return subprocess.run([sys.executable, os.path.join(ROOT, "pretrain.py"), *args],
+                          capture_output=True, text=True, timeout=300, cwd=cwd)
+
+
+@pytest.mark.parametrize("flag, message", [
+    ("--mask_rate=1.5", "--mask_rate=1.5: must be in (0, 1)"),
+    ("--hidden_size=250", "--hidden_size=250 is not divisible"),
+    ("--train_batch_size=0", "--train_batch_size=0: must be a positive integer"),
+    ("--mixed_precision=fp8", "--mixed_precision='fp8'"),
+])
+def test_impossible_config_values_fail_fast_naming_the_flag(flag, message, tmp_path):
+    result = run_cli(flag, "--corpus=" + str(tmp_path / "x.txt"), f"--output_dir={tmp_path}/run")
+    assert result.returncode != 0
+    assert message in result.stderr + result.stdout
+    assert not os.path.exists(tmp_path / "run")
+
+
+def test_missing_corpus_is_named(tmp_path):
+    result = run_cli(f"--corpus={tmp_path}/nothing*.txt")
+    assert result.returncode != 0
+    assert f"{tmp_path}/nothing*.txt' matches no file" in result.stderr + result.stdout
+
+
+def test_vocab_without_mask_token_is_named(tmp_path):
+    text = tmp_path / "text.txt"
+    text.write_text("hello world\n")
+    vocab = tmp_path / "spm_vocab.txt"
+    vocab.write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\nhello\nworld\n")
+    result = run_cli(f"--corpus={text}", f"--vocab_file={vocab}", f"--data_dir={tmp_path}/data",
+                     f"--output_dir={tmp_path}/run")
+    output = result.stderr + result.stdout
+    assert result.returncode != 0
+    assert str(vocab) in output and "[MASK]" in output

@@ -1,0 +1,158 @@
+import json
+import os
+import signal
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from electra_tf.config import preset
+from electra_tf.data.shards import write_shards
+from electra_tf.export import load_discriminator
+from electra_tf.tokenization import WordPieceTokenizer
+from electra_tf.training.loop import RunConfigMismatch, run_pretraining
+
+WORDS = ["the", "cat", "sat", "on", "a", "mat", "dog", "ran", "to", "park", "big", "small",
+         "red", "blue", "and", "with", "house", "tree", "bird", "sang"]
+METRIC_TAGS = {"total_loss", "masked_lm_loss", "disc_loss", "masked_lm_accuracy",
+               "sampled_masked_lm_accuracy", "disc_accuracy", "disc_precision", "disc_recall",
+               "learning_rate", "sequences_per_second"}
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    """A vocabulary and shards of random sentences (10 documents)."""
+    root = tmp_path_factory.mktemp("corpus")
+    vocab = root / "vocab.txt"
+    vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", ".", *WORDS]) + "\n")
+    rng = np.random.default_rng(0)
+    lines = []
+    for _ in range(10):
+        for _ in range(12):
+            lines.append(" ".join(rng.choice(WORDS, size=rng.integers(3, 9))) + " .")
+        lines.append("")
+    text = root / "text.txt"
+    text.write_text("\n".join(lines) + "\n")
+    tokenizer = WordPieceTokenizer(str(vocab), do_lower_case=True)
+    shard_dir = str(root / "shards")
+    write_shards([str(text)], shard_dir, tokenizer.get_config(), max_seq_length=24, num_shards=2)
+    return str(vocab), shard_dir, tokenizer
+
+
+def tiny(**overrides):
+    values = dict(vocab_size=26, hidden_size=32, num_layers=2, embedding_size=16, num_heads=2,
+                  max_seq_length=24, train_batch_size=4, num_train_steps=6, num_warmup_steps=2,
+                  learning_rate=1e-3, log_every_steps=2, save_checkpoints_steps=2,
+                  keep_checkpoint_max=2, shuffle_buffer_size=16)
+    values.update(overrides)
+    return preset("tiny", **values)
+
+
+def read_scalars(event_dir):
+    tags = {}
+    for name in os.listdir(event_dir):
+        for event in tf.compat.v1.train.summary_iterator(os.path.join(event_dir, name)):
+            for value in event.summary.value:
+                tags.setdefault(value.tag, []).append(event.step)
+    return tags
+
+
+def test_run_trains_logs_checkpoints_and_exports(corpus, tmp_path):
+    vocab, shard_dir, tokenizer = corpus
+    run_dir = str(tmp_path / "run")
+    lines = []
+    result = run_pretraining(tiny(), run_dir, shard_dir, vocab, tokenizer.special_ids,
+                             print_fn=lines.append)
+    assert result.finished and result.steps_done == 6 and not result.interrupted
+    assert all(np.isfinite(v) for v in result.metrics.values())
+    # Console: progress lines with throughput and ETA.
+    progress = [line for line in lines if line.startswith("step ")]
+    assert [line.split()[1] for line in progress] == ["2/6", "4/6", "6/6"]
+    assert all("seq/s" in line and "ETA" in line for line in progress)
+    # TensorBoard scalars under the original code's names, every 2 steps.
+    tags = read_scalars(os.path.join(run_dir, "tensorboard"))
+    assert METRIC_TAGS <= set(tags)
+    assert tags["total_loss"] == [2, 4, 6]
+    # Checkpoints: only the last K kept.
+    state = tf.train.get_checkpoint_state(os.path.join(run_dir, "checkpoints"))
+    assert [os.path.basename(p) for p in state.all_model_checkpoint_paths] == ["ckpt-4", "ckpt-6"]
+    assert json.load(open(os.path.join(run_dir, "config.json")))["model"]["hidden_size"] == 32
+    # Export: the discriminator reloads and agrees with the SavedModel.
+    disc = load_discriminator(run_dir)
+    ids = tokenizer.tokenize(["the cat sat on a mat ."]).to_tensor()
+    ids = tf.concat([[[tokenizer.cls_id]], ids, [[tokenizer.sep_id]]], axis=1)
+    inputs = {"input_ids": ids, "input_mask": tf.ones_like(ids), "segment_ids": tf.zeros_like(ids)}
+    keras_logits = disc(inputs, training=False)["logits"].numpy()
+    saved = tf.saved_model.load(os.path.join(run_dir, "export", "discriminator_savedmodel"))
+    saved_out = saved.signatures["serving_default"](**inputs)
+    np.testing.assert_allclose(saved_out["logits"].numpy(), keras_logits, atol=1e-5)
+    gen = keras.saving.load_model(os.path.join(run_dir, "export", "generator.keras"))
+    assert gen.encoder.hidden_size == 8  # 32 * 0.25
+    assert open(os.path.join(run_dir, "export", "vocab.txt")).read() == open(vocab).read()
+
+
+class _Interrupt(keras.callbacks.Callback):
+    """Sends this process a real SIGTERM after `at` steps."""
+
+    def __init__(self, at):
+        super().__init__()
+        self.at = at
+
+    def on_train_batch_end(self, batch, logs=None):
+        if int(self.model.optimizer.iterations.numpy()) == self.at:
+            signal.raise_signal(signal.SIGTERM)
+
+
+def _checkpoint_values(run_dir):
+    path = tf.train.latest_checkpoint(os.path.join(run_dir, "checkpoints"))
+    reader = tf.train.load_checkpoint(path)
+    return path, {name: reader.get_tensor(name) for name in reader.get_variable_to_shape_map()
+                  if "OBJECT_GRAPH" not in name and not name.startswith("save_counter")}
+
+
+def test_interrupted_and_resumed_run_equals_a_straight_run(corpus, tmp_path):
+    vocab, shard_dir, tokenizer = corpus
+    config = tiny(save_checkpoints_steps=100)  # only the signal and the end save
+    straight_dir, split_dir = str(tmp_path / "straight"), str(tmp_path / "split")
+    run_pretraining(config, straight_dir, shard_dir, vocab, tokenizer.special_ids,
+                    export=False, print_fn=lambda _: None)
+    first = run_pretraining(config, split_dir, shard_dir, vocab, tokenizer.special_ids,
+                            export=False, print_fn=lambda _: None,
+                            extra_callbacks=[_Interrupt(3)])
+    assert first.interrupted and first.steps_done == 3 and not first.finished
+    assert tf.train.latest_checkpoint(os.path.join(split_dir, "checkpoints")).endswith("ckpt-3")
+    lines = []
+    second = run_pretraining(config, split_dir, shard_dir, vocab, tokenizer.special_ids,
+                             export=False, print_fn=lines.append)
+    assert second.finished and second.steps_done == 6
+    assert any("Resumed from" in line and "step 3" in line for line in lines)
+    path_a, straight = _checkpoint_values(straight_dir)
+    path_b, resumed = _checkpoint_values(split_dir)
+    assert os.path.basename(path_a) == os.path.basename(path_b) == "ckpt-6"
+    assert straight.keys() == resumed.keys()
+    # Weights, optimizer moments, step counters and the data position all agree.
+    for name in straight:
+        np.testing.assert_allclose(resumed[name], straight[name], rtol=1e-5, atol=1e-7,
+                                   err_msg=name)
+
+
+def test_a_run_of_another_configuration_is_refused_untouched(corpus, tmp_path):
+    vocab, shard_dir, tokenizer = corpus
+    run_dir = str(tmp_path / "run")
+    run_pretraining(tiny(num_train_steps=2), run_dir, shard_dir, vocab, tokenizer.special_ids,
+                    export=False, print_fn=lambda _: None)
+    before = open(os.path.join(run_dir, "config.json")).read()
+    with pytest.raises(RunConfigMismatch, match=r"model\.hidden_size: 32 -> 64"):
+        run_pretraining(tiny(num_train_steps=2, hidden_size=64), run_dir, shard_dir, vocab,
+                        tokenizer.special_ids, export=False, print_fn=lambda _: None)
+    assert open(os.path.join(run_dir, "config.json")).read() == before
+    other_vocab = tmp_path / "other_vocab.txt"
+    other_vocab.write_text(open(vocab).read().replace("park", "garden"))
+    with pytest.raises(RunConfigMismatch, match="vocabulary"):
+        run_pretraining(tiny(num_train_steps=2), run_dir, shard_dir, str(other_vocab),
+                        tokenizer.special_ids, export=False, print_fn=lambda _: None)
+    # Extending the schedule is allowed: it resumes.
+    result = run_pretraining(tiny(num_train_steps=3), run_dir, shard_dir, vocab,
+                             tokenizer.special_ids, export=False, print_fn=lambda _: None)
+    assert result.steps_done == 3
