@@ -1,0 +1,239 @@
+"""Throughput benchmark for the pre-training step, the input pipeline and shard building.
+
+    python -m electra_tf.benchmark --model_size=small --train_batch_size=32 --max_seq_length=128
+
+Reports total work divided by wall time over a measured window after warm-up
+(never a mean of per-step rates), the step's FLOPs by the paper's accounting,
+the achieved FLOP/s and its fraction of a matmul peak measured in the same
+run, with the machine and settings printed beside them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import tempfile
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import keras  # noqa: E402
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+from absl import app, flags, logging  # noqa: E402
+
+from electra_tf.config import MODEL_SIZES, preset  # noqa: E402
+from electra_tf.data.masking import mask_batch  # noqa: E402
+from electra_tf.data.pipeline import make_pretraining_dataset, pipeline_throughput  # noqa: E402
+from electra_tf.pretraining.optimization import create_optimizer  # noqa: E402
+from electra_tf.pretraining.pretrainer import ElectraPretrainer  # noqa: E402
+from electra_tf.training.strategy import set_precision_policy  # noqa: E402
+
+flags.DEFINE_enum("model_size", "small", MODEL_SIZES, "Size preset.")
+flags.DEFINE_integer("train_batch_size", 32, "Global batch size.")
+flags.DEFINE_integer("max_seq_length", 128, "Sequence length.")
+flags.DEFINE_integer("vocab_size", 30522, "Vocabulary size (30522 = BERT's, as the paper).")
+flags.DEFINE_integer("steps", 10, "Measured training steps (after warm-up).")
+flags.DEFINE_integer("warmup_steps", 3, "Unmeasured steps first (tracing, allocation).")
+flags.DEFINE_enum("mixed_precision", "none", ["none", "float16", "bfloat16"], "Precision.")
+flags.DEFINE_boolean("jit_compile", False, "Compile the train step with XLA.")
+flags.DEFINE_integer("pipeline_batches", 200, "Batches timed for the input pipeline (0: skip).")
+flags.DEFINE_float("shard_megabytes", 4.0, "Text size for the shard-building benchmark (0: skip).")
+flags.DEFINE_string("json", None, "Also write the results to this JSON file.")
+FLAGS = flags.FLAGS
+
+SPECIAL_IDS = {"pad_id": 0, "cls_id": 2, "sep_id": 3, "mask_id": 4}
+
+
+def machine_info() -> dict:
+    cpu = platform.processor()
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next((line.split(":", 1)[1].strip() for line in f if "model name" in line), cpu)
+    except OSError:
+        pass
+    return {"cpu": cpu, "cpu_count": os.cpu_count(), "platform": platform.platform(),
+            "python": platform.python_version(), "tensorflow": tf.__version__,
+            "keras": keras.__version__,
+            "gpus": [d.name for d in tf.config.list_logical_devices("GPU")],
+            "intra_op_threads": tf.config.threading.get_intra_op_parallelism_threads(),
+            "inter_op_threads": tf.config.threading.get_inter_op_parallelism_threads()}
+
+
+def matmul_peak_flops(n: int = 2048, repeats: int = 10, dtype=tf.float32) -> float:
+    """Best-case FLOP/s of one large square matmul on the default device."""
+    a = tf.random.normal((n, n), dtype=dtype)
+    b = tf.random.normal((n, n), dtype=dtype)
+    tf.linalg.matmul(a, b).numpy()  # warm-up
+    best = 0.0
+    for _ in range(3):
+        start = time.perf_counter()
+        for _ in range(repeats):
+            c = tf.linalg.matmul(a, b)
+        c.numpy()
+        best = max(best, 2.0 * n ** 3 * repeats / (time.perf_counter() - start))
+    return best
+
+
+def synthetic_batches(config, count: int, seed: int = 0) -> dict:
+    """`count` pipeline-shaped batches of random text, masked with the real masking code."""
+    rng = np.random.default_rng(seed)
+    batch, length = config.train_batch_size, config.max_seq_length
+    ids = rng.integers(5, config.model.vocab_size, size=(count * batch, length)).astype(np.int32)
+    ids[:, 0], ids[:, -1] = SPECIAL_IDS["cls_id"], SPECIAL_IDS["sep_id"]
+    mask = np.ones_like(ids)
+    masked = mask_batch(ids, mask, np.arange(count * batch), [seed, 0], mask_rate=config.mask_rate,
+                        max_predictions_per_seq=config.resolved_max_predictions_per_seq,
+                        **SPECIAL_IDS)
+    features = {"input_ids": ids, "input_mask": mask, "segment_ids": np.zeros_like(ids),
+                **{k: np.asarray(v) for k, v in masked.items()}}
+    return features
+
+
+class _WindowTimer(keras.callbacks.Callback):
+    def __init__(self, warmup_steps: int):
+        super().__init__()
+        self.warmup_steps = warmup_steps
+        self.start = self.end = None
+        self.steps = 0
+
+    def on_train_batch_end(self, batch, logs=None):
+        self.steps += 1
+        now = time.perf_counter()
+        if self.steps == self.warmup_steps:
+            self.start = now
+        self.end = now
+
+
+def benchmark_train_step(config, steps: int, warmup_steps: int, jit_compile: bool) -> dict:
+    set_precision_policy(config.mixed_precision)
+    keras.utils.set_random_seed(0)
+    features = synthetic_batches(config, count=4)
+    dataset = tf.data.Dataset.from_tensor_slices(features).batch(
+        config.train_batch_size, drop_remainder=True).cache().repeat().prefetch(2)
+    model = ElectraPretrainer(config)
+    model.build_from_batch({k: v[:1] for k, v in features.items()})
+    model.compile(optimizer=create_optimizer(config, config.mixed_precision),
+                  jit_compile=jit_compile)
+    timer = _WindowTimer(warmup_steps)
+    started = time.perf_counter()
+    model.fit(dataset, steps_per_epoch=warmup_steps + steps, epochs=1, verbose=0, shuffle=False,
+              callbacks=[timer])
+    seconds = timer.end - timer.start
+    sequences = steps * config.train_batch_size
+    return {"measured_steps": steps, "warmup_steps": warmup_steps,
+            "warmup_seconds": timer.start - started, "seconds": seconds,
+            "sequences_per_second": sequences / seconds,
+            "tokens_per_second": sequences * config.max_seq_length / seconds,
+            "seconds_per_step": seconds / steps}
+
+
+def benchmark_pipeline(config, num_batches: int) -> dict:
+    """Batches/s of reading, parsing and masking (no model) from synthetic shards."""
+    from electra_tf.data.shards import serialize_examples
+
+    rng = np.random.default_rng(1)
+    length = config.max_seq_length
+    with tempfile.TemporaryDirectory() as tmp:
+        shards = []
+        per_shard = 5000
+        for i in range(4):
+            ids = rng.integers(5, config.model.vocab_size, size=(per_shard, length))
+            ids[:, 0], ids[:, -1] = SPECIAL_IDS["cls_id"], SPECIAL_IDS["sep_id"]
+            name = f"pretrain_data.tfrecord-{i:05d}-of-00004"
+            with tf.io.TFRecordWriter(os.path.join(tmp, name)) as writer:
+                for record in serialize_examples(ids, np.ones_like(ids), np.zeros_like(ids)):
+                    writer.write(record)
+            shards.append({"path": name, "num_examples": per_shard})
+        with open(os.path.join(tmp, "metadata.json"), "w") as f:
+            json.dump({"format_version": 1, "max_seq_length": length, "shards": shards,
+                       "num_examples": 4 * per_shard}, f)
+        dataset = make_pretraining_dataset(
+            tmp, batch_size=config.train_batch_size,
+            max_predictions_per_seq=config.resolved_max_predictions_per_seq,
+            mask_rate=config.mask_rate, special_ids=SPECIAL_IDS, seed=0)
+        batches_per_second = pipeline_throughput(dataset, num_batches)
+    return {"input_pipeline_batches_per_second": batches_per_second,
+            "input_pipeline_sequences_per_second": batches_per_second * config.train_batch_size}
+
+
+def benchmark_shards(megabytes: float, max_seq_length: int) -> dict:
+    """MB/s of raw text -> packed TFRecord shards (one process, tokenization included)."""
+    from electra_tf.data.shards import write_shards
+    from electra_tf.tokenization import WordPieceTokenizer
+
+    rng = np.random.default_rng(2)
+    words = ["".join(rng.choice(list("abcdefghijklmnopqrstuvwxyz"), size=rng.integers(2, 9)))
+             for _ in range(3000)]
+    with tempfile.TemporaryDirectory() as tmp:
+        vocab = os.path.join(tmp, "vocab.txt")
+        with open(vocab, "w") as f:
+            f.write("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", ".", *sorted(set(words))]))
+        text = os.path.join(tmp, "text.txt")
+        target = int(megabytes * 1e6)
+        with open(text, "w") as f:
+            written = 0
+            while written < target:
+                line = " ".join(rng.choice(words, size=rng.integers(8, 40))) + " .\n"
+                if rng.random() < 0.05:
+                    line += "\n"
+                f.write(line)
+                written += len(line)
+        tokenizer = WordPieceTokenizer(vocab)
+        start = time.perf_counter()
+        metadata = write_shards([text], os.path.join(tmp, "shards"), tokenizer.get_config(),
+                                max_seq_length=max_seq_length, num_shards=1, num_workers=1)
+        seconds = time.perf_counter() - start
+    return {"shard_building_megabytes_per_second": written / 1e6 / seconds,
+            "shard_building_examples_per_second": metadata["num_examples"] / seconds}
+
+
+def main(argv):
+    del argv
+    logging.set_verbosity(logging.WARNING)
+    config = preset(FLAGS.model_size, train_batch_size=FLAGS.train_batch_size,
+                    max_seq_length=FLAGS.max_seq_length, vocab_size=FLAGS.vocab_size,
+                    mixed_precision=FLAGS.mixed_precision, num_warmup_steps=0,
+                    num_train_steps=1_000_000)
+    config.validate()
+    results = {"machine": machine_info(),
+               "settings": {"model_size": FLAGS.model_size, "batch": config.train_batch_size,
+                            "seq_length": config.max_seq_length,
+                            "vocab_size": config.model.vocab_size,
+                            "mixed_precision": config.mixed_precision,
+                            "jit_compile": FLAGS.jit_compile}}
+    print(json.dumps(results, indent=2), flush=True)
+    peak_dtype = tf.float32 if config.mixed_precision == "none" else (
+        tf.float16 if config.mixed_precision == "float16" else tf.bfloat16)
+    results["peak_flops_per_second"] = matmul_peak_flops(dtype=peak_dtype)
+    print(f"matmul peak: {results['peak_flops_per_second'] / 1e9:.1f} GFLOP/s", flush=True)
+    step = benchmark_train_step(config, FLAGS.steps, FLAGS.warmup_steps, FLAGS.jit_compile)
+    results.update(step)
+    try:
+        from electra_tf.flops import train_flops_per_step
+        results["flops_per_step"] = train_flops_per_step(config)
+        results["achieved_flops_per_second"] = results["flops_per_step"] / step["seconds_per_step"]
+        results["mfu"] = results["achieved_flops_per_second"] / results["peak_flops_per_second"]
+    except ImportError:
+        pass
+    print(f"train step: {step['sequences_per_second']:.2f} sequences/s, "
+          f"{step['tokens_per_second']:.0f} tokens/s over {step['measured_steps']} steps "
+          f"({step['seconds']:.1f}s, after {step['warmup_steps']} warm-up steps)", flush=True)
+    if FLAGS.pipeline_batches:
+        results.update(benchmark_pipeline(config, FLAGS.pipeline_batches))
+        print(f"input pipeline: {results['input_pipeline_batches_per_second']:.1f} batches/s",
+              flush=True)
+    if FLAGS.shard_megabytes:
+        results.update(benchmark_shards(FLAGS.shard_megabytes, config.max_seq_length))
+        print(f"shard building: {results['shard_building_megabytes_per_second']:.2f} MB/s",
+              flush=True)
+    print(json.dumps({k: v for k, v in results.items() if k not in ("machine", "settings")},
+                     indent=2))
+    if FLAGS.json:
+        with open(FLAGS.json, "w") as f:
+            json.dump(results, f, indent=2)
+
+
+if __name__ == "__main__":
+    app.run(main)
