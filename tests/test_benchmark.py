@@ -1,0 +1,19 @@
+import pytest
+
+from electra_tf import benchmark
+from electra_tf.config import preset
+
+
+def test_train_step_throughput_is_work_over_the_measured_window():
+    config = preset("tiny", vocab_size=64, hidden_size=32, num_layers=1, embedding_size=16,
+                    num_heads=2, max_seq_length=16, train_batch_size=4, num_warmup_steps=0)
+    result = benchmark.benchmark_train_step(config, steps=3, warmup_steps=1, jit_compile=False)
+    assert result["measured_steps"] == 3
+    assert result["sequences_per_second"] == pytest.approx(3 * 4 / result["seconds"])
+    assert result["tokens_per_second"] == pytest.approx(3 * 4 * 16 / result["seconds"])
+    assert result["warmup_seconds"] > 0
+
+
+def test_machine_info_names_the_software():
+    info = benchmark.machine_info()
+    assert info["cpu_count"] >= 1 and info["tensorflow"] and info["keras"]
