@@ -66,7 +66,13 @@ def _resolve_corpus(patterns: list[str]) -> list[str]:
         matches = sorted(glob.glob(os.path.expanduser(pattern)))
         if not matches:
             raise app.UsageError(f"--corpus: {pattern!r} matches no file.")
-        files.extend(m for m in matches if os.path.isfile(m))
+        for match in matches:
+            if os.path.isdir(match):  # a directory stands for the files in it
+                files.extend(sorted(os.path.join(match, name) for name in os.listdir(match)
+                                    if not name.startswith(".")
+                                    and os.path.isfile(os.path.join(match, name))))
+            elif os.path.isfile(match):
+                files.append(match)
     if not files:
         raise app.UsageError(f"--corpus={','.join(patterns)}: no regular files found.")
     return files
@@ -88,7 +94,14 @@ def _builtin_corpus(data_dir: str) -> list[str]:
 
 
 def _corpus_key(files: list[str]) -> str:
-    digest = hashlib.sha256("\n".join(os.path.abspath(f) for f in files).encode()).hexdigest()
+    """Names the cache folder of a corpus: its paths, sizes and modification times.
+
+    An edited corpus gets a new folder (a new vocabulary and shards) instead of
+    silently reusing what was learned from the old text.
+    """
+    listing = "\n".join(f"{os.path.abspath(f)}\t{os.path.getsize(f)}\t{os.path.getmtime(f)}"
+                        for f in files)
+    digest = hashlib.sha256(listing.encode()).hexdigest()
     stem = os.path.splitext(os.path.basename(files[0]))[0] or "corpus"
     return f"{stem}-{digest[:8]}"
 
@@ -104,7 +117,6 @@ def main(argv):
             overrides.setdefault(name, value)
     try:
         config = preset(FLAGS.model_size, **overrides)
-        config.model.vocab_size = max(config.model.vocab_size, 6)  # checked against the vocab below
         config.validate()
     except ConfigError as error:
         raise app.UsageError(str(error))
@@ -150,8 +162,11 @@ def main(argv):
         else:
             _say(f"Learning a {size}-token WordPiece vocabulary from the corpus...")
             started = time.perf_counter()
-            tokenization.build_vocab(corpus, vocab_file, size, config.do_lower_case,
-                                     config.resolved_strip_accents)
+            try:
+                tokenization.build_vocab(corpus, vocab_file, size, config.do_lower_case,
+                                         config.resolved_strip_accents)
+            except ValueError as error:
+                raise app.UsageError(f"--vocab_size={size}: {error}")
             _say(f"Vocabulary: {vocab_file}, {len(tokenization.load_vocab(vocab_file)):,} tokens "
                  f"({time.perf_counter() - started:.0f}s)")
     tokenizer = tokenization.WordPieceTokenizer(vocab_file, config.do_lower_case,
@@ -165,7 +180,10 @@ def main(argv):
     from electra_tf.data.shards import ShardError, write_shards
 
     fingerprint = tokenization.vocab_fingerprint(vocab_file)[:8]
-    shard_dir = os.path.join(data_dir, f"shards-L{config.max_seq_length}-{casing}-{fingerprint}")
+    # Seed and shard count change the examples, so they are part of the name.
+    shard_dir = os.path.join(data_dir, f"shards-L{config.max_seq_length}-{casing}-{fingerprint}"
+                             f"-s{config.seed}" + (f"-n{FLAGS.num_shards}" if FLAGS.num_shards
+                                                   else ""))
     _say(f"Writing TFRecord shards to {shard_dir} ...")
     try:
         metadata = write_shards(
@@ -178,7 +196,7 @@ def main(argv):
          f"{len(metadata['shards'])} file(s).")
 
     # -------------------------------------------------------------- training
-    from electra_tf.training.loop import RunConfigMismatch, run_pretraining
+    from electra_tf.training.loop import RunError, run_pretraining
     from electra_tf.training.strategy import create_strategy
 
     run_name = f"{FLAGS.model_size}-{'builtin' if builtin else _corpus_key(corpus)}"
@@ -187,7 +205,7 @@ def main(argv):
     try:
         result = run_pretraining(config, run_dir, shard_dir, vocab_file, tokenizer.special_ids,
                                  strategy=strategy, print_fn=_say)
-    except RunConfigMismatch as error:
+    except RunError as error:
         raise app.UsageError(str(error))
     with open(os.path.join(run_dir, "result.json"), "w", encoding="utf-8") as f:
         json.dump({"steps_done": result.steps_done, "finished": result.finished,

@@ -142,7 +142,7 @@ class PretrainingConfig:
     seed: int = 0
     # Bookkeeping.
     save_checkpoints_steps: int = 1000
-    keep_checkpoint_max: int = 5
+    keep_checkpoint_max: int = 5  # 0 keeps every checkpoint
     log_every_steps: int = 100
     steps_per_execution: int = 1
 
@@ -194,8 +194,16 @@ class PretrainingConfig:
             raise ConfigError(f"--adam_epsilon={self.adam_epsilon}: must be > 0.")
         if self.clip_norm < 0:
             raise ConfigError(f"--clip_norm={self.clip_norm}: must be >= 0 (0 disables clipping).")
-        if self.keep_checkpoint_max < 1:
-            raise ConfigError(f"--keep_checkpoint_max={self.keep_checkpoint_max}: must be >= 1.")
+        if self.keep_checkpoint_max < 0:
+            raise ConfigError(f"--keep_checkpoint_max={self.keep_checkpoint_max}: must be >= 0 "
+                              "(0 keeps every checkpoint).")
+        for name in ("num_train_steps", "save_checkpoints_steps", "log_every_steps"):
+            if getattr(self, name) % self.steps_per_execution:
+                raise ConfigError(
+                    f"--{name}={getattr(self, name)} must be a multiple of --steps_per_execution="
+                    f"{self.steps_per_execution} (steps run in groups of that size).")
+        if not 0 <= self.seed < 2 ** 31:
+            raise ConfigError(f"--seed={self.seed}: must be in [0, 2**31).")
         if self.mixed_precision not in MIXED_PRECISION_POLICIES:
             raise ConfigError(f"--mixed_precision={self.mixed_precision!r}: choose one of "
                               f"{', '.join(MIXED_PRECISION_POLICIES)}.")

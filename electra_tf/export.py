@@ -38,10 +38,8 @@ def export_pretrained(generator: keras.Model, discriminator: keras.Model, export
     shutil.rmtree(tmp, ignore_errors=True)
     os.makedirs(tmp)
     discriminator_file = os.path.join(tmp, "discriminator.keras")
-    discriminator.save(discriminator_file)
-    generator.save(os.path.join(tmp, "generator.keras"))
-    # The SavedModel is traced from a reloaded copy so that it carries plain
-    # variables even when training ran under a distribution strategy.
+    float32_copy(discriminator).save(discriminator_file)
+    float32_copy(generator).save(os.path.join(tmp, "generator.keras"))
     reloaded = keras.saving.load_model(discriminator_file)
     reloaded.export(os.path.join(tmp, "discriminator_savedmodel"), format="tf_saved_model",
                     verbose=False)
@@ -55,6 +53,22 @@ def export_pretrained(generator: keras.Model, discriminator: keras.Model, export
     else:
         os.replace(tmp, export_dir)
     return export_dir
+
+
+def float32_copy(model: keras.Model) -> keras.Model:
+    """A float32 copy of a model (which may have trained under a mixed-precision policy).
+
+    Exports compute and return float32 whatever precision training used, and
+    hold plain (not distributed) variables.
+    """
+    previous = keras.config.dtype_policy()
+    keras.config.set_dtype_policy("float32")
+    try:
+        copy = model.__class__.from_config(model.get_config())
+    finally:
+        keras.config.set_dtype_policy(previous)
+    copy.set_weights(model.get_weights())
+    return copy
 
 
 def load_discriminator(export_dir: str) -> keras.Model:

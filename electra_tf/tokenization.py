@@ -161,6 +161,11 @@ def normalize_text(texts: tf.Tensor, do_lower_case: bool, strip_accents: bool) -
     """
     texts = tf.strings.unicode_transcode(
         texts, input_encoding="UTF-8", output_encoding="UTF-8", errors="ignore")
+    # BERT's text cleaning: tabs and line breaks are spaces; other control and
+    # format characters (zero-width space, BOM, ...) and U+FFFD are dropped, so
+    # they never glue words together or turn a word into [UNK].
+    texts = tf.strings.regex_replace(texts, r"[\t\n\r]", " ")
+    texts = tf.strings.regex_replace(texts, r"[\p{Cc}\p{Cf}\x{FFFD}]", "")
     if do_lower_case:
         texts = tf_text.case_fold_utf8(texts)
     if strip_accents:

@@ -67,3 +67,12 @@ def two_replica_strategy():
     tests share this one, as a real program would use a single strategy.
     """
     return tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+
+
+@pytest.fixture(autouse=True)
+def _float32_policy():
+    """Runs that set a mixed-precision policy must not leak it into other tests."""
+    yield
+    import keras
+
+    keras.mixed_precision.set_global_policy("float32")

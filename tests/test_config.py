@@ -90,7 +90,11 @@ def test_json_round_trip(tmp_path):
     (dict(dropout_rate=1.0), "--dropout_rate"),
     (dict(generator_hidden_fraction=1.5), "--generator_hidden_fraction"),
     (dict(max_predictions_per_seq=0), "--max_predictions_per_seq"),
-    (dict(keep_checkpoint_max=0), "--keep_checkpoint_max"),
+    (dict(keep_checkpoint_max=-1), "--keep_checkpoint_max"),
+    (dict(steps_per_execution=4, save_checkpoints_steps=1000, log_every_steps=10),
+     "--log_every_steps=10 must be a multiple of --steps_per_execution=4"),
+    (dict(seed=-1), "--seed"),
+    (dict(seed=2 ** 32), "--seed"),
     (dict(vocab_size=3), "--vocab_size"),
 ])
 def test_impossible_values_name_the_flag(overrides, flag):

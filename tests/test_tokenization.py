@@ -355,3 +355,16 @@ def test_text_sample_is_spread_and_line_aligned(tmp_path):
     assert positions == sorted(positions)
     assert positions[0] == 0 and positions[-1] > 3500
     assert sum(len(s) + 1 for s in big) <= 100_000
+
+
+def test_control_format_and_replacement_characters_are_cleaned_like_bert(tmp_path):
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat"]) + "\n")
+    tokenizer = WordPieceTokenizer(str(vocab))
+    the, cat = 5, 6
+    texts = ["the\ufffdcat", "the\u200bcat", "the\tcat", "\ufeffthe cat", "the\x00cat\r\n"]
+    # U+FFFD, zero-width space, BOM and NUL vanish (BERT's _clean_text), joining
+    # "the" and "cat" into one word that WordPiece splits as "the" + "##cat"
+    # would; with no "##cat" in the vocabulary that word is [UNK]. Tab and
+    # CR/LF separate words.
+    assert tokenizer.tokenize(texts).to_list() == [[1], [1], [the, cat], [the, cat], [1]]

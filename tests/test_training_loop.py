@@ -10,8 +10,9 @@ import tensorflow as tf
 from electra_tf.config import preset
 from electra_tf.data.shards import write_shards
 from electra_tf.export import load_discriminator
+from electra_tf.pretraining.pretrainer import ElectraPretrainer
 from electra_tf.tokenization import WordPieceTokenizer
-from electra_tf.training.loop import RunConfigMismatch, run_pretraining
+from electra_tf.training.loop import RunConfigMismatch, _dummy_batch, run_pretraining
 
 WORDS = ["the", "cat", "sat", "on", "a", "mat", "dog", "ran", "to", "park", "big", "small",
          "red", "blue", "and", "with", "house", "tree", "bird", "sang"]
@@ -49,6 +50,12 @@ def tiny(**overrides):
     return preset("tiny", **values)
 
 
+def _sample_inputs(tokenizer):
+    ids = tokenizer.tokenize(["the cat sat on a mat ."]).to_tensor()
+    ids = tf.concat([[[tokenizer.cls_id]], ids, [[tokenizer.sep_id]]], axis=1)
+    return {"input_ids": ids, "input_mask": tf.ones_like(ids), "segment_ids": tf.zeros_like(ids)}
+
+
 def read_scalars(event_dir):
     tags = {}
     for name in os.listdir(event_dir):
@@ -78,15 +85,20 @@ def test_run_trains_logs_checkpoints_and_exports(corpus, tmp_path):
     state = tf.train.get_checkpoint_state(os.path.join(run_dir, "checkpoints"))
     assert [os.path.basename(p) for p in state.all_model_checkpoint_paths] == ["ckpt-4", "ckpt-6"]
     assert json.load(open(os.path.join(run_dir, "config.json")))["model"]["hidden_size"] == 32
-    # Export: the discriminator reloads and agrees with the SavedModel.
+    # Export: the exported discriminator equals the trained one (restored from
+    # the final checkpoint), as a Keras file and as a SavedModel.
+    inputs = _sample_inputs(tokenizer)
+    trained = ElectraPretrainer(tiny())
+    trained.build_from_batch(_dummy_batch(tiny()))
+    tf.train.Checkpoint(model=trained).restore(
+        tf.train.latest_checkpoint(os.path.join(run_dir, "checkpoints"))).expect_partial()
+    expected = trained.discriminator(inputs, training=False)["logits"].numpy()
     disc = load_discriminator(run_dir)
-    ids = tokenizer.tokenize(["the cat sat on a mat ."]).to_tensor()
-    ids = tf.concat([[[tokenizer.cls_id]], ids, [[tokenizer.sep_id]]], axis=1)
-    inputs = {"input_ids": ids, "input_mask": tf.ones_like(ids), "segment_ids": tf.zeros_like(ids)}
-    keras_logits = disc(inputs, training=False)["logits"].numpy()
+    np.testing.assert_allclose(disc(inputs, training=False)["logits"].numpy(), expected,
+                               atol=1e-6)
     saved = tf.saved_model.load(os.path.join(run_dir, "export", "discriminator_savedmodel"))
     saved_out = saved.signatures["serving_default"](**inputs)
-    np.testing.assert_allclose(saved_out["logits"].numpy(), keras_logits, atol=1e-5)
+    np.testing.assert_allclose(saved_out["logits"].numpy(), expected, atol=1e-5)
     gen = keras.saving.load_model(os.path.join(run_dir, "export", "generator.keras"))
     assert gen.encoder.hidden_size == 8  # 32 * 0.25
     assert open(os.path.join(run_dir, "export", "vocab.txt")).read() == open(vocab).read()
@@ -156,3 +168,33 @@ def test_a_run_of_another_configuration_is_refused_untouched(corpus, tmp_path):
     result = run_pretraining(tiny(num_train_steps=3), run_dir, shard_dir, vocab,
                              tokenizer.special_ids, export=False, print_fn=lambda _: None)
     assert result.steps_done == 3
+
+
+@pytest.mark.parametrize("precision", ["float16", "bfloat16"])
+def test_mixed_precision_runs_reach_the_target_and_export_float32(corpus, tmp_path, precision):
+    vocab, shard_dir, tokenizer = corpus
+    run_dir = str(tmp_path / "run")
+    # float16 skips the first steps (loss-scale overflow); the run must still
+    # complete all 3 optimizer steps, and export float32 models.
+    result = run_pretraining(tiny(num_train_steps=3, mixed_precision=precision,
+                                  save_checkpoints_steps=1), run_dir, shard_dir, vocab,
+                             tokenizer.special_ids, print_fn=lambda _: None)
+    assert result.finished and result.steps_done == 3
+    assert np.isfinite(result.metrics["total_loss"])
+    checkpoints = tf.train.get_checkpoint_state(os.path.join(run_dir, "checkpoints"))
+    assert os.path.basename(checkpoints.model_checkpoint_path) == "ckpt-3"
+    assert not any(p.endswith("ckpt-0") for p in checkpoints.all_model_checkpoint_paths)
+    keras.mixed_precision.set_global_policy("float32")
+    disc = load_discriminator(run_dir)
+    assert disc(_sample_inputs(tokenizer))["logits"].dtype == tf.float32
+
+
+def test_batch_not_divisible_by_replicas_is_refused_before_writing(corpus, tmp_path,
+                                                                    two_replica_strategy):
+    vocab, shard_dir, tokenizer = corpus
+    run_dir = tmp_path / "run"
+    with pytest.raises(ValueError, match="--train_batch_size=5 is not divisible by the 2"):
+        run_pretraining(tiny(train_batch_size=5), str(run_dir), shard_dir, vocab,
+                        tokenizer.special_ids, strategy=two_replica_strategy,
+                        print_fn=lambda _: None)
+    assert not run_dir.exists()

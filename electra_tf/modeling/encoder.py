@@ -8,7 +8,7 @@ import keras
 
 from electra_tf.config import ModelConfig
 from electra_tf.modeling.layers import (ElectraEmbeddings, TransformerLayer,
-                                        attention_bias_from_mask, truncated_normal)
+                                        attention_bias_from_mask)
 
 INPUT_NAMES = ("input_ids", "input_mask", "segment_ids")
 
@@ -47,8 +47,10 @@ class ElectraEncoder(keras.Model):
             initializer_range, layer_norm_epsilon, dtype=dtype, name="embeddings")
         self.embeddings_project = None
         if embedding_size != hidden_size:
+            # Glorot uniform, not the truncated normal: the original builds this
+            # layer with tf.layers.dense's default initializer.
             self.embeddings_project = keras.layers.Dense(
-                hidden_size, kernel_initializer=truncated_normal(initializer_range), dtype=dtype,
+                hidden_size, kernel_initializer="glorot_uniform", dtype=dtype,
                 name="embeddings_project")
         self.transformer_layers = [
             TransformerLayer(hidden_size, num_heads, intermediate_size, dropout_rate,

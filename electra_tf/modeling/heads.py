@@ -76,8 +76,9 @@ class ReplacedTokenDetectionHead(keras.layers.Layer):
         init = truncated_normal(initializer_range)
         self.dense = keras.layers.Dense(hidden_size, activation=exact_gelu, kernel_initializer=init,
                                         dtype=self.dtype_policy, name="dense")
-        self.logit = keras.layers.Dense(1, kernel_initializer=init, dtype=self.dtype_policy,
-                                        name="logit")
+        # The original's final logit layer uses tf.layers.dense's default (Glorot uniform).
+        self.logit = keras.layers.Dense(1, kernel_initializer="glorot_uniform",
+                                        dtype=self.dtype_policy, name="logit")
 
     def build(self, sequence_shape):
         self.dense.build(sequence_shape)

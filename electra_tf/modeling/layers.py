@@ -159,7 +159,8 @@ class SelfAttention(keras.layers.Layer):
         scores = ops.matmul(query, ops.transpose(key, (0, 1, 3, 2)))
         # Softmax in float32 even under mixed precision: -10000 overflows fp16 sums.
         scores = ops.cast(scores, "float32") * (1.0 / float(self.head_size) ** 0.5)
-        probs = ops.softmax(scores + attention_bias, axis=-1)
+        # Keras casts float inputs to the compute dtype; the bias must stay float32.
+        probs = ops.softmax(scores + ops.cast(attention_bias, "float32"), axis=-1)
         probs = self.dropout(ops.cast(probs, hidden.dtype), training=training)
         context = ops.matmul(probs, value)  # [B, heads, L, d]
         context = ops.reshape(ops.transpose(context, (0, 2, 1, 3)), (batch, length, self.hidden_size))

@@ -124,6 +124,7 @@ class CheckpointSaver(keras.callbacks.Callback):
         self._previous_handlers.clear()
 
     def save(self) -> str:
+        """Saves unless the latest checkpoint already holds this step."""
         step = int(self.model.optimizer.iterations.numpy())
         if self.manager.latest_checkpoint and self.manager.latest_checkpoint.endswith(f"-{step}"):
             return self.manager.latest_checkpoint
@@ -135,5 +136,7 @@ class CheckpointSaver(keras.callbacks.Callback):
             path = self.save()
             self.print_fn(f"Checkpoint saved at step {step}: {path}")
             self.model.stop_training = True
-        elif step % self.every == 0:
+        elif step and step % self.every == 0:
+            # A float16 step skipped for overflow leaves `step` unchanged; save()
+            # then finds this step already saved.
             self.save()

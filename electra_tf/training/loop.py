@@ -37,7 +37,11 @@ RESUMABLE_FIELDS = ("num_train_steps", "save_checkpoints_steps", "keep_checkpoin
                     "log_every_steps", "steps_per_execution")
 
 
-class RunConfigMismatch(ValueError):
+class RunError(ValueError):
+    """A run cannot start as asked; the message names the flag or directory."""
+
+
+class RunConfigMismatch(RunError):
     """The run directory holds a run of a different configuration."""
 
 
@@ -62,8 +66,8 @@ def _dummy_batch(config: PretrainingConfig) -> dict:
             "sampling_uniforms": np.zeros((1, slots), np.float32)}
 
 
-def prepare_run_dir(config: PretrainingConfig, run_dir: str, vocab_file: str) -> bool:
-    """Creates or checks the run directory. Returns True when resuming.
+def check_run_dir(config: PretrainingConfig, run_dir: str, vocab_file: str) -> bool:
+    """Checks that `run_dir` is empty or holds this same run. Returns True when resuming.
 
     Raises:
         RunConfigMismatch: the directory holds a run with another configuration
@@ -71,24 +75,29 @@ def prepare_run_dir(config: PretrainingConfig, run_dir: str, vocab_file: str) ->
     """
     config_path = os.path.join(run_dir, "config.json")
     vocab_copy = os.path.join(run_dir, "vocab.txt")
-    resuming = os.path.exists(config_path)
-    if resuming:
-        previous = PretrainingConfig.load_json(config_path)
-        differences = config_differences(previous, config, ignore=RESUMABLE_FIELDS)
-        if differences:
-            raise RunConfigMismatch(
-                f"{run_dir} holds a run with a different configuration:\n  "
-                + "\n  ".join(differences)
-                + "\nUse another --output_dir for a new run, or pass the same flags to resume.")
-        if os.path.exists(vocab_copy) and not filecmp.cmp(vocab_copy, vocab_file, shallow=False):
-            raise RunConfigMismatch(
-                f"{run_dir} was trained with the vocabulary {vocab_copy}, which differs from "
-                f"{vocab_file}. Use another --output_dir or the same --vocab_file.")
+    if not os.path.exists(config_path):
+        return False
+    previous = PretrainingConfig.load_json(config_path)
+    differences = config_differences(previous, config, ignore=RESUMABLE_FIELDS)
+    if differences:
+        raise RunConfigMismatch(
+            f"{run_dir} holds a run with a different configuration:\n  "
+            + "\n  ".join(differences)
+            + "\nUse another --output_dir for a new run, or pass the same flags to resume.")
+    if os.path.exists(vocab_copy) and not filecmp.cmp(vocab_copy, vocab_file, shallow=False):
+        raise RunConfigMismatch(
+            f"{run_dir} was trained with the vocabulary {vocab_copy}, which differs from "
+            f"{vocab_file}. Use another --output_dir or the same --vocab_file.")
+    return True
+
+
+def write_run_files(config: PretrainingConfig, run_dir: str, vocab_file: str) -> None:
+    """Writes config.json (always the latest resolved config) and a copy of the vocabulary."""
     os.makedirs(run_dir, exist_ok=True)
-    config.save_json(config_path)
+    config.save_json(os.path.join(run_dir, "config.json"))
+    vocab_copy = os.path.join(run_dir, "vocab.txt")
     if not os.path.exists(vocab_copy):
         shutil.copyfile(vocab_file, vocab_copy)
-    return resuming
 
 
 def run_pretraining(config: PretrainingConfig, run_dir: str, shard_dir: str, vocab_file: str,
@@ -116,7 +125,11 @@ def run_pretraining(config: PretrainingConfig, run_dir: str, shard_dir: str, voc
     keras.utils.set_random_seed(config.seed)
     started = time.perf_counter()
     strategy = strategy or tf.distribute.get_strategy()
-    resuming = prepare_run_dir(config, run_dir, vocab_file)
+    replicas = strategy.num_replicas_in_sync
+    if config.train_batch_size % replicas:
+        raise RunError(f"--train_batch_size={config.train_batch_size} is not divisible by the "
+                         f"{replicas} replicas of the distribution strategy.")
+    resuming = check_run_dir(config, run_dir, vocab_file)
 
     with strategy.scope():
         model = ElectraPretrainer(config)
@@ -130,41 +143,48 @@ def run_pretraining(config: PretrainingConfig, run_dir: str, shard_dir: str, voc
         rng_state = [v for v in model.non_trainable_variables if "seed_generator" in v.path]
         checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer, rng_state=rng_state)
         manager = tf.train.CheckpointManager(checkpoint, os.path.join(run_dir, "checkpoints"),
-                                             max_to_keep=config.keep_checkpoint_max)
+                                             max_to_keep=config.keep_checkpoint_max or None)
         if manager.latest_checkpoint:
             checkpoint.restore(manager.latest_checkpoint).assert_existing_objects_matched()
             print_fn(f"Resumed from {manager.latest_checkpoint} "
                      f"(step {int(optimizer.iterations.numpy())}).")
         elif resuming:
             print_fn(f"{run_dir} has a config but no checkpoint yet: starting from step 0.")
+    # Only now that the model and optimizer exist is the run directory written,
+    # so a configuration that fails to build never locks it.
+    write_run_files(config, run_dir, vocab_file)
 
     steps_done = int(optimizer.iterations.numpy())
-    remaining = config.num_train_steps - steps_done
     interrupted = False
     metrics: dict = {}
-    if remaining > 0:
+    if steps_done < config.num_train_steps:
         global_batch = config.train_batch_size
-        dataset = make_pretraining_dataset(
-            shard_dir, batch_size=global_batch,
-            max_predictions_per_seq=config.resolved_max_predictions_per_seq,
-            mask_rate=config.mask_rate, special_ids=special_ids, seed=config.seed,
-            start_example=int(model.seen_batches.numpy()) * global_batch,
-            shuffle_buffer_size=config.shuffle_buffer_size)
         writer = tf.summary.create_file_writer(os.path.join(run_dir, "tensorboard"))
         monitor = ProgressMonitor(writer, config.num_train_steps, global_batch,
                                   config.log_every_steps, learning_rate_schedule(config),
                                   print_fn=print_fn)
         saver = CheckpointSaver(manager, config.save_checkpoints_steps, print_fn=print_fn)
         print_fn(f"Training steps {steps_done + 1}..{config.num_train_steps} "
-                 f"({strategy.num_replicas_in_sync} replica(s), global batch {global_batch}). "
+                 f"({replicas} replica(s), global batch {global_batch}). "
                  f"TensorBoard: tensorboard --logdir {os.path.join(run_dir, 'tensorboard')}")
-        history = model.fit(dataset, epochs=1, steps_per_epoch=remaining, verbose=0,
-                            shuffle=False, callbacks=[*extra_callbacks, monitor, saver])
-        metrics = {k: float(v[-1]) for k, v in history.history.items()}
-        interrupted = saver.stop_signal is not None
+        # Usually one pass of this loop. With float16, steps whose gradients
+        # overflow are skipped (the optimizer step does not advance), so more
+        # batches are needed; the data stream continues from `seen_batches`.
+        while steps_done < config.num_train_steps and not interrupted:
+            dataset = make_pretraining_dataset(
+                shard_dir, batch_size=global_batch,
+                max_predictions_per_seq=config.resolved_max_predictions_per_seq,
+                mask_rate=config.mask_rate, special_ids=special_ids, seed=config.seed,
+                start_example=int(model.seen_batches.numpy()) * global_batch,
+                shuffle_buffer_size=config.shuffle_buffer_size)
+            history = model.fit(dataset, epochs=1,
+                                steps_per_epoch=config.num_train_steps - steps_done, verbose=0,
+                                shuffle=False, callbacks=[*extra_callbacks, monitor, saver])
+            metrics = {k: float(v[-1]) for k, v in history.history.items()} or metrics
+            interrupted = saver.stop_signal is not None
+            steps_done = int(optimizer.iterations.numpy())
         saver.save()
         writer.close()
-        steps_done = int(optimizer.iterations.numpy())
 
     finished = steps_done >= config.num_train_steps
     export_dir = None
