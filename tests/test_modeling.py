@@ -148,3 +148,22 @@ def test_keras_file_round_trip(models, rng, tmp_path, which):
     after = tf.nest.flatten(reloaded(inputs, training=False))
     for a, b in zip(before, after):
         np.testing.assert_array_equal(a.numpy(), b.numpy())
+
+
+def test_replica_dropout_scales_kept_units_and_differs_across_replicas(two_replica_strategy):
+    from electra_tf.modeling.layers import ReplicaDropout
+
+    keras.utils.set_random_seed(3)
+    x = np.ones((64, 32), np.float32)
+    with two_replica_strategy.scope():
+        layer = ReplicaDropout(0.25)
+    single = layer(x, training=True).numpy()
+    # Inverted dropout: kept units scaled by 1 / (1 - rate), about a quarter zeroed.
+    assert set(np.unique(single)) <= {0.0, np.float32(1 / 0.75)}
+    assert abs((single == 0).mean() - 0.25) < 0.03
+    np.testing.assert_array_equal(layer(x, training=False), x)
+
+    per_replica = two_replica_strategy.run(lambda: layer(tf.ones((64, 32)), training=True))
+    first, second = [t.numpy() for t in two_replica_strategy.experimental_local_results(
+        per_replica)]
+    assert not np.array_equal(first == 0, second == 0)

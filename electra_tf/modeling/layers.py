@@ -7,12 +7,52 @@ size, V = vocabulary size. Masks are int32 (1 = real token, 0 = padding).
 from __future__ import annotations
 
 import keras
+import tensorflow as tf
 from keras import ops
 
 
 def truncated_normal(stddev: float) -> keras.initializers.Initializer:
     """The original code's initializer: truncated normal, stddev 0.02."""
     return keras.initializers.TruncatedNormal(stddev=stddev)
+
+
+@keras.saving.register_keras_serializable(package="electra_tf")
+class ReplicaDropout(keras.layers.Layer):
+    """Inverted dropout whose noise differs on every tf.distribute replica.
+
+    Keras' Dropout keeps its seed in a mirrored variable, so under
+    MirroredStrategy all replicas draw the same mask (for different examples).
+    Folding the replica id into the stateless seed gives each replica its own.
+    The seed state is a Keras SeedGenerator, checkpointed with the run.
+
+    Args:
+        rate: fraction of units dropped, in [0, 1).
+    """
+
+    def __init__(self, rate: float, **kwargs):
+        super().__init__(**kwargs)
+        self.rate = rate
+        self.seed_generator = keras.random.SeedGenerator(name=f"{self.name}_seed")
+
+    def call(self, inputs, training=None):
+        if not training or self.rate == 0:
+            return inputs
+        seed = tf.cast(self.seed_generator.next(), tf.int64)
+        context = tf.distribute.get_replica_context()
+        if context is not None and context.num_replicas_in_sync > 1:
+            replica = tf.cast(context.replica_id_in_sync_group, tf.int64)
+            seed = seed + tf.stack([tf.constant(0, tf.int64), replica + 1]) * 1_000_003
+        keep = tf.random.stateless_uniform(tf.shape(inputs), seed=seed) >= self.rate
+        scaled = inputs / ops.cast(1.0 - self.rate, inputs.dtype)
+        return tf.where(keep, scaled, tf.zeros_like(inputs))
+
+    def compute_output_shape(self, input_shape):
+        return input_shape
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(rate=self.rate)
+        return config
 
 
 @keras.saving.register_keras_serializable(package="electra_tf")
@@ -47,7 +87,7 @@ class ElectraEmbeddings(keras.layers.Layer):
         self.layer_norm_epsilon = layer_norm_epsilon
         self.layer_norm = keras.layers.LayerNormalization(
             epsilon=layer_norm_epsilon, dtype=self.dtype_policy, name="layer_norm")
-        self.dropout = keras.layers.Dropout(dropout_rate, dtype=self.dtype_policy, name="dropout")
+        self.dropout = ReplicaDropout(dropout_rate, dtype=self.dtype_policy, name="dropout")
 
     def build(self, input_shape=None):
         init = truncated_normal(self.initializer_range)
@@ -133,7 +173,7 @@ class SelfAttention(keras.layers.Layer):
                                       dtype=self.dtype_policy, name="qkv")
         self.output_dense = keras.layers.Dense(hidden_size, kernel_initializer=init,
                                                dtype=self.dtype_policy, name="output")
-        self.dropout = keras.layers.Dropout(attention_dropout_rate, dtype=self.dtype_policy,
+        self.dropout = ReplicaDropout(attention_dropout_rate, dtype=self.dtype_policy,
                                             name="attention_dropout")
 
     def build(self, input_shape):
@@ -203,7 +243,7 @@ class TransformerLayer(keras.layers.Layer):
         policy = self.dtype_policy
         self.attention = SelfAttention(hidden_size, num_heads, attention_dropout_rate,
                                        initializer_range, dtype=policy, name="attention")
-        self.attention_dropout = keras.layers.Dropout(dropout_rate, dtype=policy,
+        self.attention_dropout = ReplicaDropout(dropout_rate, dtype=policy,
                                                       name="attention_output_dropout")
         self.attention_layer_norm = keras.layers.LayerNormalization(
             epsilon=layer_norm_epsilon, dtype=policy, name="attention_layer_norm")
@@ -212,7 +252,7 @@ class TransformerLayer(keras.layers.Layer):
             name="intermediate")
         self.ffn_output = keras.layers.Dense(hidden_size, kernel_initializer=init, dtype=policy,
                                              name="ffn_output")
-        self.ffn_dropout = keras.layers.Dropout(dropout_rate, dtype=policy, name="ffn_dropout")
+        self.ffn_dropout = ReplicaDropout(dropout_rate, dtype=policy, name="ffn_dropout")
         self.ffn_layer_norm = keras.layers.LayerNormalization(
             epsilon=layer_norm_epsilon, dtype=policy, name="ffn_layer_norm")
 
