@@ -43,3 +43,30 @@ def test_vocab_without_mask_token_is_named(tmp_path):
     output = result.stderr + result.stdout
     assert result.returncode != 0
     assert str(vocab) in output and "[MASK]" in output
+
+
+def test_a_tiny_run_completes_and_reports_where_everything_is(tmp_path):
+    words = "the cat sat on a mat and the dog ran to the park".split()
+    lines = []
+    for doc in range(6):
+        lines += [" ".join(words[(doc + i) % len(words):] + words[:(doc + i) % len(words)])
+                  for i in range(8)] + [""]
+    text = tmp_path / "corpus.txt"
+    text.write_text("\n".join(lines) + "\n")
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *sorted(set(words))]))
+    run_dir = tmp_path / "run"
+    result = run_cli(f"--corpus={text}", f"--vocab_file={vocab}", f"--data_dir={tmp_path}/data",
+                     f"--output_dir={run_dir}", "--model_size=tiny", "--hidden_size=32",
+                     "--num_layers=1", "--embedding_size=16", "--num_heads=2",
+                     "--max_seq_length=16", "--train_batch_size=4", "--num_train_steps=2",
+                     "--num_warmup_steps=1", "--log_every_steps=1", "--save_checkpoints_steps=1",
+                     "--num_shard_workers=1")
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output
+    assert "step 2/2 (100.0%)" in output
+    assert f"TensorBoard:  tensorboard --logdir {run_dir}/tensorboard" in output
+    assert f"Export:       {run_dir}/export" in output
+    for name in ("discriminator.keras", "generator.keras", "vocab.txt", "config.json"):
+        assert (run_dir / "export" / name).exists(), name
+    assert (run_dir / "export" / "discriminator_savedmodel" / "saved_model.pb").exists()
