@@ -1,0 +1,137 @@
+"""Text -> model inputs: `[CLS] A [SEP]` or `[CLS] A [SEP] B [SEP]` with segment ids.
+
+Token ids are built as Python lists (one tokenizer call per chunk of texts)
+and padded per batch by `make_dataset`, so short sentences do not pay for
+`max_seq_length` positions.
+"""
+
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+import numpy as np
+import tensorflow as tf
+
+# Texts per tokenizer call: large enough to amortise the op dispatch, small
+# enough to keep the ragged intermediate tensors modest.
+_TOKENIZE_CHUNK = 4096
+
+
+def truncate_pair(tokens_a: list, tokens_b: list, max_tokens: int) -> None:
+    """Truncates in place until `len(a) + len(b) <= max_tokens`.
+
+    One token at a time from the end of the longer list (from B on a tie), as
+    BERT and ELECTRA do: a short sentence keeps all its tokens instead of both
+    losing the same fraction.
+    """
+    while len(tokens_a) + len(tokens_b) > max_tokens:
+        if len(tokens_a) > len(tokens_b):
+            tokens_a.pop()
+        else:
+            tokens_b.pop()
+
+
+def build_inputs(tokens_a: list[int], tokens_b: Optional[list[int]], max_seq_length: int,
+                 cls_id: int, sep_id: int) -> tuple[list[int], list[int]]:
+    """Wraps one example's word pieces with the special tokens.
+
+    Args:
+        tokens_a: word-piece ids of the first text.
+        tokens_b: of the second text, or None for a single-text task.
+        max_seq_length: total length limit including the special tokens.
+        cls_id, sep_id: ids of [CLS] and [SEP].
+
+    Returns:
+        (input_ids, segment_ids), each of length <= max_seq_length.
+    """
+    tokens_a = list(tokens_a)
+    if tokens_b is None:
+        del tokens_a[max_seq_length - 2:]
+        ids = [cls_id] + tokens_a + [sep_id]
+        return ids, [0] * len(ids)
+    tokens_b = list(tokens_b)
+    truncate_pair(tokens_a, tokens_b, max_seq_length - 3)
+    ids = [cls_id] + tokens_a + [sep_id] + tokens_b + [sep_id]
+    segments = [0] * (len(tokens_a) + 2) + [1] * (len(tokens_b) + 1)
+    return ids, segments
+
+
+def tokenize_texts(tokenizer, texts: Sequence[str]) -> list[list[int]]:
+    """Word-piece ids of each text (chunked tokenizer calls)."""
+    out: list[list[int]] = []
+    for start in range(0, len(texts), _TOKENIZE_CHUNK):
+        out.extend(tokenizer.tokenize_to_lists(list(texts[start:start + _TOKENIZE_CHUNK])))
+    return out
+
+
+def encode(tokenizer, texts_a: Sequence[str], texts_b: Optional[Sequence[str]],
+           max_seq_length: int) -> list[tuple[list[int], list[int]]]:
+    """Tokenizes and wraps every example.
+
+    Args:
+        tokenizer: a `WordPieceTokenizer`.
+        texts_a: N first texts.
+        texts_b: N second texts, or None for single-text tasks.
+        max_seq_length: length limit including special tokens (>= 3, or >= 5
+            for pairs).
+
+    Returns:
+        N pairs `(input_ids, segment_ids)`.
+    """
+    minimum = 5 if texts_b is not None else 3
+    if max_seq_length < minimum:
+        raise ValueError(f"--max_seq_length={max_seq_length}: at least {minimum} tokens are "
+                         "needed for the special tokens and one word piece per text.")
+    pieces_a = tokenize_texts(tokenizer, texts_a)
+    pieces_b = tokenize_texts(tokenizer, texts_b) if texts_b is not None else [None] * len(pieces_a)
+    return [build_inputs(a, b, max_seq_length, tokenizer.cls_id, tokenizer.sep_id)
+            for a, b in zip(pieces_a, pieces_b)]
+
+
+def make_dataset(encoded: Sequence[tuple[list[int], list[int]]], labels: Optional[np.ndarray],
+                 batch_size: int, pad_id: int = 0, shuffle_seed: Optional[int] = None,
+                 repeat: bool = False) -> tf.data.Dataset:
+    """A `tf.data` pipeline of padded batches.
+
+    Each batch is padded to its own longest example.
+
+    Args:
+        encoded: output of `encode`.
+        labels: [N] int class ids or float targets; None for unlabelled data
+            (the dataset then yields only the inputs).
+        batch_size: examples per batch (the last batch may be smaller).
+        pad_id: id used for padding positions.
+        shuffle_seed: if set, shuffle with this seed, differently each epoch.
+        repeat: repeat forever (training).
+
+    Returns:
+        Dataset of `inputs` or `(inputs, labels)`; inputs is a dict of int32
+        [B, L_batch] tensors `input_ids`, `input_mask`, `segment_ids`.
+    """
+    ids = tf.ragged.constant([e[0] for e in encoded], dtype=tf.int32, ragged_rank=1)
+    segments = tf.ragged.constant([e[1] for e in encoded], dtype=tf.int32, ragged_rank=1)
+    columns = {"input_ids": ids, "segment_ids": segments}
+    if labels is not None:
+        columns["label"] = tf.convert_to_tensor(labels)
+    dataset = tf.data.Dataset.from_tensor_slices(columns)
+    if shuffle_seed is not None:
+        dataset = dataset.shuffle(len(encoded), seed=shuffle_seed, reshuffle_each_iteration=True)
+    if repeat:
+        dataset = dataset.repeat()
+
+    def to_dense(row):
+        row = dict(row)
+        row["input_mask"] = tf.ones_like(row["input_ids"])
+        return row
+
+    dataset = dataset.map(to_dense)
+    padding = {"input_ids": pad_id, "segment_ids": 0, "input_mask": 0}
+    if labels is not None:
+        padding["label"] = tf.zeros([], dtype=columns["label"].dtype)
+    dataset = dataset.padded_batch(batch_size, padding_values=padding)
+
+    def split(batch):
+        inputs = {k: batch[k] for k in ("input_ids", "input_mask", "segment_ids")}
+        return (inputs, batch["label"]) if labels is not None else inputs
+
+    return dataset.map(split).prefetch(tf.data.AUTOTUNE)

@@ -1,0 +1,155 @@
+"""The fine-tuning model: pre-trained encoder -> [CLS] hidden state -> dropout -> dense."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import keras
+import tensorflow as tf
+
+from electra_tf.modeling.encoder import INPUT_NAMES, ElectraEncoder
+from electra_tf.modeling.layers import truncated_normal
+from electra_tf.pretraining.optimization import sum_over_replicas
+
+HEAD_NAME = "task_head"
+MODEL_FILE = "model.keras"
+TASK_FILE = "task.json"
+
+
+@keras.saving.register_keras_serializable(package="electra_tf")
+class FirstToken(keras.layers.Layer):
+    """[B, L, H] -> [B, H]: the hidden state of the first ([CLS]) position.
+
+    ELECTRA has no pooler; the classifier reads [CLS] directly.
+    """
+
+    def call(self, sequence):
+        return sequence[:, 0]
+
+    def compute_output_shape(self, input_shape):
+        return (input_shape[0], input_shape[2])
+
+
+@keras.saving.register_keras_serializable(package="electra_tf")
+class ElectraClassifier(keras.Model):
+    """Sentence (pair) classification or regression on top of an `ElectraEncoder`.
+
+    Inputs: a dict of int32 [B, L] tensors `input_ids`, `input_mask`,
+    `segment_ids`. Output: logits [B, num_outputs] (classification) or
+    predictions [B] (regression, `num_outputs=1`, in the training scale).
+
+    The head is a single linear layer named `task_head` (as in the original
+    code, unlike the two-layer head of some other implementations); that name
+    places it at the top of the layer-wise learning-rate decay.
+
+    Args:
+        encoder: a (pre-trained) `ElectraEncoder`.
+        num_outputs: number of classes, or 1 for regression.
+        regression: squared-error objective and a [B] output.
+        dropout_rate: dropout on the [CLS] vector during training.
+        initializer_range: stddev of the head's truncated-normal init.
+    """
+
+    def __init__(self, encoder: ElectraEncoder, num_outputs: int, regression: bool = False,
+                 dropout_rate: float = 0.1, initializer_range: float = 0.02, **kwargs):
+        # === Layers ===
+        self.encoder = encoder
+        self.first_token = FirstToken(name="first_token")
+        self.head_dropout = keras.layers.Dropout(dropout_rate, name="head_dropout")
+        self.task_head = keras.layers.Dense(
+            num_outputs, kernel_initializer=truncated_normal(initializer_range), name=HEAD_NAME)
+        # === Functional graph ===
+        inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name) for name in INPUT_NAMES}
+        cls_vector = self.head_dropout(self.first_token(encoder(inputs)))
+        outputs = self.task_head(cls_vector)
+        if regression:
+            outputs = keras.layers.Reshape((), name="squeeze")(outputs)
+        super().__init__(inputs=inputs, outputs=outputs, **kwargs)
+        # === Config ===
+        self.num_outputs = num_outputs
+        self.regression = regression
+        self.dropout_rate = dropout_rate
+        self.initializer_range = initializer_range
+
+    def compute_task_loss(self, labels, outputs):
+        """Mean softmax cross-entropy, or mean squared error for regression.
+
+        Args:
+            labels: [B] int class ids, or float targets (already scaled).
+            outputs: the model output for the batch.
+
+        Returns:
+            Scalar float32 loss over the batch.
+        """
+        outputs = tf.cast(outputs, tf.float32)
+        if self.regression:
+            return tf.reduce_mean(tf.square(outputs - tf.cast(labels, tf.float32)))
+        return tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
+            labels=tf.cast(labels, tf.int32), logits=outputs))
+
+    def train_step(self, data):
+        inputs, labels = data
+        with tf.GradientTape() as tape:
+            outputs = self(inputs, training=True)
+            loss = self.compute_task_loss(labels, outputs)
+            # The replica's share of the global mean, so that summing
+            # gradients over replicas gives the gradient of the global mean.
+            replicas = tf.distribute.get_strategy().num_replicas_in_sync
+            scaled = self.optimizer.scale_loss(loss / replicas)
+        variables = self.trainable_variables
+        grads = sum_over_replicas(tape.gradient(scaled, variables))
+        self.optimizer.apply(grads, variables)
+        stats = {"loss": loss}
+        if not self.regression:
+            predictions = tf.argmax(outputs, axis=-1, output_type=tf.int32)
+            stats["accuracy"] = tf.reduce_mean(
+                tf.cast(tf.equal(predictions, tf.cast(labels, tf.int32)), tf.float32))
+        return stats
+
+    def get_config(self):
+        return {"name": self.name, "trainable": self.trainable,
+                "encoder": keras.saving.serialize_keras_object(self.encoder),
+                "num_outputs": self.num_outputs, "regression": self.regression,
+                "dropout_rate": self.dropout_rate, "initializer_range": self.initializer_range}
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        config["encoder"] = keras.saving.deserialize_keras_object(config["encoder"])
+        return cls(**config)
+
+
+def build_classifier(encoder: ElectraEncoder, num_outputs: int, regression: bool = False,
+                     seed: int = 0) -> ElectraClassifier:
+    """Wraps `encoder` with a freshly initialised head (seeded for reproducible trials)."""
+    keras.utils.set_random_seed(seed)
+    model = ElectraClassifier(encoder, num_outputs, regression=regression,
+                              initializer_range=encoder.initializer_range, name="classifier")
+    return model
+
+
+def save_finetuned(model: ElectraClassifier, directory: str, task_info: dict) -> str:
+    """Writes `model.keras` (float32, no optimizer state) and `task.json` into `directory`.
+
+    Returns:
+        Path of the `.keras` file.
+    """
+    from electra_tf.export import float32_copy
+
+    os.makedirs(directory, exist_ok=True)
+    path = os.path.join(directory, MODEL_FILE)
+    tmp = path + ".tmp.keras"
+    float32_copy(model).save(tmp)
+    os.replace(tmp, path)
+    with open(os.path.join(directory, TASK_FILE), "w", encoding="utf-8") as f:
+        json.dump(task_info, f, indent=2, ensure_ascii=False)
+        f.write("\n")
+    return path
+
+
+def load_finetuned(directory: str) -> tuple[ElectraClassifier, dict]:
+    """Loads what `save_finetuned` wrote: (model, task info with `label_names` etc.)."""
+    model = keras.saving.load_model(os.path.join(directory, MODEL_FILE))
+    with open(os.path.join(directory, TASK_FILE), encoding="utf-8") as f:
+        return model, json.load(f)

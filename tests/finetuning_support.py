@@ -1,0 +1,46 @@
+"""Tiny pre-trained checkpoints and toy data for the fine-tuning tests."""
+
+import os
+
+WORDS = ["movie", "film", "plot", "the", "a", "was", "is", "very", "fun", "dull", "actor",
+         "story", "good", "bad"]
+VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + WORDS
+
+
+def write_vocab(path, tokens=VOCAB):
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("\n".join(tokens) + "\n")
+    return path
+
+
+def make_pretrained_dir(directory, num_layers=2, seed=0):
+    """A randomly initialised tiny discriminator saved like a pre-training export."""
+    import keras
+
+    from electra_tf.config import preset
+    from electra_tf.modeling.electra import build_generator_and_discriminator
+
+    os.makedirs(directory, exist_ok=True)
+    write_vocab(os.path.join(directory, "vocab.txt"))
+    config = preset("tiny", vocab_size=len(VOCAB), hidden_size=32, num_layers=num_layers,
+                    embedding_size=16, num_heads=2, intermediate_size=64)
+    config.save_json(os.path.join(directory, "config.json"))
+    keras.utils.set_random_seed(seed)
+    _, discriminator = build_generator_and_discriminator(config.model)
+    discriminator.save(os.path.join(directory, "discriminator.keras"))
+    return directory
+
+
+def toy_sentences(count, seed=0):
+    """(sentence, label) with label 1 exactly when the sentence contains "good"."""
+    import random
+
+    rng = random.Random(seed)
+    fillers = [w for w in WORDS if w not in ("good", "bad")]
+    rows = []
+    for i in range(count):
+        words = rng.sample(fillers, 4)
+        label = i % 2
+        words.insert(rng.randrange(5), "good" if label else "bad")
+        rows.append((" ".join(words), label))
+    return rows

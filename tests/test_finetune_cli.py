@@ -1,0 +1,72 @@
+"""finetune.py from the command line (few runs: each pays TensorFlow's start-up)."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from finetuning_support import VOCAB, make_pretrained_dir, toy_sentences, write_vocab
+
+PROJECT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _run(*args):
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
+    return subprocess.run([sys.executable, os.path.join(PROJECT, "finetune.py"), *args],
+                          capture_output=True, text=True, cwd=PROJECT, env=env, timeout=300)
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    root = tmp_path_factory.mktemp("cli")
+    pretrained = make_pretrained_dir(str(root / "pretrained"))
+    with open(root / "train.tsv", "w", encoding="utf-8") as f:
+        f.write("id\tdocument\tlabel\n")
+        for i, (text, label) in enumerate(toy_sentences(8)):
+            f.write(f"{i}\t{text}\t{'pos' if label else 'neg'}\n")
+    with open(root / "test.tsv", "w", encoding="utf-8") as f:
+        f.write("id\tdocument\n7\tgood film\n9\tbad film\n")
+    return root, pretrained
+
+
+def test_user_task_trains_and_writes_results(files):
+    root, pretrained = files
+    out = root / "out"
+    result = _run(f"--init_checkpoint={pretrained}", f"--train_file={root / 'train.tsv'}",
+                  f"--dev_file={root / 'train.tsv'}", f"--test_file={root / 'test.tsv'}",
+                  "--task=reviews", "--text_column=document", "--index_column=id",
+                  "--num_train_epochs=1", "--train_batch_size=4", f"--output_dir={out}")
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "median" in result.stdout and "accuracy" in result.stdout
+    with open(out / "results.json", encoding="utf-8") as f:
+        results = json.load(f)
+    assert results["task"]["label_names"] == ["neg", "pos"]
+    assert set(results["median"]) == {"accuracy", "f1", "mcc"}
+    assert results["settings"]["learning_rate"] == 3e-4  # tiny/small default (paper Table 7)
+    with open(out / "trial_0" / "reviews.tsv", encoding="utf-8") as f:
+        lines = f.read().splitlines()
+    assert lines[0] == "index\tprediction" and [l.split("\t")[0] for l in lines[1:]] == ["7", "9"]
+    assert all(l.split("\t")[1] in ("neg", "pos") for l in lines[1:])
+
+
+def test_missing_column_error(files):
+    root, pretrained = files
+    result = _run(f"--init_checkpoint={pretrained}", f"--train_file={root / 'train.tsv'}",
+                  f"--output_dir={root / 'unused'}")
+    assert result.returncode != 0
+    assert "no column 'text' (--text_column)" in result.stderr
+    assert "'id', 'document', 'label'" in result.stderr
+    assert not os.path.exists(root / "unused")
+
+
+def test_vocab_size_mismatch_error(files):
+    root, pretrained = files
+    vocab = write_vocab(str(root / "bigger_vocab.txt"), VOCAB + ["extra"])
+    result = _run(f"--init_checkpoint={pretrained}", f"--train_file={root / 'train.tsv'}",
+                  "--text_column=document", f"--vocab_file={vocab}",
+                  f"--output_dir={root / 'out_vocab'}")
+    assert result.returncode != 0
+    assert "--vocab_file" in result.stderr and f"has {len(VOCAB) + 1} tokens" in result.stderr
+    assert not os.path.exists(root / "out_vocab")
