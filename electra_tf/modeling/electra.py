@@ -10,8 +10,22 @@ from electra_tf.modeling.heads import MaskedLMHead, ReplacedTokenDetectionHead
 from electra_tf.modeling.layers import ElectraEmbeddings
 
 
+class _EncoderWithHead(keras.Model):
+    """Serialises a model built as `cls(encoder)`: the config is the encoder's."""
+
+    def get_config(self):
+        return {"name": self.name, "trainable": self.trainable,
+                "encoder": keras.saving.serialize_keras_object(self.encoder)}
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        config["encoder"] = keras.saving.deserialize_keras_object(config["encoder"])
+        return cls(**config)
+
+
 @keras.saving.register_keras_serializable(package="electra_tf")
-class ElectraGenerator(keras.Model):
+class ElectraGenerator(_EncoderWithHead):
     """The small masked language model that proposes replacement tokens.
 
     Inputs: `input_ids`, `input_mask`, `segment_ids` (int32 [B, L]) and
@@ -35,19 +49,9 @@ class ElectraGenerator(keras.Model):
         logits = self.mlm_head(sequence, inputs["masked_lm_positions"])
         super().__init__(inputs=inputs, outputs=logits, **kwargs)
 
-    def get_config(self):
-        return {"name": self.name, "trainable": self.trainable,
-                "encoder": keras.saving.serialize_keras_object(self.encoder)}
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        config["encoder"] = keras.saving.deserialize_keras_object(config["encoder"])
-        return cls(**config)
-
 
 @keras.saving.register_keras_serializable(package="electra_tf")
-class ElectraDiscriminator(keras.Model):
+class ElectraDiscriminator(_EncoderWithHead):
     """The encoder that is kept: per-token "was this replaced?" logits.
 
     Inputs: `input_ids`, `input_mask`, `segment_ids` (int32 [B, L]).
@@ -70,16 +74,6 @@ class ElectraDiscriminator(keras.Model):
         logits = self.rtd_head(sequence)
         super().__init__(inputs=inputs, outputs={"sequence_output": sequence, "logits": logits},
                          **kwargs)
-
-    def get_config(self):
-        return {"name": self.name, "trainable": self.trainable,
-                "encoder": keras.saving.serialize_keras_object(self.encoder)}
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        config["encoder"] = keras.saving.deserialize_keras_object(config["encoder"])
-        return cls(**config)
 
 
 def build_generator_and_discriminator(config: ModelConfig, dtype=None):
