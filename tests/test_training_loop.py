@@ -12,7 +12,7 @@ from electra_tf.data.shards import write_shards
 from electra_tf.export import load_discriminator
 from electra_tf.pretraining.pretrainer import ElectraPretrainer
 from electra_tf.tokenization import WordPieceTokenizer
-from electra_tf.training.loop import RunConfigMismatch, _dummy_batch, run_pretraining
+from electra_tf.training.loop import RunConfigMismatch, RunError, _dummy_batch, run_pretraining
 
 WORDS = ["the", "cat", "sat", "on", "a", "mat", "dog", "ran", "to", "park", "big", "small",
          "red", "blue", "and", "with", "house", "tree", "bird", "sang"]
@@ -198,3 +198,20 @@ def test_batch_not_divisible_by_replicas_is_refused_before_writing(corpus, tmp_p
                         tokenizer.special_ids, strategy=two_replica_strategy,
                         print_fn=lambda _: None)
     assert not run_dir.exists()
+
+
+def test_a_diverged_float16_run_stops_with_an_error_instead_of_looping(corpus, tmp_path,
+                                                                       monkeypatch):
+    vocab, shard_dir, tokenizer = corpus
+    original = ElectraPretrainer._loss_and_stats
+
+    def nan_loss(self, batch, training):
+        loss, stats = original(self, batch, training)
+        return loss * float("nan"), stats
+
+    monkeypatch.setattr(ElectraPretrainer, "_loss_and_stats", nan_loss)
+    run_dir = tmp_path / "run"
+    with pytest.raises(RunError, match="batches in a row gave non-finite gradients at step 0"):
+        run_pretraining(tiny(num_train_steps=40, mixed_precision="float16"), str(run_dir),
+                        shard_dir, vocab, tokenizer.special_ids, print_fn=lambda _: None)
+    assert (run_dir / "config.json").exists()

@@ -37,6 +37,10 @@ RESUMABLE_FIELDS = ("num_train_steps", "save_checkpoints_steps", "keep_checkpoin
                     "log_every_steps", "steps_per_execution")
 
 
+# Consecutive skipped (non-finite) steps after which a run is declared diverged.
+MAX_SKIPPED_BATCHES = 64
+
+
 class RunError(ValueError):
     """A run cannot start as asked; the message names the flag or directory."""
 
@@ -128,7 +132,7 @@ def run_pretraining(config: PretrainingConfig, run_dir: str, shard_dir: str, voc
     replicas = strategy.num_replicas_in_sync
     if config.train_batch_size % replicas:
         raise RunError(f"--train_batch_size={config.train_batch_size} is not divisible by the "
-                         f"{replicas} replicas of the distribution strategy.")
+                       f"{replicas} replicas of the distribution strategy.")
     resuming = check_run_dir(config, run_dir, vocab_file)
 
     with strategy.scope():
@@ -170,6 +174,7 @@ def run_pretraining(config: PretrainingConfig, run_dir: str, shard_dir: str, voc
         # Usually one pass of this loop. With float16, steps whose gradients
         # overflow are skipped (the optimizer step does not advance), so more
         # batches are needed; the data stream continues from `seen_batches`.
+        seen_at_progress = int(model.seen_batches.numpy())
         while steps_done < config.num_train_steps and not interrupted:
             dataset = make_pretraining_dataset(
                 shard_dir, batch_size=global_batch,
@@ -182,7 +187,18 @@ def run_pretraining(config: PretrainingConfig, run_dir: str, shard_dir: str, voc
                                 shuffle=False, callbacks=[*extra_callbacks, monitor, saver])
             metrics = {k: float(v[-1]) for k, v in history.history.items()} or metrics
             interrupted = saver.stop_signal is not None
-            steps_done = int(optimizer.iterations.numpy())
+            previous, steps_done = steps_done, int(optimizer.iterations.numpy())
+            seen = int(model.seen_batches.numpy())
+            if steps_done > previous:
+                seen_at_progress = seen
+            elif seen - seen_at_progress >= MAX_SKIPPED_BATCHES and not interrupted:
+                # The loss scale halves on every skip, so this many in a row
+                # means the gradients themselves are not finite.
+                saver.save()
+                raise RunError(
+                    f"{seen - seen_at_progress} batches in a row gave non-finite gradients at "
+                    f"step {steps_done} (the run diverged). Try a lower --learning_rate or "
+                    "--mixed_precision=bfloat16/none; the checkpoints are kept.")
         saver.save()
         writer.close()
 
