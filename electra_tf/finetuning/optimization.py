@@ -22,8 +22,6 @@ import re
 from typing import Optional
 
 import keras
-import tensorflow as tf
-from keras import ops
 
 from electra_tf.pretraining.optimization import AdamWeightDecay, WarmupLinearDecay
 
@@ -125,21 +123,8 @@ class LayerwiseAdamWeightDecay(AdamWeightDecay):
             self._multiplier_by_index[self._get_variable_index(variable)] = (
                 self.lr_multipliers[variable.path])
 
-    def _apply_weight_decay(self, variables):
-        # Folded into update_step, where the per-variable multiplier is known.
-        return
-
-    def update_step(self, gradient, variable, learning_rate):
-        index = self._get_variable_index(variable)
-        lr = ops.cast(learning_rate, variable.dtype) * self._multiplier_by_index[index]
-        gradient = ops.cast(tf.convert_to_tensor(gradient), variable.dtype)
-        m, v = self._momentums[index], self._velocities[index]
-        self.assign(m, self.beta_1 * m + (1.0 - self.beta_1) * gradient)
-        self.assign(v, self.beta_2 * v + (1.0 - self.beta_2) * ops.square(gradient))
-        update = m / (ops.sqrt(v) + self.epsilon)
-        if self.weight_decay and self._use_weight_decay(variable):
-            update = update + ops.cast(self.weight_decay, variable.dtype) * variable
-        self.assign_sub(variable, lr * update)
+    def learning_rate_multiplier(self, variable_index: int) -> float:
+        return self._multiplier_by_index[variable_index]
 
     def get_config(self):
         config = super().get_config()

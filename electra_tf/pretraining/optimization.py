@@ -83,16 +83,29 @@ class AdamWeightDecay(keras.optimizers.Optimizer):
         self._momentums, self._velocities = self.add_optimizer_variables(
             var_list, ["momentum", "velocity"])
 
+    def learning_rate_multiplier(self, variable_index: int) -> float:
+        """Scale of one variable's learning rate (1.0; fine-tuning overrides it per layer)."""
+        del variable_index
+        return 1.0
+
+    def _apply_weight_decay(self, variables):
+        # Applied in update_step instead, where the variable's rate is known.
+        return
+
     def update_step(self, gradient, variable, learning_rate):
-        lr = ops.cast(learning_rate, variable.dtype)
+        index = self._get_variable_index(variable)
+        lr = ops.cast(learning_rate, variable.dtype) * self.learning_rate_multiplier(index)
         # Embedding lookups give sparse gradients; the moments decay everywhere
         # anyway (as in the original), so work densely.
         gradient = ops.cast(tf.convert_to_tensor(gradient), variable.dtype)
-        index = self._get_variable_index(variable)
         m, v = self._momentums[index], self._velocities[index]
         self.assign(m, self.beta_1 * m + (1.0 - self.beta_1) * gradient)
         self.assign(v, self.beta_2 * v + (1.0 - self.beta_2) * ops.square(gradient))
-        self.assign_sub(variable, lr * m / (ops.sqrt(v) + self.epsilon))
+        update = m / (ops.sqrt(v) + self.epsilon)
+        if self.weight_decay and self._use_weight_decay(variable):
+            # Decoupled decay on the pre-update weight, scaled by the same rate.
+            update = update + ops.cast(self.weight_decay, variable.dtype) * variable
+        self.assign_sub(variable, lr * update)
 
     def _all_reduce_sum_gradients(self, grads_and_vars):
         # Already summed across replicas by the train step (see class docstring).
