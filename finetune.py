@@ -33,7 +33,8 @@ GLUE_TASKS = ("cola", "sst2", "mrpc", "stsb", "qqp", "mnli", "qnli", "rte")
 flags.DEFINE_string("task", None, f"GLUE task ({', '.join(GLUE_TASKS)}), or a name for your own "
                     "task given with --train_file (default name: custom).")
 flags.DEFINE_string("init_checkpoint", None, "Pre-training run directory, its export/ "
-                    "directory, or discriminator.keras.")
+                    "directory or discriminator.keras; or a google-research/electra checkpoint "
+                    "or Hugging Face ELECTRA directory (converted once into runs/imported/).")
 flags.DEFINE_string("vocab_file", None, "Vocabulary (default: the checkpoint's vocab.txt).")
 flags.DEFINE_enum("model_size", None, MODEL_SIZES, "Default: the checkpoint's; if given it must "
                   "match it. Selects the default learning rate and layer-wise decay.")
@@ -109,16 +110,59 @@ def _load_task():
     return task, tasks.load_tfds(task, FLAGS.tfds_data_dir)
 
 
+def _imported_if_foreign(path: str) -> str:
+    """Converts an original-code or Hugging Face checkpoint once into a run directory.
+
+    It goes to <output_dir>/imported_checkpoint, or runs/imported/<name>-<hash>
+    without --output_dir; later runs reuse it.
+    """
+    import hashlib
+
+    from electra_tf.interop import checkpoints
+
+    try:
+        kind = checkpoints.detect_format(path)
+    except checkpoints.CheckpointError as error:
+        if os.path.isfile(path):  # a .keras file: resolve_pretrained handles it
+            return path
+        raise checkpoints.CheckpointError(f"--init_checkpoint: {error}")
+    if kind == "electra-tf":
+        return path
+    source = os.path.abspath(path)
+    digest = hashlib.sha256(source.encode()).hexdigest()[:8]
+    target = (os.path.join(FLAGS.output_dir, "imported_checkpoint") if FLAGS.output_dir else
+              os.path.join(PROJECT_DIR, "runs", "imported",
+                           f"{os.path.basename(source.rstrip('/'))}-{digest}"))
+    marker = os.path.join(target, "imported_from.txt")
+    if os.path.exists(os.path.join(target, "config.json")) and os.path.exists(marker):
+        with open(marker, encoding="utf-8") as f:
+            previous = f.read().strip()
+        if previous != source:
+            raise checkpoints.CheckpointError(
+                f"{target} holds a conversion of {previous}, not of --init_checkpoint={source}; "
+                "use another --output_dir.")
+        _say(f"--init_checkpoint: using {target}, converted earlier from {source}")
+        return target
+    _say(f"--init_checkpoint: converting the {kind} checkpoint {source} into {target} ...")
+    checkpoints.write_run_dir(checkpoints.load_checkpoint(source), target,
+                              vocab_file=FLAGS.vocab_file, print_fn=_say)
+    with open(marker, "w", encoding="utf-8") as f:
+        f.write(source + "\n")
+    return target
+
+
 def main(argv):
     del argv
     logging.set_verbosity(logging.WARNING)
     from electra_tf.finetuning import run, tasks
+    from electra_tf.interop.checkpoints import CheckpointError
 
     try:
-        pretrained = run.resolve_pretrained(FLAGS.init_checkpoint, FLAGS.vocab_file,
+        init_checkpoint = _imported_if_foreign(FLAGS.init_checkpoint)
+        pretrained = run.resolve_pretrained(init_checkpoint, FLAGS.vocab_file,
                                             FLAGS.model_size)
         task, data = _load_task()
-    except (run.RunError, tasks.TaskDataError) as error:
+    except (run.RunError, tasks.TaskDataError, CheckpointError) as error:
         raise app.UsageError(str(error))
     if FLAGS.double_unordered and not task.is_pair:
         raise app.UsageError(f"--double_unordered: task {task.name} has single texts.")

@@ -12,6 +12,7 @@ TensorBoard logs, export). Re-running the same command resumes.
 
 from __future__ import annotations
 
+import dataclasses
 import glob
 import hashlib
 import json
@@ -106,6 +107,51 @@ def _corpus_key(files: list[str]) -> str:
     return f"{stem}-{digest[:8]}"
 
 
+def _load_init_checkpoint(config, overrides):
+    """Reads --init_checkpoint; its vocabulary and casing become the defaults."""
+    from electra_tf.interop import checkpoints
+
+    try:
+        init = checkpoints.load_checkpoint(config.init_checkpoint)
+    except checkpoints.CheckpointError as error:
+        raise app.UsageError(f"--init_checkpoint: {error}")
+    if not init.has_generator:
+        raise app.UsageError(
+            f"--init_checkpoint={config.init_checkpoint} has no generator weights; continued "
+            "pre-training needs both models (Hugging Face: put the ElectraForMaskedLM in "
+            "<dir>/generator or import with `python -m electra_tf.convert import-hf ... "
+            "--generator_dir`).")
+    if not FLAGS.vocab_file and init.vocab_file is None:
+        raise app.UsageError(f"--init_checkpoint={config.init_checkpoint} has no vocab.txt beside "
+                             "it; pass the vocabulary it was trained with as --vocab_file.")
+    if "do_lower_case" not in overrides and init.do_lower_case is not None:
+        config.do_lower_case = init.do_lower_case
+        if "strip_accents" not in overrides:
+            config.strip_accents = init.strip_accents
+    _say(f"Starting from {init.source} ({init.format}"
+         + (f", {init.model_size}-sized" if init.model_size else "") + ").")
+    for note in init.notes:
+        _say(f"  note: {note}")
+    return init
+
+
+def _check_init_architecture(config, init) -> None:
+    """Refuses flags whose architecture differs from --init_checkpoint's, naming each flag."""
+    from electra_tf.interop.checkpoints import architecture_differences
+
+    found = init.model
+    if init.format == "tf1":  # shapes do not give the head count: the flags decide it
+        found = dataclasses.replace(found, num_heads=config.model.num_heads)
+    differences = architecture_differences(config.model, found)
+    if differences:
+        hint = (f" The checkpoint's discriminator matches --model_size={init.model_size}."
+                if init.model_size and init.model_size != config.model_size else "")
+        raise app.UsageError(
+            f"--init_checkpoint={config.init_checkpoint} does not fit the model the flags "
+            f"describe (--model_size={config.model_size} plus overrides):\n  "
+            + "\n  ".join(differences) + "\n" + hint.strip())
+
+
 def main(argv):
     del argv
     # Progress is printed here; the library's INFO logs would repeat it.
@@ -140,13 +186,14 @@ def main(argv):
     from electra_tf.training.strategy import split_cpu
 
     split_cpu(FLAGS.num_cpu_devices)  # before anything initialises TensorFlow's devices
+    init = _load_init_checkpoint(config, overrides) if config.init_checkpoint else None
     from electra_tf import tokenization
 
     casing = f"{'uncased' if config.do_lower_case else 'cased'}" + (
         "" if config.resolved_strip_accents == config.do_lower_case
         else ("-strip" if config.resolved_strip_accents else "-accents"))
-    if FLAGS.vocab_file:
-        vocab_file = FLAGS.vocab_file
+    if FLAGS.vocab_file or init is not None:
+        vocab_file = FLAGS.vocab_file or init.vocab_file
         try:
             vocab = tokenization.load_vocab(vocab_file)
         except tokenization.VocabError as error:
@@ -176,6 +223,8 @@ def main(argv):
         config.validate()
     except ConfigError as error:
         raise app.UsageError(str(error))
+    if init is not None:
+        _check_init_architecture(config, init)
 
     from electra_tf.data.shards import ShardError, write_shards
 
@@ -204,7 +253,7 @@ def main(argv):
     strategy = create_strategy(FLAGS.strategy)
     try:
         result = run_pretraining(config, run_dir, shard_dir, vocab_file, tokenizer.special_ids,
-                                 strategy=strategy, print_fn=_say)
+                                 strategy=strategy, print_fn=_say, init_weights=init)
     except RunError as error:
         raise app.UsageError(str(error))
     with open(os.path.join(run_dir, "result.json"), "w", encoding="utf-8") as f:

@@ -42,6 +42,10 @@ _HELP = {
     "keep_checkpoint_max": "How many checkpoints to keep.",
     "log_every_steps": "Console and TensorBoard interval in steps.",
     "steps_per_execution": "Steps run per tf.function call (fewer host round trips).",
+    "init_checkpoint": "Start from these weights: an electra-tf run directory, a "
+                       "google-research/electra checkpoint or a Hugging Face ELECTRA directory "
+                       "(discriminator, with the generator in <dir>/generator). The model flags "
+                       "must match it; its vocab.txt and casing are used by default.",
 }
 
 

@@ -145,6 +145,9 @@ class PretrainingConfig:
     keep_checkpoint_max: int = 5  # 0 keeps every checkpoint
     log_every_steps: int = 100
     steps_per_execution: int = 1
+    # Weights to start from (a run of ours, a google-research/electra or a
+    # Hugging Face checkpoint); None starts from a random initialisation.
+    init_checkpoint: Optional[str] = None
 
     @property
     def resolved_max_predictions_per_seq(self) -> int:

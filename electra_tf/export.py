@@ -8,6 +8,7 @@ Layout of `<run_dir>/export/`:
                                  input_ids / input_mask / segment_ids int32 [B, L]
                                  -> sequence_output [B, L, H], logits [B, L])
     generator.keras              the generator, for continued pre-training or inspection
+                                 (absent when a discriminator alone was imported)
     vocab.txt, config.json       what is needed to tokenize and rebuild
 """
 
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from typing import Optional
 
 import keras
 
@@ -25,9 +27,11 @@ EXPORT_FILES = ("discriminator.keras", "discriminator_savedmodel", "generator.ke
                 "config.json")
 
 
-def export_pretrained(generator: keras.Model, discriminator: keras.Model, export_dir: str,
-                      vocab_file: str, config_json: str) -> str:
+def export_pretrained(generator: Optional[keras.Model], discriminator: keras.Model,
+                      export_dir: str, vocab_file: str, config_json: str) -> str:
     """Writes the export directory atomically (a temporary sibling, then a rename).
+
+    `generator` may be None (a discriminator imported on its own).
 
     Returns:
         The export directory.
@@ -39,7 +43,8 @@ def export_pretrained(generator: keras.Model, discriminator: keras.Model, export
     os.makedirs(tmp)
     discriminator_file = os.path.join(tmp, "discriminator.keras")
     float32_copy(discriminator).save(discriminator_file)
-    float32_copy(generator).save(os.path.join(tmp, "generator.keras"))
+    if generator is not None:
+        float32_copy(generator).save(os.path.join(tmp, "generator.keras"))
     reloaded = keras.saving.load_model(discriminator_file)
     reloaded.export(os.path.join(tmp, "discriminator_savedmodel"), format="tf_saved_model",
                     verbose=False)

@@ -12,7 +12,7 @@ from electra_tf.data.shards import write_shards
 from electra_tf.export import load_discriminator
 from electra_tf.pretraining.pretrainer import ElectraPretrainer
 from electra_tf.tokenization import WordPieceTokenizer
-from electra_tf.training.loop import RunConfigMismatch, RunError, _dummy_batch, run_pretraining
+from electra_tf.training.loop import RunConfigMismatch, RunError, dummy_batch, run_pretraining
 
 WORDS = ["the", "cat", "sat", "on", "a", "mat", "dog", "ran", "to", "park", "big", "small",
          "red", "blue", "and", "with", "house", "tree", "bird", "sang"]
@@ -89,7 +89,7 @@ def test_run_trains_logs_checkpoints_and_exports(corpus, tmp_path):
     # the final checkpoint), as a Keras file and as a SavedModel.
     inputs = _sample_inputs(tokenizer)
     trained = ElectraPretrainer(tiny())
-    trained.build_from_batch(_dummy_batch(tiny()))
+    trained.build_from_batch(dummy_batch(tiny()))
     tf.train.Checkpoint(model=trained).restore(
         tf.train.latest_checkpoint(os.path.join(run_dir, "checkpoints"))).expect_partial()
     expected = trained.discriminator(inputs, training=False)["logits"].numpy()

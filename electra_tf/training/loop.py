@@ -60,7 +60,8 @@ class PretrainingResult:
     seconds: float
 
 
-def _dummy_batch(config: PretrainingConfig) -> dict:
+def dummy_batch(config: PretrainingConfig) -> dict:
+    """A one-example batch of the pipeline's structure, to build the models."""
     length, slots = config.max_seq_length, config.resolved_max_predictions_per_seq
     ints = lambda n: np.zeros((1, n), np.int32)  # noqa: E731
     return {"input_ids": ints(length), "input_mask": np.ones((1, length), np.int32),
@@ -107,8 +108,8 @@ def write_run_files(config: PretrainingConfig, run_dir: str, vocab_file: str) ->
 def run_pretraining(config: PretrainingConfig, run_dir: str, shard_dir: str, vocab_file: str,
                     special_ids: dict, *, strategy: Optional[tf.distribute.Strategy] = None,
                     export: bool = True, print_fn: Callable[[str], None] = print,
-                    extra_callbacks: Sequence[keras.callbacks.Callback] = ()
-                    ) -> PretrainingResult:
+                    extra_callbacks: Sequence[keras.callbacks.Callback] = (),
+                    init_weights=None) -> PretrainingResult:
     """Pre-trains (or resumes pre-training) and exports at the end.
 
     Args:
@@ -121,6 +122,8 @@ def run_pretraining(config: PretrainingConfig, run_dir: str, shard_dir: str, voc
         export: export the discriminator and generator once training is done.
         print_fn: where progress lines go.
         extra_callbacks: more Keras callbacks for `fit`.
+        init_weights: an `electra_tf.interop.checkpoints.LoadedCheckpoint` to
+            start from (used only when the run has no checkpoint of its own).
     """
     config.validate()
     set_precision_policy(config.mixed_precision)
@@ -137,7 +140,7 @@ def run_pretraining(config: PretrainingConfig, run_dir: str, shard_dir: str, voc
 
     with strategy.scope():
         model = ElectraPretrainer(config)
-        model.build_from_batch(_dummy_batch(config))
+        model.build_from_batch(dummy_batch(config))
         optimizer = create_optimizer(config, config.mixed_precision)
         optimizer.build(model.trainable_variables)
         model.compile(optimizer=optimizer, steps_per_execution=config.steps_per_execution)
@@ -152,8 +155,18 @@ def run_pretraining(config: PretrainingConfig, run_dir: str, shard_dir: str, voc
             checkpoint.restore(manager.latest_checkpoint).assert_existing_objects_matched()
             print_fn(f"Resumed from {manager.latest_checkpoint} "
                      f"(step {int(optimizer.iterations.numpy())}).")
-        elif resuming:
-            print_fn(f"{run_dir} has a config but no checkpoint yet: starting from step 0.")
+        else:
+            if resuming:
+                print_fn(f"{run_dir} has a config but no checkpoint yet: starting from step 0.")
+            if init_weights is not None:
+                from electra_tf.interop.checkpoints import CheckpointError, assign_canonical
+
+                try:
+                    assign_canonical(model.generator, model.discriminator, init_weights)
+                except CheckpointError as error:
+                    raise RunError(f"--init_checkpoint: {error}")
+                print_fn(f"Initialised the generator and discriminator from {init_weights.source} "
+                         f"({init_weights.format}).")
     # Only now that the model and optimizer exist is the run directory written,
     # so a configuration that fails to build never locks it.
     write_run_files(config, run_dir, vocab_file)

@@ -1,0 +1,128 @@
+"""Checkpoint conversion: original TF1 and Hugging Face checkpoints in, Hugging Face out.
+
+    python -m electra_tf.convert import-tf1 electra_small/ runs/electra-small
+    python -m electra_tf.convert import-hf electra-base-discriminator/ runs/electra-base \\
+        --generator_dir electra-base-generator/
+    python -m electra_tf.convert export-hf runs/small-wiki hf/small-wiki
+
+An imported run directory (config.json, vocab.txt, export/) is used like a
+run of our own: `finetune.py --init_checkpoint=<run_dir>`,
+`pretrain.py --init_checkpoint=<run_dir>` (continued pre-training needs the
+generator). Both scripts also accept the original checkpoints directly.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+
+def _bool(text: str) -> bool:
+    if text.lower() in ("true", "1", "yes"):
+        return True
+    if text.lower() in ("false", "0", "no"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m electra_tf.convert",
+                                     description=__doc__.split("\n\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    casing = dict(type=_bool, default=None, help="Lower-case text (default: what the checkpoint "
+                  "records; the original code's true for TF1 checkpoints).")
+    tf1 = commands.add_parser("import-tf1", help="google-research/electra checkpoint -> run dir")
+    tf1.add_argument("checkpoint", help="Checkpoint directory or prefix (model.ckpt-N).")
+    tf1.add_argument("run_dir")
+    tf1.add_argument("--vocab_file", help="Default: vocab.txt beside the checkpoint.")
+    tf1.add_argument("--do_lower_case", **casing)
+    tf1.add_argument("--num_heads", type=int, help="Attention heads (default hidden // 64, the "
+                     "original rule; shapes do not tell).")
+    hf = commands.add_parser("import-hf", help="Hugging Face ELECTRA directory -> run dir")
+    hf.add_argument("hf_dir", help="The discriminator (ElectraForPreTraining or ElectraModel).")
+    hf.add_argument("run_dir")
+    hf.add_argument("--generator_dir", help="The generator (ElectraForMaskedLM); default "
+                    "<hf_dir>/generator if present.")
+    hf.add_argument("--vocab_file", help="Default: <hf_dir>/vocab.txt.")
+    hf.add_argument("--do_lower_case", **casing)
+    out = commands.add_parser("export-hf", help="run dir -> Hugging Face directories")
+    out.add_argument("run_dir", help="An electra-tf run directory (export/ or checkpoints/).")
+    out.add_argument("hf_dir", help="Discriminator here, generator in <hf_dir>/generator.")
+    return parser
+
+
+def _print_summary(loaded) -> None:
+    m = loaded.model
+    gen = m.generator_config()
+    print(f"  discriminator: hidden {m.hidden_size}, {m.num_layers} layers, "
+          f"{m.resolved_num_heads} heads, FFN {m.resolved_intermediate_size}, embedding "
+          f"{m.embedding_size}, vocabulary {m.vocab_size}")
+    if loaded.has_generator:
+        print(f"  generator:     hidden {gen.hidden_size}, {gen.num_layers} layers "
+              f"(--generator_hidden_fraction={m.generator_hidden_fraction:.6g}, "
+              f"--generator_layers_fraction={m.generator_layers_fraction:.6g})")
+    else:
+        print("  generator:     none")
+
+
+def run(argv: list[str]) -> int:
+    args = _parser().parse_args(argv)
+    from electra_tf.interop import checkpoints, huggingface
+
+    try:
+        if args.command in ("import-tf1", "import-hf"):
+            source = args.checkpoint if args.command == "import-tf1" else args.hf_dir
+            expected = "tf1" if args.command == "import-tf1" else "huggingface"
+            kind = checkpoints.detect_format(source)
+            if kind != expected:
+                raise checkpoints.CheckpointError(
+                    f"{source} is a {kind} checkpoint, not {expected}; use "
+                    + {"tf1": "import-tf1", "huggingface": "import-hf",
+                       "electra-tf": "it directly (it is already a run of ours)"}[kind] + ".")
+            loaded = checkpoints.load_checkpoint(
+                source, generator_dir=getattr(args, "generator_dir", None),
+                num_heads=getattr(args, "num_heads", None))
+            print(f"Read {source} ({kind}):")
+            _print_summary(loaded)
+            checkpoints.write_run_dir(loaded, args.run_dir, vocab_file=args.vocab_file,
+                                      do_lower_case=args.do_lower_case)
+            print(f"Wrote {args.run_dir} (config.json, vocab.txt, export/). Fine-tune with "
+                  f"`python finetune.py --init_checkpoint={args.run_dir} ...`.")
+            return 0
+        loaded = checkpoints.load_checkpoint(args.run_dir)
+        if loaded.format != "electra-tf":
+            raise checkpoints.CheckpointError(f"{args.run_dir}: export-hf takes an electra-tf run "
+                                              f"directory (this is a {loaded.format} checkpoint).")
+        if os.path.isdir(args.hf_dir) and os.listdir(args.hf_dir):
+            raise checkpoints.CheckpointError(f"{args.hf_dir} is not empty; choose a new "
+                                              "directory.")
+        print(f"Read {args.run_dir} ({loaded.notes[0]}):")
+        _print_summary(loaded)
+        from electra_tf.tokenization import WordPieceTokenizer
+
+        tokenizer = WordPieceTokenizer(loaded.vocab_file, loaded.do_lower_case,
+                                       loaded.strip_accents)
+        tmp = os.path.abspath(args.hf_dir).rstrip("/") + f".tmp-{os.getpid()}"
+        shutil.rmtree(tmp, ignore_errors=True)
+        huggingface.export_hf(loaded.weights, loaded.model, loaded.has_generator, tmp,
+                              loaded.vocab_file, loaded.do_lower_case, loaded.strip_accents,
+                              pad_id=tokenizer.pad_id)
+        if os.path.isdir(args.hf_dir):
+            os.rmdir(args.hf_dir)  # empty, checked above
+        os.replace(tmp, args.hf_dir)
+        print(f"Wrote {args.hf_dir}: ElectraForPreTraining.from_pretrained({args.hf_dir!r})"
+              + (f", ElectraForMaskedLM.from_pretrained("
+                 f"{os.path.join(args.hf_dir, huggingface.GENERATOR_SUBDIR)!r})"
+                 if loaded.has_generator else ""))
+        return 0
+    except (checkpoints.CheckpointError, OSError, ValueError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(run(sys.argv[1:]))

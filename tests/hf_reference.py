@@ -1,0 +1,42 @@
+"""Runs a Hugging Face ELECTRA directory with `transformers` (PyTorch) on saved inputs.
+
+Standalone on purpose: it imports only NumPy, torch and transformers, so it
+can run in an interpreter that has them and not electra-tf.
+
+    python hf_reference.py <hf_dir> <inputs.npz> <outputs.npz>
+
+inputs.npz: input_ids, input_mask, segment_ids (int [B, L]) and, for the
+generator, masked_lm_positions (int [B, N]). outputs.npz: `disc_logits`
+[B, L] from ElectraForPreTraining(<hf_dir>) and, when <hf_dir>/generator
+exists, `gen_logits` [B, N, V] from ElectraForMaskedLM at those positions.
+"""
+
+import os
+import sys
+
+import numpy as np
+
+
+def run(hf_dir: str, inputs_file: str, outputs_file: str) -> None:
+    import torch
+    from transformers import ElectraForMaskedLM, ElectraForPreTraining
+
+    data = np.load(inputs_file)
+    kwargs = {"input_ids": torch.tensor(data["input_ids"], dtype=torch.long),
+              "attention_mask": torch.tensor(data["input_mask"], dtype=torch.long),
+              "token_type_ids": torch.tensor(data["segment_ids"], dtype=torch.long)}
+    out = {}
+    with torch.no_grad():
+        disc = ElectraForPreTraining.from_pretrained(hf_dir).eval()
+        out["disc_logits"] = disc(**kwargs).logits.numpy()
+        gen_dir = os.path.join(hf_dir, "generator")
+        if os.path.isdir(gen_dir):
+            gen = ElectraForMaskedLM.from_pretrained(gen_dir).eval()
+            logits = gen(**kwargs).logits.numpy()  # [B, L, V]
+            positions = data["masked_lm_positions"]
+            out["gen_logits"] = np.take_along_axis(logits, positions[:, :, None], axis=1)
+    np.savez(outputs_file, **out)
+
+
+if __name__ == "__main__":
+    run(*sys.argv[1:4])
