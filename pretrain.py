@@ -43,8 +43,9 @@ flags.DEFINE_integer("num_shard_workers", None, "Processes writing shards (defau
 flags.DEFINE_enum("invalid_utf8", "error", ["error", "replace"], "What to do with invalid UTF-8 "
                   "in the corpus: stop with the file and position, or replace and count.")
 flags.DEFINE_integer("builtin_corpus_bytes", 4_000_000, "Size of the built-in demo corpus.")
-flags.DEFINE_enum("strategy", "auto", ["auto", "mirrored", "default"], "auto: MirroredStrategy "
-                  "over all GPUs if any, else one device.")
+flags.DEFINE_enum("strategy", "auto", ["auto", "mirrored", "multi_worker", "default"],
+                  "auto: MultiWorkerMirroredStrategy if TF_CONFIG lists several workers, else "
+                  "MirroredStrategy over all GPUs if any, else one device.")
 flags.DEFINE_integer("num_cpu_devices", 1, "Split the CPU into this many logical devices "
                      "(with --strategy=mirrored: exercise multi-replica training on a CPU).")
 cli.define_config_flags()
@@ -167,9 +168,23 @@ def main(argv):
     except ConfigError as error:
         raise app.UsageError(str(error))
 
+    from electra_tf.training.strategy import create_strategy, is_chief, split_cpu, task_name
+
+    split_cpu(FLAGS.num_cpu_devices)  # before anything initialises TensorFlow's devices
+    try:
+        # Before any other TensorFlow work: a multi-worker strategy sets up the runtime.
+        strategy = create_strategy(FLAGS.strategy)
+    except ValueError as error:
+        raise app.UsageError(str(error))
+    # Workers other than the chief build their own (identical) vocabulary and
+    # shards, so that concurrent builds never share files; the run checks
+    # that every worker ended up with the same vocabulary.
+    own_copy = "" if is_chief(strategy) else f".{task_name(strategy)}"
+
     # ------------------------------------------------------------------ data
     if builtin:
-        data_dir = FLAGS.data_dir or os.path.join(PROJECT_DIR, "data", "builtin")
+        data_dir = os.path.join(FLAGS.data_dir or os.path.join(PROJECT_DIR, "data", "builtin"),
+                                own_copy)
         _say("No --corpus given: running the built-in DEMO — the documentation text of the "
              f"installed Python packages, {config.num_train_steps} steps at batch "
              f"{config.train_batch_size} (the paper trains {FLAGS.model_size} for "
@@ -180,12 +195,10 @@ def main(argv):
         corpus = _builtin_corpus(data_dir)
     else:
         corpus = _resolve_corpus(FLAGS.corpus)
-        data_dir = FLAGS.data_dir or os.path.join(PROJECT_DIR, "data", _corpus_key(corpus))
+        data_dir = os.path.join(
+            FLAGS.data_dir or os.path.join(PROJECT_DIR, "data", _corpus_key(corpus)), own_copy)
         os.makedirs(data_dir, exist_ok=True)
 
-    from electra_tf.training.strategy import split_cpu
-
-    split_cpu(FLAGS.num_cpu_devices)  # before anything initialises TensorFlow's devices
     init = _load_init_checkpoint(config, overrides) if config.init_checkpoint else None
     from electra_tf import tokenization
 
@@ -246,25 +259,24 @@ def main(argv):
 
     # -------------------------------------------------------------- training
     from electra_tf.training.loop import RunError, run_pretraining
-    from electra_tf.training.strategy import create_strategy
 
     run_name = f"{FLAGS.model_size}-{'builtin' if builtin else _corpus_key(corpus)}"
     run_dir = FLAGS.output_dir or os.path.join(PROJECT_DIR, "runs", run_name)
-    strategy = create_strategy(FLAGS.strategy)
     try:
         result = run_pretraining(config, run_dir, shard_dir, vocab_file, tokenizer.special_ids,
                                  strategy=strategy, print_fn=_say, init_weights=init)
     except RunError as error:
         raise app.UsageError(str(error))
-    with open(os.path.join(run_dir, "result.json"), "w", encoding="utf-8") as f:
-        json.dump({"steps_done": result.steps_done, "finished": result.finished,
-                   "metrics": result.metrics, "seconds": result.seconds}, f, indent=2)
-    _say("")
-    _say(f"TensorBoard:  tensorboard --logdir {os.path.join(run_dir, 'tensorboard')}")
-    _say(f"Checkpoints:  {os.path.join(run_dir, 'checkpoints')}")
-    if result.export_dir:
-        _say(f"Export:       {result.export_dir} (discriminator.keras, discriminator_savedmodel/, "
-             "generator.keras)")
+    if is_chief(strategy):  # the other workers wrote nothing to the run directory
+        with open(os.path.join(run_dir, "result.json"), "w", encoding="utf-8") as f:
+            json.dump({"steps_done": result.steps_done, "finished": result.finished,
+                       "metrics": result.metrics, "seconds": result.seconds}, f, indent=2)
+        _say("")
+        _say(f"TensorBoard:  tensorboard --logdir {os.path.join(run_dir, 'tensorboard')}")
+        _say(f"Checkpoints:  {os.path.join(run_dir, 'checkpoints')}")
+        if result.export_dir:
+            _say(f"Export:       {result.export_dir} (discriminator.keras, "
+                 "discriminator_savedmodel/, generator.keras)")
     if result.interrupted:
         sys.exit(130)
 

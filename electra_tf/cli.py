@@ -36,6 +36,9 @@ _HELP = {
     "num_warmup_steps": "Linear warmup steps.",
     "train_batch_size": "Global batch size (all replicas).",
     "num_train_steps": "Total optimizer steps.",
+    "gradient_accumulation_steps": "Split each batch into this many micro-batches whose "
+                                   "gradients are summed before one update (same update, less "
+                                   "memory).",
     "mixed_precision": "none, float16 (with dynamic loss scaling) or bfloat16.",
     "seed": "Seed for data order, masking and sampling.",
     "save_checkpoints_steps": "Checkpoint interval in steps.",

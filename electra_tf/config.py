@@ -137,6 +137,9 @@ class PretrainingConfig:
     adam_epsilon: float = 1e-6
     clip_norm: float = 1.0
     train_batch_size: int = 128
+    # Micro-batches per optimizer step: the same update as the full batch with
+    # the activation memory of one micro-batch (train_batch_size / this).
+    gradient_accumulation_steps: int = 1
     num_train_steps: int = 1_000_000
     mixed_precision: str = "none"
     seed: int = 0
@@ -164,6 +167,7 @@ class PretrainingConfig:
             raise ConfigError(f"--model_size={self.model_size!r}: choose one of {', '.join(MODEL_SIZES)}.")
         self.model.validate()
         _positive(self, "max_seq_length", "train_batch_size", "num_train_steps",
+                  "gradient_accumulation_steps",
                   "save_checkpoints_steps", "log_every_steps", "steps_per_execution",
                   "shuffle_buffer_size")
         if self.max_seq_length < 5:
@@ -205,6 +209,10 @@ class PretrainingConfig:
                 raise ConfigError(
                     f"--{name}={getattr(self, name)} must be a multiple of --steps_per_execution="
                     f"{self.steps_per_execution} (steps run in groups of that size).")
+        if self.train_batch_size % self.gradient_accumulation_steps:
+            raise ConfigError(
+                f"--train_batch_size={self.train_batch_size} is not divisible by "
+                f"--gradient_accumulation_steps={self.gradient_accumulation_steps}.")
         if not 0 <= self.seed < 2 ** 31:
             raise ConfigError(f"--seed={self.seed}: must be in [0, 2**31).")
         if self.mixed_precision not in MIXED_PRECISION_POLICIES:

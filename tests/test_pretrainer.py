@@ -168,3 +168,47 @@ def test_mirrored_strategy_update_equals_single_device_update(rng, two_replica_s
         np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-4, atol=2e-6, err_msg=a.path)
     for key in ("total_loss", "masked_lm_loss", "disc_loss", "disc_accuracy"):
         assert single_logs[key] == pytest.approx(mirrored_logs[key], rel=1e-4), key
+
+
+@pytest.mark.parametrize("accumulation, use_two_replicas", [(4, False), (2, True)])
+def test_gradient_accumulation_gives_the_full_batch_update(rng, two_replica_strategy,
+                                                           accumulation, use_two_replicas):
+    # Clipping is active, so the clip must see the summed (full-batch) gradient.
+    config = tiny_config(clip_norm=0.05, learning_rate=1e-2)
+    batches = [make_batch(rng, 8, LENGTH, SLOTS, VOCAB) for _ in range(2)]
+    full, full_logs = _train(tf.distribute.get_strategy(), config, batches, 2)
+    accumulated_config = tiny_config(clip_norm=0.05, learning_rate=1e-2,
+                                     gradient_accumulation_steps=accumulation)
+    strategy = two_replica_strategy if use_two_replicas else tf.distribute.get_strategy()
+    accumulated, accumulated_logs = _train(strategy, accumulated_config, batches, 2)
+    assert int(accumulated.optimizer.iterations.numpy()) == 2
+    moved = 0.0
+    for a, b, start in zip(full.trainable_variables, accumulated.trainable_variables,
+                           build(config, batches[0], seed=7).trainable_variables):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-4, atol=2e-6, err_msg=a.path)
+        moved = max(moved, float(np.abs(a.numpy() - start.numpy()).max()))
+    assert moved > 1e-3  # the comparison is between trained weights, not initial ones
+    for key in ("total_loss", "masked_lm_loss", "disc_loss", "disc_accuracy", "disc_recall"):
+        assert full_logs[key] == pytest.approx(accumulated_logs[key], rel=1e-4), key
+
+
+def test_global_norm_clip_sees_the_summed_gradient_of_repeated_tokens(rng):
+    # Every row starts with [CLS], so embedding rows repeat within the batch.
+    config = tiny_config(clip_norm=0.05, weight_decay_rate=0.0, learning_rate=1e-2)
+    batch = make_batch(rng, 4, LENGTH, SLOTS, VOCAB)
+    tensors = tf.nest.map_structure(tf.convert_to_tensor, batch)
+    model = build(config, batch)
+    before = [v.numpy().astype(np.float64) for v in model.trainable_variables]
+    with tf.GradientTape() as tape:
+        loss, _ = model._loss_and_stats(tensors, training=True)
+    grads = [tf.convert_to_tensor(g).numpy().astype(np.float64)
+             for g in tape.gradient(loss, model.trainable_variables)]
+    norm = np.sqrt(sum((g ** 2).sum() for g in grads))
+    assert norm > 0.05  # clipping is active
+    model.compile(optimizer=create_optimizer(config))
+    model.fit(tf.data.Dataset.from_tensors(batch), steps_per_epoch=1, verbose=0)
+    for var, start, g in zip(model.trainable_variables, before, grads):
+        g = g * 0.05 / norm
+        m, v = 0.1 * g, 0.001 * g * g
+        np.testing.assert_allclose(var.numpy() - start, -1e-2 * m / (np.sqrt(v) + 1e-6),
+                                   atol=2e-5, err_msg=var.path)

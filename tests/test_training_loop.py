@@ -10,6 +10,7 @@ import tensorflow as tf
 from electra_tf.config import preset
 from electra_tf.data.shards import write_shards
 from electra_tf.export import load_discriminator
+from electra_tf.flops import train_flops_per_step
 from electra_tf.pretraining.pretrainer import ElectraPretrainer
 from electra_tf.tokenization import WordPieceTokenizer
 from electra_tf.training.loop import RunConfigMismatch, RunError, dummy_batch, run_pretraining
@@ -65,6 +66,15 @@ def read_scalars(event_dir):
     return tags
 
 
+def read_scalar_values(event_dir, tag):
+    values = []
+    for name in os.listdir(event_dir):
+        for event in tf.compat.v1.train.summary_iterator(os.path.join(event_dir, name)):
+            values += [(event.step, float(tf.make_ndarray(v.tensor)))
+                       for v in event.summary.value if v.tag == tag]
+    return sorted(values)
+
+
 def test_run_trains_logs_checkpoints_and_exports(corpus, tmp_path):
     vocab, shard_dir, tokenizer = corpus
     run_dir = str(tmp_path / "run")
@@ -81,6 +91,13 @@ def test_run_trains_logs_checkpoints_and_exports(corpus, tmp_path):
     tags = read_scalars(os.path.join(run_dir, "tensorboard"))
     assert METRIC_TAGS <= set(tags)
     assert tags["total_loss"] == [2, 4, 6]
+    # Cumulative training FLOPs, so runs can be compared at equal compute.
+    per_step = train_flops_per_step(tiny())
+    assert per_step > 0
+    flops = read_scalar_values(os.path.join(run_dir, "tensorboard"), "train_flops")
+    assert [step for step, _ in flops] == [2, 4, 6]
+    assert [value for _, value in flops] == pytest.approx([2 * per_step, 4 * per_step,
+                                                           6 * per_step], rel=1e-6)
     # Checkpoints: only the last K kept.
     state = tf.train.get_checkpoint_state(os.path.join(run_dir, "checkpoints"))
     assert [os.path.basename(p) for p in state.all_model_checkpoint_paths] == ["ckpt-4", "ckpt-6"]
@@ -203,15 +220,71 @@ def test_batch_not_divisible_by_replicas_is_refused_before_writing(corpus, tmp_p
 def test_a_diverged_float16_run_stops_with_an_error_instead_of_looping(corpus, tmp_path,
                                                                        monkeypatch):
     vocab, shard_dir, tokenizer = corpus
-    original = ElectraPretrainer._loss_and_stats
+    original = ElectraPretrainer._loss
 
-    def nan_loss(self, batch, training):
-        loss, stats = original(self, batch, training)
-        return loss * float("nan"), stats
+    def nan_loss(self, local, counts):
+        return original(self, local, counts) * float("nan")
 
-    monkeypatch.setattr(ElectraPretrainer, "_loss_and_stats", nan_loss)
+    monkeypatch.setattr(ElectraPretrainer, "_loss", nan_loss)
     run_dir = tmp_path / "run"
     with pytest.raises(RunError, match="batches in a row gave non-finite gradients at step 0"):
         run_pretraining(tiny(num_train_steps=40, mixed_precision="float16"), str(run_dir),
                         shard_dir, vocab, tokenizer.special_ids, print_fn=lambda _: None)
     assert (run_dir / "config.json").exists()
+
+
+def _free_port():
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_two_worker_processes_train_in_lockstep_and_only_the_chief_writes(corpus, tmp_path):
+    import subprocess
+    import sys
+
+    from multi_worker_support import SETTINGS
+
+    vocab, shard_dir, tokenizer = corpus
+    run_dir = tmp_path / "run"
+    ports = [_free_port(), _free_port()]
+    cluster = {"worker": [f"127.0.0.1:{p}" for p in ports]}
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    processes = []
+    for index in range(2):
+        scratch = tmp_path / f"tmp{index}"
+        scratch.mkdir()
+        env = dict(os.environ, TF_CONFIG=json.dumps(
+            {"cluster": cluster, "task": {"type": "worker", "index": index}}),
+            PYTHONPATH=root, TMPDIR=str(scratch), CUDA_VISIBLE_DEVICES="")
+        processes.append(subprocess.Popen(
+            [sys.executable, os.path.join(root, "tests", "multi_worker_support.py"), shard_dir,
+             vocab, str(run_dir), str(tmp_path / f"weights{index}.npz")],
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+    outputs = [p.communicate(timeout=600)[0] for p in processes]
+    for p, out in zip(processes, outputs):
+        assert p.returncode == 0, out
+    # Both workers hold the same weights after the steps...
+    weights = [np.load(tmp_path / f"weights{i}.npz") for i in range(2)]
+    for name in weights[0].files:
+        np.testing.assert_array_equal(weights[0][name], weights[1][name])
+    # ...which are those of one process training on the same global batches.
+    single = run_pretraining(tiny(**SETTINGS), str(tmp_path / "single"), shard_dir, vocab,
+                             tokenizer.special_ids, print_fn=lambda _: None)
+    reference = ElectraPretrainer(tiny(**SETTINGS))
+    reference.build_from_batch(dummy_batch(tiny(**SETTINGS)))
+    tf.train.Checkpoint(model=reference).restore(tf.train.latest_checkpoint(
+        os.path.join(single.run_dir, "checkpoints"))).expect_partial()
+    for i, variable in enumerate(reference.trainable_variables):
+        np.testing.assert_allclose(weights[0][f"arr_{i}"], variable.numpy(), rtol=1e-4,
+                                   atol=2e-6, err_msg=variable.path)
+    # Checkpoints, logs and the export come from the chief (worker 0) only;
+    # the other worker's scratch checkpoints are gone.
+    state = tf.train.get_checkpoint_state(str(run_dir / "checkpoints"))
+    assert [os.path.basename(p) for p in state.all_model_checkpoint_paths] == ["ckpt-2", "ckpt-4"]
+    assert len(os.listdir(run_dir / "tensorboard")) == 1
+    assert (run_dir / "export" / "discriminator.keras").exists()
+    assert os.listdir(tmp_path / "tmp1") == []
+    assert "Run directory" in outputs[0] and "[worker-1] Run directory" in outputs[1]

@@ -83,6 +83,14 @@ class AdamWeightDecay(keras.optimizers.Optimizer):
         self._momentums, self._velocities = self.add_optimizer_variables(
             var_list, ["momentum", "velocity"])
 
+    def apply(self, grads, trainable_variables=None):
+        # Dense before the global-norm clip. The norm of a sparse (IndexedSlices)
+        # gradient is taken over its per-occurrence rows, so a token seen twice
+        # would count as two rows instead of one summed row; the original
+        # trained on TPUs with one-hot (dense) embedding gradients.
+        grads = [g if g is None else tf.convert_to_tensor(g) for g in grads]
+        return super().apply(grads, trainable_variables)
+
     def learning_rate_multiplier(self, variable_index: int) -> float:
         """Scale of one variable's learning rate (1.0; fine-tuning overrides it per layer)."""
         del variable_index
@@ -95,9 +103,7 @@ class AdamWeightDecay(keras.optimizers.Optimizer):
     def update_step(self, gradient, variable, learning_rate):
         index = self._get_variable_index(variable)
         lr = ops.cast(learning_rate, variable.dtype) * self.learning_rate_multiplier(index)
-        # Embedding lookups give sparse gradients; the moments decay everywhere
-        # anyway (as in the original), so work densely.
-        gradient = ops.cast(tf.convert_to_tensor(gradient), variable.dtype)
+        gradient = ops.cast(gradient, variable.dtype)  # dense, see apply()
         m, v = self._momentums[index], self._velocities[index]
         self.assign(m, self.beta_1 * m + (1.0 - self.beta_1) * gradient)
         self.assign(v, self.beta_2 * v + (1.0 - self.beta_2) * ops.square(gradient))

@@ -9,6 +9,7 @@ from electra_tf.config import PretrainingConfig
 from electra_tf.modeling.electra import build_generator_and_discriminator
 from electra_tf.pretraining import objective
 from electra_tf.pretraining.optimization import sum_over_replicas
+from electra_tf.training.strategy import in_multi_worker_mode
 
 # TensorBoard / console names, as in the original code.
 METRIC_NAMES = ("total_loss", "masked_lm_loss", "disc_loss", "masked_lm_accuracy",
@@ -84,25 +85,46 @@ class ElectraPretrainer(keras.Model):
                 "gen_logits": gen_logits, "disc_logits": disc_logits, "fake_ids": fake_ids,
                 "labels": labels, "sampled_ids": sampled_ids}
 
-    def _loss_and_stats(self, batch, training):
+    # The statistics every step sums over its examples, in this order; summed
+    # over replicas (and micro-batches) they give the global loss and metrics.
+    _SUM_NAMES = ("mlm_nll", "mlm_count", "mlm_correct", "sampled_correct", "disc_loss",
+                  "disc_count", "disc_correct", "true_positive", "predicted_positive",
+                  "actual_positive")
+
+    def _local_sums(self, batch, training):
+        """Forward pass -> float32 [10] vector of this replica's sums (see _SUM_NAMES)."""
         sums = self.compute_sums(batch, training=training)
         mlm, disc = sums["mlm"], sums["disc"]
-        context = tf.distribute.get_replica_context()
-        # One all-reduce for every statistic: global denominators for the loss,
-        # global numerators for the logged metrics.
-        local = tf.stack([mlm["nll"], mlm["count"], mlm["correct"], sums["sampled_correct"],
-                          disc["loss"], disc["count"], disc["correct"], disc["true_positive"],
-                          disc["predicted_positive"], disc["actual_positive"]])
-        total = tf.stop_gradient(context.all_reduce(tf.distribute.ReduceOp.SUM, local))
+        return tf.stack([mlm["nll"], mlm["count"], mlm["correct"], sums["sampled_correct"],
+                         disc["loss"], disc["count"], disc["correct"], disc["true_positive"],
+                         disc["predicted_positive"], disc["actual_positive"]])
+
+    @staticmethod
+    def _global_counts(batch):
+        """Masked slots and non-pad tokens of the *global* batch, [2] float32.
+
+        Known from the inputs alone, so every replica (and every micro-batch)
+        can divide its loss sums by the global counts before the forward pass.
+        """
+        local = tf.stack([tf.reduce_sum(tf.cast(batch["masked_lm_weights"], tf.float32)),
+                          tf.reduce_sum(tf.cast(batch["input_mask"], tf.float32))])
+        return tf.stop_gradient(
+            tf.distribute.get_replica_context().all_reduce(tf.distribute.ReduceOp.SUM, local))
+
+    def _loss(self, local, counts):
+        """This replica's share of the global loss: local sums over global counts."""
+        return (self.config.gen_weight * objective.safe_ratio(local[0], counts[0])
+                + self.config.disc_weight * objective.safe_ratio(local[4], counts[1]))
+
+    def _stats(self, local):
+        """The logged metrics from the replica's sums (one all-reduce for all of them)."""
+        total = tf.stop_gradient(tf.distribute.get_replica_context().all_reduce(
+            tf.distribute.ReduceOp.SUM, local))
         (g_nll, g_mlm_count, g_mlm_correct, g_sampled_correct, g_disc_loss, g_disc_count,
          g_disc_correct, g_tp, g_pred_pos, g_actual_pos) = tf.unstack(total)
-        # Local sums over global counts: summing gradients over replicas gives
-        # the gradient of the global mean.
-        loss = (self.config.gen_weight * objective.safe_ratio(mlm["nll"], g_mlm_count)
-                + self.config.disc_weight * objective.safe_ratio(disc["loss"], g_disc_count))
         mlm_loss = objective.safe_ratio(g_nll, g_mlm_count)
         disc_loss = objective.safe_ratio(g_disc_loss, g_disc_count)
-        stats = {
+        return {
             "total_loss": self.config.gen_weight * mlm_loss + self.config.disc_weight * disc_loss,
             "masked_lm_loss": mlm_loss,
             "disc_loss": disc_loss,
@@ -113,16 +135,50 @@ class ElectraPretrainer(keras.Model):
             "disc_recall": objective.safe_ratio(g_tp, g_actual_pos),
             "replaced_fraction": objective.safe_ratio(g_actual_pos, g_disc_count),
         }
-        return loss, stats
+
+    def _loss_and_stats(self, batch, training):
+        """(this replica's loss share, global metrics) for one batch."""
+        local = self._local_sums(batch, training)
+        return self._loss(local, self._global_counts(batch)), self._stats(local)
+
+    def _gradients(self, batch, counts, variables):
+        """Scaled gradients of this replica's loss share and its sums, for one (micro-)batch."""
+        with tf.GradientTape() as tape:
+            local = self._local_sums(batch, training=True)
+            scaled_loss = self.optimizer.scale_loss(self._loss(local, counts))
+        return tape.gradient(scaled_loss, variables), local
 
     def train_step(self, data):
-        with tf.GradientTape() as tape:
-            loss, stats = self._loss_and_stats(data, training=True)
-            scaled_loss = self.optimizer.scale_loss(loss)
         variables = self.trainable_variables
-        grads = sum_over_replicas(tape.gradient(scaled_loss, variables))
-        self.optimizer.apply(grads, variables)
+        counts = self._global_counts(data)
+        steps = self.config.gradient_accumulation_steps
+        if steps == 1:
+            grads, local = self._gradients(data, counts, variables)
+        else:
+            # The batch is cut into `steps` micro-batches run one after the
+            # other; each one's loss is already divided by the counts of the
+            # whole batch, so the summed gradients are those of the full batch
+            # while only one micro-batch's activations are alive at a time.
+            micro = tf.nest.map_structure(
+                lambda t: tf.reshape(t, tf.concat([[steps, -1], tf.shape(t)[1:]], 0)), data)
+
+            def body(i, grad_sums, local_sum):
+                part = tf.nest.map_structure(lambda t: t[i], micro)
+                grads, local = self._gradients(part, counts, variables)
+                # Dense sums: embedding gradients arrive as IndexedSlices.
+                return (i + 1, [a if g is None else a + tf.convert_to_tensor(g)
+                                for a, g in zip(grad_sums, grads)], local_sum + local)
+
+            zeros = [tf.zeros(v.shape, v.dtype) for v in variables]
+            _, grads, local = tf.while_loop(
+                lambda i, *_: i < steps, body,
+                (tf.constant(0), zeros, tf.zeros([len(self._SUM_NAMES)], tf.float32)))
+        self.optimizer.apply(sum_over_replicas(grads), variables)
         self.seen_batches.assign_add(1)
+        stats = self._stats(local)
+        if in_multi_worker_mode(tf.distribute.get_strategy()):
+            # Keras averages logs across workers along axis 0, which scalars lack.
+            stats = {name: value[None] for name, value in stats.items()}
         return stats
 
     def test_step(self, data):
@@ -135,6 +191,15 @@ class ElectraPretrainer(keras.Model):
         # Tells Keras not to attempt its own symbolic build inside fit(), which
         # under a strategy would average the (integer) first batch.
         self.built = True
+
+    def _maybe_symbolic_build(self, iterator=None, data_batch=None):
+        # Keras builds a model inside fit() from the replica-average of the
+        # first batch; MultiWorkerMirroredStrategy cannot average a dict of
+        # tensors. Built by build_from_batch, with its optimizer, there is
+        # nothing left to build.
+        if self.built and self.optimizer is not None and self.optimizer.built:
+            return
+        super()._maybe_symbolic_build(iterator=iterator, data_batch=data_batch)
 
     def get_config(self):
         return {"config": self.config.to_dict(), "name": self.name}

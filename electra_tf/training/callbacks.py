@@ -36,11 +36,15 @@ class ProgressMonitor(keras.callbacks.Callback):
         learning_rate_fn: maps a step to the learning rate (for logging).
         print_fn: where console lines go.
         console_keys: which metrics appear on the console line.
+        flops_per_step: training FLOPs of one step; if given, TensorBoard also
+            gets `train_flops`, the cumulative count (to compare runs at equal
+            compute rather than equal steps).
     """
 
     def __init__(self, writer, total_steps: int, global_batch_size: int, every: int,
                  learning_rate_fn: Callable, print_fn: Callable[[str], None] = print,
-                 console_keys=("total_loss", "masked_lm_loss", "disc_loss", "disc_accuracy")):
+                 console_keys=("total_loss", "masked_lm_loss", "disc_loss", "disc_accuracy"),
+                 flops_per_step: Optional[float] = None):
         super().__init__()
         self.writer = writer
         self.total_steps = total_steps
@@ -49,6 +53,7 @@ class ProgressMonitor(keras.callbacks.Callback):
         self.learning_rate_fn = learning_rate_fn
         self.print_fn = print_fn
         self.console_keys = console_keys
+        self.flops_per_step = flops_per_step
         self._window_start: Optional[tuple[int, float]] = None
 
     def _step(self) -> int:
@@ -71,6 +76,8 @@ class ProgressMonitor(keras.callbacks.Callback):
         values = {k: float(v) for k, v in (logs or {}).items()}
         values["learning_rate"] = float(self.learning_rate_fn(step))
         values["sequences_per_second"] = seqs_per_sec
+        if self.flops_per_step:
+            values["train_flops"] = step * self.flops_per_step
         with self.writer.as_default(step=step):
             for name, value in values.items():
                 tf.summary.scalar(name, value)

@@ -17,6 +17,7 @@ import dataclasses
 import filecmp
 import os
 import shutil
+import tempfile
 import time
 from typing import Callable, Optional, Sequence
 
@@ -27,14 +28,17 @@ import tensorflow as tf
 from electra_tf.config import PretrainingConfig, config_differences
 from electra_tf.data.pipeline import make_pretraining_dataset
 from electra_tf.export import export_pretrained
+from electra_tf.flops import train_flops_per_step
 from electra_tf.pretraining.optimization import create_optimizer, learning_rate_schedule
 from electra_tf.pretraining.pretrainer import ElectraPretrainer
 from electra_tf.training.callbacks import CheckpointSaver, ProgressMonitor, format_duration
-from electra_tf.training.strategy import set_precision_policy
+from electra_tf.tokenization import vocab_fingerprint
+from electra_tf.training.strategy import (in_multi_worker_mode, is_chief, set_precision_policy,
+                                          task_name)
 
 # Fields a resumed run may change: they do not alter what a checkpoint means.
 RESUMABLE_FIELDS = ("num_train_steps", "save_checkpoints_steps", "keep_checkpoint_max",
-                    "log_every_steps", "steps_per_execution")
+                    "log_every_steps", "steps_per_execution", "gradient_accumulation_steps")
 
 
 # Consecutive skipped (non-finite) steps after which a run is declared diverged.
@@ -96,6 +100,23 @@ def check_run_dir(config: PretrainingConfig, run_dir: str, vocab_file: str) -> b
     return True
 
 
+def check_same_on_all_workers(strategy: tf.distribute.Strategy, values: dict) -> None:
+    """Raises RunError unless every worker holds the same integer for each named value."""
+    names = list(values)
+    local = tf.constant([values[n] for n in names], tf.int64)
+
+    gathered = strategy.run(
+        lambda: tf.distribute.get_replica_context().all_gather(local[None], axis=0))
+    every = strategy.experimental_local_results(gathered)[0].numpy()  # [replicas, values]
+    differing = [n for n, column in zip(names, every.T) if len(set(column.tolist())) > 1]
+    if differing:
+        raise RunError("The workers disagree on " + "; ".join(differing) + ".")
+
+
+def _labelled(print_fn: Callable[[str], None], label: str) -> Callable[[str], None]:
+    return lambda message: print_fn(f"[{label}] {message}")
+
+
 def write_run_files(config: PretrainingConfig, run_dir: str, vocab_file: str) -> None:
     """Writes config.json (always the latest resolved config) and a copy of the vocabulary."""
     os.makedirs(run_dir, exist_ok=True)
@@ -133,10 +154,18 @@ def run_pretraining(config: PretrainingConfig, run_dir: str, shard_dir: str, voc
     started = time.perf_counter()
     strategy = strategy or tf.distribute.get_strategy()
     replicas = strategy.num_replicas_in_sync
-    if config.train_batch_size % replicas:
+    if config.train_batch_size % (replicas * config.gradient_accumulation_steps):
         raise RunError(f"--train_batch_size={config.train_batch_size} is not divisible by the "
-                       f"{replicas} replicas of the distribution strategy.")
+                       f"{replicas} replicas of the distribution strategy times "
+                       f"--gradient_accumulation_steps={config.gradient_accumulation_steps}.")
     resuming = check_run_dir(config, run_dir, vocab_file)
+    chief = is_chief(strategy)
+    if not chief:  # progress lines of other workers are labelled; their files go nowhere
+        print_fn = _labelled(print_fn, task_name(strategy))
+    checkpoint_dir = os.path.join(run_dir, "checkpoints")
+    # Every worker takes part in saving (the variables are read collectively);
+    # only the chief's copy is kept. The others write to a scratch directory.
+    own_checkpoint_dir = checkpoint_dir if chief else tempfile.mkdtemp(prefix="electra-ckpt-")
 
     with strategy.scope():
         model = ElectraPretrainer(config)
@@ -149,12 +178,13 @@ def run_pretraining(config: PretrainingConfig, run_dir: str, shard_dir: str, voc
         # same dropout masks as an uninterrupted one.
         rng_state = [v for v in model.non_trainable_variables if "seed_generator" in v.path]
         checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer, rng_state=rng_state)
-        manager = tf.train.CheckpointManager(checkpoint, os.path.join(run_dir, "checkpoints"),
-                                             max_to_keep=config.keep_checkpoint_max or None)
-        if manager.latest_checkpoint:
-            checkpoint.restore(manager.latest_checkpoint).assert_existing_objects_matched()
-            print_fn(f"Resumed from {manager.latest_checkpoint} "
-                     f"(step {int(optimizer.iterations.numpy())}).")
+        manager = tf.train.CheckpointManager(
+            checkpoint, own_checkpoint_dir,
+            max_to_keep=(config.keep_checkpoint_max or None) if chief else 1)
+        latest = tf.train.latest_checkpoint(checkpoint_dir)
+        if latest:
+            checkpoint.restore(latest).assert_existing_objects_matched()
+            print_fn(f"Resumed from {latest} (step {int(optimizer.iterations.numpy())}).")
         else:
             if resuming:
                 print_fn(f"{run_dir} has a config but no checkpoint yet: starting from step 0.")
@@ -167,19 +197,26 @@ def run_pretraining(config: PretrainingConfig, run_dir: str, shard_dir: str, voc
                     raise RunError(f"--init_checkpoint: {error}")
                 print_fn(f"Initialised the generator and discriminator from {init_weights.source} "
                          f"({init_weights.format}).")
+    if in_multi_worker_mode(strategy):
+        check_same_on_all_workers(strategy, {
+            "the step resumed from (put the run directory on storage all workers share)":
+                int(optimizer.iterations.numpy()),
+            "the vocabulary (fingerprint)": int(vocab_fingerprint(vocab_file)[:12], 16)})
     # Only now that the model and optimizer exist is the run directory written,
     # so a configuration that fails to build never locks it.
-    write_run_files(config, run_dir, vocab_file)
+    if chief:
+        write_run_files(config, run_dir, vocab_file)
 
     steps_done = int(optimizer.iterations.numpy())
     interrupted = False
     metrics: dict = {}
     if steps_done < config.num_train_steps:
         global_batch = config.train_batch_size
-        writer = tf.summary.create_file_writer(os.path.join(run_dir, "tensorboard"))
+        writer = (tf.summary.create_file_writer(os.path.join(run_dir, "tensorboard")) if chief
+                  else tf.summary.create_noop_writer())
         monitor = ProgressMonitor(writer, config.num_train_steps, global_batch,
                                   config.log_every_steps, learning_rate_schedule(config),
-                                  print_fn=print_fn)
+                                  print_fn=print_fn, flops_per_step=train_flops_per_step(config))
         saver = CheckpointSaver(manager, config.save_checkpoints_steps, print_fn=print_fn)
         print_fn(f"Training steps {steps_done + 1}..{config.num_train_steps} "
                  f"({replicas} replica(s), global batch {global_batch}). "
@@ -215,9 +252,11 @@ def run_pretraining(config: PretrainingConfig, run_dir: str, shard_dir: str, voc
         saver.save()
         writer.close()
 
+    if not chief:
+        shutil.rmtree(own_checkpoint_dir, ignore_errors=True)
     finished = steps_done >= config.num_train_steps
     export_dir = None
-    if finished and export:
+    if finished and export and chief:
         export_dir = export_pretrained(model.generator, model.discriminator,
                                        os.path.join(run_dir, "export"), vocab_file,
                                        os.path.join(run_dir, "config.json"))

@@ -2,10 +2,25 @@
 
 from __future__ import annotations
 
+import json
+import os
+
 import keras
 import tensorflow as tf
 
-STRATEGIES = ("auto", "mirrored", "default")
+STRATEGIES = ("auto", "mirrored", "multi_worker", "default")
+
+
+def tf_config_task_count() -> int:
+    """Number of chief + worker tasks in the TF_CONFIG environment variable (0 if unset)."""
+    raw = os.environ.get("TF_CONFIG")
+    if not raw:
+        return 0
+    try:
+        cluster = json.loads(raw).get("cluster", {})
+    except ValueError as error:
+        raise ValueError(f"TF_CONFIG is not valid JSON ({error}).")
+    return len(cluster.get("chief", [])) + len(cluster.get("worker", []))
 
 
 def split_cpu(num_devices: int) -> None:
@@ -23,13 +38,24 @@ def split_cpu(num_devices: int) -> None:
 def create_strategy(kind: str = "auto") -> tf.distribute.Strategy:
     """Returns the strategy to train under.
 
-    `auto`: MirroredStrategy over all visible GPUs if there is one, else the
-    default (single-device) strategy. `mirrored`: MirroredStrategy over all
+    `auto`: MultiWorkerMirroredStrategy when TF_CONFIG describes several
+    workers; else MirroredStrategy over all visible GPUs if there is one, else
+    the default (single-device) strategy. `multi_worker`: always
+    MultiWorkerMirroredStrategy (configured by TF_CONFIG, the standard
+    TensorFlow way, which is also how TPU and parameter-server setups are
+    described). `mirrored`: MirroredStrategy over all
     GPUs, or over all logical CPU devices when there is no GPU. `default`: no
     distribution.
     """
     if kind not in STRATEGIES:
         raise ValueError(f"--strategy={kind!r}: choose one of {', '.join(STRATEGIES)}.")
+    workers = tf_config_task_count()
+    if kind == "multi_worker" or (kind == "auto" and workers > 1):
+        if workers == 0:
+            raise ValueError("--strategy=multi_worker needs the TF_CONFIG environment variable "
+                             "(the cluster's workers and this process's task).")
+        # Every GPU of every worker; CPU-only workers contribute one replica each.
+        return tf.distribute.MultiWorkerMirroredStrategy()
     gpus = tf.config.list_logical_devices("GPU")
     if kind == "default" or (kind == "auto" and not gpus):
         return tf.distribute.get_strategy()
@@ -45,3 +71,32 @@ def set_precision_policy(mixed_precision: str) -> None:
     if mixed_precision not in policy:
         raise ValueError(f"--mixed_precision={mixed_precision!r}: choose one of {', '.join(policy)}.")
     keras.mixed_precision.set_global_policy(policy[mixed_precision])
+
+
+def is_chief(strategy: tf.distribute.Strategy) -> bool:
+    """True for the process that writes checkpoints, logs and exports.
+
+    That is the `chief` task, or worker 0 when the cluster has no chief;
+    every single-process strategy is its own chief.
+    """
+    resolver = getattr(strategy, "cluster_resolver", None)
+    if resolver is None or not resolver.task_type:
+        return True
+    if resolver.task_type == "chief":
+        return True
+    has_chief = "chief" in resolver.cluster_spec().as_dict()
+    return resolver.task_type == "worker" and resolver.task_id == 0 and not has_chief
+
+
+def task_name(strategy: tf.distribute.Strategy) -> str:
+    """`worker-1`-style name of this process (`local` without a cluster)."""
+    resolver = getattr(strategy, "cluster_resolver", None)
+    if resolver is None or not resolver.task_type:
+        return "local"
+    return f"{resolver.task_type}-{resolver.task_id}"
+
+
+def in_multi_worker_mode(strategy: tf.distribute.Strategy) -> bool:
+    """True when `strategy` spans several worker processes."""
+    check = getattr(strategy.extended, "_in_multi_worker_mode", None)  # no public equivalent
+    return bool(check and check())
