@@ -13,6 +13,8 @@ from __future__ import annotations
 import json
 import os
 import platform
+import subprocess
+import sys
 import tempfile
 import time
 
@@ -41,6 +43,11 @@ flags.DEFINE_boolean("jit_compile", False, "Compile the train step with XLA.")
 flags.DEFINE_integer("pipeline_batches", 200, "Batches timed for the input pipeline (0: skip).")
 flags.DEFINE_float("shard_megabytes", 4.0, "Text size for the shard-building benchmark (0: skip).")
 flags.DEFINE_string("json", None, "Also write the results to this JSON file.")
+flags.DEFINE_string("peer_script", None, "A peer implementation's benchmark script taking "
+                    "--size/--batch/--seq/--steps and printing JSON with tokens_per_sec(ond) "
+                    "(e.g. Hugging Face transformers on PyTorch), run in the same session.")
+flags.DEFINE_string("peer_python", None, "The interpreter for --peer_script (its own "
+                    "virtualenv: the peer's packages are not requirements of this project).")
 FLAGS = flags.FLAGS
 
 SPECIAL_IDS = {"pad_id": 0, "cls_id": 2, "sep_id": 3, "mask_id": 4}
@@ -129,6 +136,18 @@ def benchmark_train_step(config, steps: int, warmup_steps: int, jit_compile: boo
             "seconds_per_step": seconds / steps}
 
 
+def benchmark_peer(python: str, script: str, config, steps: int, size: str) -> dict:
+    """Runs a peer implementation's benchmark script on the same shapes and reads its JSON."""
+    command = [python, script, "--size", size, "--batch", str(config.train_batch_size),
+               "--seq", str(config.max_seq_length), "--steps", str(steps)]
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(command)} failed:\n{done.stderr[-2000:]}")
+    report = json.loads([line for line in done.stdout.splitlines() if line.startswith("{")][-1])
+    rate = report.get("tokens_per_second", report.get("tokens_per_sec"))
+    return {"peer": report, "peer_tokens_per_second": float(rate)}
+
+
 def benchmark_pipeline(config, num_batches: int) -> dict:
     """Batches/s of reading, parsing and masking (no model) from synthetic shards."""
     from electra_tf.data.shards import serialize_examples
@@ -195,7 +214,7 @@ def main(argv):
     config = preset(FLAGS.model_size, train_batch_size=FLAGS.train_batch_size,
                     max_seq_length=FLAGS.max_seq_length, vocab_size=FLAGS.vocab_size,
                     mixed_precision=FLAGS.mixed_precision, num_warmup_steps=0,
-                    num_train_steps=1_000_000)
+                    num_train_steps=1_000_000, jit_compile=FLAGS.jit_compile)
     config.validate()
     results = {"machine": machine_info(),
                "settings": {"model_size": FLAGS.model_size, "batch": config.train_batch_size,
@@ -220,6 +239,13 @@ def main(argv):
     print(f"train step: {step['sequences_per_second']:.2f} sequences/s, "
           f"{step['tokens_per_second']:.0f} tokens/s over {step['measured_steps']} steps "
           f"({step['seconds']:.1f}s, after {step['warmup_steps']} warm-up steps)", flush=True)
+    if FLAGS.peer_script:
+        results.update(benchmark_peer(FLAGS.peer_python or sys.executable, FLAGS.peer_script,
+                                      config, FLAGS.steps, FLAGS.model_size))
+        results["speedup_vs_peer"] = results["tokens_per_second"] / results[
+            "peer_tokens_per_second"]
+        print(f"peer ({FLAGS.peer_script}): {results['peer_tokens_per_second']:.0f} tokens/s; "
+              f"this implementation is {results['speedup_vs_peer']:.2f}x that", flush=True)
     if FLAGS.pipeline_batches:
         results.update(benchmark_pipeline(config, FLAGS.pipeline_batches))
         print(f"input pipeline: {results['input_pipeline_batches_per_second']:.1f} batches/s",

@@ -40,6 +40,7 @@ _HELP = {
                                    "gradients are summed before one update (same update, less "
                                    "memory).",
     "mixed_precision": "none, float16 (with dynamic loss scaling) or bfloat16.",
+    "jit_compile": "Compile the training step with XLA (see the README's performance notes).",
     "seed": "Seed for data order, masking and sampling.",
     "save_checkpoints_steps": "Checkpoint interval in steps.",
     "keep_checkpoint_max": "How many checkpoints to keep.",

@@ -142,6 +142,9 @@ class PretrainingConfig:
     gradient_accumulation_steps: int = 1
     num_train_steps: int = 1_000_000
     mixed_precision: str = "none"
+    # XLA: one device compiles the whole step; several replicas compile each
+    # replica's forward and backward pass (a compiled step cannot span them).
+    jit_compile: bool = False
     seed: int = 0
     # Bookkeeping.
     save_checkpoints_steps: int = 1000

@@ -17,3 +17,21 @@ def test_train_step_throughput_is_work_over_the_measured_window():
 def test_machine_info_names_the_software():
     info = benchmark.machine_info()
     assert info["cpu_count"] >= 1 and info["tensorflow"] and info["keras"]
+
+
+def test_peer_benchmark_is_run_on_the_same_shapes_and_read(tmp_path):
+    import sys
+
+    script = tmp_path / "peer.py"
+    script.write_text(
+        "import argparse, json\n"
+        "p = argparse.ArgumentParser()\n"
+        "for name in ('--size', '--batch', '--seq', '--steps'): p.add_argument(name)\n"
+        "a = p.parse_args()\n"
+        "print('warming up')\n"
+        "print(json.dumps({'size': a.size, 'batch': int(a.batch), 'seq': int(a.seq),\n"
+        "                  'tokens_per_sec': 123.5}))\n")
+    config = preset("tiny", train_batch_size=8, max_seq_length=32)
+    result = benchmark.benchmark_peer(sys.executable, str(script), config, 4, "tiny")
+    assert result["peer_tokens_per_second"] == 123.5
+    assert (result["peer"]["size"], result["peer"]["batch"], result["peer"]["seq"]) == ("tiny", 8, 32)

@@ -212,3 +212,24 @@ def test_global_norm_clip_sees_the_summed_gradient_of_repeated_tokens(rng):
         m, v = 0.1 * g, 0.001 * g * g
         np.testing.assert_allclose(var.numpy() - start, -1e-2 * m / (np.sqrt(v) + 1e-6),
                                    atol=2e-5, err_msg=var.path)
+
+
+@pytest.mark.parametrize("use_two_replicas", [False, pytest.param(True, marks=pytest.mark.slow)])
+def test_xla_compiled_step_gives_the_same_update(rng, two_replica_strategy, use_two_replicas):
+    config = tiny_config(clip_norm=0.05, learning_rate=1e-2)
+    batches = [make_batch(rng, 8, LENGTH, SLOTS, VOCAB) for _ in range(2)]
+    plain, plain_logs = _train(tf.distribute.get_strategy(), config, batches, 2)
+    xla_config = tiny_config(clip_norm=0.05, learning_rate=1e-2, jit_compile=True)
+    strategy = two_replica_strategy if use_two_replicas else tf.distribute.get_strategy()
+    with strategy.scope():
+        model = build(xla_config, batches[0], seed=7)
+        # One device: Keras compiles the whole step; two: each replica's pass.
+        model.compile(optimizer=create_optimizer(xla_config), jit_compile=not use_two_replicas)
+    dataset = tf.data.Dataset.from_tensor_slices(
+        {k: np.stack([b[k] for b in batches]) for k in batches[0]})
+    logs = {k: v[-1] for k, v in model.fit(dataset, steps_per_epoch=2, verbose=0).history.items()}
+    assert (model._xla_gradients is not None) == use_two_replicas
+    for a, b in zip(plain.trainable_variables, model.trainable_variables):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-4, atol=5e-6, err_msg=a.path)
+    for key in ("total_loss", "masked_lm_loss", "disc_loss"):
+        assert plain_logs[key] == pytest.approx(logs[key], rel=1e-4), key

@@ -47,6 +47,7 @@ class ElectraPretrainer(keras.Model):
         # from optimizer.iterations, which skips float16 overflow steps.
         self.seen_batches = tf.Variable(0, dtype=tf.int64, trainable=False, name="seen_batches",
                                         aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
+        self._xla_gradients = None  # built on first use (see _replica_gradients)
 
     def call(self, inputs, training=False):
         """Runs the forward pass and returns the summed statistics (see `compute_sums`)."""
@@ -148,12 +149,27 @@ class ElectraPretrainer(keras.Model):
             scaled_loss = self.optimizer.scale_loss(self._loss(local, counts))
         return tape.gradient(scaled_loss, variables), local
 
+    def _replica_gradients(self, batch, counts, variables):
+        """`_gradients`, XLA-compiled per replica when asked and the step itself is not.
+
+        Keras cannot compile a whole step that spans several replicas (their
+        variables live on different devices), but each replica's forward and
+        backward pass compiles.
+        """
+        if self.config.jit_compile and tf.distribute.get_strategy().num_replicas_in_sync > 1:
+            if self._xla_gradients is None:  # variables are captured, not arguments
+                self._xla_gradients = tf.function(
+                    lambda b, c: self._gradients(b, c, self.trainable_variables),
+                    jit_compile=True)
+            return self._xla_gradients(batch, counts)
+        return self._gradients(batch, counts, variables)
+
     def train_step(self, data):
         variables = self.trainable_variables
         counts = self._global_counts(data)
         steps = self.config.gradient_accumulation_steps
         if steps == 1:
-            grads, local = self._gradients(data, counts, variables)
+            grads, local = self._replica_gradients(data, counts, variables)
         else:
             # The batch is cut into `steps` micro-batches run one after the
             # other; each one's loss is already divided by the counts of the
@@ -164,7 +180,7 @@ class ElectraPretrainer(keras.Model):
 
             def body(i, grad_sums, local_sum):
                 part = tf.nest.map_structure(lambda t: t[i], micro)
-                grads, local = self._gradients(part, counts, variables)
+                grads, local = self._replica_gradients(part, counts, variables)
                 # Dense sums: embedding gradients arrive as IndexedSlices.
                 return (i + 1, [a if g is None else a + tf.convert_to_tensor(g)
                                 for a, g in zip(grad_sums, grads)], local_sum + local)

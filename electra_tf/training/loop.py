@@ -38,7 +38,8 @@ from electra_tf.training.strategy import (in_multi_worker_mode, is_chief, set_pr
 
 # Fields a resumed run may change: they do not alter what a checkpoint means.
 RESUMABLE_FIELDS = ("num_train_steps", "save_checkpoints_steps", "keep_checkpoint_max",
-                    "log_every_steps", "steps_per_execution", "gradient_accumulation_steps")
+                    "log_every_steps", "steps_per_execution", "gradient_accumulation_steps",
+                    "jit_compile")
 
 
 # Consecutive skipped (non-finite) steps after which a run is declared diverged.
@@ -172,7 +173,8 @@ def run_pretraining(config: PretrainingConfig, run_dir: str, shard_dir: str, voc
         model.build_from_batch(dummy_batch(config))
         optimizer = create_optimizer(config, config.mixed_precision)
         optimizer.build(model.trainable_variables)
-        model.compile(optimizer=optimizer, steps_per_execution=config.steps_per_execution)
+        model.compile(optimizer=optimizer, steps_per_execution=config.steps_per_execution,
+                      jit_compile=config.jit_compile and replicas == 1)
         # Dropout's random state lives in Keras SeedGenerators, which tf.train
         # does not track: checkpoint it explicitly so a resumed run draws the
         # same dropout masks as an uninterrupted one.
