@@ -88,6 +88,16 @@ def read_hf_dir(path: str) -> tuple[dict, dict[str, np.ndarray]]:
     return config, state
 
 
+def _in_model(name: str, generator: bool) -> bool:
+    """Whether a canonical weight is stored in the generator's (or the discriminator's) model.
+
+    The shared embeddings are in both: each Hugging Face model has its own copy.
+    """
+    if name.startswith("electra/embeddings/"):
+        return True
+    return is_generator_weight(name) == generator
+
+
 def canonical_from_hf(state: dict[str, np.ndarray], generator: bool,
                       names: list[str]) -> tuple[dict[str, np.ndarray], list[str]]:
     """Picks the canonical weights `names` out of one Hugging Face state dict.
@@ -103,8 +113,7 @@ def canonical_from_hf(state: dict[str, np.ndarray], generator: bool,
     """
     out, used = {}, set()
     for name in names:
-        if is_generator_weight(name) != generator and not (
-                generator and name.startswith("electra/embeddings/")):
+        if not _in_model(name, generator):
             continue
         key, transpose = hf_key(name)
         if key in state:
@@ -228,8 +237,7 @@ def export_hf(weights: dict[str, np.ndarray], model: ModelConfig, has_generator:
     for generator in ([False, True] if has_generator else [False]):
         state = {}
         for name, value in weights.items():
-            if is_generator_weight(name) != generator and not (
-                    generator and name.startswith("electra/embeddings/")):
+            if not _in_model(name, generator):
                 continue
             key, transpose = hf_key(name)
             state[key] = value.T if transpose else value
