@@ -8,7 +8,8 @@
 Hyperparameters default to the paper's (Table 7): batch 32, length 128, 3
 epochs (10 for RTE and STS-B), learning rate by model size, layer-wise decay
 0.8 (0.9 large), warmup 10%, no weight decay. Dev metrics of every trial and
-their median go to <output_dir>/results.json; re-running skips finished trials.
+their median go to <output_dir>/results.json; re-running skips finished trials. The best
+trial is exported for TF Serving to <output_dir>/export/<model_name>/<version>/.
 """
 
 from __future__ import annotations

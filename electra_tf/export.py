@@ -10,6 +10,12 @@ Layout of `<run_dir>/export/`:
     generator.keras              the generator, for continued pre-training or inspection
                                  (absent when a discriminator alone was imported)
     vocab.txt, config.json       what is needed to tokenize and rebuild
+
+As a command, it writes a TF Serving version directory from any run (see
+`electra_tf.serving.exporter`):
+
+    python -m electra_tf.export --checkpoint <run or trial dir> --export_base <dir> \
+        --model_name <name>
 """
 
 from __future__ import annotations

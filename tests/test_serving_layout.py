@@ -21,6 +21,9 @@ def test_versions_increase_and_are_never_overwritten(tmp_path):
     first = publish_version(base, _write_marker("one"))
     second = publish_version(base, _write_marker("two"))
     assert first == os.path.join(base, "1") and second == os.path.join(base, "2")
+    os.makedirs(os.path.join(str(tmp_path), "plain"))
+    plain_mode = os.stat(os.path.join(str(tmp_path), "plain")).st_mode & 0o777
+    assert os.stat(first).st_mode & 0o777 == plain_mode  # not mkdtemp's private 0700
     os.makedirs(os.path.join(base, "10"))
     os.makedirs(os.path.join(base, "notes"))  # not a version: TF Serving ignores it
     assert list_versions(base) == [1, 2, 10]

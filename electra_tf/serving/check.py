@@ -207,6 +207,15 @@ def run_fresh_process(version_dir: str, requests: list[dict], benchmark: Optiona
             return json.load(f)
 
 
+def _short_error(message: str) -> str:
+    """The informative line of a TensorFlow error (not its "Graph execution error:" banner)."""
+    lines = [line.strip() for line in message.splitlines() if line.strip()]
+    for line in lines:
+        if line.startswith(("assertion failed", "Shape of tensor")) or "expected to be" in line:
+            return line[:200]
+    return (lines[0] if lines else message)[:200]
+
+
 def compare(expected: dict, outputs: dict, tolerance: float) -> tuple[list[str], float]:
     """(problems, largest float difference) between expected and served outputs."""
     problems, largest = [], 0.0
@@ -262,7 +271,7 @@ def check_export(version_dir: str, tolerance: float = DEFAULT_TOLERANCE,
     for name, want, response in zip(names, expected, result["responses"]):
         if want is None:
             if "error" in response:
-                lines.append(f"ok   {name}: {response['error'][:120]}")
+                lines.append(f"ok   {name}: {_short_error(response['error'])}")
             else:
                 ok = False
                 lines.append(f"FAIL {name}: was accepted")

@@ -66,6 +66,11 @@ def publish_version(model_base: str, write: Callable[[str], None],
                                 "existing versions are never overwritten.")
     staging = tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=model_base)
     try:
+        # mkdtemp makes the directory private (0700); a server running as
+        # another user (the Docker image) must be able to read the version.
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(staging, 0o777 & ~umask)
         write(staging)
         while True:
             number = version if version is not None else next_version(model_base)

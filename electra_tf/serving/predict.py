@@ -81,8 +81,6 @@ def _jsonable(value):
         return bytes(value).decode("utf-8", "replace")
     if isinstance(value, np.generic):
         return value.item()
-    if isinstance(value, float):
-        return round(value, 6)
     return value
 
 
