@@ -8,7 +8,8 @@
 Hyperparameters default to the paper's (Table 7): batch 32, length 128, 3
 epochs (10 for RTE and STS-B), learning rate by model size, layer-wise decay
 0.8 (0.9 large), warmup 10%, no weight decay. Dev metrics of every trial and
-their median go to <output_dir>/results.json; re-running skips finished trials.
+their median go to <output_dir>/results.json; re-running skips finished trials. The best
+trial is exported for TF Serving to <output_dir>/export/<model_name>/<version>/.
 """
 
 from __future__ import annotations
@@ -79,6 +80,10 @@ flags.DEFINE_boolean("double_unordered", False, "Pair tasks: also train on every
                      "B, A order (the original does this for MRPC and STS-B).")
 flags.DEFINE_integer("log_every_steps", 50, "Console / TensorBoard interval in steps.")
 flags.DEFINE_boolean("save_models", True, "Save each trial's fine-tuned model (model.keras).")
+flags.DEFINE_string("export_model_name", None, "TF Serving model name of the export written to "
+                    "<output_dir>/export/<name>/<version>/ from the best trial (default: the "
+                    "task name; needs --save_models).")
+flags.DEFINE_boolean("export", True, "Write that TF Serving export at the end.")
 flags.mark_flag_as_required("init_checkpoint")
 FLAGS = flags.FLAGS
 
@@ -192,6 +197,13 @@ def main(argv):
         _say(f"Dev results ({task.name}, percent; GLUE metric: {task.glue_score_metric}):")
         _say(run.format_table(results))
     _say(f"Results: {os.path.join(output_dir, run.RESULTS_FILE)}")
+    if FLAGS.export and FLAGS.save_models and results.get("trials"):
+        from electra_tf.serving.exporter import best_trial_dir, export_finetuned_dir
+
+        trial_dir = best_trial_dir(output_dir)
+        version_dir = export_finetuned_dir(trial_dir, os.path.join(output_dir, "export"),
+                                           FLAGS.export_model_name or task.name)
+        _say(f"TF Serving export of {os.path.basename(trial_dir)}: {version_dir}")
 
 
 if __name__ == "__main__":

@@ -76,3 +76,26 @@ def _float32_policy():
     import keras
 
     keras.mixed_precision.set_global_policy("float32")
+
+
+@pytest.fixture(scope="session")
+def serving_exports(tmp_path_factory):
+    """Exports shared by the serving tests (a few seconds each).
+
+    Returns:
+        dict with `pretrained` (run dir), `pair` (pair classifier version dir),
+        `regression` (single-text regressor version dir), `export_base`.
+    """
+    from serving_support import make_serving_pretrained_dir, make_trial_dir
+
+    from electra_tf.serving.exporter import export_finetuned_dir
+
+    root = tmp_path_factory.mktemp("serving")
+    pretrained = make_serving_pretrained_dir(str(root / "pretrained"))
+    pair_trial = make_trial_dir(str(root / "pair_trial"), pretrained)
+    regression_trial = make_trial_dir(str(root / "regression_trial"), pretrained,
+                                      label_names=None, is_pair=False, seed=1)
+    base = str(root / "export")
+    return {"pretrained": pretrained, "export_base": base, "pair_trial": pair_trial,
+            "pair": export_finetuned_dir(pair_trial, base, "pair"),
+            "regression": export_finetuned_dir(regression_trial, base, "regression")}

@@ -49,6 +49,11 @@ def test_user_task_trains_and_writes_results(files):
         lines = f.read().splitlines()
     assert lines[0] == "index\tprediction" and [l.split("\t")[0] for l in lines[1:]] == ["7", "9"]
     assert all(l.split("\t")[1] in ("neg", "pos") for l in lines[1:])
+    # The best trial is exported for TF Serving: <output_dir>/export/<task>/<version>/.
+    version_dir = out / "export" / "reviews" / "1"
+    assert (version_dir / "saved_model.pb").is_file()
+    assert (version_dir / "assets" / "labels.txt").read_text(encoding="utf-8") == "neg\npos\n"
+    assert f"TF Serving export of trial_0: {version_dir}" in result.stdout
 
 
 def test_missing_column_error(files):

@@ -1,0 +1,325 @@
+"""Check an export before deploying it: `python -m electra_tf.serving.check <version_dir>`.
+
+1. Builds sample requests (English, accented, Korean and Chinese text, an
+   empty string, text longer than `max_seq_length`, invalid UTF-8) and the
+   answers expected from the in-process model: the Keras model in
+   `assets.extra/model.keras` fed by the Python tokenization path of
+   fine-tuning (`finetuning.features.encode`).
+2. Runs `standalone.py` in a fresh interpreter that imports only TensorFlow
+   and TensorFlow Text (and asserts that this project is not importable),
+   which loads the SavedModel as TF Serving does, lists its signatures like
+   `saved_model_cli show --all`, audits its TF Text ops and answers the
+   requests.
+3. Compares: float outputs within `--tolerance` (absolute, default 1e-5),
+   ids, labels and tokens exactly; malformed requests (wrong dtype or rank,
+   mismatched pair sizes, out-of-range ids) must fail with an error each.
+
+Exits 1 if anything fails or disagrees, 2 on a usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from typing import Optional
+
+import numpy as np
+
+from electra_tf.serving.classifier import IDS_SIGNATURE, TEXT_SIGNATURE
+
+STANDALONE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "standalone.py")
+DEFAULT_TOLERANCE = 1e-5
+
+SAMPLE_TEXTS = [
+    "The movie was very good.",
+    "ÉLAN Vital: the Café's CRÈME brûlée",
+    "한국어 문장도 토큰화합니다.",
+    "中文句子，逐字切分。",
+    "",
+    " ".join(["a long sentence that goes on and on"] * 40),
+]
+SAMPLE_PAIRS = ["Was it fun?", "", "영화", "plot twist " * 30, "naïve", "x"]
+INVALID_UTF8 = b"bad \xff\xfe bytes \xc3"
+
+
+class CheckError(ValueError):
+    """The export cannot be checked; the message names the path."""
+
+
+def _bytes_spec(values) -> dict:
+    def walk(value):
+        if isinstance(value, list):
+            return [walk(v) for v in value]
+        raw = value if isinstance(value, bytes) else value.encode("utf-8")
+        return base64.b64encode(raw).decode("ascii")
+    return {"dtype": "string", "values": walk(list(values))}
+
+
+def _ids_spec(array) -> dict:
+    return {"dtype": "int32", "values": np.asarray(array, np.int32).tolist()}
+
+
+def _decode_output(entry: dict) -> np.ndarray:
+    if entry["dtype"] == "string":
+        values = [base64.b64decode(v) for v in entry["values"]]
+        return np.array(values, dtype=object).reshape(entry["shape"])
+    return np.array(entry["values"], dtype=entry["dtype"]).reshape(entry["shape"])
+
+
+@dataclasses.dataclass
+class Reference:
+    """The in-process model of an export and what it answers."""
+
+    config: dict
+    model: object
+    tokenizer: object
+
+    @classmethod
+    def load(cls, version_dir: str) -> "Reference":
+        import keras
+
+        from electra_tf.finetuning import model as _model  # noqa: F401  (registers classes)
+        from electra_tf.modeling import electra as _electra  # noqa: F401
+        from electra_tf.serving.exporter import KERAS_FILE, read_serving_config
+        from electra_tf.tokenization import WordPieceTokenizer
+
+        keras_file = os.path.join(version_dir, "assets.extra", KERAS_FILE)
+        if not os.path.isfile(os.path.join(version_dir, "saved_model.pb")):
+            raise CheckError(f"{version_dir}: no saved_model.pb; pass a version directory "
+                             "(<export_base>/<model_name>/<version>).")
+        if not os.path.isfile(keras_file):
+            raise CheckError(f"{version_dir}: no {KERAS_FILE} in assets.extra/ to compare with.")
+        config = read_serving_config(version_dir)
+        tokenizer = WordPieceTokenizer(os.path.join(version_dir, "assets", "vocab.txt"),
+                                       config["do_lower_case"], config["strip_accents"])
+        return cls(config, keras.saving.load_model(keras_file), tokenizer)
+
+    def encode(self, texts_a: list, texts_b: Optional[list]) -> dict:
+        """Python-side tokenization and packing, padded to the longest example: int32 [B, L]."""
+        from electra_tf.finetuning import features
+
+        encoded = features.encode(self.tokenizer, texts_a, texts_b, self.config["max_seq_length"])
+        length = max(len(ids) for ids, _ in encoded)
+        ids = np.full((len(encoded), length), self.tokenizer.pad_id, np.int32)
+        mask = np.zeros_like(ids)
+        segments = np.zeros_like(ids)
+        for row, (example_ids, example_segments) in enumerate(encoded):
+            ids[row, :len(example_ids)] = example_ids
+            mask[row, :len(example_ids)] = 1
+            segments[row, :len(example_ids)] = example_segments
+        return {"input_ids": ids, "input_mask": mask, "segment_ids": segments}
+
+    def predict(self, inputs: dict, with_tokens: bool) -> dict:
+        """What the signatures should return for these inputs."""
+        outputs = self.model({k: np.asarray(v) for k, v in inputs.items()}, training=False)
+        if self.config["kind"] == "discriminator":
+            logits = np.asarray(outputs["logits"], np.float32)
+            mask = inputs["input_mask"]
+            result = {"logits": logits,
+                      "replaced_probability": (1 / (1 + np.exp(-logits))) * mask}
+            if with_tokens:
+                vocab = np.array([t.encode() for t in self.tokenizer.vocab], dtype=object)
+                result["tokens"] = np.where(mask > 0, vocab[inputs["input_ids"]], b"")
+                result["input_ids"] = inputs["input_ids"]
+                result["input_mask"] = mask
+            return result
+        raw = np.asarray(outputs, np.float32)
+        if self.config["label_names"] is None:
+            return {"score": raw.reshape(-1) * self.config["label_scale"]}
+        shifted = np.exp(raw - raw.max(axis=-1, keepdims=True))
+        label_id = raw.argmax(axis=-1).astype(np.int32)
+        names = np.array([n.encode() for n in self.config["label_names"]], dtype=object)
+        return {"logits": raw, "probabilities": shifted / shifted.sum(axis=-1, keepdims=True),
+                "label_id": label_id, "label": names[label_id]}
+
+
+def build_requests(reference: Reference) -> tuple[list[dict], list[Optional[dict]], list[str]]:
+    """(requests, expected outputs or None for "must fail", a description of each)."""
+    pair = reference.config["is_pair"]
+    texts_a = [t.encode() for t in SAMPLE_TEXTS] + [INVALID_UTF8]
+    texts_b = [t.encode() for t in SAMPLE_PAIRS] + [INVALID_UTF8] if pair else None
+    text_inputs = {"text": _bytes_spec(texts_a)}
+    if pair:
+        text_inputs["text_pair"] = _bytes_spec(texts_b)
+    encoded = reference.encode(texts_a, texts_b)
+    expected_text = reference.predict(encoded, with_tokens=True)
+    expected_ids = reference.predict(encoded, with_tokens=False)
+    single = {"text": _bytes_spec([texts_a[0]])}
+    if pair:
+        single["text_pair"] = _bytes_spec([texts_b[0]])
+    expected_single = reference.predict(
+        reference.encode(texts_a[:1], texts_b[:1] if pair else None), with_tokens=True)
+    requests = [
+        {"signature": TEXT_SIGNATURE, "inputs": text_inputs},
+        {"signature": TEXT_SIGNATURE, "inputs": single},
+        {"signature": IDS_SIGNATURE, "inputs": {k: _ids_spec(v) for k, v in encoded.items()}},
+    ]
+    expected = [expected_text, expected_single, expected_ids]
+    names = [f"{TEXT_SIGNATURE}: {len(texts_a)} sample texts", f"{TEXT_SIGNATURE}: one text",
+             f"{IDS_SIGNATURE}: the same examples as token ids"]
+    # Malformed requests: each must come back as an error, not a crash.
+    bad_ids = dict(encoded, input_ids=np.full_like(encoded["input_ids"],
+                                                   reference.tokenizer.vocab_size))
+    wrong_text_dtype = {k: _ids_spec(np.zeros(2)) for k in text_inputs}
+    wrong_text_rank = {k: _bytes_spec([[b"a", b"b"]]) for k in text_inputs}
+    bad = [("text as int32", TEXT_SIGNATURE, wrong_text_dtype),
+           ("text of rank 2", TEXT_SIGNATURE, wrong_text_rank),
+           ("ids out of the vocabulary", IDS_SIGNATURE, {k: _ids_spec(v) for k, v in
+                                                         bad_ids.items()}),
+           ("ids with a [B, L+1] mask", IDS_SIGNATURE,
+            {"input_ids": _ids_spec(encoded["input_ids"]),
+             "input_mask": _ids_spec(np.pad(encoded["input_mask"], ((0, 0), (0, 1)))),
+             "segment_ids": _ids_spec(encoded["segment_ids"])}),
+           ("ids as strings", IDS_SIGNATURE, {k: _bytes_spec([[b"1"]]) for k in encoded})]
+    if pair:
+        bad.append(("text_pair of another batch size", TEXT_SIGNATURE,
+                    {"text": _bytes_spec([b"a", b"b"]), "text_pair": _bytes_spec([b"a"])}))
+    for name, signature, inputs in bad:
+        requests.append({"signature": signature, "inputs": inputs, "expect_error": True})
+        expected.append(None)
+        names.append(f"{signature}: {name} (must be rejected)")
+    return requests, expected, names
+
+
+def run_fresh_process(version_dir: str, requests: list[dict], benchmark: Optional[dict] = None,
+                      timeout: float = 600) -> dict:
+    """Runs `standalone.py` in `python -I` from an empty directory; returns its result."""
+    with tempfile.TemporaryDirectory(prefix="serving-check-") as scratch:
+        requests_path = os.path.join(scratch, "requests.json")
+        result_path = os.path.join(scratch, "result.json")
+        with open(requests_path, "w", encoding="utf-8") as f:
+            json.dump({"requests": requests, "benchmark": benchmark}, f)
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+        env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+        process = subprocess.run(
+            [sys.executable, "-I", STANDALONE, os.path.abspath(version_dir), requests_path,
+             result_path], cwd=scratch, env=env, capture_output=True, text=True, timeout=timeout)
+        if process.returncode != 0 or not os.path.exists(result_path):
+            raise CheckError(f"the fresh process failed to load {version_dir} "
+                             f"(exit {process.returncode}):\n{process.stderr[-3000:]}")
+        with open(result_path, encoding="utf-8") as f:
+            return json.load(f)
+
+
+def _short_error(message: str) -> str:
+    """The informative line of a TensorFlow error (not its "Graph execution error:" banner)."""
+    lines = [line.strip() for line in message.splitlines() if line.strip()]
+    for line in lines:
+        if line.startswith(("assertion failed", "Shape of tensor")) or "expected to be" in line:
+            return line[:200]
+    return (lines[0] if lines else message)[:200]
+
+
+def compare(expected: dict, outputs: dict, tolerance: float) -> tuple[list[str], float]:
+    """(problems, largest float difference) between expected and served outputs."""
+    problems, largest = [], 0.0
+    missing = sorted(set(expected) - set(outputs))
+    if missing:
+        problems.append(f"missing outputs {missing}")
+    for name in sorted(set(expected) & set(outputs)):
+        want = np.asarray(expected[name])
+        got = _decode_output(outputs[name])
+        if want.shape != got.shape:
+            problems.append(f"{name}: shape {got.shape}, expected {want.shape}")
+        elif want.dtype.kind == "f":
+            difference = float(np.max(np.abs(want - got))) if want.size else 0.0
+            largest = max(largest, difference)
+            if not difference <= tolerance:
+                problems.append(f"{name}: max |difference| {difference:.3g} > {tolerance:g}")
+        elif not np.array_equal(want.astype(got.dtype) if want.dtype.kind != "O" else want, got):
+            problems.append(f"{name}: values differ")
+    return problems, largest
+
+
+@dataclasses.dataclass
+class CheckReport:
+    """Outcome of `check_export`."""
+
+    ok: bool
+    lines: list
+    result: dict
+
+
+def check_export(version_dir: str, tolerance: float = DEFAULT_TOLERANCE,
+                 benchmark: Optional[dict] = None) -> CheckReport:
+    """Loads `version_dir` in a fresh process and compares it with the in-process model."""
+    reference = Reference.load(version_dir)
+    requests, expected, names = build_requests(reference)
+    result = run_fresh_process(version_dir, requests, benchmark)
+    lines = [result["listing"], ""]
+    ok = True
+    if result["project_importable"]:
+        ok = False
+        lines.append("FAIL the fresh process could import electra_tf; the check is not isolated")
+    lines.append(f"TF Text ops used: {', '.join(result['custom_ops']) or 'none'}")
+    if result["unsupported_ops"]:
+        ok = False
+        lines.append(f"FAIL ops outside the set TF Serving 2.12+ bundles: "
+                     f"{', '.join(result['unsupported_ops'])}")
+    lines.append(f"import TensorFlow + TF Text {result['import_seconds']:.2f} s, load "
+                 f"{result['load_seconds']:.2f} s")
+    wanted = {TEXT_SIGNATURE, IDS_SIGNATURE}
+    if not wanted <= set(result["signatures"]):
+        ok = False
+        lines.append(f"FAIL signatures {sorted(wanted - set(result['signatures']))} missing")
+    for name, want, response in zip(names, expected, result["responses"]):
+        if want is None:
+            if "error" in response:
+                lines.append(f"ok   {name}: {_short_error(response['error'])}")
+            else:
+                ok = False
+                lines.append(f"FAIL {name}: was accepted")
+            continue
+        if "error" in response:
+            ok = False
+            lines.append(f"FAIL {name}: {response['error']}")
+            continue
+        problems, largest = compare(want, response["outputs"], tolerance)
+        if problems:
+            ok = False
+            lines.append(f"FAIL {name}: " + "; ".join(problems))
+        else:
+            lines.append(f"ok   {name}: max |difference| {largest:.2g} (tolerance {tolerance:g})")
+    if "latency" in result:
+        lines.append(f"first call {result['first_call_seconds'] * 1000:.0f} ms")
+        for batch, timing in result["latency"].items():
+            lines.append(f"latency batch {batch}: p50 {timing['p50_ms']:.2f} ms, p99 "
+                         f"{timing['p99_ms']:.2f} ms over {timing['requests']} requests")
+    return CheckReport(ok, lines, result)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m electra_tf.serving.check",
+                                     description=__doc__.split("\n\n")[0])
+    parser.add_argument("version_dir", help="<export_base>/<model_name>/<version>")
+    parser.add_argument("--tolerance", type=float, default=DEFAULT_TOLERANCE,
+                        help="Largest absolute difference allowed in float outputs.")
+    parser.add_argument("--benchmark_requests", type=int, default=0,
+                        help="Also time this many serving_default calls per batch size.")
+    parser.add_argument("--benchmark_batch_sizes", default="1,32")
+    parser.add_argument("--benchmark_text", default=SAMPLE_TEXTS[0],
+                        help="The text of every benchmark example.")
+    args = parser.parse_args(argv)
+    benchmark = None
+    if args.benchmark_requests > 0:
+        benchmark = {"requests": args.benchmark_requests,
+                     "batch_sizes": [int(b) for b in args.benchmark_batch_sizes.split(",")],
+                     "text": base64.b64encode(args.benchmark_text.encode()).decode()}
+    try:
+        report = check_export(args.version_dir, args.tolerance, benchmark)
+    except (CheckError, FileNotFoundError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    print("\n".join(report.lines))
+    print("PASSED" if report.ok else "FAILED")
+    return 0 if report.ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,81 @@
+"""Serving signatures of a pre-trained discriminator: per-token replaced-token probabilities.
+
+Useful for checking a pre-training run (original text should score low
+everywhere) and for spotting edited words in a text.
+
+`serving_default` (raw text):
+    inputs:  `text` string [B]
+    outputs: `tokens` string [B, L] (word pieces, "" at padding),
+             `input_ids` int32 [B, L], `input_mask` int32 [B, L],
+             `replaced_probability` float32 [B, L] (0 at padding),
+             `logits` float32 [B, L]
+
+`token_ids`:
+    inputs:  `input_ids`, `input_mask`, `segment_ids` int32 [B, L]
+    outputs: `replaced_probability`, `logits` float32 [B, L].
+"""
+
+from __future__ import annotations
+
+import tensorflow as tf
+
+from electra_tf.serving import text as text_ops
+from electra_tf.serving.classifier import IDS_SIGNATURE, TEXT_SIGNATURE
+
+
+class DiscriminatorServing(tf.Module):
+    """Wraps an `ElectraDiscriminator` and its tokenizer with serving functions.
+
+    Args:
+        model: an `ElectraDiscriminator` (float32).
+        tokenizer: the pre-training `WordPieceTokenizer`.
+        max_seq_length: truncation length of raw text.
+    """
+
+    def __init__(self, model, tokenizer, max_seq_length: int):
+        super().__init__(name="discriminator_serving")
+        self.model = model
+        self.tokenizer = tokenizer
+        self._max_seq_length = int(max_seq_length)
+        encoder = model.encoder
+        self._vocab_size = int(encoder.vocab_size)
+        self._max_positions = int(encoder.max_position_embeddings)
+        self._type_vocab_size = int(encoder.type_vocab_size)
+
+    def _scores(self, inputs: dict) -> dict:
+        logits = tf.cast(self.model(inputs, training=False)["logits"], tf.float32)
+        mask = tf.cast(inputs["input_mask"], tf.float32)
+        return {"logits": logits, "replaced_probability": tf.sigmoid(logits) * mask}
+
+    def signatures(self) -> dict:
+        """`{signature name: concrete function}` for `tf.saved_model.save`."""
+        vocab = tf.constant(self.tokenizer.vocab, tf.string)
+
+        @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text")])
+        def serve_text(text):
+            text = text_ops.ensure_texts(text, "text")
+            inputs = text_ops.pack(self.tokenizer.tokenize(text), None, self._max_seq_length,
+                                   self.tokenizer.cls_id, self.tokenizer.sep_id,
+                                   self.tokenizer.pad_id)
+            outputs = self._scores(inputs)
+            tokens = tf.where(inputs["input_mask"] > 0, tf.gather(vocab, inputs["input_ids"]), "")
+            return {**outputs, "tokens": tokens, "input_ids": inputs["input_ids"],
+                    "input_mask": inputs["input_mask"]}
+
+        @tf.function(input_signature=[tf.TensorSpec([None, None], tf.int32, name="input_ids"),
+                                      tf.TensorSpec([None, None], tf.int32, name="input_mask"),
+                                      tf.TensorSpec([None, None], tf.int32, name="segment_ids")])
+        def serve_ids(input_ids, input_mask, segment_ids):
+            checks = text_ops.check_token_ids(input_ids, input_mask, segment_ids,
+                                              self._vocab_size, self._max_positions,
+                                              self._type_vocab_size)
+            with tf.control_dependencies(checks):
+                inputs = {"input_ids": tf.identity(input_ids),
+                          "input_mask": tf.identity(input_mask),
+                          "segment_ids": tf.identity(segment_ids)}
+            return self._scores(inputs)
+
+        self.serve_text = serve_text
+        self.serve_ids = serve_ids
+        return {TEXT_SIGNATURE: serve_text.get_concrete_function(),
+                IDS_SIGNATURE: serve_ids.get_concrete_function()}

@@ -1,0 +1,91 @@
+"""The directory layout TF Serving polls: `<export_base>/<model_name>/<version>/`.
+
+TF Serving's file-system source treats every child of `--model_base_path`
+whose name is a non-negative integer as a version and ignores all other
+names. A version is therefore written under a dot-prefixed staging name in
+the same directory and renamed into place once complete: `rename(2)` within
+one file system is atomic, so a polling server sees either no version or a
+whole one. Existing versions are never overwritten; a new export takes the
+next integer.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from typing import Callable, Optional
+
+STAGING_PREFIX = ".staging-"
+
+
+class ExportLayoutError(ValueError):
+    """A version directory cannot be created; the message names the path."""
+
+
+def list_versions(model_base: str) -> list[int]:
+    """The published versions under `model_base` (ascending; [] if it does not exist)."""
+    if not os.path.isdir(model_base):
+        return []
+    return sorted(int(name) for name in os.listdir(model_base)
+                  if name.isdigit() and os.path.isdir(os.path.join(model_base, name)))
+
+
+def next_version(model_base: str) -> int:
+    """One more than the highest published version, or 1."""
+    versions = list_versions(model_base)
+    return versions[-1] + 1 if versions else 1
+
+
+def latest_version_dir(model_base: str) -> Optional[str]:
+    """The directory of the highest version, or None."""
+    versions = list_versions(model_base)
+    return os.path.join(model_base, str(versions[-1])) if versions else None
+
+
+def publish_version(model_base: str, write: Callable[[str], None],
+                    version: Optional[int] = None) -> str:
+    """Writes a new version with `write(staging_dir)` and renames it into place.
+
+    Args:
+        model_base: `<export_base>/<model_name>`; created if missing.
+        write: fills the (empty, existing) staging directory with a SavedModel.
+        version: the version number to use; None takes the next free one.
+
+    Returns:
+        The published version directory.
+
+    Raises:
+        ExportLayoutError: `version` already exists or is not positive.
+    """
+    if version is not None and version <= 0:
+        raise ExportLayoutError(f"version {version}: TF Serving versions are positive integers.")
+    os.makedirs(model_base, exist_ok=True)
+    if version is not None and os.path.exists(os.path.join(model_base, str(version))):
+        raise ExportLayoutError(f"{os.path.join(model_base, str(version))} already exists; "
+                                "existing versions are never overwritten.")
+    staging = tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=model_base)
+    try:
+        # mkdtemp makes the directory private (0700); a server running as
+        # another user (the Docker image) must be able to read the version.
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(staging, 0o777 & ~umask)
+        write(staging)
+        while True:
+            number = version if version is not None else next_version(model_base)
+            target = os.path.join(model_base, str(number))
+            if os.path.exists(target):
+                if version is not None:
+                    raise ExportLayoutError(f"{target} appeared while exporting; not overwritten.")
+                continue  # another exporter took this number meanwhile: take the next
+            try:
+                os.rename(staging, target)
+            except OSError:
+                if version is not None or not os.path.exists(target):
+                    raise
+                continue
+            return target
+    finally:
+        if os.path.exists(staging):
+            shutil.rmtree(staging, ignore_errors=True)

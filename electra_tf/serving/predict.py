@@ -1,0 +1,186 @@
+"""The `predict` command: texts from a file -> one JSON line of outputs per text.
+
+    # through TF Serving (REST or gRPC)
+    python -m electra_tf.serving.predict --server http://localhost:8501 --model_name sst2 \\
+        --input reviews.txt --output predictions.jsonl
+    python -m electra_tf.serving.predict --server grpc://localhost:8500 --model_name sst2 ...
+    # without a server, from an export
+    python -m electra_tf.serving.predict --saved_model export/sst2/3 --input reviews.txt ...
+    # model state and signatures
+    python -m electra_tf.serving.predict --server http://localhost:8501 --model_name sst2 --status
+
+Input formats (by extension): `.txt` one text per line; `.tsv` a text, or a
+text and its pair, per line (tab-separated, no header); `.jsonl` objects with
+`text` (and `text_pair`). Lines are sent in batches of `--batch_size`. A
+batch the server rejects is retried one example at a time, so only the
+examples at fault get an `"error"` field in their output line and all
+others are still predicted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Iterator, Optional
+
+import numpy as np
+
+from electra_tf.serving.client import (DEFAULT_SIGNATURE, LocalPredictor, ServingError,
+                                       connect)
+
+
+class InputError(ValueError):
+    """The input file cannot be read; the message names the file and line."""
+
+
+def read_examples(path: str) -> Iterator[dict]:
+    """Yields `{"text": ..., ["text_pair": ...]}` per line (strings; bytes if not UTF-8)."""
+    extension = os.path.splitext(path)[1].lower()
+    if not os.path.isfile(path):
+        raise InputError(f"--input={path}: no such file.")
+    with open(path, "rb") as f:
+        for number, raw in enumerate(f, start=1):
+            raw = raw.rstrip(b"\r\n")
+            if extension == ".jsonl":
+                if not raw.strip():
+                    continue
+                try:
+                    row = json.loads(raw)
+                except ValueError as error:
+                    raise InputError(f"{path} line {number}: not JSON ({error}).") from None
+                if not isinstance(row, dict) or not isinstance(row.get("text"), str):
+                    raise InputError(f"{path} line {number}: needs a string field \"text\".")
+                example = {"text": row["text"]}
+                if "text_pair" in row:
+                    example["text_pair"] = str(row["text_pair"])
+                yield example
+                continue
+            # Invalid UTF-8 is passed on as bytes: the model drops such bytes itself.
+            fields = raw.split(b"\t") if extension == ".tsv" else [raw]
+            if len(fields) > 2:
+                raise InputError(f"{path} line {number}: {len(fields)} tab-separated fields; "
+                                 "expected a text or a text and its pair.")
+
+            def text(value):
+                try:
+                    return value.decode("utf-8")
+                except UnicodeDecodeError:
+                    return value
+            example = {"text": text(fields[0])}
+            if len(fields) == 2:
+                example["text_pair"] = text(fields[1])
+            yield example
+
+
+def _jsonable(value):
+    if isinstance(value, np.ndarray):
+        return [_jsonable(v) for v in value] if value.ndim else _jsonable(value.item())
+    if isinstance(value, (bytes, np.bytes_)):
+        return bytes(value).decode("utf-8", "replace")
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+def _display(example: dict) -> dict:
+    return {k: v.decode("utf-8", "replace") if isinstance(v, bytes) else v
+            for k, v in example.items()}
+
+
+def predict_batch(client, batch: list[dict], signature_name: str) -> list[dict]:
+    """Outputs per example; a rejected batch is retried example by example."""
+    names = list(batch[0])
+    if any(list(example) != names for example in batch):
+        raise InputError("every example of a file must have the same fields "
+                         f"({', '.join(names)}).")
+    try:
+        outputs = client.predict({n: [e[n] for e in batch] for n in names}, signature_name)
+    except ServingError as error:
+        if len(batch) == 1:
+            return [{**_display(batch[0]), "error": str(error)}]
+        return [row for example in batch for row in predict_batch(client, [example],
+                                                                  signature_name)]
+    return [{**_display(example), **{k: _jsonable(v[i]) for k, v in outputs.items()}}
+            for i, example in enumerate(batch)]
+
+
+def predict_file(client, input_path: str, output_path: str, batch_size: int = 32,
+                 signature_name: str = DEFAULT_SIGNATURE) -> tuple[int, int]:
+    """Writes one JSON line per input line; returns (examples, errors).
+
+    The output is written to a temporary file and renamed when complete.
+    """
+    if batch_size <= 0:
+        raise InputError(f"--batch_size={batch_size}: must be positive.")
+    tmp = f"{output_path}.tmp-{os.getpid()}"
+    count = errors = 0
+    try:
+        with open(tmp, "w", encoding="utf-8") as out:
+            batch: list[dict] = []
+
+            def flush():
+                nonlocal count, errors
+                for row in predict_batch(client, batch, signature_name):
+                    out.write(json.dumps(row, ensure_ascii=False) + "\n")
+                    count += 1
+                    errors += "error" in row
+                batch.clear()
+
+            for example in read_examples(input_path):
+                batch.append(example)
+                if len(batch) == batch_size:
+                    flush()
+            if batch:
+                flush()
+        os.replace(tmp, output_path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+    return count, errors
+
+
+def main(argv: Optional[list] = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m electra_tf.serving.predict",
+                                     description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    where = parser.add_mutually_exclusive_group(required=True)
+    where.add_argument("--server", help="http://host:port (REST) or grpc://host:port (gRPC).")
+    where.add_argument("--saved_model", help="A version directory: predict without a server.")
+    parser.add_argument("--model_name", help="The served model's name (with --server).")
+    parser.add_argument("--version", type=int, default=None, help="Default: the server's latest.")
+    parser.add_argument("--signature_name", default=DEFAULT_SIGNATURE)
+    parser.add_argument("--input", help=".txt, .tsv or .jsonl file of texts.")
+    parser.add_argument("--output", help="JSON-lines output (default: <input>.predictions.jsonl).")
+    parser.add_argument("--batch_size", type=int, default=32)
+    parser.add_argument("--timeout", type=float, default=30.0, help="Seconds per request.")
+    parser.add_argument("--status", action="store_true",
+                        help="Print the model's status and signatures instead of predicting.")
+    args = parser.parse_args(argv)
+    try:
+        if args.saved_model:
+            if not os.path.isfile(os.path.join(args.saved_model, "saved_model.pb")):
+                raise InputError(f"--saved_model={args.saved_model}: no saved_model.pb; pass a "
+                                 "version directory <export_base>/<model_name>/<version>.")
+            client = LocalPredictor(args.saved_model)
+        else:
+            client = connect(args.server, args.model_name, args.version, args.timeout)
+        if args.status:
+            print(json.dumps({"status": client.status(), "metadata": client.metadata()},
+                             indent=2))
+            return 0
+        if not args.input:
+            raise InputError("--input is required (or pass --status).")
+        output = args.output or os.path.splitext(args.input)[0] + ".predictions.jsonl"
+        count, errors = predict_file(client, args.input, output, args.batch_size,
+                                     args.signature_name)
+    except (InputError, ServingError, ValueError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    print(f"{count} predictions ({errors} rejected) -> {output}")
+    return 1 if errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

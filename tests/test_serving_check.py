@@ -1,0 +1,65 @@
+"""The fresh-process check: the export loads without the project and agrees with Keras."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+from electra_tf.serving import check
+from electra_tf.serving.exporter import export_checkpoint
+
+PROJECT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _assert_isolated(result):
+    assert result["project_importable"] is False
+    assert not any(os.path.abspath(p or ".").startswith(PROJECT) for p in result["sys_path"])
+
+
+def test_classifier_export_agrees_in_a_fresh_process(serving_exports):
+    report = check.check_export(serving_exports["pair"])
+    assert report.ok, "\n".join(report.lines)
+    _assert_isolated(report.result)
+    assert report.result["custom_ops"] == ["CaseFoldUTF8", "NormalizeUTF8",
+                                           "RegexSplitWithOffsets", "WordpieceTokenizeWithOffsets"]
+    assert report.result["unsupported_ops"] == []
+    assert "signature_def['serving_default']" in report.result["listing"]
+    assert "inputs['text_pair'] tensor_info" in report.result["listing"]
+    # Every well-formed request agreed within the tolerance, every malformed one was an error.
+    responses = report.result["responses"]
+    assert sum("outputs" in r for r in responses) == 3
+    assert sum("error" in r for r in responses) == len(responses) - 3
+    assert sum(line.startswith("ok ") for line in report.lines) == len(responses)
+
+
+def test_discriminator_export_agrees_in_a_fresh_process(serving_exports, tmp_path):
+    version_dir = export_checkpoint(serving_exports["pretrained"], str(tmp_path), "rtd")
+    report = check.check_export(version_dir)
+    assert report.ok, "\n".join(report.lines)
+    _assert_isolated(report.result)
+    tokens = report.result["responses"][0]["outputs"]["tokens"]
+    assert tokens["shape"][0] == len(check.SAMPLE_TEXTS) + 1
+
+
+def test_check_command_fails_on_disagreement(serving_exports, tmp_path):
+    """A SavedModel that does not match its Keras model is caught (exit 1)."""
+    tampered = str(tmp_path / "tampered" / "1")
+    shutil.copytree(serving_exports["pair"], tampered)
+    config_path = os.path.join(tampered, "assets", "serving_config.json")
+    with open(config_path, encoding="utf-8") as f:
+        config = json.load(f)
+    config["max_seq_length"] = 12  # the graph still truncates at 16
+    with open(config_path, "w", encoding="utf-8") as f:
+        json.dump(config, f)
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
+    result = subprocess.run([sys.executable, "-m", "electra_tf.serving.check", tampered],
+                            cwd=PROJECT, env=env, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 1, result.stdout[-3000:] + result.stderr[-2000:]
+    assert "FAIL serving_default" in result.stdout and result.stdout.rstrip().endswith("FAILED")
+    assert "ok   serving_default: text as int32 (must be rejected)" in result.stdout
+
+    not_a_version = subprocess.run([sys.executable, "-m", "electra_tf.serving.check",
+                                    str(tmp_path)], cwd=PROJECT, env=env, capture_output=True,
+                                   text=True, timeout=300)
+    assert not_a_version.returncode == 2 and "no saved_model.pb" in not_a_version.stderr
