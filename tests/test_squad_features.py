@@ -162,6 +162,20 @@ def test_read_squad_json_skips_mismatched_answers_and_counts_them(tmp_path):
     assert len(evaluation) == 2 and evaluation.skipped == 0
 
 
+def test_lone_surrogates_are_replaced_one_for_one(tmp_path, uncased):
+    # A JSON escape of half an emoji: not encodable as UTF-8, so the reader
+    # swaps it for U+FFFD without moving the answer.
+    path = tmp_path / "surrogate.json"
+    path.write_text('{"data": [{"paragraphs": [{"context": "\\ud83d paris", "qas": [{"id": "s", '
+                    '"question": "city \\ude00", "answers": [{"text": "paris", '
+                    '"answer_start": 2}]}]}]}]}', encoding="utf-8")
+    [example] = squad_data.read_squad_json(str(path), "1.1", is_training=True).examples
+    assert example.context == "\ufffd paris" and example.question == "city \ufffd"
+    features = convert_examples([example], uncased, max_seq_length=16, is_training=True)
+    a, b = features.token_spans[0, features.start_positions[0]]
+    assert example.context[a:b] == "paris"
+
+
 def test_read_squad_json_v2_unanswerable(tmp_path):
     document = {"data": [{"paragraphs": [{"context": "a b", "qas": [
         {"id": "n", "question": "q", "answers": [], "is_impossible": True}]}]}]}

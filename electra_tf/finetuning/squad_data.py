@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 from typing import Optional
 
 VERSIONS = ("1.1", "2.0")
@@ -68,6 +69,18 @@ class SquadSplit:
         return len(self.examples)
 
 
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _clean(text: str) -> str:
+    """Replaces lone UTF-16 surrogates (JSON "\\ud83d" escapes without a pair) by U+FFFD.
+
+    They cannot be encoded as UTF-8 for the tokenizer; replacing one
+    character by one keeps every `answer_start` valid.
+    """
+    return _LONE_SURROGATE.sub("\ufffd", text)
+
+
 def _squash(text: str) -> str:
     return " ".join(text.split())
 
@@ -114,7 +127,7 @@ def examples_from_articles(articles, source: str, version: str, is_training: boo
             _require(isinstance(paragraph, dict) and isinstance(paragraph.get("context"), str)
                      and isinstance(paragraph.get("qas"), list), source, where,
                      "needs a string 'context' and a list 'qas'")
-            context = paragraph["context"]
+            context = _clean(paragraph["context"])
             for q, qa in enumerate(paragraph["qas"]):
                 here = f"{where}.qas[{q}]"
                 _require(isinstance(qa, dict) and "id" in qa and isinstance(qa.get("question"), str),
@@ -127,7 +140,7 @@ def examples_from_articles(articles, source: str, version: str, is_training: boo
                              and isinstance(answer.get("answer_start"), int), source,
                              f"{here}.answers[{n}]", "needs a string 'text' and an integer "
                              "'answer_start'")
-                    answers.append((answer["text"], answer["answer_start"]))
+                    answers.append((_clean(answer["text"]), answer["answer_start"]))
                 impossible = version == "2.0" and bool(qa.get("is_impossible", False))
                 if impossible:
                     answers = []  # SQuAD 2.0 gold for "no answer" is the empty string
@@ -139,8 +152,8 @@ def examples_from_articles(articles, source: str, version: str, is_training: boo
                                   f"{answers[0][1]} of the context")
                         warn(f"{source}: {here} (id {qa['id']}) {reason}; skipped.")
                     continue
-                examples.append(QAExample(str(qa["id"]), qa["question"], context, answers,
-                                          impossible, title))
+                examples.append(QAExample(str(qa["id"]), _clean(qa["question"]), context,
+                                          answers, impossible, title))
     return SquadSplit(examples, source, skipped)
 
 
