@@ -135,6 +135,10 @@ def _load_task():
     return task, tasks.load_tfds(task, FLAGS.tfds_data_dir)
 
 
+def _default(value, fallback):
+    return fallback if value is None else value
+
+
 def _output_dir(task_name: str, model_file: str) -> str:
     name = os.path.basename(os.path.dirname(model_file))
     if name == "export":
@@ -167,10 +171,12 @@ def _main_squad() -> None:
         raise app.UsageError(str(error))
     output_dir = _output_dir(f"squad{version.replace('.', '')}", pretrained.model_file)
     settings = squad_run.SquadSettings(
-        output_dir=output_dir, version=version, max_seq_length=FLAGS.max_seq_length or 512,
-        doc_stride=FLAGS.doc_stride, max_query_length=FLAGS.max_query_length,
+        output_dir=output_dir, version=version,
+        max_seq_length=_default(FLAGS.max_seq_length, 512), doc_stride=FLAGS.doc_stride,
+        max_query_length=FLAGS.max_query_length,
         train_batch_size=FLAGS.train_batch_size, eval_batch_size=FLAGS.eval_batch_size,
-        learning_rate=FLAGS.learning_rate, num_train_epochs=FLAGS.num_train_epochs or 2.0,
+        learning_rate=FLAGS.learning_rate,
+        num_train_epochs=_default(FLAGS.num_train_epochs, 2.0),
         warmup_proportion=FLAGS.warmup_proportion, layerwise_lr_decay=FLAGS.layerwise_lr_decay,
         layerwise_lr_decay_quirk=FLAGS.layerwise_lr_decay_quirk,
         weight_decay_rate=FLAGS.weight_decay_rate, beam_size=FLAGS.beam_size,
@@ -211,7 +217,7 @@ def main(argv):
         _say("No dev set: training only (give --dev_file to score every epoch).")
     output_dir = _output_dir(task.name, pretrained.model_file)
     settings = run.FinetuneSettings(
-        output_dir=output_dir, max_seq_length=FLAGS.max_seq_length or 128,
+        output_dir=output_dir, max_seq_length=_default(FLAGS.max_seq_length, 128),
         train_batch_size=FLAGS.train_batch_size, eval_batch_size=FLAGS.eval_batch_size,
         learning_rate=FLAGS.learning_rate, num_train_epochs=FLAGS.num_train_epochs,
         warmup_proportion=FLAGS.warmup_proportion, layerwise_lr_decay=FLAGS.layerwise_lr_decay,

@@ -148,10 +148,10 @@ def _write(path, document):
 
 def test_read_squad_json_skips_mismatched_answers_and_counts_them(tmp_path):
     context = "KorQuAD는 한국어 데이터셋이다."
-    document = {"version": "1.0", "data": [{"title": "t", "paragraphs": [{"context": context, "qas": [
+    paragraph = {"context": context, "qas": [
         {"id": "ok", "question": "무엇?", "answers": [{"text": "한국어", "answer_start": 9}]},
-        {"id": "bad", "question": "무엇?", "answers": [{"text": "한국어", "answer_start": 2}]},
-    ]}]}]}
+        {"id": "bad", "question": "무엇?", "answers": [{"text": "한국어", "answer_start": 2}]}]}
+    document = {"version": "1.0", "data": [{"title": "t", "paragraphs": [paragraph]}]}
     path = _write(tmp_path / "ko.json", document)
     warnings = []
     train = squad_data.read_squad_json(path, "1.1", is_training=True, warn=warnings.append)

@@ -130,7 +130,8 @@ def examples_from_articles(articles, source: str, version: str, is_training: boo
             context = _clean(paragraph["context"])
             for q, qa in enumerate(paragraph["qas"]):
                 here = f"{where}.qas[{q}]"
-                _require(isinstance(qa, dict) and "id" in qa and isinstance(qa.get("question"), str),
+                _require(isinstance(qa, dict) and "id" in qa
+                         and isinstance(qa.get("question"), str),
                          source, here, "needs 'id' and a string 'question'")
                 raw_answers = qa.get("answers", [])
                 _require(isinstance(raw_answers, list), source, here, "'answers' is not a list")

@@ -204,7 +204,8 @@ def max_context_windows(windows: list[tuple[int, int]], num_tokens: int) -> np.n
     return best
 
 
-def answer_token_span(spans: np.ndarray, char_start: int, char_end: int) -> Optional[tuple[int, int]]:
+def answer_token_span(spans: np.ndarray, char_start: int,
+                      char_end: int) -> Optional[tuple[int, int]]:
     """First and last token (inclusive) overlapping characters [char_start, char_end)."""
     overlap = np.nonzero((spans[:, 1] > char_start) & (spans[:, 0] < char_end))[0]
     if overlap.size == 0:
