@@ -4,12 +4,22 @@
     python finetune.py --task=rte --init_checkpoint=runs/small-builtin --num_trials=10
     python finetune.py --init_checkpoint=runs/ko --train_file=ratings_train.txt \\
         --dev_file=ratings_test.txt --text_column=document --label_column=label
+    python finetune.py --task=squad --squad_version=2.0 --init_checkpoint=runs/small-builtin
+    python finetune.py --task=squad --init_checkpoint=runs/ko \\
+        --train_file=KorQuAD_v1.0_train.json --predict_file=KorQuAD_v1.0_dev.json
 
 Hyperparameters default to the paper's (Table 7): batch 32, length 128, 3
 epochs (10 for RTE and STS-B), learning rate by model size, layer-wise decay
 0.8 (0.9 large), warmup 10%, no weight decay. Dev metrics of every trial and
 their median go to <output_dir>/results.json; re-running skips finished trials. The best
 trial is exported for TF Serving to <output_dir>/export/<model_name>/<version>/.
+
+--task=squad fine-tunes the paper's question-answering head on SQuAD-format
+JSON (--train_file, --predict_file) or TFDS squad/v1.1 / squad/v2.0, with
+the original code's defaults: length 512, stride 128, question <= 64 tokens,
+2 epochs, beam 20, n-best 20, answers <= 30 tokens. <output_dir> receives
+predictions.json (and null_odds.json for 2.0) and results.json with
+exact_match and f1 (official script definitions, percent).
 """
 
 from __future__ import annotations
@@ -31,8 +41,9 @@ PROJECT_DIR = os.path.dirname(os.path.abspath(__file__))
 GLUE_TASKS = ("cola", "sst2", "mrpc", "stsb", "qqp", "mnli", "qnli", "rte")
 
 # --- what and from where
-flags.DEFINE_string("task", None, f"GLUE task ({', '.join(GLUE_TASKS)}), or a name for your own "
-                    "task given with --train_file (default name: custom).")
+flags.DEFINE_string("task", None, f"GLUE task ({', '.join(GLUE_TASKS)}), squad (question "
+                    "answering, see --squad_version), or a name for your own task given with "
+                    "--train_file (default name: custom).")
 flags.DEFINE_string("init_checkpoint", None, "Pre-training run directory, its export/ "
                     "directory or discriminator.keras; or a google-research/electra checkpoint "
                     "or Hugging Face ELECTRA directory (converted once into runs/imported/).")
@@ -44,7 +55,7 @@ flags.DEFINE_string("data_dir", None, "GLUE data in the standard layout (CoLA/, 
 flags.DEFINE_string("tfds_data_dir", None, "Where TFDS datasets are prepared (default: TFDS's).")
 # --- the user's own data
 flags.DEFINE_string("train_file", None, "Your training data: .csv, .tsv/.txt (tab-separated, "
-                    "with a header) or .jsonl.")
+                    "with a header) or .jsonl; with --task=squad a SQuAD-format JSON file.")
 flags.DEFINE_string("dev_file", None, "Your dev data (same format), scored after every epoch.")
 flags.DEFINE_string("test_file", None, "Unlabelled data to predict (same format).")
 flags.DEFINE_string("text_column", "text", "Column of the (first) text.")
@@ -58,17 +69,32 @@ flags.DEFINE_list("labels", None, "Class names in id order (default: the sorted 
                   "training file).")
 flags.DEFINE_enum("quoting", "csv", ["csv", "none"], "CSV/TSV files: csv = fields may be "
                   "wrapped in double quotes (doubled inside); none = quotes are plain text.")
+# --- question answering (--task=squad)
+flags.DEFINE_enum("squad_version", "1.1", ["1.1", "2.0"], "SQuAD version: 2.0 has unanswerable "
+                  "questions (null odds, threshold search).")
+flags.DEFINE_string("predict_file", None, "SQuAD-format JSON to predict and score (with "
+                    "--task=squad; default: TFDS squad validation when --train_file is absent).")
+flags.DEFINE_integer("doc_stride", 128, "SQuAD: tokens between the starts of context windows.")
+flags.DEFINE_integer("max_query_length", 64, "SQuAD: question tokens kept.")
+flags.DEFINE_integer("max_answer_length", 30, "SQuAD: longest answer in tokens.")
+flags.DEFINE_integer("n_best_size", 20, "SQuAD: candidate answers kept per question.")
+flags.DEFINE_integer("beam_size", 20, "SQuAD: start positions (and ends per start) searched.")
+flags.DEFINE_float("null_score_threshold", -2.75, "SQuAD 2.0: a question whose null odds exceed "
+                   "it is answered with the empty string (the original code's -2.75).")
+flags.DEFINE_integer("save_checkpoints_steps", 500, "SQuAD: training checkpoint interval; an "
+                     "interrupted trial resumes from the last one.")
 # --- run
 flags.DEFINE_string("output_dir", None, "Default: runs/finetune/<task>-<checkpoint name>.")
 flags.DEFINE_integer("num_trials", 1, "Fine-tuning runs with seeds seed, seed+1, ...; the median "
                      "is reported (the paper: median of 10).")
 flags.DEFINE_integer("seed", 0, "Seed of the first trial.")
-flags.DEFINE_integer("max_seq_length", 128, "Tokens per example, special tokens included.")
+flags.DEFINE_integer("max_seq_length", None, "Tokens per example, special tokens included "
+                     "(default: 128; 512 for squad).")
 flags.DEFINE_integer("train_batch_size", 32, "Examples per step.")
 flags.DEFINE_integer("eval_batch_size", 32, "Examples per prediction batch.")
 flags.DEFINE_float("learning_rate", None, "Peak learning rate (default: 3e-4 tiny/small, 1e-4 "
                    "base, 5e-5 large).")
-flags.DEFINE_float("num_train_epochs", None, "Default: 10 for rte and stsb, else 3.")
+flags.DEFINE_float("num_train_epochs", None, "Default: 10 for rte and stsb, 2 for squad, else 3.")
 flags.DEFINE_float("warmup_proportion", 0.1, "Fraction of steps of linear warmup.")
 flags.DEFINE_float("layerwise_lr_decay", None, "Learning-rate factor per layer from the top "
                    "(default 0.8, 0.9 for large; 1 disables).")
@@ -156,9 +182,76 @@ def _imported_if_foreign(path: str) -> str:
     return target
 
 
+def _default(value, fallback):
+    return fallback if value is None else value
+
+
+def _output_dir(task_name: str, model_file: str) -> str:
+    name = os.path.basename(os.path.dirname(model_file))
+    if name == "export":
+        name = os.path.basename(os.path.dirname(os.path.dirname(model_file)))
+    return FLAGS.output_dir or os.path.join(PROJECT_DIR, "runs", "finetune", f"{task_name}-{name}")
+
+
+def _main_squad() -> None:
+    from electra_tf.finetuning import run, squad_data, squad_run
+
+    for flag in ("dev_file", "test_file", "data_dir"):
+        if getattr(FLAGS, flag):
+            raise app.UsageError(f"--{flag} is not used with --task=squad (use --train_file / "
+                                 "--predict_file).")
+    if FLAGS.predict_file and not FLAGS.train_file:
+        raise app.UsageError("--predict_file needs --train_file (or drop both to use TFDS).")
+    version = FLAGS.squad_version
+    from electra_tf.interop.checkpoints import CheckpointError
+
+    try:
+        pretrained = run.resolve_pretrained(_imported_if_foreign(FLAGS.init_checkpoint),
+                                            FLAGS.vocab_file, FLAGS.model_size)
+        if FLAGS.train_file:
+            train = squad_data.read_squad_json(FLAGS.train_file, version, True, warn=_say)
+            evaluation = (squad_data.read_squad_json(FLAGS.predict_file, version, False, warn=_say)
+                          if FLAGS.predict_file else None)
+        else:
+            train = squad_data.load_tfds_squad(version, "train", FLAGS.tfds_data_dir, True, _say)
+            evaluation = squad_data.load_tfds_squad(version, "validation", FLAGS.tfds_data_dir,
+                                                    False, _say)
+    except (run.RunError, squad_data.SquadDataError, CheckpointError) as error:
+        raise app.UsageError(str(error))
+    output_dir = _output_dir(f"squad{version.replace('.', '')}", pretrained.model_file)
+    settings = squad_run.SquadSettings(
+        output_dir=output_dir, version=version,
+        max_seq_length=_default(FLAGS.max_seq_length, 512), doc_stride=FLAGS.doc_stride,
+        max_query_length=FLAGS.max_query_length,
+        train_batch_size=FLAGS.train_batch_size, eval_batch_size=FLAGS.eval_batch_size,
+        learning_rate=FLAGS.learning_rate,
+        num_train_epochs=_default(FLAGS.num_train_epochs, 2.0),
+        warmup_proportion=FLAGS.warmup_proportion, layerwise_lr_decay=FLAGS.layerwise_lr_decay,
+        layerwise_lr_decay_quirk=FLAGS.layerwise_lr_decay_quirk,
+        weight_decay_rate=FLAGS.weight_decay_rate, beam_size=FLAGS.beam_size,
+        n_best_size=FLAGS.n_best_size, max_answer_length=FLAGS.max_answer_length,
+        null_score_threshold=FLAGS.null_score_threshold, num_trials=FLAGS.num_trials,
+        seed=FLAGS.seed, log_every_steps=FLAGS.log_every_steps,
+        save_checkpoints_steps=FLAGS.save_checkpoints_steps, save_models=FLAGS.save_models)
+    try:
+        results = squad_run.run_squad(train, evaluation, pretrained, settings,
+                                      vocab_flag_given=FLAGS.vocab_file is not None, print_fn=_say)
+    except run.RunError as error:
+        raise app.UsageError(str(error))
+    if results.get("median"):
+        _say("")
+        _say(f"SQuAD {version} (median over {len(results['trials'])} trial(s), percent): "
+             + ", ".join(f"{k} {v:.2f}" for k, v in results["median"].items()
+                         if not k.endswith("total")))
+    _say(f"Results: {os.path.join(output_dir, squad_run.RESULTS_FILE)}")
+
+
 def main(argv):
     del argv
     logging.set_verbosity(logging.WARNING)
+    if FLAGS.task == "squad":
+        _main_squad()
+        return
     from electra_tf.finetuning import run, tasks
     from electra_tf.interop.checkpoints import CheckpointError
 
@@ -173,13 +266,9 @@ def main(argv):
         raise app.UsageError(f"--double_unordered: task {task.name} has single texts.")
     if not data.dev:
         _say("No dev set: training only (give --dev_file to score every epoch).")
-    name = os.path.basename(os.path.dirname(pretrained.model_file))
-    if name == "export":
-        name = os.path.basename(os.path.dirname(os.path.dirname(pretrained.model_file)))
-    output_dir = FLAGS.output_dir or os.path.join(PROJECT_DIR, "runs", "finetune",
-                                                  f"{task.name}-{name}")
+    output_dir = _output_dir(task.name, pretrained.model_file)
     settings = run.FinetuneSettings(
-        output_dir=output_dir, max_seq_length=FLAGS.max_seq_length,
+        output_dir=output_dir, max_seq_length=_default(FLAGS.max_seq_length, 128),
         train_batch_size=FLAGS.train_batch_size, eval_batch_size=FLAGS.eval_batch_size,
         learning_rate=FLAGS.learning_rate, num_train_epochs=FLAGS.num_train_epochs,
         warmup_proportion=FLAGS.warmup_proportion, layerwise_lr_decay=FLAGS.layerwise_lr_decay,

@@ -1,0 +1,225 @@
+"""SQuAD-format question answering data: local JSON files or TensorFlow Datasets.
+
+The JSON schema is SQuAD's (KorQuAD and other translations use it too):
+
+    {"data": [{"title": ..., "paragraphs": [{"context": ...,
+               "qas": [{"id": ..., "question": ..., "answers": [{"text", "answer_start"}],
+                        "is_impossible": false}]}]}]}
+
+`answer_start` counts Python characters (Unicode code points) into the
+context. A training answer whose text is not found at its `answer_start` is
+skipped with a count, as the original code does; evaluation examples keep all
+their gold answers since they are only compared as text.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import re
+from typing import Optional
+
+VERSIONS = ("1.1", "2.0")
+
+
+class SquadDataError(ValueError):
+    """SQuAD data cannot be read; the message names the file and the entry at fault."""
+
+
+@dataclasses.dataclass
+class QAExample:
+    """One question about one context.
+
+    Attributes:
+        qas_id: the question id (the key of predictions.json).
+        question: question text.
+        context: the paragraph, exactly as in the data.
+        answers: gold answers as (text, character start) pairs; empty when
+            the question is unanswerable.
+        is_impossible: SQuAD 2.0's "no answer in this context".
+        title: the article title.
+    """
+
+    qas_id: str
+    question: str
+    context: str
+    answers: list[tuple[str, int]]
+    is_impossible: bool = False
+    title: str = ""
+
+    @property
+    def answer_span(self) -> Optional[tuple[int, int]]:
+        """Character span [start, end) of the first answer (the one trained on)."""
+        if self.is_impossible or not self.answers:
+            return None
+        text, start = self.answers[0]
+        return start, start + len(text)
+
+
+@dataclasses.dataclass
+class SquadSplit:
+    """Examples of one split plus what was skipped while reading it."""
+
+    examples: list[QAExample]
+    source: str
+    skipped: int = 0
+
+    def __len__(self):
+        return len(self.examples)
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _clean(text: str) -> str:
+    """Replaces lone UTF-16 surrogates (JSON "\\ud83d" escapes without a pair) by U+FFFD.
+
+    They cannot be encoded as UTF-8 for the tokenizer; replacing one
+    character by one keeps every `answer_start` valid.
+    """
+    return _LONE_SURROGATE.sub("\ufffd", text)
+
+
+def _squash(text: str) -> str:
+    return " ".join(text.split())
+
+
+def answer_matches(context: str, text: str, start: int) -> bool:
+    """Whether `text` is at character `start` of `context` (whitespace runs may differ)."""
+    if start < 0 or start > len(context) or not text.strip():
+        return False
+    if context[start:start + len(text)] == text:
+        return True
+    return _squash(context[start:start + len(text) + 10]).startswith(_squash(text))
+
+
+def _require(condition: bool, source: str, where: str, message: str) -> None:
+    if not condition:
+        raise SquadDataError(f"{source}: {where}: {message} (expected SQuAD JSON: "
+                             '{"data": [{"paragraphs": [{"context", "qas": [{"id", '
+                             '"question", "answers": [{"text", "answer_start"}]}]}]}]})')
+
+
+def examples_from_articles(articles, source: str, version: str, is_training: bool,
+                           warn=None) -> SquadSplit:
+    """Turns the `data` list of a SQuAD JSON document into examples.
+
+    Args:
+        articles: the parsed `data` list.
+        source: file name used in messages.
+        version: "1.1" or "2.0"; with 1.1 `is_impossible` is ignored.
+        is_training: check the first answer of every answerable question
+            against its context and skip mismatches (counted).
+        warn: called with a message for each skipped question (first few).
+
+    Raises:
+        SquadDataError: the structure is not SQuAD's.
+    """
+    _require(isinstance(articles, list), source, "data", "is not a list")
+    examples, skipped = [], 0
+    for a, article in enumerate(articles):
+        _require(isinstance(article, dict) and isinstance(article.get("paragraphs"), list),
+                 source, f"data[{a}]", "has no list 'paragraphs'")
+        title = str(article.get("title", ""))
+        for p, paragraph in enumerate(article["paragraphs"]):
+            where = f"data[{a}].paragraphs[{p}]"
+            _require(isinstance(paragraph, dict) and isinstance(paragraph.get("context"), str)
+                     and isinstance(paragraph.get("qas"), list), source, where,
+                     "needs a string 'context' and a list 'qas'")
+            context = _clean(paragraph["context"])
+            for q, qa in enumerate(paragraph["qas"]):
+                here = f"{where}.qas[{q}]"
+                _require(isinstance(qa, dict) and "id" in qa
+                         and isinstance(qa.get("question"), str),
+                         source, here, "needs 'id' and a string 'question'")
+                raw_answers = qa.get("answers", [])
+                _require(isinstance(raw_answers, list), source, here, "'answers' is not a list")
+                answers = []
+                for n, answer in enumerate(raw_answers):
+                    _require(isinstance(answer, dict) and isinstance(answer.get("text"), str)
+                             and isinstance(answer.get("answer_start"), int), source,
+                             f"{here}.answers[{n}]", "needs a string 'text' and an integer "
+                             "'answer_start'")
+                    answers.append((_clean(answer["text"]), answer["answer_start"]))
+                impossible = version == "2.0" and bool(qa.get("is_impossible", False))
+                if impossible:
+                    answers = []  # SQuAD 2.0 gold for "no answer" is the empty string
+                elif not answers or (is_training and not answer_matches(context, *answers[0])):
+                    skipped += 1
+                    if warn and skipped <= 5:
+                        reason = ("has no answer" if not answers else
+                                  f"answer {answers[0][0]!r} is not at character "
+                                  f"{answers[0][1]} of the context")
+                        warn(f"{source}: {here} (id {qa['id']}) {reason}; skipped.")
+                    continue
+                examples.append(QAExample(str(qa["id"]), _clean(qa["question"]), context,
+                                          answers, impossible, title))
+    return SquadSplit(examples, source, skipped)
+
+
+def read_squad_json(path: str, version: str, is_training: bool, warn=None) -> SquadSplit:
+    """Reads a SQuAD-format JSON file (SQuAD 1.1/2.0, KorQuAD, ...).
+
+    Raises:
+        SquadDataError: missing file, invalid JSON or not SQuAD's schema.
+    """
+    if version not in VERSIONS:
+        raise SquadDataError(f"--squad_version={version}: must be one of {', '.join(VERSIONS)}.")
+    if not os.path.isfile(path):
+        raise SquadDataError(f"{path}: no such file.")
+    try:
+        with open(path, encoding="utf-8-sig") as f:
+            document = json.load(f)
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise SquadDataError(f"{path}: not a UTF-8 JSON file ({error}).") from None
+    _require(isinstance(document, dict) and "data" in document, path, "top level",
+             "has no 'data' key")
+    split = examples_from_articles(document["data"], path, version, is_training, warn)
+    if not split.examples:
+        raise SquadDataError(f"{path}: no usable questions ({split.skipped} skipped).")
+    return split
+
+
+def load_tfds_squad(version: str, split: str, tfds_data_dir: Optional[str],
+                    is_training: bool, warn=None) -> SquadSplit:
+    """Reads `squad/v1.1` or `squad/v2.0` prepared by TensorFlow Datasets (no download).
+
+    Args:
+        version: "1.1" or "2.0".
+        split: "train" or "validation".
+        tfds_data_dir: where the dataset is prepared (None: TFDS's default).
+        is_training: check and skip mismatched answers (see the module docstring).
+
+    Raises:
+        SquadDataError: the dataset is not prepared there.
+    """
+    import tensorflow_datasets as tfds
+
+    name = f"squad/v{version}"
+    try:
+        dataset = tfds.load(name, split=split, download=False, data_dir=tfds_data_dir)
+    except (AssertionError, FileNotFoundError, tfds.core.registered.DatasetNotFoundError) as error:
+        where = tfds_data_dir or "the default TFDS directory"
+        raise SquadDataError(
+            f"TFDS dataset {name} is not prepared in {where} ({error.__class__.__name__}). Pass "
+            "--train_file/--predict_file (SQuAD JSON) instead, or prepare it once with "
+            f"tfds.builder('{name}').download_and_prepare().") from None
+    source = f"tfds:{name}/{split}"
+    examples, skipped = [], 0
+    for row in tfds.as_numpy(dataset):
+        context = row["context"].decode("utf-8")
+        texts = [t.decode("utf-8") for t in row["answers"]["text"]]
+        starts = [int(s) for s in row["answers"]["answer_start"]]
+        impossible = version == "2.0" and bool(row.get("is_impossible", False))
+        answers = [] if impossible else list(zip(texts, starts))
+        qas_id = row["id"].decode("utf-8")
+        if not impossible and (not answers or
+                               (is_training and not answer_matches(context, *answers[0]))):
+            skipped += 1
+            if warn and skipped <= 5:
+                warn(f"{source}: question {qas_id} has no answer matching its context; skipped.")
+            continue
+        examples.append(QAExample(qas_id, row["question"].decode("utf-8"), context, answers,
+                                  impossible, row["title"].decode("utf-8")))
+    return SquadSplit(examples, source, skipped)

@@ -1,0 +1,327 @@
+"""SQuAD fine-tuning runs: windows, training with layer-wise decay, decoding, official scores.
+
+Layout of an output directory:
+
+    results.json            settings, every finished trial's scores, the
+                            median (exact_match, f1, and for 2.0 the
+                            HasAns/NoAns breakdowns and best thresholds)
+    predictions.json        trial 0's answers {question id: text}
+    null_odds.json          (2.0) trial 0's null odds {question id: float}
+    trial_<k>/              predictions.json, null_odds.json,
+                            nbest_predictions.json, the fine-tuned model,
+                            checkpoints/ while training, tensorboard/
+
+results.json is rewritten after every trial and training checkpoints every
+`save_checkpoints_steps`, so re-running the same command skips finished
+trials and resumes an interrupted one from its last checkpoint.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import shutil
+import time
+from typing import Optional
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from electra_tf.finetuning import squad_decoding, squad_features, squad_metrics
+from electra_tf.finetuning.optimization import (DEFAULT_LAYERWISE_DECAY, DEFAULT_LEARNING_RATES,
+                                                create_optimizer, learning_rate_schedule)
+from electra_tf.finetuning.qa_model import build_qa_model, save_qa_model
+from electra_tf.finetuning.run import Pretrained, RunError, check_vocab
+from electra_tf.finetuning.squad_data import SquadSplit
+from electra_tf.training.callbacks import CheckpointSaver, ProgressMonitor, format_duration
+
+RESULTS_FILE = "results.json"
+PREDICTIONS_FILE = "predictions.json"
+NULL_ODDS_FILE = "null_odds.json"
+NBEST_FILE = "nbest_predictions.json"
+# The original code's threshold for SQuAD 2.0 test predictions.
+DEFAULT_NULL_THRESHOLD = -2.75
+_RESUMABLE = ("num_trials", "output_dir", "log_every_steps", "save_models", "eval_batch_size",
+              "save_checkpoints_steps")
+
+
+@dataclasses.dataclass
+class SquadSettings:
+    """Hyperparameters of a SQuAD run (defaults: the original code's QA settings)."""
+
+    output_dir: str
+    version: str = "1.1"
+    model_size: Optional[str] = None
+    max_seq_length: int = 512
+    doc_stride: int = 128
+    max_query_length: int = 64
+    train_batch_size: int = 32
+    eval_batch_size: int = 32
+    learning_rate: Optional[float] = None
+    num_train_epochs: float = 2.0
+    warmup_proportion: float = 0.1
+    layerwise_lr_decay: Optional[float] = None
+    layerwise_lr_decay_quirk: bool = False
+    weight_decay_rate: float = 0.0
+    clip_norm: float = 1.0
+    beam_size: int = 20
+    n_best_size: int = squad_decoding.N_BEST_SIZE
+    max_answer_length: int = squad_decoding.MAX_ANSWER_LENGTH
+    null_score_threshold: float = DEFAULT_NULL_THRESHOLD
+    num_trials: int = 1
+    seed: int = 0
+    log_every_steps: int = 50
+    save_checkpoints_steps: int = 500
+    save_models: bool = True
+
+    def resolve(self, model_size: str) -> "SquadSettings":
+        """Fills the size-dependent defaults and checks every value."""
+        resolved = dataclasses.replace(self, model_size=model_size)
+        if resolved.learning_rate is None:
+            resolved.learning_rate = DEFAULT_LEARNING_RATES[model_size]
+        if resolved.layerwise_lr_decay is None:
+            resolved.layerwise_lr_decay = DEFAULT_LAYERWISE_DECAY[model_size]
+        for name in ("max_seq_length", "doc_stride", "max_query_length", "train_batch_size",
+                     "eval_batch_size", "beam_size", "n_best_size", "max_answer_length",
+                     "num_trials", "log_every_steps", "save_checkpoints_steps"):
+            if getattr(resolved, name) <= 0:
+                raise RunError(f"--{name}={getattr(resolved, name)}: must be a positive integer.")
+        checks = [("learning_rate", resolved.learning_rate > 0, "must be > 0"),
+                  ("num_train_epochs", resolved.num_train_epochs > 0, "must be > 0"),
+                  ("warmup_proportion", 0 <= resolved.warmup_proportion < 1, "must be in [0, 1)"),
+                  ("layerwise_lr_decay", 0 < resolved.layerwise_lr_decay <= 1,
+                   "must be in (0, 1]"),
+                  ("weight_decay_rate", resolved.weight_decay_rate >= 0, "must be >= 0"),
+                  ("seed", 0 <= resolved.seed < 2 ** 31, "must be in [0, 2**31)")]
+        for name, ok, rule in checks:
+            if not ok:
+                raise RunError(f"--{name}={getattr(resolved, name)}: {rule}.")
+        return resolved
+
+
+def score(version: str, examples, predictions: dict, null_odds: dict, threshold: float) -> dict:
+    """Official-style scores; `exact_match` and `f1` are the headline numbers."""
+    gold = {e.qas_id: [text for text, _ in e.answers] for e in examples}
+    if version == "1.1":
+        return squad_metrics.evaluate_v1(gold, predictions)
+    results = squad_metrics.evaluate_v2(gold, predictions, null_odds, threshold)
+    return {"exact_match": results["exact"], **results}
+
+
+def predict_and_score(model, examples, features, settings: SquadSettings, directory: str
+                      ) -> dict:
+    """Runs the model over the evaluation windows, writes the prediction files, scores them.
+
+    The beam search holds a [batch, beam, length, 512] activation: about 0.7 GB
+    per 32 windows of 512 tokens with beam 20 (lower --eval_batch_size if short).
+    """
+    dataset = squad_features.make_dataset(features, settings.eval_batch_size, with_labels=False)
+    outputs = model.predict(dataset, verbose=0)
+    predictions, null_odds, nbest = squad_decoding.decode(
+        examples, features, outputs, settings.n_best_size, settings.max_answer_length)
+    os.makedirs(directory, exist_ok=True)
+    squad_decoding.write_json(os.path.join(directory, NBEST_FILE), nbest)
+    if settings.version == "2.0":
+        submission = squad_decoding.apply_null_threshold(predictions, null_odds,
+                                                         settings.null_score_threshold)
+        squad_decoding.write_json(os.path.join(directory, NULL_ODDS_FILE), null_odds)
+    else:
+        submission = predictions
+    squad_decoding.write_json(os.path.join(directory, PREDICTIONS_FILE), submission)
+    return score(settings.version, examples, predictions, null_odds,
+                 settings.null_score_threshold)
+
+
+def _summarize(trials: list[dict]) -> dict:
+    names = []
+    for trial in trials:
+        names.extend(k for k in trial["scores"] if k not in names)
+    return {n: float(np.median([t["scores"][n] for t in trials if n in t["scores"]]))
+            for n in names}
+
+
+def _write_json(path: str, data: dict) -> None:
+    squad_decoding.write_json(path, data)
+
+
+def train_trial(model, encoder, features, settings: SquadSettings, total_steps: int,
+                trial_dir: str, seed: int, print_fn=print, extra_callbacks=()) -> float:
+    """Trains one trial, resuming from `trial_dir/checkpoints` if a checkpoint is there.
+
+    Returns:
+        Seconds spent training in this call.
+    """
+    optimizer = create_optimizer(
+        model, encoder.num_layers, settings.learning_rate, total_steps,
+        settings.warmup_proportion, settings.layerwise_lr_decay, settings.weight_decay_rate,
+        settings.layerwise_lr_decay_quirk, settings.clip_norm)
+    optimizer.build(model.trainable_variables)
+    model.compile(optimizer=optimizer, jit_compile=False)
+    checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer)
+    manager = tf.train.CheckpointManager(checkpoint, os.path.join(trial_dir, "checkpoints"),
+                                         max_to_keep=1)
+    if manager.latest_checkpoint:
+        checkpoint.restore(manager.latest_checkpoint).assert_existing_objects_matched()
+        print_fn(f"Resumed from {manager.latest_checkpoint} "
+                 f"(step {int(optimizer.iterations.numpy())}).")
+    done = int(optimizer.iterations.numpy())
+    if done >= total_steps:
+        return 0.0
+    started = time.perf_counter()
+    schedule = learning_rate_schedule(settings.learning_rate, total_steps,
+                                      settings.warmup_proportion)
+    writer = tf.summary.create_file_writer(os.path.join(trial_dir, "tensorboard"))
+    progress = ProgressMonitor(writer, total_steps, settings.train_batch_size,
+                               settings.log_every_steps, schedule, print_fn=print_fn,
+                               console_keys=("loss", "span_loss", "answerable_loss"))
+    saver = CheckpointSaver(manager, settings.save_checkpoints_steps, print_fn=print_fn)
+    # The same batch stream as an uninterrupted run: skip the batches done.
+    data = squad_features.make_dataset(features, settings.train_batch_size, shuffle_seed=seed,
+                                       repeat=True).skip(done)
+    model.fit(data, epochs=1, steps_per_epoch=total_steps - done, verbose=0,
+              callbacks=[*extra_callbacks, progress, saver])
+    if saver.stop_signal is not None:
+        raise KeyboardInterrupt
+    return time.perf_counter() - started
+
+
+def run_squad(train: Optional[SquadSplit], evaluation: Optional[SquadSplit],
+              pretrained: Pretrained, settings: SquadSettings, vocab_flag_given: bool = False,
+              print_fn=print) -> dict:
+    """Runs `settings.num_trials` SQuAD trials; returns results (also in results.json).
+
+    Args:
+        train: training questions.
+        evaluation: questions to predict and score (None: train only).
+        pretrained: the checkpoint to start from.
+        settings: hyperparameters and output directory.
+        vocab_flag_given: whether the vocabulary came from --vocab_file (messages).
+        print_fn: console output.
+
+    Raises:
+        RunError: inconsistent settings, vocabulary or output directory.
+    """
+    from electra_tf.export import load_discriminator
+    from electra_tf.tokenization import VocabError, WordPieceTokenizer
+
+    config = pretrained.config
+    settings = settings.resolve(config.model_size)
+    try:
+        tokenizer = WordPieceTokenizer(pretrained.vocab_file, config.do_lower_case,
+                                       config.resolved_strip_accents)
+    except VocabError as error:
+        raise RunError(f"{'--vocab_file' if vocab_flag_given else 'vocab.txt'}: {error}")
+    if config.model.vocab_size != tokenizer.vocab_size:
+        raise RunError(f"{tokenizer.vocab_file} has {tokenizer.vocab_size} tokens but the "
+                       f"checkpoint was pre-trained with {config.model.vocab_size}.")
+    if settings.max_seq_length > config.model.max_position_embeddings:
+        raise RunError(f"--max_seq_length={settings.max_seq_length} exceeds the checkpoint's "
+                       f"{config.model.max_position_embeddings} position embeddings.")
+    if train is None:
+        raise RunError("SQuAD runs need training data (--train_file or TFDS).")
+
+    os.makedirs(settings.output_dir, exist_ok=True)
+    results_path = os.path.join(settings.output_dir, RESULTS_FILE)
+    identity = {"task": "squad", "squad_version": settings.version,
+                "train_data": train.source,
+                "predict_data": evaluation.source if evaluation else None,
+                "init_checkpoint": pretrained.model_file,
+                "vocab_file": os.path.abspath(pretrained.vocab_file),
+                "settings": {k: v for k, v in dataclasses.asdict(settings).items()
+                             if k not in _RESUMABLE}}
+    results = {**identity, "trials": []}
+    if os.path.exists(results_path):
+        with open(results_path, encoding="utf-8") as f:
+            previous = json.load(f)
+        differences = [f"{k}: {previous.get(k)!r} -> {v!r}" for k, v in identity.items()
+                       if previous.get(k) != v]
+        if differences:
+            raise RunError(f"--output_dir={settings.output_dir} holds results of a different "
+                           "run:\n  " + "\n  ".join(differences) +
+                           "\nChoose another --output_dir (or delete that one).")
+        results["trials"] = [t for t in previous.get("trials", [])
+                             if t["trial"] < settings.num_trials]
+
+    started = time.perf_counter()
+    offsets = squad_features.OffsetTokenizer(tokenizer)
+    window_args = dict(max_seq_length=settings.max_seq_length, doc_stride=settings.doc_stride,
+                       max_query_length=settings.max_query_length, offset_tokenizer=offsets)
+    try:
+        train_features = squad_features.convert_examples(train.examples, tokenizer,
+                                                         is_training=True, **window_args)
+        eval_features = None
+        if evaluation is not None:
+            eval_features = squad_features.convert_examples(evaluation.examples, tokenizer,
+                                                            **window_args)
+    except ValueError as error:  # lengths that leave no room for the context
+        raise RunError(str(error)) from None
+    print_fn(f"SQuAD {settings.version}: {len(train):,} training questions -> "
+             f"{len(train_features):,} windows of {settings.max_seq_length} tokens "
+             f"({train.skipped + train_features.skipped} skipped: answer not found in the "
+             "context)"
+             + (f"; {len(evaluation):,} questions to predict -> {len(eval_features):,} windows"
+                if evaluation else "") + f" [{format_duration(time.perf_counter() - started)}]")
+    results.update(num_train_questions=len(train), num_train_windows=len(train_features),
+                   skipped_train_questions=train.skipped + train_features.skipped)
+
+    steps_per_epoch = math.ceil(len(train_features) / settings.train_batch_size)
+    total_steps = max(1, int(round(steps_per_epoch * settings.num_train_epochs)))
+    print_fn(f"{settings.model_size} model, lr {settings.learning_rate:g}, layer-wise decay "
+             f"{settings.layerwise_lr_decay:g}, batch {settings.train_batch_size}, "
+             f"{settings.num_train_epochs:g} epochs = {total_steps} steps, "
+             f"{settings.num_trials} trial(s).")
+    finished = {t["trial"] for t in results["trials"]}
+    for trial in range(settings.num_trials):
+        if trial in finished:
+            print_fn(f"Trial {trial}: already finished (in {results_path}), skipped.")
+            continue
+        seed = settings.seed + trial
+        trial_dir = os.path.join(settings.output_dir, f"trial_{trial}")
+        print_fn(f"--- Trial {trial + 1}/{settings.num_trials} (seed {seed}) ---")
+        keras.backend.clear_session()
+        keras.utils.set_random_seed(seed)
+        encoder = load_discriminator(pretrained.model_file).encoder
+        check_vocab(encoder, tokenizer, vocab_flag_given)
+        model = build_qa_model(encoder, settings.beam_size, seed)
+        seconds = train_trial(model, encoder, train_features, settings, total_steps, trial_dir,
+                              seed, print_fn)
+        record = {"trial": trial, "seed": seed, "train_seconds": round(seconds, 1),
+                  "steps": total_steps, "scores": {}}
+        if evaluation is not None:
+            predict_started = time.perf_counter()
+            record["scores"] = predict_and_score(model, evaluation.examples, eval_features,
+                                                 settings, trial_dir)
+            record["predict_seconds"] = round(time.perf_counter() - predict_started, 1)
+            shown = ", ".join(f"{k} {v:.2f}" for k, v in record["scores"].items()
+                              if k in ("exact_match", "f1", "best_exact", "best_f1"))
+            print_fn(f"Trial {trial}: {shown}")
+            if trial == 0:
+                names = [PREDICTIONS_FILE] + ([NULL_ODDS_FILE] if settings.version == "2.0" else [])
+                for name in names:
+                    shutil.copyfile(os.path.join(trial_dir, name),
+                                    os.path.join(settings.output_dir, name + ".tmp"))
+                    os.replace(os.path.join(settings.output_dir, name + ".tmp"),
+                               os.path.join(settings.output_dir, name))
+        if settings.save_models:
+            record["model"] = save_qa_model(model, trial_dir, {
+                "squad_version": settings.version, "max_seq_length": settings.max_seq_length,
+                "doc_stride": settings.doc_stride, "max_query_length": settings.max_query_length,
+                "do_lower_case": config.do_lower_case,
+                "strip_accents": config.resolved_strip_accents, "vocab_file": "vocab.txt"})
+            shutil.copyfile(pretrained.vocab_file, os.path.join(trial_dir, "vocab.txt"))
+        results["trials"] = sorted(results["trials"] + [record], key=lambda t: t["trial"])
+        results["median"] = _summarize(results["trials"])
+        results.update({k: v for k, v in results["median"].items()})
+        _write_json(results_path, results)
+        # Only once the trial is on record: a crash before this point resumes.
+        shutil.rmtree(os.path.join(trial_dir, "checkpoints"), ignore_errors=True)
+        print_fn(f"Trial {trial}: trained in {format_duration(seconds)}; results in "
+                 f"{results_path}")
+    if results["trials"]:
+        results["median"] = _summarize(results["trials"])
+        results.update({k: v for k, v in results["median"].items()})
+        _write_json(results_path, results)
+    return results

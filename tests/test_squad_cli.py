@@ -1,0 +1,88 @@
+"""finetune.py --task=squad end to end (each run pays TensorFlow's start-up)."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from finetuning_support import make_pretrained_dir
+
+PROJECT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _run(*args):
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
+    return subprocess.run([sys.executable, os.path.join(PROJECT, "finetune.py"), "--task=squad",
+                           *args], capture_output=True, text=True, cwd=PROJECT, env=env,
+                          timeout=300)
+
+
+def _squad_v2(path):
+    contexts = ["the movie was very good", "a film is fun", "the actor was bad"]
+    paragraphs = []
+    for p, context in enumerate(contexts):
+        words = context.split()
+        qas = [{"id": f"p{p}a", "question": words[-1],
+                "answers": [{"text": words[-1], "answer_start": context.rindex(words[-1])}],
+                "is_impossible": False},
+               {"id": f"p{p}n", "question": "plot story", "answers": [], "is_impossible": True}]
+        paragraphs.append({"context": context, "qas": qas})
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump({"version": "v2.0", "data": [{"title": "toy", "paragraphs": paragraphs}]}, f)
+    return contexts
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    root = tmp_path_factory.mktemp("squad_cli")
+    pretrained = make_pretrained_dir(str(root / "pretrained"))
+    contexts = _squad_v2(root / "train.json")
+    return root, pretrained, contexts
+
+
+def test_squad_v2_writes_official_files_and_resumes(files):
+    root, pretrained, contexts = files
+    out = root / "out"
+    args = [f"--init_checkpoint={pretrained}", "--squad_version=2.0",
+            f"--train_file={root / 'train.json'}", f"--predict_file={root / 'train.json'}",
+            "--max_seq_length=24", "--train_batch_size=4", "--num_train_epochs=1",
+            f"--output_dir={out}"]
+    result = _run(*args)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "6 training questions" in result.stdout and "ETA" in result.stdout
+    with open(out / "results.json", encoding="utf-8") as f:
+        results = json.load(f)
+    for key in ("exact_match", "f1", "HasAns_exact", "HasAns_f1", "NoAns_exact", "NoAns_f1",
+                "best_exact", "best_exact_thresh", "best_f1", "best_f1_thresh"):
+        assert key in results, key
+    assert results["HasAns_total"] == 3 and results["NoAns_total"] == 3
+    assert results["settings"]["num_train_epochs"] == 1.0
+    with open(out / "predictions.json", encoding="utf-8") as f:
+        predictions = json.load(f)
+    with open(out / "null_odds.json", encoding="utf-8") as f:
+        null_odds = json.load(f)
+    ids = {f"p{p}{kind}" for p in range(3) for kind in "an"}
+    assert set(predictions) == ids and set(null_odds) == ids
+    for qid, text in predictions.items():
+        # Empty (null odds above the -2.75 default threshold) or a span of its context.
+        assert (text == "") == (null_odds[qid] > -2.75)
+        assert text in contexts[int(qid[1])]
+    assert os.path.exists(out / "trial_0" / "model.weights.h5")
+    assert not os.path.exists(out / "trial_0" / "checkpoints")
+
+    again = _run(*args)
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert "already finished" in again.stdout
+
+
+def test_not_squad_json_is_a_clear_error(files):
+    root, pretrained, _ = files
+    bad = root / "bad.json"
+    bad.write_text('{"rows": [1, 2]}', encoding="utf-8")
+    result = _run(f"--init_checkpoint={pretrained}", f"--train_file={bad}",
+                  f"--output_dir={root / 'unused'}")
+    assert result.returncode != 0
+    assert f"{bad}: top level: has no 'data' key" in result.stderr
+    assert not os.path.exists(root / "unused")
