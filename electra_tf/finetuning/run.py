@@ -78,22 +78,31 @@ class FinetuneSettings:
             resolved.layerwise_lr_decay = DEFAULT_LAYERWISE_DECAY[model_size]
         if resolved.num_train_epochs is None:
             resolved.num_train_epochs = task.num_train_epochs
-        for name in ("max_seq_length", "train_batch_size", "eval_batch_size", "num_trials",
-                     "log_every_steps"):
-            if getattr(resolved, name) <= 0:
-                raise RunError(f"--{name}={getattr(resolved, name)}: must be a positive integer.")
-        checks = [("learning_rate", resolved.learning_rate > 0, "must be > 0"),
-                  ("num_train_epochs", resolved.num_train_epochs > 0, "must be > 0"),
-                  ("warmup_proportion", 0 <= resolved.warmup_proportion < 1, "must be in [0, 1)"),
-                  ("layerwise_lr_decay", 0 < resolved.layerwise_lr_decay <= 1,
-                   "must be in (0, 1]"),
-                  ("weight_decay_rate", resolved.weight_decay_rate >= 0, "must be >= 0"),
-                  ("clip_norm", resolved.clip_norm >= 0, "must be >= 0"),
-                  ("seed", 0 <= resolved.seed < 2 ** 31, "must be in [0, 2**31)")]
-        for name, ok, rule in checks:
-            if not ok:
-                raise RunError(f"--{name}={getattr(resolved, name)}: {rule}.")
+        check_settings(resolved, ("max_seq_length", "train_batch_size", "eval_batch_size",
+                                  "num_trials", "log_every_steps"))
         return resolved
+
+
+def check_settings(settings, positive_integers) -> None:
+    """Raises RunError naming the flag of the first impossible fine-tuning setting.
+
+    Args:
+        settings: resolved settings (GLUE or SQuAD) with the optimisation fields.
+        positive_integers: names of the fields that must be positive integers.
+    """
+    for name in positive_integers:
+        if getattr(settings, name) <= 0:
+            raise RunError(f"--{name}={getattr(settings, name)}: must be a positive integer.")
+    checks = [("learning_rate", settings.learning_rate > 0, "must be > 0"),
+              ("num_train_epochs", settings.num_train_epochs > 0, "must be > 0"),
+              ("warmup_proportion", 0 <= settings.warmup_proportion < 1, "must be in [0, 1)"),
+              ("layerwise_lr_decay", 0 < settings.layerwise_lr_decay <= 1, "must be in (0, 1]"),
+              ("weight_decay_rate", settings.weight_decay_rate >= 0, "must be >= 0"),
+              ("clip_norm", getattr(settings, "clip_norm", 0) >= 0, "must be >= 0"),
+              ("seed", 0 <= settings.seed < 2 ** 31, "must be in [0, 2**31)")]
+    for name, ok, rule in checks:
+        if not ok:
+            raise RunError(f"--{name}={getattr(settings, name)}: {rule}.")
 
 
 @dataclasses.dataclass

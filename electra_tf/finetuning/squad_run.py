@@ -34,7 +34,7 @@ from electra_tf.finetuning import squad_decoding, squad_features, squad_metrics
 from electra_tf.finetuning.optimization import (DEFAULT_LAYERWISE_DECAY, DEFAULT_LEARNING_RATES,
                                                 create_optimizer, learning_rate_schedule)
 from electra_tf.finetuning.qa_model import build_qa_model, save_qa_model
-from electra_tf.finetuning.run import Pretrained, RunError, check_vocab
+from electra_tf.finetuning.run import Pretrained, RunError, check_settings, check_vocab
 from electra_tf.finetuning.squad_data import SquadSplit
 from electra_tf.training.callbacks import CheckpointSaver, ProgressMonitor, format_duration
 
@@ -84,21 +84,10 @@ class SquadSettings:
             resolved.learning_rate = DEFAULT_LEARNING_RATES[model_size]
         if resolved.layerwise_lr_decay is None:
             resolved.layerwise_lr_decay = DEFAULT_LAYERWISE_DECAY[model_size]
-        for name in ("max_seq_length", "doc_stride", "max_query_length", "train_batch_size",
-                     "eval_batch_size", "beam_size", "n_best_size", "max_answer_length",
-                     "num_trials", "log_every_steps", "save_checkpoints_steps"):
-            if getattr(resolved, name) <= 0:
-                raise RunError(f"--{name}={getattr(resolved, name)}: must be a positive integer.")
-        checks = [("learning_rate", resolved.learning_rate > 0, "must be > 0"),
-                  ("num_train_epochs", resolved.num_train_epochs > 0, "must be > 0"),
-                  ("warmup_proportion", 0 <= resolved.warmup_proportion < 1, "must be in [0, 1)"),
-                  ("layerwise_lr_decay", 0 < resolved.layerwise_lr_decay <= 1,
-                   "must be in (0, 1]"),
-                  ("weight_decay_rate", resolved.weight_decay_rate >= 0, "must be >= 0"),
-                  ("seed", 0 <= resolved.seed < 2 ** 31, "must be in [0, 2**31)")]
-        for name, ok, rule in checks:
-            if not ok:
-                raise RunError(f"--{name}={getattr(resolved, name)}: {rule}.")
+        check_settings(resolved, ("max_seq_length", "doc_stride", "max_query_length",
+                                  "train_batch_size", "eval_batch_size", "beam_size",
+                                  "n_best_size", "max_answer_length", "num_trials",
+                                  "log_every_steps", "save_checkpoints_steps"))
         return resolved
 
 
