@@ -16,7 +16,7 @@ from electra_tf.convert import run as convert
 from electra_tf.interop import checkpoints
 from electra_tf.interop.huggingface import read_hf_dir
 from electra_tf.interop.tf1 import write_tf1_checkpoint
-from electra_tf.interop.weight_names import hf_key, model_entries, read_weights
+from electra_tf.interop.weight_names import hf_key, model_entries
 from electra_tf.modeling.electra import build_generator_and_discriminator
 from finetuning_support import VOCAB, write_vocab
 

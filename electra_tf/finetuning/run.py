@@ -262,7 +262,28 @@ def summarize(trials: list[dict]) -> tuple[dict, dict]:
     return {name: float(np.median(v)) for name, v in values.items()}, values
 
 
-def _write_json(path: str, data: dict) -> None:
+def finished_trials(results_path: str, identity: dict, num_trials: int) -> list[dict]:
+    """The trials an earlier run of the same settings finished (to be skipped).
+
+    Raises:
+        RunError: `results_path` holds results of a run whose `identity`
+            (task, checkpoint, settings) differs; it is left untouched.
+    """
+    if not os.path.exists(results_path):
+        return []
+    with open(results_path, encoding="utf-8") as f:
+        previous = json.load(f)
+    differences = [f"{k}: {previous.get(k)!r} -> {v!r}" for k, v in identity.items()
+                   if previous.get(k) != v]
+    if differences:
+        raise RunError(f"--output_dir={os.path.dirname(results_path)} holds results of a "
+                       "different run:\n  " + "\n  ".join(differences) +
+                       "\nChoose another --output_dir (or delete that one).")
+    return [t for t in previous.get("trials", []) if t["trial"] < num_trials]
+
+
+def write_json(path: str, data) -> None:
+    """Writes JSON atomically (a temporary file, then a rename)."""
     tmp = path + ".tmp"
     with open(tmp, "w", encoding="utf-8") as f:
         json.dump(data, f, indent=2, ensure_ascii=False)
@@ -362,18 +383,8 @@ def run_finetuning(task: Task, data: TaskData, pretrained: Pretrained, settings:
     identity = {"task": task.to_dict(), "init_checkpoint": pretrained.model_file,
                 "vocab_file": os.path.abspath(pretrained.vocab_file),
                 "settings": _settings_dict(settings)}
-    results = {**identity, "num_train_examples": len(data.train), "trials": []}
-    if os.path.exists(results_path):
-        with open(results_path, encoding="utf-8") as f:
-            previous = json.load(f)
-        differences = [f"{k}: {previous.get(k)!r} -> {v!r}" for k, v in identity.items()
-                       if previous.get(k) != v]
-        if differences:
-            raise RunError(f"--output_dir={settings.output_dir} holds results of a different "
-                           "run:\n  " + "\n  ".join(differences) +
-                           "\nChoose another --output_dir (or delete that one).")
-        results["trials"] = [t for t in previous.get("trials", [])
-                             if t["trial"] < settings.num_trials]
+    results = {**identity, "num_train_examples": len(data.train),
+               "trials": finished_trials(results_path, identity, settings.num_trials)}
 
     print_fn(f"Task {task.name} ({task.task_type}"
              + (f", labels {', '.join(task.label_names)}" if task.label_names else "") + "): "
@@ -455,11 +466,11 @@ def run_finetuning(task: Task, data: TaskData, pretrained: Pretrained, settings:
         results["trials"] = sorted(results["trials"] + [record], key=lambda t: t["trial"])
         results["median"], results["all"] = summarize(results["trials"])
         results["glue_score_metric"] = task.glue_score_metric
-        _write_json(results_path, results)
+        write_json(results_path, results)
         print_fn(f"Trial {trial}: {format_duration(record['train_seconds'])}; results in "
                  f"{results_path}")
     if results["trials"]:
         results["median"], results["all"] = summarize(results["trials"])
         results["glue_score_metric"] = task.glue_score_metric
-        _write_json(results_path, results)
+        write_json(results_path, results)
     return results

@@ -17,8 +17,6 @@ as in the original code.
 from __future__ import annotations
 
 import dataclasses
-import json
-import os
 from typing import Mapping
 
 import numpy as np
@@ -101,10 +99,3 @@ def apply_null_threshold(predictions: Mapping[str, str], null_odds: Mapping[str,
     return {q: ("" if null_odds[q] > threshold else text) for q, text in predictions.items()}
 
 
-def write_json(path: str, data) -> None:
-    """Writes JSON atomically (temporary file, then rename)."""
-    tmp = path + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(data, f, indent=2, ensure_ascii=False)
-        f.write("\n")
-    os.replace(tmp, path)

@@ -19,7 +19,6 @@ trials and resumes an interrupted one from its last checkpoint.
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import os
 import shutil
@@ -34,7 +33,8 @@ from electra_tf.finetuning import squad_decoding, squad_features, squad_metrics
 from electra_tf.finetuning.optimization import (DEFAULT_LAYERWISE_DECAY, DEFAULT_LEARNING_RATES,
                                                 create_optimizer, learning_rate_schedule)
 from electra_tf.finetuning.qa_model import build_qa_model, save_qa_model
-from electra_tf.finetuning.run import Pretrained, RunError, check_settings, check_vocab
+from electra_tf.finetuning.run import (Pretrained, RunError, check_settings, check_vocab,
+                                       finished_trials, write_json)
 from electra_tf.finetuning.squad_data import SquadSplit
 from electra_tf.training.callbacks import CheckpointSaver, ProgressMonitor, format_duration
 
@@ -112,14 +112,14 @@ def predict_and_score(model, examples, features, settings: SquadSettings, direct
     predictions, null_odds, nbest = squad_decoding.decode(
         examples, features, outputs, settings.n_best_size, settings.max_answer_length)
     os.makedirs(directory, exist_ok=True)
-    squad_decoding.write_json(os.path.join(directory, NBEST_FILE), nbest)
+    write_json(os.path.join(directory, NBEST_FILE), nbest)
     if settings.version == "2.0":
         submission = squad_decoding.apply_null_threshold(predictions, null_odds,
                                                          settings.null_score_threshold)
-        squad_decoding.write_json(os.path.join(directory, NULL_ODDS_FILE), null_odds)
+        write_json(os.path.join(directory, NULL_ODDS_FILE), null_odds)
     else:
         submission = predictions
-    squad_decoding.write_json(os.path.join(directory, PREDICTIONS_FILE), submission)
+    write_json(os.path.join(directory, PREDICTIONS_FILE), submission)
     return score(settings.version, examples, predictions, null_odds,
                  settings.null_score_threshold)
 
@@ -130,10 +130,6 @@ def _summarize(trials: list[dict]) -> dict:
         names.extend(k for k in trial["scores"] if k not in names)
     return {n: float(np.median([t["scores"][n] for t in trials if n in t["scores"]]))
             for n in names}
-
-
-def _write_json(path: str, data: dict) -> None:
-    squad_decoding.write_json(path, data)
 
 
 def train_trial(model, encoder, features, settings: SquadSettings, total_steps: int,
@@ -221,18 +217,8 @@ def run_squad(train: Optional[SquadSplit], evaluation: Optional[SquadSplit],
                 "vocab_file": os.path.abspath(pretrained.vocab_file),
                 "settings": {k: v for k, v in dataclasses.asdict(settings).items()
                              if k not in _RESUMABLE}}
-    results = {**identity, "trials": []}
-    if os.path.exists(results_path):
-        with open(results_path, encoding="utf-8") as f:
-            previous = json.load(f)
-        differences = [f"{k}: {previous.get(k)!r} -> {v!r}" for k, v in identity.items()
-                       if previous.get(k) != v]
-        if differences:
-            raise RunError(f"--output_dir={settings.output_dir} holds results of a different "
-                           "run:\n  " + "\n  ".join(differences) +
-                           "\nChoose another --output_dir (or delete that one).")
-        results["trials"] = [t for t in previous.get("trials", [])
-                             if t["trial"] < settings.num_trials]
+    results = {**identity,
+               "trials": finished_trials(results_path, identity, settings.num_trials)}
 
     started = time.perf_counter()
     offsets = squad_features.OffsetTokenizer(tokenizer)
@@ -304,7 +290,7 @@ def run_squad(train: Optional[SquadSplit], evaluation: Optional[SquadSplit],
         results["trials"] = sorted(results["trials"] + [record], key=lambda t: t["trial"])
         results["median"] = _summarize(results["trials"])
         results.update({k: v for k, v in results["median"].items()})
-        _write_json(results_path, results)
+        write_json(results_path, results)
         # Only once the trial is on record: a crash before this point resumes.
         shutil.rmtree(os.path.join(trial_dir, "checkpoints"), ignore_errors=True)
         print_fn(f"Trial {trial}: trained in {format_duration(seconds)}; results in "
@@ -312,5 +298,5 @@ def run_squad(train: Optional[SquadSplit], evaluation: Optional[SquadSplit],
     if results["trials"]:
         results["median"] = _summarize(results["trials"])
         results.update({k: v for k, v in results["median"].items()})
-        _write_json(results_path, results)
+        write_json(results_path, results)
     return results

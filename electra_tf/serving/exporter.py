@@ -21,7 +21,6 @@ import shutil
 import tempfile
 from typing import Optional
 
-import keras
 import tensorflow as tf
 
 from electra_tf.serving.layout import publish_version
