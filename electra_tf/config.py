@@ -23,6 +23,12 @@ from typing import Any, Optional
 
 MODEL_SIZES = ("tiny", "small", "base", "large")
 MIXED_PRECISION_POLICIES = ("none", "float16", "bfloat16")
+# The pre-training objectives the paper compares (Section 3.5, Table 5).
+OBJECTIVES = ("electra", "mlm", "electra_15", "replace_mlm", "all_tokens_mlm")
+# How generator and discriminator are trained (Section 3.2, Figure 3 right).
+TRAINING_ALGORITHMS = ("joint", "two_stage", "adversarial")
+# What the generator shares with the discriminator (Section 3.2).
+WEIGHT_SHARING = ("none", "embeddings", "all")
 
 
 class ConfigError(ValueError):
@@ -123,10 +129,21 @@ class PretrainingConfig:
     do_lower_case: bool = True
     strip_accents: Optional[bool] = None  # None: same as do_lower_case
     shuffle_buffer_size: int = 1000
-    # Objective.
+    # Objective (see OBJECTIVES, TRAINING_ALGORITHMS, WEIGHT_SHARING).
+    objective: str = "electra"
+    training: str = "joint"
+    weight_sharing: str = "embeddings"
+    # two_stage: generator-only steps before the discriminator takes over
+    # (None: half of num_train_steps).
+    two_stage_generator_steps: Optional[int] = None
+    uniform_generator: bool = False  # sample replacements uniformly from the vocabulary
+    disallow_correct: bool = False  # the generator may not sample the original token
     gen_weight: float = 1.0
     disc_weight: float = 50.0
     temperature: float = 1.0
+    # Stop at this many training FLOPs (paper accounting, electra_tf.flops):
+    # num_train_steps becomes the number of steps that fit in the budget.
+    max_train_flops: Optional[float] = None
     # Optimisation.
     learning_rate: float = 5e-4
     lr_decay_power: float = 1.0
@@ -162,6 +179,17 @@ class PretrainingConfig:
         return int((self.mask_rate + 0.005) * self.max_seq_length)
 
     @property
+    def resolved_two_stage_generator_steps(self) -> int:
+        if self.two_stage_generator_steps is not None:
+            return self.two_stage_generator_steps
+        return self.num_train_steps // 2
+
+    @property
+    def uses_generator(self) -> bool:
+        """Whether a generator network is built and trained (not for mlm or a uniform one)."""
+        return self.objective != "mlm" and not self.uniform_generator
+
+    @property
     def resolved_strip_accents(self) -> bool:
         return self.do_lower_case if self.strip_accents is None else self.strip_accents
 
@@ -191,6 +219,7 @@ class PretrainingConfig:
             raise ConfigError("--gen_weight and --disc_weight must be >= 0.")
         if self.temperature <= 0:
             raise ConfigError(f"--temperature={self.temperature}: must be > 0.")
+        self._validate_variant()
         if self.learning_rate <= 0:
             raise ConfigError(f"--learning_rate={self.learning_rate}: must be > 0.")
         if self.num_warmup_steps < 0:
@@ -221,6 +250,47 @@ class PretrainingConfig:
         if self.mixed_precision not in MIXED_PRECISION_POLICIES:
             raise ConfigError(f"--mixed_precision={self.mixed_precision!r}: choose one of "
                               f"{', '.join(MIXED_PRECISION_POLICIES)}.")
+
+    def _validate_variant(self) -> None:
+        """Checks objective, training algorithm and weight sharing go together."""
+        for name, choices in (("objective", OBJECTIVES), ("training", TRAINING_ALGORITHMS),
+                              ("weight_sharing", WEIGHT_SHARING)):
+            if getattr(self, name) not in choices:
+                raise ConfigError(f"--{name}={getattr(self, name)!r}: choose one of "
+                                  f"{', '.join(choices)}.")
+        if self.max_train_flops is not None and self.max_train_flops <= 0:
+            raise ConfigError(f"--max_train_flops={self.max_train_flops}: must be > 0.")
+        equal_size = (self.model.generator_hidden_fraction == 1.0
+                      and self.model.generator_layers_fraction == 1.0)
+        if self.weight_sharing == "all" and not equal_size:
+            raise ConfigError(
+                "--weight_sharing=all ties every generator weight to the discriminator, so both "
+                "must have the same size: pass --generator_hidden_fraction=1 and "
+                "--generator_layers_fraction=1.")
+        if self.training == "joint":
+            return
+        if self.objective != "electra" or self.uniform_generator:
+            raise ConfigError(
+                f"--training={self.training} trains a generator against the replaced-token "
+                f"discriminator: it needs --objective=electra and a learned generator (got "
+                f"--objective={self.objective}"
+                + (", --uniform_generator" if self.uniform_generator else "") + ").")
+        if self.training == "two_stage":
+            if self.weight_sharing != "none" or not equal_size:
+                raise ConfigError(
+                    "--training=two_stage initialises the discriminator from the generator and "
+                    "then freezes the generator, so the two must have the same size and share "
+                    "nothing: pass --weight_sharing=none --generator_hidden_fraction=1 "
+                    "--generator_layers_fraction=1.")
+            steps = self.resolved_two_stage_generator_steps
+            if not 0 < steps < self.num_train_steps:
+                raise ConfigError(
+                    f"--two_stage_generator_steps={steps}: must be between 1 and "
+                    f"--num_train_steps={self.num_train_steps} - 1 (both stages need steps).")
+            if steps % self.steps_per_execution:
+                raise ConfigError(
+                    f"--two_stage_generator_steps={steps} must be a multiple of "
+                    f"--steps_per_execution={self.steps_per_execution}.")
 
     # ----------------------------------------------------------------- JSON
     def to_dict(self) -> dict[str, Any]:

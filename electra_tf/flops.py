@@ -42,6 +42,14 @@ Accounting rules
   table of width `embedding_size`, and each projects it to its own hidden
   size when the two differ. Each model embeds its own input, so the lookup
   is counted twice.
+* The paper's other objectives are counted the same way: `mlm` is the
+  full-size model with a masked-LM output and no generator; `replace_mlm`
+  adds the generator to that; `electra_15` costs what `electra` costs;
+  `all_tokens_mlm` scores the vocabulary at every position and adds the
+  copy probability (a token head). A uniform generator costs nothing, a
+  generator tied to the discriminator (`weight_sharing=all`) costs a
+  full-size encoder. In the second stage of two-stage training the frozen
+  generator only runs forward and counts once.
 
 The one place we knowingly differ from the paper's own counting script: its
 attention-output LayerNorm is charged 5 FLOPs per token instead of 5 per
@@ -61,7 +69,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from electra_tf.config import MODEL_SIZES, ModelConfig, PretrainingConfig, preset
+from electra_tf.config import MODEL_SIZES, OBJECTIVES, ModelConfig, PretrainingConfig, preset
 
 DROPOUT_FLOPS = 4
 LAYER_NORM_FLOPS = 5
@@ -69,7 +77,8 @@ GELU_FLOPS = 8
 SOFTMAX_FLOPS = 5
 TRAIN_FORWARD_MULTIPLIER = 2
 PAPER_OUTPUT_FRACTION = 20 / 128
-OBJECTIVES = ("electra", "mlm")
+# Parts of a two-stage run (`--training=two_stage`).
+STAGES = ("generator", "discriminator")
 
 
 def dense_flops(fan_in: int, fan_out: int, bias: bool = True) -> float:
@@ -144,55 +153,122 @@ def _encoder_flops(model: ModelConfig, seq_len: int, sparse_lookup: bool) -> flo
         model.type_vocab_size, sparse_lookup)
 
 
-def forward_flops_per_sequence(config: PretrainingConfig, objective: str = "electra",
-                               output_fraction: Optional[float] = None,
-                               sparse_lookup: bool = False) -> float:
-    """Forward FLOPs of one pre-training example (see `train_flops_per_step`)."""
-    if objective not in OBJECTIVES:
-        raise ValueError(f"objective={objective!r}: choose one of {', '.join(OBJECTIVES)}.")
-    model, s = config.model, config.max_seq_length
-    if output_fraction is None:
-        predictions = float(config.resolved_max_predictions_per_seq)
-    else:
-        predictions = output_fraction * s
-    if objective == "mlm":
-        # BERT baseline: the full-size model is the masked language model.
-        return (_encoder_flops(model, s, sparse_lookup)
-                + mlm_head_flops(model.hidden_size, model.embedding_size, model.vocab_size,
-                                 predictions))
-    generator = model.generator_config()  # keeps the shared embedding width
-    return (_encoder_flops(model, s, sparse_lookup)
-            + token_classifier_flops(model.hidden_size, s)
-            + _encoder_flops(generator, s, sparse_lookup)
+def _generator_flops(config: PretrainingConfig, predictions: float, sparse_lookup: bool) -> float:
+    """The generator's forward pass with its masked-LM output (0 for a uniform generator)."""
+    if config.uniform_generator:
+        return 0.0
+    model = config.model
+    # Tied to the discriminator (--weight_sharing=all), the generator is the
+    # full-size encoder; otherwise a narrower one reading the same-width embeddings.
+    generator = model if config.weight_sharing == "all" else model.generator_config()
+    return (_encoder_flops(generator, config.max_seq_length, sparse_lookup)
             + mlm_head_flops(generator.hidden_size, generator.embedding_size,
                              generator.vocab_size, predictions))
 
 
-def train_flops_per_step(config: PretrainingConfig, objective: str = "electra",
+def _main_model_flops(config: PretrainingConfig, objective: str, predictions: float,
+                      sparse_lookup: bool) -> float:
+    """The full-size model's forward pass with the head its objective uses."""
+    model, s = config.model, config.max_seq_length
+    encoder = _encoder_flops(model, s, sparse_lookup)
+    if objective in ("electra", "electra_15"):
+        return encoder + token_classifier_flops(model.hidden_size, s)
+    if objective in ("mlm", "replace_mlm"):
+        return encoder + mlm_head_flops(model.hidden_size, model.embedding_size, model.vocab_size,
+                                        predictions)
+    # all_tokens_mlm: the softmax output at every position, plus the copy probability.
+    return (encoder + mlm_head_flops(model.hidden_size, model.embedding_size, model.vocab_size, s)
+            + token_classifier_flops(model.hidden_size, s))
+
+
+def forward_flops_per_sequence(config: PretrainingConfig, objective: Optional[str] = None,
+                               output_fraction: Optional[float] = None,
+                               sparse_lookup: bool = False) -> float:
+    """Forward FLOPs of one pre-training example (see `train_flops_per_step`)."""
+    objective = objective or config.objective
+    if objective not in OBJECTIVES:
+        raise ValueError(f"objective={objective!r}: choose one of {', '.join(OBJECTIVES)}.")
+    predictions = _predictions(config, output_fraction)
+    main = _main_model_flops(config, objective, predictions, sparse_lookup)
+    if objective == "mlm":  # the BERT baseline: no generator
+        return main
+    return main + _generator_flops(config, predictions, sparse_lookup)
+
+
+def _predictions(config: PretrainingConfig, output_fraction: Optional[float]) -> float:
+    if output_fraction is None:
+        return float(config.resolved_max_predictions_per_seq)
+    return output_fraction * config.max_seq_length
+
+
+def train_flops_per_step(config: PretrainingConfig, objective: Optional[str] = None,
                          output_fraction: Optional[float] = None,
-                         sparse_lookup: bool = False) -> float:
+                         sparse_lookup: bool = False, stage: Optional[str] = None) -> float:
     """FLOPs of one optimisation step over `config.train_batch_size` sequences.
 
     Args:
-        config: the run; its model, sequence length, batch size and masking are used.
-        objective: "electra" (generator + discriminator) or "mlm" (the BERT
-            baseline: the model itself trained as a masked LM, no discriminator).
+        config: the run; its model, sequence length, batch size, masking and
+            variant (objective, generator, weight sharing) are used.
+        objective: overrides `config.objective` ("electra": generator +
+            discriminator; "mlm": the BERT baseline, the model itself trained
+            as a masked LM; see `electra_tf.config.OBJECTIVES`).
         output_fraction: share of the tokens scored by the masked-LM output.
             None uses max_predictions_per_seq / max_seq_length; the paper used
             `PAPER_OUTPUT_FRACTION`.
         sparse_lookup: count embedding lookups as gathers (free) instead of
             one-hot products.
+        stage: for two-stage training, "generator" (only the generator is
+            trained) or "discriminator" (the frozen generator only runs
+            forward, so it counts once, not twice). None: a joint step.
     """
-    return (TRAIN_FORWARD_MULTIPLIER * config.train_batch_size
-            * forward_flops_per_sequence(config, objective, output_fraction, sparse_lookup))
+    if stage is None:
+        return (TRAIN_FORWARD_MULTIPLIER * config.train_batch_size
+                * forward_flops_per_sequence(config, objective, output_fraction, sparse_lookup))
+    if stage not in STAGES:
+        raise ValueError(f"stage={stage!r}: choose one of {', '.join(STAGES)}.")
+    predictions = _predictions(config, output_fraction)
+    generator = _generator_flops(config, predictions, sparse_lookup)
+    if stage == "generator":
+        return TRAIN_FORWARD_MULTIPLIER * config.train_batch_size * generator
+    discriminator = _main_model_flops(config, "electra", predictions, sparse_lookup)
+    return config.train_batch_size * (TRAIN_FORWARD_MULTIPLIER * discriminator + generator)
 
 
 def train_flops(config: PretrainingConfig, num_steps: Optional[int] = None,
-                objective: str = "electra", output_fraction: Optional[float] = None,
+                objective: Optional[str] = None, output_fraction: Optional[float] = None,
                 sparse_lookup: bool = False) -> float:
-    """Total pre-training FLOPs: `num_steps` (default `config.num_train_steps`) steps."""
+    """Total pre-training FLOPs: `num_steps` (default `config.num_train_steps`) steps.
+
+    A two-stage run counts its generator steps and its discriminator steps
+    each at their own cost.
+    """
     steps = config.num_train_steps if num_steps is None else num_steps
-    return steps * train_flops_per_step(config, objective, output_fraction, sparse_lookup)
+    if config.training != "two_stage" or objective not in (None, config.objective):
+        return steps * train_flops_per_step(config, objective, output_fraction, sparse_lookup)
+    first = min(steps, config.resolved_two_stage_generator_steps)
+    return (first * train_flops_per_step(config, None, output_fraction, sparse_lookup,
+                                         stage="generator")
+            + (steps - first) * train_flops_per_step(config, None, output_fraction,
+                                                     sparse_lookup, stage="discriminator"))
+
+
+def steps_within_budget(config: PretrainingConfig, budget: float) -> int:
+    """The number of training steps whose FLOPs (see `train_flops`) fit in `budget`.
+
+    A two-stage run without `two_stage_generator_steps` splits the budget
+    into two stages of equal step counts (the paper's n generator steps,
+    then n discriminator steps).
+    """
+    if config.training != "two_stage":
+        return int(budget // train_flops_per_step(config))
+    first_cost = train_flops_per_step(config, stage="generator")
+    second_cost = train_flops_per_step(config, stage="discriminator")
+    if config.two_stage_generator_steps is None:
+        return 2 * int(budget // (first_cost + second_cost))
+    first = config.two_stage_generator_steps
+    if first * first_cost > budget:
+        return int(budget // first_cost)
+    return first + int((budget - first * first_cost) // second_cost)
 
 
 def inference_flops(model_config: ModelConfig, seq_len: int, sparse_lookup: bool = False) -> float:

@@ -269,7 +269,8 @@ def load_run_models(path: str):
     pretrainer = ElectraPretrainer(config)
     pretrainer.build_from_batch(dummy_batch(config))
     tf.train.Checkpoint(model=pretrainer).restore(latest).expect_partial()
-    return (config, float32_copy(pretrainer.generator), float32_copy(pretrainer.discriminator),
+    generator = pretrainer.generator  # None for the mlm objective or a uniform generator
+    return (config, generator and float32_copy(generator), float32_copy(pretrainer.discriminator),
             latest)
 
 

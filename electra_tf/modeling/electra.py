@@ -76,22 +76,45 @@ class ElectraDiscriminator(_EncoderWithHead):
                          **kwargs)
 
 
-def build_generator_and_discriminator(config: ModelConfig, dtype=None):
-    """Builds both models around one shared `ElectraEmbeddings`.
+def build_generator_and_discriminator(config: ModelConfig, dtype=None,
+                                      weight_sharing: str = "embeddings",
+                                      with_generator: bool = True):
+    """Builds the discriminator and a generator that shares `weight_sharing` with it.
 
-    The embedding width is the discriminator's `embedding_size`; each model
-    projects it to its own hidden size when they differ.
+    Args:
+        config: the discriminator's architecture; the generator's is
+            `config.generator_config()`.
+        dtype: a Keras dtype policy (default: the global one).
+        weight_sharing: "embeddings" (the paper's default): one
+            `ElectraEmbeddings` of width `embedding_size` read by both
+            models, each projecting it to its own hidden size. "none": the
+            generator has its own embeddings of the same width. "all": the
+            generator is the discriminator's encoder with a masked-LM head
+            (equal sizes; only the two heads are separate).
+        with_generator: False builds no generator (returned as None).
 
     Returns:
-        (generator, discriminator), an `ElectraGenerator` and `ElectraDiscriminator`.
+        (generator or None, discriminator): an `ElectraGenerator` and an
+        `ElectraDiscriminator`.
     """
-    embeddings = ElectraEmbeddings(
-        config.vocab_size, config.embedding_size, config.max_position_embeddings,
-        config.type_vocab_size, config.dropout_rate, config.initializer_range,
-        config.layer_norm_epsilon, dtype=dtype, name="embeddings")
-    gen_encoder = ElectraEncoder.from_model_config(config.generator_config(), embeddings=embeddings,
-                                                   dtype=dtype, name="generator_encoder")
-    disc_encoder = ElectraEncoder.from_model_config(config, embeddings=embeddings, dtype=dtype,
+    def embeddings(name):
+        return ElectraEmbeddings(
+            config.vocab_size, config.embedding_size, config.max_position_embeddings,
+            config.type_vocab_size, config.dropout_rate, config.initializer_range,
+            config.layer_norm_epsilon, dtype=dtype, name=name)
+
+    shared = embeddings("embeddings")
+    gen_encoder = None
+    if with_generator and weight_sharing != "all":
+        # Built before the discriminator, as always: the same seed gives the same weights.
+        gen_embeddings = shared if weight_sharing == "embeddings" else embeddings(
+            "generator_embeddings")
+        gen_encoder = ElectraEncoder.from_model_config(
+            config.generator_config(), embeddings=gen_embeddings, dtype=dtype,
+            name="generator_encoder")
+    disc_encoder = ElectraEncoder.from_model_config(config, embeddings=shared, dtype=dtype,
                                                     name="discriminator_encoder")
-    return (ElectraGenerator(gen_encoder, name="generator"),
-            ElectraDiscriminator(disc_encoder, name="discriminator"))
+    if not with_generator:
+        return None, ElectraDiscriminator(disc_encoder, name="discriminator")
+    generator = ElectraGenerator(gen_encoder or disc_encoder, name="generator")
+    return generator, ElectraDiscriminator(disc_encoder, name="discriminator")

@@ -114,6 +114,94 @@ def discriminator_sums(logits, labels, input_mask):
     }
 
 
+def positions_mask(masked_lm_positions, masked_lm_weights, seq_len):
+    """Marks the masked positions of each sequence: float32 [B, L], 1 where a used slot points.
+
+    Args:
+        masked_lm_positions: int32 [B, N].
+        masked_lm_weights: float [B, N]; slots with weight 0 mark nothing.
+        seq_len: L.
+    """
+    used = tf.cast(masked_lm_weights > 0, tf.float32)
+    hits = tf.reduce_sum(tf.one_hot(masked_lm_positions, seq_len, dtype=tf.float32)
+                         * used[:, :, None], axis=1)
+    return tf.minimum(hits, 1.0)
+
+
+def all_tokens_sums(logits, copy_logits, input_ids, target_ids, input_mask):
+    """All-Tokens MLM with the paper's copy mechanism, as sums over non-pad tokens.
+
+    The model sees the corrupted sequence `input_ids` and predicts the
+    original token at every position as a mixture:
+
+        p(x_t) = D_t * [x_t == input_t] + (1 - D_t) * softmax(logits_t)[x_t],
+
+    with D_t = sigmoid(copy_logits_t), the probability of copying the input.
+
+    Args:
+        logits: float [B, L, V].
+        copy_logits: float [B, L].
+        input_ids: int32 [B, L], the corrupted input the model saw.
+        target_ids: int32 [B, L], the original tokens.
+        input_mask: int [B, L], 1 = real token.
+
+    Returns:
+        dict of float32 scalars: `nll` (sum of -log p over non-pad tokens),
+        `count` and `correct` (the mixture's most likely token is the original).
+    """
+    logits = tf.cast(logits, tf.float32)
+    copy_logits = tf.cast(copy_logits, tf.float32)
+    mask = tf.cast(input_mask, tf.float32)
+    log_softmax = tf.nn.log_softmax(logits, axis=-1)
+    target_log_prob = tf.gather(log_softmax, target_ids, batch_dims=2)
+    same = tf.equal(input_ids, target_ids)
+    log_copy = tf.math.log_sigmoid(copy_logits)       # log D
+    log_generate = tf.math.log_sigmoid(-copy_logits)  # log (1 - D)
+    # log(D + (1 - D) q) where the input is the target, log((1 - D) q) where not.
+    mixed = tf.reduce_logsumexp(tf.stack([log_copy, log_generate + target_log_prob]), axis=0)
+    log_prob = tf.where(same, mixed, log_generate + target_log_prob)
+    # The mixture's argmax: the input token (with its copy mass) or the best other token.
+    probs = tf.exp(log_softmax)
+    copy_prob = tf.sigmoid(copy_logits)
+    input_prob = copy_prob + (1.0 - copy_prob) * tf.gather(probs, input_ids, batch_dims=2)
+    others = probs * (1.0 - tf.one_hot(input_ids, tf.shape(probs)[-1], dtype=tf.float32))
+    best_other = tf.argmax(others, axis=-1, output_type=tf.int32)
+    best_other_prob = (1.0 - copy_prob) * tf.reduce_max(others, axis=-1)
+    predicted = tf.where(input_prob >= best_other_prob, input_ids, best_other)
+    correct = tf.cast(tf.equal(predicted, target_ids), tf.float32)
+    return {"nll": -tf.reduce_sum(mask * log_prob), "count": tf.reduce_sum(mask),
+            "correct": tf.reduce_sum(mask * correct)}
+
+
+def reinforce_sums(logits, sampled_ids, rewards, masked_lm_weights, temperature: float = 1.0):
+    """REINFORCE surrogate for a generator trained to fool the discriminator.
+
+    Its gradient is -sum_t w_t (R_t - b) grad log p(sample_t): minimising it
+    raises the probability of samples whose reward beats the baseline b, the
+    weighted mean reward of the batch (a baseline keeps the estimate unbiased
+    and lowers its variance).
+
+    Args:
+        logits: float [B, N, V], the generator's logits.
+        sampled_ids: int32 [B, N], the samples drawn from softmax(logits / temperature).
+        rewards: float [B, N], treated as constants.
+        masked_lm_weights: float [B, N].
+        temperature: the sampling temperature.
+
+    Returns:
+        dict of float32 scalars: `loss` (the surrogate, a sum over slots) and
+        `reward` (sum of w * R).
+    """
+    weights = tf.cast(masked_lm_weights, tf.float32)
+    rewards = tf.stop_gradient(tf.cast(rewards, tf.float32))
+    log_probs = tf.nn.log_softmax(tf.cast(logits, tf.float32) / temperature, axis=-1)
+    sample_log_prob = tf.gather(log_probs, sampled_ids, batch_dims=2)
+    baseline = safe_ratio(tf.reduce_sum(weights * rewards), tf.reduce_sum(weights))
+    advantage = tf.stop_gradient(rewards - baseline)
+    return {"loss": -tf.reduce_sum(weights * advantage * sample_log_prob),
+            "reward": tf.reduce_sum(weights * rewards)}
+
+
 # The original code divides by (count + 1e-6); so do we, so a batch with
 # nothing masked gives a zero loss, not NaN.
 DENOMINATOR_EPSILON = 1e-6

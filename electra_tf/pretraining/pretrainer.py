@@ -7,11 +7,12 @@ import tensorflow as tf
 
 from electra_tf.config import PretrainingConfig
 from electra_tf.modeling.electra import build_generator_and_discriminator
+from electra_tf.modeling.heads import MaskedLMHead
 from electra_tf.pretraining import objective
 from electra_tf.pretraining.optimization import sum_over_replicas
 from electra_tf.training.strategy import in_multi_worker_mode
 
-# TensorBoard / console names, as in the original code.
+# TensorBoard / console names of the default objective, as in the original code.
 METRIC_NAMES = ("total_loss", "masked_lm_loss", "disc_loss", "masked_lm_accuracy",
                 "sampled_masked_lm_accuracy", "disc_accuracy", "disc_precision", "disc_recall",
                 "replaced_fraction")
@@ -22,7 +23,7 @@ class ElectraPretrainer(keras.Model):
     """Replaced token detection: loss = gen_weight * L_MLM + disc_weight * L_Disc.
 
     Consumes the batches of `electra_tf.data.pipeline.make_pretraining_dataset`
-    (masking already applied on the fly). One step:
+    (masking already applied on the fly). One step of the default objective:
 
     1. the generator predicts the masked slots of `masked_input_ids`;
     2. tokens are sampled from it at `temperature` (no gradient flows back
@@ -30,6 +31,20 @@ class ElectraPretrainer(keras.Model):
     3. the samples replace the original tokens; a position is labelled
        "replaced" only if the sample differs from the original;
     4. the discriminator classifies every non-pad token.
+
+    `config.objective` selects one of the paper's comparisons instead
+    (Section 3.5): `electra_15` scores only the masked positions; `mlm` is
+    BERT (the full-size model is a masked LM on `masked_input_ids`, no
+    generator); `replace_mlm` trains the full-size model as a masked LM on
+    the generator's samples instead of [MASK]; `all_tokens_mlm` predicts the
+    original token at every position of the corrupted input, mixing "copy the
+    input" (probability from the token head) with a softmax. The MLM-type
+    losses of the full-size model have weight 1; `disc_weight` is lambda of
+    the two discriminator objectives.
+
+    `config.training` selects how the generator learns: `joint` (maximum
+    likelihood, with the discriminator), `adversarial` (REINFORCE on the
+    discriminator's loss, Appendix F) or `two_stage` (see `set_stage`).
 
     Losses are normalised by the token counts of the *global* batch, so
     training on R replicas gives the same update as one device on the same
@@ -42,16 +57,81 @@ class ElectraPretrainer(keras.Model):
     def __init__(self, config: PretrainingConfig, **kwargs):
         super().__init__(**kwargs)
         self.config = config
-        self.generator, self.discriminator = build_generator_and_discriminator(config.model)
+        self.generator, self.discriminator = build_generator_and_discriminator(
+            config.model, weight_sharing=config.weight_sharing,
+            with_generator=config.uses_generator)
+        encoder = self.discriminator.encoder
+        if config.objective in ("mlm", "replace_mlm", "all_tokens_mlm"):
+            # The full-size model's masked-LM output, tied to the shared table.
+            self.mlm_head = MaskedLMHead(encoder.embeddings, encoder.initializer_range,
+                                         encoder.layer_norm_epsilon,
+                                         dtype=encoder.dtype_policy, name="mlm_predictions")
+        if config.objective in ("mlm", "replace_mlm"):
+            self.discriminator.rtd_head.trainable = False  # unused by these objectives
         # Batches consumed so far: the data position to resume from. Separate
         # from optimizer.iterations, which skips float16 overflow steps.
         self.seen_batches = tf.Variable(0, dtype=tf.int64, trainable=False, name="seen_batches",
                                         aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
+        # Two-stage training: set once the discriminator holds the generator's weights.
+        self.discriminator_initialised = tf.Variable(
+            0, dtype=tf.int64, trainable=False, name="discriminator_initialised",
+            aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
+        self.stage = "joint"
         self._xla_gradients = None  # built on first use (see _replica_gradients)
+
+    def set_stage(self, stage: str) -> None:
+        """Chooses what the next steps train: "joint", "generator" or "discriminator".
+
+        Two-stage training runs "generator" steps (the MLM loss alone), then
+        `initialise_discriminator_from_generator`, then "discriminator" steps
+        (the discriminator loss, the generator frozen and run without
+        dropout). Call before `fit`; the optimizer must already be built
+        over all the variables.
+        """
+        if stage not in ("joint", "generator", "discriminator"):
+            raise ValueError(f"stage={stage!r}: choose joint, generator or discriminator.")
+        self.stage = stage
+        if self.generator is not None:
+            self.generator.trainable = stage != "discriminator"
+        self.discriminator.trainable = stage != "generator"
+        if self.config.objective in ("mlm", "replace_mlm"):
+            self.discriminator.rtd_head.trainable = False
+        self.train_function = None  # the variables trained changed: trace again
+        self._xla_gradients = None
+
+    def initialise_discriminator_from_generator(self) -> None:
+        """Copies the generator's embeddings and encoder into the discriminator (two-stage)."""
+        source, target = self.generator.encoder.weights, self.discriminator.encoder.weights
+        shapes = [tuple(w.shape) for w in source], [tuple(w.shape) for w in target]
+        if shapes[0] != shapes[1]:
+            raise ValueError("two-stage training needs a generator of the discriminator's exact "
+                             "architecture (--generator_hidden_fraction=1, "
+                             "--generator_layers_fraction=1, default heads and FFN size).")
+        for src, dst in zip(source, target):
+            dst.assign(src)
+        self.discriminator_initialised.assign(1)
 
     def call(self, inputs, training=False):
         """Runs the forward pass and returns the summed statistics (see `compute_sums`)."""
         return self.compute_sums(inputs, training=training)
+
+    def _generator_logits(self, batch, training):
+        """Logits [B, N, V] of the generator at the masked slots (zeros if uniform)."""
+        if self.generator is None:
+            slots = tf.shape(batch["masked_lm_positions"])
+            return tf.zeros([slots[0], slots[1], self.config.model.vocab_size], tf.float32)
+        return self.generator({
+            "input_ids": batch["masked_input_ids"], "input_mask": batch["input_mask"],
+            "segment_ids": batch["segment_ids"],
+            "masked_lm_positions": batch["masked_lm_positions"]},
+            training=training and self.stage != "discriminator")
+
+    def _full_size_mlm(self, input_ids, batch, positions, training):
+        """The full-size encoder on `input_ids` with the masked-LM output at `positions`."""
+        sequence = self.discriminator.encoder({
+            "input_ids": input_ids, "input_mask": batch["input_mask"],
+            "segment_ids": batch["segment_ids"]}, training=training)
+        return sequence, self.mlm_head(sequence, positions)
 
     def compute_sums(self, batch, training=False):
         """Forward pass over one (per-replica) batch.
@@ -61,44 +141,89 @@ class ElectraPretrainer(keras.Model):
             training: enables dropout.
 
         Returns:
-            dict with `mlm` and `disc` (the sums of `objective`), `sampled_correct`,
-            and the tensors `gen_logits` [B, N, V], `disc_logits` [B, L],
+            dict with the sums of `objective`: `mlm` (the generator's, or the
+            full-size model's for `mlm`), and as the objective has them
+            `disc` (electra, electra_15), `main` (replace_mlm, all_tokens_mlm),
+            `reinforce` (adversarial), `sampled_correct`, `replaced`
+            (replaced tokens) and `tokens` (non-pad tokens); plus the tensors
+            it computed among `gen_logits` [B, N, V], `disc_logits` [B, L],
             `fake_ids` [B, L], `labels` [B, L], `sampled_ids` [B, N].
         """
+        config = self.config
         weights = batch["masked_lm_weights"]
-        gen_logits = self.generator({
-            "input_ids": batch["masked_input_ids"], "input_mask": batch["input_mask"],
-            "segment_ids": batch["segment_ids"],
-            "masked_lm_positions": batch["masked_lm_positions"]}, training=training)
-        mlm = objective.masked_lm_sums(gen_logits, batch["masked_lm_ids"], weights)
-        sampled_ids = objective.sample_tokens(gen_logits, batch["sampling_uniforms"],
-                                              self.config.temperature)
+        if config.objective == "mlm":
+            _, logits = self._full_size_mlm(batch["masked_input_ids"], batch,
+                                            batch["masked_lm_positions"], training)
+            return {"mlm": objective.masked_lm_sums(logits, batch["masked_lm_ids"], weights),
+                    "gen_logits": logits}
+        gen_logits = self._generator_logits(batch, training)
+        out = {"mlm": objective.masked_lm_sums(gen_logits, batch["masked_lm_ids"], weights),
+               "gen_logits": gen_logits}
+        sampled_ids = objective.sample_tokens(
+            gen_logits, batch["sampling_uniforms"], config.temperature,
+            disallow_ids=batch["masked_lm_ids"] if config.disallow_correct else None)
         fake_ids, labels = objective.replace_tokens(batch["input_ids"], batch["masked_lm_positions"],
                                                     sampled_ids, weights)
-        disc_logits = self.discriminator({
-            "input_ids": fake_ids, "input_mask": batch["input_mask"],
-            "segment_ids": batch["segment_ids"]}, training=training)["logits"]
-        disc = objective.discriminator_sums(disc_logits, labels, batch["input_mask"])
-        sampled_correct = tf.reduce_sum(
-            tf.cast(weights, tf.float32)
-            * tf.cast(tf.equal(sampled_ids, batch["masked_lm_ids"]), tf.float32))
-        return {"mlm": mlm, "disc": disc, "sampled_correct": sampled_correct,
-                "gen_logits": gen_logits, "disc_logits": disc_logits, "fake_ids": fake_ids,
-                "labels": labels, "sampled_ids": sampled_ids}
+        mask = tf.cast(batch["input_mask"], tf.float32)
+        out.update(sampled_ids=sampled_ids, fake_ids=fake_ids, labels=labels,
+                   sampled_correct=tf.reduce_sum(
+                       tf.cast(weights, tf.float32)
+                       * tf.cast(tf.equal(sampled_ids, batch["masked_lm_ids"]), tf.float32)),
+                   replaced=tf.reduce_sum(mask * tf.cast(labels, tf.float32)),
+                   tokens=tf.reduce_sum(mask))
+        if self.stage == "generator":
+            return out
+        if config.objective == "replace_mlm":
+            _, logits = self._full_size_mlm(fake_ids, batch, batch["masked_lm_positions"], training)
+            out["main"] = objective.masked_lm_sums(logits, batch["masked_lm_ids"], weights)
+            return out
+        inputs = {"input_ids": fake_ids, "input_mask": batch["input_mask"],
+                  "segment_ids": batch["segment_ids"]}
+        outputs = self.discriminator(inputs, training=training)
+        if config.objective == "all_tokens_mlm":
+            length = tf.shape(fake_ids)[1]
+            every_position = tf.broadcast_to(tf.range(length)[None], tf.shape(fake_ids))
+            logits = self.mlm_head(outputs["sequence_output"], every_position)
+            out["main"] = objective.all_tokens_sums(logits, outputs["logits"], fake_ids,
+                                                    batch["input_ids"], batch["input_mask"])
+            return out
+        disc_logits = outputs["logits"]
+        if config.objective == "electra_15":
+            mask = objective.positions_mask(batch["masked_lm_positions"], weights,
+                                            fake_ids.shape[1] or tf.shape(fake_ids)[1])
+        out["disc"] = objective.discriminator_sums(disc_logits, labels, mask)
+        out["disc_logits"] = disc_logits
+        if config.training == "adversarial":
+            # The generator's reward: the discriminator's loss on each sampled token.
+            token_loss = tf.nn.sigmoid_cross_entropy_with_logits(
+                labels=tf.cast(labels, tf.float32), logits=tf.cast(disc_logits, tf.float32))
+            rewards = tf.gather(token_loss, batch["masked_lm_positions"], batch_dims=1)
+            out["reinforce"] = objective.reinforce_sums(gen_logits, sampled_ids, rewards, weights,
+                                                        config.temperature)
+        return out
 
     # The statistics every step sums over its examples, in this order; summed
     # over replicas (and micro-batches) they give the global loss and metrics.
-    _SUM_NAMES = ("mlm_nll", "mlm_count", "mlm_correct", "sampled_correct", "disc_loss",
-                  "disc_count", "disc_correct", "true_positive", "predicted_positive",
-                  "actual_positive")
+    # "main" is the full-size model's loss: the discriminator's for electra and
+    # electra_15, the masked LM's for the other objectives.
+    _SUM_NAMES = ("mlm_nll", "mlm_count", "mlm_correct", "sampled_correct", "main_loss",
+                  "main_count", "main_correct", "true_positive", "predicted_positive",
+                  "actual_positive", "reinforce_loss", "reward", "replaced", "tokens")
 
     def _local_sums(self, batch, training):
-        """Forward pass -> float32 [10] vector of this replica's sums (see _SUM_NAMES)."""
+        """Forward pass -> float32 [14] vector of this replica's sums (see _SUM_NAMES)."""
         sums = self.compute_sums(batch, training=training)
-        mlm, disc = sums["mlm"], sums["disc"]
-        return tf.stack([mlm["nll"], mlm["count"], mlm["correct"], sums["sampled_correct"],
-                         disc["loss"], disc["count"], disc["correct"], disc["true_positive"],
-                         disc["predicted_positive"], disc["actual_positive"]])
+        zero = tf.constant(0.0)
+        mlm = sums["mlm"]
+        main = sums.get("disc") or sums.get("main") or {}
+        reinforce = sums.get("reinforce", {})
+        return tf.stack([
+            mlm["nll"], mlm["count"], mlm["correct"], sums.get("sampled_correct", zero),
+            main.get("loss", main.get("nll", zero)), main.get("count", zero),
+            main.get("correct", zero), main.get("true_positive", zero),
+            main.get("predicted_positive", zero), main.get("actual_positive", zero),
+            reinforce.get("loss", zero), reinforce.get("reward", zero),
+            sums.get("replaced", zero), sums.get("tokens", zero)])
 
     @staticmethod
     def _global_counts(batch):
@@ -114,28 +239,49 @@ class ElectraPretrainer(keras.Model):
 
     def _loss(self, local, counts):
         """This replica's share of the global loss: local sums over global counts."""
-        return (self.config.gen_weight * objective.safe_ratio(local[0], counts[0])
-                + self.config.disc_weight * objective.safe_ratio(local[4], counts[1]))
+        config = self.config
+        masked, tokens = counts[0], counts[1]
+        loss = tf.constant(0.0)
+        if self.stage != "discriminator" and (config.uses_generator or config.objective == "mlm"):
+            # The generator's objective: likelihood of the originals, or (adversarial) REINFORCE.
+            generator_sum = local[10] if config.training == "adversarial" else local[0]
+            weight = 1.0 if config.objective == "mlm" else config.gen_weight
+            loss += weight * objective.safe_ratio(generator_sum, masked)
+        if self.stage == "generator" or config.objective == "mlm":
+            return loss
+        if config.objective in ("electra", "electra_15"):
+            # electra_15 scores the masked positions only: as many as the masked slots.
+            count = masked if config.objective == "electra_15" else tokens
+            return loss + config.disc_weight * objective.safe_ratio(local[4], count)
+        count = masked if config.objective == "replace_mlm" else tokens
+        return loss + objective.safe_ratio(local[4], count)
 
     def _stats(self, local):
         """The logged metrics from the replica's sums (one all-reduce for all of them)."""
         total = tf.stop_gradient(tf.distribute.get_replica_context().all_reduce(
             tf.distribute.ReduceOp.SUM, local))
-        (g_nll, g_mlm_count, g_mlm_correct, g_sampled_correct, g_disc_loss, g_disc_count,
-         g_disc_correct, g_tp, g_pred_pos, g_actual_pos) = tf.unstack(total)
-        mlm_loss = objective.safe_ratio(g_nll, g_mlm_count)
-        disc_loss = objective.safe_ratio(g_disc_loss, g_disc_count)
-        return {
-            "total_loss": self.config.gen_weight * mlm_loss + self.config.disc_weight * disc_loss,
-            "masked_lm_loss": mlm_loss,
-            "disc_loss": disc_loss,
-            "masked_lm_accuracy": objective.safe_ratio(g_mlm_correct, g_mlm_count),
-            "sampled_masked_lm_accuracy": objective.safe_ratio(g_sampled_correct, g_mlm_count),
-            "disc_accuracy": objective.safe_ratio(g_disc_correct, g_disc_count),
-            "disc_precision": objective.safe_ratio(g_tp, g_pred_pos),
-            "disc_recall": objective.safe_ratio(g_tp, g_actual_pos),
-            "replaced_fraction": objective.safe_ratio(g_actual_pos, g_disc_count),
-        }
+        (nll, mlm_count, mlm_correct, sampled_correct, main_loss, main_count, main_correct, tp,
+         pred_pos, actual_pos, reinforce_loss, reward, replaced, tokens) = tf.unstack(total)
+        config = self.config
+        ratio = objective.safe_ratio
+        stats = {"masked_lm_loss": ratio(nll, mlm_count),
+                 "masked_lm_accuracy": ratio(mlm_correct, mlm_count)}
+        if config.objective != "mlm":
+            stats["sampled_masked_lm_accuracy"] = ratio(sampled_correct, mlm_count)
+            stats["replaced_fraction"] = ratio(replaced, tokens)
+        if config.training == "adversarial":
+            stats["generator_reward"] = ratio(reward, mlm_count)
+            stats["reinforce_loss"] = ratio(reinforce_loss, mlm_count)
+        if config.objective in ("electra", "electra_15") and self.stage != "generator":
+            stats.update(disc_loss=ratio(main_loss, main_count),
+                         disc_accuracy=ratio(main_correct, main_count),
+                         disc_precision=ratio(tp, pred_pos), disc_recall=ratio(tp, actual_pos))
+        elif config.objective in ("replace_mlm", "all_tokens_mlm"):
+            stats[f"{config.objective}_loss"] = ratio(main_loss, main_count)
+            stats[f"{config.objective}_accuracy"] = ratio(main_correct, main_count)
+        # The optimised quantity, from the global sums (the same value on every replica).
+        stats["total_loss"] = self._loss(total, tf.stack([mlm_count, tokens]))
+        return stats
 
     def _loss_and_stats(self, batch, training):
         """(this replica's loss share, global metrics) for one batch."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import signal
 import time
 from typing import Callable, Optional
@@ -36,15 +37,18 @@ class ProgressMonitor(keras.callbacks.Callback):
         learning_rate_fn: maps a step to the learning rate (for logging).
         print_fn: where console lines go.
         console_keys: which metrics appear on the console line.
-        flops_per_step: training FLOPs of one step; if given, TensorBoard also
-            gets `train_flops`, the cumulative count (to compare runs at equal
-            compute rather than equal steps).
+        train_flops: maps a step to the training FLOPs done by then; if
+            given, TensorBoard also gets `train_flops`, the cumulative count
+            (to compare runs at equal compute rather than equal steps).
+        log_file: if given, every report is also appended to this file as
+            one JSON object per line (step, metrics, learning rate, FLOPs).
     """
 
     def __init__(self, writer, total_steps: int, global_batch_size: int, every: int,
                  learning_rate_fn: Callable, print_fn: Callable[[str], None] = print,
                  console_keys=("total_loss", "masked_lm_loss", "disc_loss", "disc_accuracy"),
-                 flops_per_step: Optional[float] = None):
+                 train_flops: Optional[Callable[[int], float]] = None,
+                 log_file: Optional[str] = None):
         super().__init__()
         self.writer = writer
         self.total_steps = total_steps
@@ -53,7 +57,8 @@ class ProgressMonitor(keras.callbacks.Callback):
         self.learning_rate_fn = learning_rate_fn
         self.print_fn = print_fn
         self.console_keys = console_keys
-        self.flops_per_step = flops_per_step
+        self.train_flops = train_flops
+        self.log_file = log_file
         self._window_start: Optional[tuple[int, float]] = None
 
     def _step(self) -> int:
@@ -76,12 +81,15 @@ class ProgressMonitor(keras.callbacks.Callback):
         values = {k: float(v) for k, v in (logs or {}).items()}
         values["learning_rate"] = float(self.learning_rate_fn(step))
         values["sequences_per_second"] = seqs_per_sec
-        if self.flops_per_step:
-            values["train_flops"] = step * self.flops_per_step
+        if self.train_flops is not None:
+            values["train_flops"] = float(self.train_flops(step))
         with self.writer.as_default(step=step):
             for name, value in values.items():
                 tf.summary.scalar(name, value)
         self.writer.flush()
+        if self.log_file:
+            with open(self.log_file, "a", encoding="utf-8") as f:
+                f.write(json.dumps({"step": step, **values}) + "\n")
         eta = (self.total_steps - step) / steps_per_sec
         parts = [f"step {step}/{self.total_steps} ({100.0 * step / self.total_steps:.1f}%)"]
         parts += [f"{k} {values[k]:.4f}" for k in self.console_keys if k in values]

@@ -6,6 +6,7 @@ A run directory holds everything a run produces:
     vocab.txt        the vocabulary the run was trained with
     checkpoints/     tf.train checkpoints (model, optimizer, data position), last K kept
     tensorboard/     scalars (`tensorboard --logdir <run_dir>/tensorboard`)
+    metrics.jsonl    the same reports, one JSON object per line (step, losses, FLOPs)
     export/          discriminator and generator (see electra_tf.export)
 
 Re-running with the same run directory resumes from the latest checkpoint.
@@ -28,7 +29,7 @@ import tensorflow as tf
 from electra_tf.config import PretrainingConfig, config_differences
 from electra_tf.data.pipeline import make_pretraining_dataset
 from electra_tf.export import export_pretrained
-from electra_tf.flops import train_flops_per_step
+from electra_tf.flops import steps_within_budget, train_flops
 from electra_tf.pretraining.optimization import create_optimizer, learning_rate_schedule
 from electra_tf.pretraining.pretrainer import ElectraPretrainer
 from electra_tf.training.callbacks import CheckpointSaver, ProgressMonitor, format_duration
@@ -127,6 +128,53 @@ def write_run_files(config: PretrainingConfig, run_dir: str, vocab_file: str) ->
         shutil.copyfile(vocab_file, vocab_copy)
 
 
+def training_stages(config: PretrainingConfig) -> list[tuple[str, int]]:
+    """(stage, last step) pairs: one joint stage, or the two stages of two-stage training."""
+    if config.training == "two_stage":
+        return [("generator", config.resolved_two_stage_generator_steps),
+                ("discriminator", config.num_train_steps)]
+    return [("joint", config.num_train_steps)]
+
+
+def _fit_until(model, optimizer, end_step: int, steps_done: int, config: PretrainingConfig,
+               shard_dir: str, special_ids: dict, callbacks, saver, metrics: dict):
+    """Trains until the optimizer reaches `end_step` or a signal stops the run.
+
+    Returns:
+        (steps done, whether interrupted, the last metrics).
+    """
+    global_batch = config.train_batch_size
+    interrupted = False
+    # Usually one pass of this loop. With float16, steps whose gradients
+    # overflow are skipped (the optimizer step does not advance), so more
+    # batches are needed; the data stream continues from `seen_batches`.
+    seen_at_progress = int(model.seen_batches.numpy())
+    while steps_done < end_step and not interrupted:
+        dataset = make_pretraining_dataset(
+            shard_dir, batch_size=global_batch,
+            max_predictions_per_seq=config.resolved_max_predictions_per_seq,
+            mask_rate=config.mask_rate, special_ids=special_ids, seed=config.seed,
+            start_example=int(model.seen_batches.numpy()) * global_batch,
+            shuffle_buffer_size=config.shuffle_buffer_size)
+        history = model.fit(dataset, epochs=1, steps_per_epoch=end_step - steps_done, verbose=0,
+                            shuffle=False, callbacks=callbacks)
+        metrics = {k: float(v[-1]) for k, v in history.history.items()} or metrics
+        interrupted = saver.stop_signal is not None
+        previous, steps_done = steps_done, int(optimizer.iterations.numpy())
+        seen = int(model.seen_batches.numpy())
+        if steps_done > previous:
+            seen_at_progress = seen
+        elif seen - seen_at_progress >= MAX_SKIPPED_BATCHES and not interrupted:
+            # The loss scale halves on every skip, so this many in a row
+            # means the gradients themselves are not finite.
+            saver.save()
+            raise RunError(
+                f"{seen - seen_at_progress} batches in a row gave non-finite gradients at "
+                f"step {steps_done} (the run diverged). Try a lower --learning_rate or "
+                "--mixed_precision=bfloat16/none; the checkpoints are kept.")
+    return steps_done, interrupted, metrics
+
+
 def run_pretraining(config: PretrainingConfig, run_dir: str, shard_dir: str, vocab_file: str,
                     special_ids: dict, *, strategy: Optional[tf.distribute.Strategy] = None,
                     export: bool = True, print_fn: Callable[[str], None] = print,
@@ -148,6 +196,16 @@ def run_pretraining(config: PretrainingConfig, run_dir: str, shard_dir: str, voc
             start from (used only when the run has no checkpoint of its own).
     """
     config.validate()
+    if config.max_train_flops is not None:
+        steps = steps_within_budget(config, config.max_train_flops)
+        if steps < 1:
+            raise RunError(f"--max_train_flops={config.max_train_flops:.3g} is less than one "
+                           f"training step ({train_flops(config, 1):.3g} FLOPs).")
+        # The schedule (warmup, decay) is laid out over the budget's steps.
+        config = dataclasses.replace(config, num_train_steps=steps)
+        config.validate()
+        print_fn(f"--max_train_flops={config.max_train_flops:.3g}: {steps:,} steps "
+                 f"({train_flops(config):.3g} FLOPs).")
     set_precision_policy(config.mixed_precision)
     # Same seed, same initial weights and dropout streams: a resumed run
     # continues exactly where the interrupted one stopped.
@@ -218,39 +276,28 @@ def run_pretraining(config: PretrainingConfig, run_dir: str, shard_dir: str, voc
                   else tf.summary.create_noop_writer())
         monitor = ProgressMonitor(writer, config.num_train_steps, global_batch,
                                   config.log_every_steps, learning_rate_schedule(config),
-                                  print_fn=print_fn, flops_per_step=train_flops_per_step(config))
+                                  print_fn=print_fn,
+                                  train_flops=lambda step: train_flops(config, step),
+                                  log_file=os.path.join(run_dir, "metrics.jsonl") if chief
+                                  else None)
         saver = CheckpointSaver(manager, config.save_checkpoints_steps, print_fn=print_fn)
         print_fn(f"Training steps {steps_done + 1}..{config.num_train_steps} "
                  f"({replicas} replica(s), global batch {global_batch}). "
                  f"TensorBoard: tensorboard --logdir {os.path.join(run_dir, 'tensorboard')}")
-        # Usually one pass of this loop. With float16, steps whose gradients
-        # overflow are skipped (the optimizer step does not advance), so more
-        # batches are needed; the data stream continues from `seen_batches`.
-        seen_at_progress = int(model.seen_batches.numpy())
-        while steps_done < config.num_train_steps and not interrupted:
-            dataset = make_pretraining_dataset(
-                shard_dir, batch_size=global_batch,
-                max_predictions_per_seq=config.resolved_max_predictions_per_seq,
-                mask_rate=config.mask_rate, special_ids=special_ids, seed=config.seed,
-                start_example=int(model.seen_batches.numpy()) * global_batch,
-                shuffle_buffer_size=config.shuffle_buffer_size)
-            history = model.fit(dataset, epochs=1,
-                                steps_per_epoch=config.num_train_steps - steps_done, verbose=0,
-                                shuffle=False, callbacks=[*extra_callbacks, monitor, saver])
-            metrics = {k: float(v[-1]) for k, v in history.history.items()} or metrics
-            interrupted = saver.stop_signal is not None
-            previous, steps_done = steps_done, int(optimizer.iterations.numpy())
-            seen = int(model.seen_batches.numpy())
-            if steps_done > previous:
-                seen_at_progress = seen
-            elif seen - seen_at_progress >= MAX_SKIPPED_BATCHES and not interrupted:
-                # The loss scale halves on every skip, so this many in a row
-                # means the gradients themselves are not finite.
-                saver.save()
-                raise RunError(
-                    f"{seen - seen_at_progress} batches in a row gave non-finite gradients at "
-                    f"step {steps_done} (the run diverged). Try a lower --learning_rate or "
-                    "--mixed_precision=bfloat16/none; the checkpoints are kept.")
+        for stage, stage_end in training_stages(config):
+            if steps_done >= stage_end or interrupted:
+                continue
+            if config.training == "two_stage":
+                model.set_stage(stage)
+                if stage == "discriminator" and not int(model.discriminator_initialised.numpy()):
+                    model.initialise_discriminator_from_generator()
+                    print_fn(f"Step {steps_done}: the discriminator starts from the generator's "
+                             "weights; the generator is frozen from now on.")
+                else:
+                    print_fn(f"Training the {stage} (steps {steps_done + 1}..{stage_end}).")
+            steps_done, interrupted, metrics = _fit_until(
+                model, optimizer, stage_end, steps_done, config, shard_dir, special_ids,
+                [*extra_callbacks, monitor, saver], saver, metrics)
         saver.save()
         writer.close()
 

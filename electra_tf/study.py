@@ -1,0 +1,466 @@
+"""Compute-matched comparisons of pre-training variants: pre-train, fine-tune, tabulate, plot.
+
+    python -m electra_tf.study spec.json --output_dir studies/electra-vs-mlm
+
+A spec names the variants (each a set of `pretrain.py` flags), a corpus, a
+model size, one or more training-FLOPs budgets and the fine-tuning tasks:
+
+    {
+      "scale": "reduced",
+      "corpus": "/data/corpus/en/enwiki_sample.txt",
+      "variants": {"electra": {"objective": "electra"}, "bert": {"objective": "mlm"}},
+      "budgets": [5e13],
+      "tasks": ["sst2", "cola"],
+      "glue_data_dir": "/data/glue",
+      "seeds": 3
+    }
+
+Every variant is pre-trained once per budget with `--max_train_flops`, so
+variants are compared at equal compute (paper accounting, see
+`electra_tf.flops`), not at equal steps: a variant with a cheaper step gets
+more steps. Each pre-trained model is fine-tuned on every task with `seeds`
+seeds. The output directory receives:
+
+    results.csv, results.md   median and spread per task, the GLUE-style average
+    score_vs_flops.png        average dev score against pre-training FLOPs
+    loss_curves.png           pre-training losses against FLOPs
+    pretrain/<cell>/          the pre-training runs (resumable, see pretrain.py)
+    finetune/<cell>/<task>/   the fine-tuning runs (results.json per task)
+    logs/                     the output of every command run
+    data/                     the corpus sample, vocabulary and shards
+
+Re-running the same command skips every finished cell (a pre-training run
+with result.json, a task with all its seeds) and resumes unfinished ones.
+
+`"scale": "reduced"` fills unset fields with `REDUCED_SCALE`: a CPU-sized
+study that runs in about an hour on two cores. It is a smoke-scale
+replication, not the paper's: the tiny model (hidden 128, 4 layers),
+64-token sequences, an 8,000-token vocabulary learned from the first 10 MB
+of the corpus, about ten minutes of pre-training per variant. Expect dev
+scores far below the paper's and differences of a point or two between
+variants; the seeds' spread tells which differences are real.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import subprocess
+import sys
+import time
+from typing import Optional
+
+import numpy as np
+
+PROJECT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+REDUCED_SCALE = {
+    "model_size": "tiny",
+    "corpus_megabytes": 10,
+    "pretrain": {"max_seq_length": 64, "train_batch_size": 32, "vocab_size": 8000,
+                 "num_warmup_steps": 200, "save_checkpoints_steps": 500,
+                 "log_every_steps": 50},
+    # About 2,000 ELECTRA steps of the tiny model at batch 32 and length 64.
+    "budgets": [5e13],
+    "finetune": {"max_seq_length": 64, "train_batch_size": 32},
+    "task_flags": {"sst2": {"num_train_epochs": 2}, "cola": {"num_train_epochs": 3}},
+    "seeds": 3,
+}
+SCALES = {"reduced": REDUCED_SCALE}
+_KNOWN_KEYS = {"scale", "name", "corpus", "corpus_megabytes", "model_size", "variants", "budgets",
+               "pretrain", "tasks", "glue_data_dir", "finetune", "task_flags", "seeds"}
+
+
+class StudyError(ValueError):
+    """The spec or a step of the study is wrong; the message names the key or command."""
+
+
+# ---------------------------------------------------------------------------- spec
+
+def load_spec(path: str) -> dict:
+    """Reads a spec and fills the defaults of its scale (see the module docstring)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            spec = json.load(f)
+    except OSError as error:
+        raise StudyError(f"{path}: cannot read the spec ({error.strerror}).")
+    except json.JSONDecodeError as error:
+        raise StudyError(f"{path}: not valid JSON ({error}).")
+    return resolve_spec(spec, source=path)
+
+
+def resolve_spec(spec: dict, source: str = "spec") -> dict:
+    """Applies the scale preset and checks every field, naming the one that is wrong."""
+    if not isinstance(spec, dict):
+        raise StudyError(f"{source}: a spec is a JSON object.")
+    unknown = sorted(set(spec) - _KNOWN_KEYS)
+    if unknown:
+        raise StudyError(f"{source}: unknown keys {unknown}; known: {sorted(_KNOWN_KEYS)}.")
+    scale = spec.get("scale")
+    if scale is not None and scale not in SCALES:
+        raise StudyError(f"{source}: \"scale\": {scale!r}; choose one of {sorted(SCALES)}.")
+    resolved = json.loads(json.dumps(SCALES.get(scale, {})))
+    for key, value in spec.items():
+        if isinstance(value, dict) and isinstance(resolved.get(key), dict):
+            resolved[key] = {**resolved[key], **value}
+        else:
+            resolved[key] = value
+    resolved.setdefault("model_size", "small")
+    resolved.setdefault("pretrain", {})
+    resolved.setdefault("finetune", {})
+    resolved.setdefault("task_flags", {})
+    resolved.setdefault("seeds", 1)
+    for key in ("corpus", "variants", "budgets", "tasks"):
+        if not resolved.get(key):
+            raise StudyError(f"{source}: \"{key}\" is required.")
+    corpus = resolved["corpus"]
+    if not os.path.isfile(corpus):
+        raise StudyError(f"{source}: \"corpus\": {corpus} is not a file.")
+    variants = resolved["variants"]
+    if not isinstance(variants, dict) or not all(isinstance(v, dict) for v in variants.values()):
+        raise StudyError(f"{source}: \"variants\" maps a name to its pretrain.py flags, e.g. "
+                         "{\"electra\": {\"objective\": \"electra\"}}.")
+    for name in variants:
+        if not name.replace("-", "").replace("_", "").isalnum():
+            raise StudyError(f"{source}: variant name {name!r}: use letters, digits, - and _.")
+    budgets = resolved["budgets"]
+    if not isinstance(budgets, list) or not all(
+            isinstance(b, (int, float)) and b > 0 for b in budgets):
+        raise StudyError(f"{source}: \"budgets\" is a list of positive FLOPs counts, e.g. [5e13].")
+    if not isinstance(resolved["seeds"], int) or resolved["seeds"] < 1:
+        raise StudyError(f"{source}: \"seeds\": {resolved['seeds']!r}; a positive integer.")
+    tasks = resolved["tasks"]
+    if not isinstance(tasks, list):
+        raise StudyError(f"{source}: \"tasks\" is a list of GLUE task names or objects with "
+                         "finetune.py flags (\"task\", \"train_file\", ...).")
+    for task in tasks:
+        if isinstance(task, str) and not resolved.get("glue_data_dir"):
+            raise StudyError(f"{source}: GLUE task {task!r} needs \"glue_data_dir\".")
+    return resolved
+
+
+def task_name(task) -> str:
+    """A task's label: a GLUE name, or the "name" (else "task") of a user task object."""
+    return task if isinstance(task, str) else str(task.get("name") or task.get("task"))
+
+
+def cell_name(variant: str, budget: float, budgets: list) -> str:
+    """A pre-training cell's directory name: the variant, plus the budget when there are several."""
+    return variant if len(budgets) == 1 else f"{variant}-{budget:.3g}".replace("+", "")
+
+
+def flag_arguments(flags: dict) -> list[str]:
+    """{"objective": "mlm", "disallow_correct": True} -> ["--objective=mlm", "--disallow_correct"]."""
+    arguments = []
+    for name, value in flags.items():
+        if isinstance(value, bool):
+            arguments.append(f"--{name}" if value else f"--no{name}")
+        elif isinstance(value, list):
+            arguments.append(f"--{name}={','.join(str(v) for v in value)}")
+        else:
+            arguments.append(f"--{name}={value}")
+    return arguments
+
+
+# ---------------------------------------------------------------------------- steps
+
+def sample_corpus(corpus: str, megabytes: Optional[float], data_dir: str) -> str:
+    """The first `megabytes` of the corpus, cut at a document boundary (or the corpus itself)."""
+    if not megabytes:
+        return os.path.abspath(corpus)
+    path = os.path.join(data_dir, f"corpus-{megabytes:g}MB.txt")
+    if os.path.exists(path):
+        return path
+    limit = int(megabytes * 1e6)
+    os.makedirs(data_dir, exist_ok=True)
+    tmp = path + ".tmp"
+    written = 0
+    with open(corpus, "rb") as source, open(tmp, "wb") as target:
+        for line in source:
+            # Stop at the first blank line (a document boundary) past the limit.
+            if written >= limit and not line.strip():
+                break
+            target.write(line)
+            written += len(line)
+    os.replace(tmp, path)
+    return path
+
+
+def run_command(arguments: list[str], log_path: str, label: str) -> None:
+    """Runs a command with its output appended to `log_path`; raises StudyError on failure."""
+    os.makedirs(os.path.dirname(log_path), exist_ok=True)
+    started = time.perf_counter()
+    with open(log_path, "a", encoding="utf-8") as log:
+        log.write(f"\n$ {' '.join(arguments)}\n")
+        log.flush()
+        code = subprocess.call(arguments, stdout=log, stderr=subprocess.STDOUT, cwd=PROJECT_DIR)
+    if code:
+        with open(log_path, encoding="utf-8", errors="replace") as log:
+            tail = "".join(log.readlines()[-15:])
+        raise StudyError(f"{label} failed (exit code {code}); the last lines of {log_path}:\n"
+                         f"{tail}\nFix the cause and re-run the study: finished cells are kept.")
+    print(f"  done in {time.perf_counter() - started:.0f}s", flush=True)
+
+
+def pretrain_cell(spec: dict, variant: str, budget: float, corpus: str, output_dir: str) -> str:
+    """Pre-trains one variant within one budget (skipped when finished). Returns the run dir."""
+    cell = cell_name(variant, budget, spec["budgets"])
+    run_dir = os.path.join(output_dir, "pretrain", cell)
+    if _finished_pretraining(run_dir):
+        print(f"pretrain {cell}: finished earlier ({run_dir})", flush=True)
+        return run_dir
+    flags = {**spec["pretrain"], **spec["variants"][variant], "max_train_flops": budget}
+    arguments = [sys.executable, os.path.join(PROJECT_DIR, "pretrain.py"),
+                 f"--model_size={spec['model_size']}", f"--corpus={corpus}",
+                 f"--data_dir={os.path.join(output_dir, 'data')}", f"--output_dir={run_dir}",
+                 *flag_arguments(flags)]
+    log = os.path.join(output_dir, "logs", f"pretrain-{cell}.log")
+    print(f"pretrain {cell}: {' '.join(flag_arguments(flags))} (log: {log})", flush=True)
+    run_command(arguments, log, f"pre-training {cell}")
+    if not _finished_pretraining(run_dir):
+        raise StudyError(f"pre-training {cell} stopped before the end; see {log}.")
+    return run_dir
+
+
+def _finished_pretraining(run_dir: str) -> bool:
+    path = os.path.join(run_dir, "result.json")
+    if not os.path.exists(path):
+        return False
+    with open(path, encoding="utf-8") as f:
+        return bool(json.load(f).get("finished"))
+
+
+def finetune_cell(spec: dict, cell: str, task, run_dir: str, output_dir: str) -> dict:
+    """Fine-tunes one pre-trained model on one task with every seed. Returns results.json."""
+    name = task_name(task)
+    out = os.path.join(output_dir, "finetune", cell, name)
+    results_path = os.path.join(out, "results.json")
+    results = _read_json(results_path)
+    if results and len(results.get("trials", [])) >= spec["seeds"]:
+        print(f"finetune {cell} on {name}: finished earlier", flush=True)
+        return results
+    flags = dict(spec["finetune"])
+    flags.update(spec["task_flags"].get(name, {}))
+    if isinstance(task, str):
+        flags.update(task=task, data_dir=spec["glue_data_dir"])
+    else:
+        flags.update({k: v for k, v in task.items() if k != "name"})
+    flags.update(init_checkpoint=run_dir, output_dir=out, num_trials=spec["seeds"],
+                 save_models=False, export=False)
+    arguments = [sys.executable, os.path.join(PROJECT_DIR, "finetune.py"), *flag_arguments(flags)]
+    log = os.path.join(output_dir, "logs", f"finetune-{cell}-{name}.log")
+    print(f"finetune {cell} on {name}: {spec['seeds']} seed(s) (log: {log})", flush=True)
+    run_command(arguments, log, f"fine-tuning {cell} on {name}")
+    return _read_json(results_path) or {}
+
+
+def _read_json(path: str) -> Optional[dict]:
+    if not os.path.exists(path):
+        return None
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+# ---------------------------------------------------------------------------- results
+
+def task_scores(results: dict) -> tuple[str, list[float]]:
+    """(metric, per-seed dev scores in percent) of a fine-tuning results.json."""
+    metric = results.get("glue_score_metric") or next(iter(results.get("median", {})), None)
+    scores = [100.0 * t["dev"][metric] for t in results.get("trials", [])
+              if metric in t.get("dev", {})]
+    return metric, scores
+
+
+def collect_rows(spec: dict, output_dir: str) -> list[dict]:
+    """One row per (variant, budget, task) from the finished runs in `output_dir`."""
+    rows = []
+    for budget in spec["budgets"]:
+        for variant in spec["variants"]:
+            cell = cell_name(variant, budget, spec["budgets"])
+            run_dir = os.path.join(output_dir, "pretrain", cell)
+            config = _read_json(os.path.join(run_dir, "config.json")) or {}
+            steps = config.get("num_train_steps")
+            flops = _last_logged(os.path.join(run_dir, "metrics.jsonl"), "train_flops")
+            for task in spec["tasks"]:
+                name = task_name(task)
+                results = _read_json(os.path.join(output_dir, "finetune", cell, name,
+                                                  "results.json"))
+                if not results:
+                    continue
+                metric, scores = task_scores(results)
+                if not scores:
+                    continue
+                rows.append({
+                    "variant": variant, "budget": budget, "train_flops": flops,
+                    "pretrain_steps": steps, "task": name, "metric": metric,
+                    "median": float(np.median(scores)), "min": min(scores), "max": max(scores),
+                    "std": float(np.std(scores, ddof=1)) if len(scores) > 1 else 0.0,
+                    "seeds": len(scores), "scores": " ".join(f"{s:.2f}" for s in scores)})
+    return rows
+
+
+def _last_logged(path: str, key: str) -> Optional[float]:
+    value = None
+    if os.path.exists(path):
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                value = json.loads(line).get(key, value)
+    return value
+
+
+def averages(rows: list[dict], tasks: list[str]) -> dict:
+    """(variant, budget) -> the mean over tasks of the median scores (only when all tasks ran)."""
+    by_cell: dict = {}
+    for row in rows:
+        by_cell.setdefault((row["variant"], row["budget"]), {})[row["task"]] = row["median"]
+    return {cell: float(np.mean([scores[t] for t in tasks]))
+            for cell, scores in by_cell.items() if all(t in scores for t in tasks)}
+
+
+def write_tables(rows: list[dict], spec: dict, output_dir: str) -> tuple[str, str]:
+    """Writes results.csv (one row per variant, budget and task) and results.md."""
+    csv_path = os.path.join(output_dir, "results.csv")
+    fields = ["variant", "budget", "train_flops", "pretrain_steps", "task", "metric", "median",
+              "min", "max", "std", "seeds", "scores"]
+    with open(csv_path + ".tmp", "w", newline="", encoding="utf-8") as f:
+        writer = csv.DictWriter(f, fieldnames=fields)
+        writer.writeheader()
+        writer.writerows(rows)
+    os.replace(csv_path + ".tmp", csv_path)
+
+    tasks = [task_name(t) for t in spec["tasks"]]
+    metrics = {row["task"]: row["metric"] for row in rows}
+    average = averages(rows, tasks)
+    lines = ["| variant | budget (FLOPs) | steps | "
+             + " | ".join(f"{t} ({metrics.get(t, '?')})" for t in tasks) + " | average |",
+             "|---|---|---|" + "---|" * len(tasks) + "---|"]
+    for budget in spec["budgets"]:
+        for variant in spec["variants"]:
+            cells = {r["task"]: r for r in rows if r["variant"] == variant and r["budget"] == budget}
+            if not cells:
+                continue
+            steps = next(iter(cells.values()))["pretrain_steps"]
+            scores = [f"{cells[t]['median']:.2f} ({cells[t]['min']:.2f}–{cells[t]['max']:.2f})"
+                      if t in cells else "–" for t in tasks]
+            mean = average.get((variant, budget))
+            lines.append(f"| {variant} | {budget:.3g} | {steps} | " + " | ".join(scores)
+                         + f" | {'–' if mean is None else f'{mean:.2f}'} |")
+    seeds = sorted({r["seeds"] for r in rows})
+    lines += ["", f"Dev scores in percent: median over {'/'.join(map(str, seeds)) or 0} "
+              "fine-tuning seed(s), (min–max) in brackets. The average is the mean of the "
+              "task medians (GLUE-style). Every variant had the same pre-training FLOPs budget "
+              "(paper accounting)."]
+    md_path = os.path.join(output_dir, "results.md")
+    with open(md_path + ".tmp", "w", encoding="utf-8") as f:
+        f.write("\n".join(lines) + "\n")
+    os.replace(md_path + ".tmp", md_path)
+    return csv_path, md_path
+
+
+def plot(rows: list[dict], spec: dict, output_dir: str) -> list[str]:
+    """Writes score_vs_flops.png and loss_curves.png. Returns their paths."""
+    import matplotlib
+
+    matplotlib.use("Agg")  # files only, no display
+    import matplotlib.pyplot as plt
+
+    tasks = [task_name(t) for t in spec["tasks"]]
+    average = averages(rows, tasks)
+    paths = []
+    figure, axis = plt.subplots(figsize=(6, 4))
+    for variant in spec["variants"]:
+        points = sorted((r["train_flops"] or r["budget"], average[(variant, r["budget"])])
+                        for r in rows if r["variant"] == variant
+                        and (variant, r["budget"]) in average and r["task"] == tasks[0])
+        if points:
+            axis.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=variant)
+    axis.set_xscale("log")
+    axis.set_xlabel("pre-training FLOPs")
+    axis.set_ylabel(f"dev score, mean over {', '.join(tasks)}")
+    axis.set_title("Fine-tuned score against pre-training compute")
+    axis.grid(True, alpha=0.3)
+    axis.legend()
+    figure.tight_layout()
+    paths.append(os.path.join(output_dir, "score_vs_flops.png"))
+    figure.savefig(paths[-1], dpi=120)
+    plt.close(figure)
+
+    curves = {}
+    for budget in spec["budgets"]:
+        for variant in spec["variants"]:
+            cell = cell_name(variant, budget, spec["budgets"])
+            path = os.path.join(output_dir, "pretrain", cell, "metrics.jsonl")
+            if os.path.exists(path):
+                with open(path, encoding="utf-8") as f:
+                    curves[cell] = [json.loads(line) for line in f]
+    panels = [("masked_lm_loss", "masked-LM loss (generator, or the MLM itself)"),
+              ("disc_loss", "discriminator loss")]
+    figure, axes = plt.subplots(1, len(panels), figsize=(11, 4))
+    for axis, (key, title) in zip(axes, panels):
+        for cell, records in curves.items():
+            points = [(r["train_flops"], r[key]) for r in records if key in r and "train_flops" in r]
+            if points:
+                axis.plot(*zip(*points), label=cell)
+        axis.set_xlabel("pre-training FLOPs")
+        axis.set_title(title)
+        axis.grid(True, alpha=0.3)
+        if axis.get_legend_handles_labels()[0]:
+            axis.legend()
+    figure.tight_layout()
+    paths.append(os.path.join(output_dir, "loss_curves.png"))
+    figure.savefig(paths[-1], dpi=120)
+    plt.close(figure)
+    return paths
+
+
+# ---------------------------------------------------------------------------- runner
+
+def run_study(spec: dict, output_dir: str) -> dict:
+    """Runs every cell that is not finished, then writes the tables and plots."""
+    os.makedirs(output_dir, exist_ok=True)
+    spec_copy = os.path.join(output_dir, "spec.json")
+    previous = _read_json(spec_copy)
+    if previous is not None and previous != spec:
+        print(f"note: {spec_copy} differs from this spec; cells whose settings changed will be "
+              "refused by pretrain.py / finetune.py (use another --output_dir for a new study).")
+    with open(spec_copy, "w", encoding="utf-8") as f:
+        json.dump(spec, f, indent=2)
+    corpus = sample_corpus(spec["corpus"], spec.get("corpus_megabytes"),
+                           os.path.join(output_dir, "data"))
+    started = time.perf_counter()
+    cells = [(v, b) for b in spec["budgets"] for v in spec["variants"]]
+    for index, (variant, budget) in enumerate(cells, 1):
+        print(f"[{index}/{len(cells)}] {variant} at {budget:.3g} FLOPs "
+              f"({(time.perf_counter() - started) / 60:.0f} min so far)", flush=True)
+        run_dir = pretrain_cell(spec, variant, budget, corpus, output_dir)
+        for task in spec["tasks"]:
+            finetune_cell(spec, cell_name(variant, budget, spec["budgets"]), task, run_dir,
+                          output_dir)
+    rows = collect_rows(spec, output_dir)
+    csv_path, md_path = write_tables(rows, spec, output_dir)
+    plots = plot(rows, spec, output_dir)
+    with open(md_path, encoding="utf-8") as f:
+        print("\n" + f.read())
+    print(f"Results: {csv_path}, {md_path}; plots: {', '.join(plots)}")
+    return {"rows": rows, "csv": csv_path, "markdown": md_path, "plots": plots}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m electra_tf.study",
+        description="Pre-train variants at equal FLOPs, fine-tune each, write tables and plots.")
+    parser.add_argument("spec", help="the study's JSON spec (see the module docstring)")
+    parser.add_argument("--output_dir", required=True, help="where runs, tables and plots go")
+    args = parser.parse_args(argv)
+    try:
+        run_study(load_spec(args.spec), args.output_dir)
+    except StudyError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
