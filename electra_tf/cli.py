@@ -29,6 +29,19 @@ _HELP = {
     "max_predictions_per_seq": "Masked slots per sequence (default int((mask_rate+0.005)*L)).",
     "do_lower_case": "Lower-case text before WordPiece (Hangul is kept whole either way).",
     "strip_accents": "Strip accents (default: same as --do_lower_case).",
+    "objective": "electra (replaced token detection), electra_15 (only masked positions), mlm "
+                 "(BERT), replace_mlm (MLM on generator samples), all_tokens_mlm (every token, "
+                 "with the copy mechanism).",
+    "training": "joint, two_stage (generator first, then the discriminator from its weights, "
+                "generator frozen) or adversarial (REINFORCE generator).",
+    "weight_sharing": "What the generator shares with the discriminator: embeddings, none or "
+                      "all (equal sizes).",
+    "two_stage_generator_steps": "Generator-only steps of --training=two_stage (default: half "
+                                 "of --num_train_steps).",
+    "uniform_generator": "Draw replacements uniformly from the vocabulary (no generator).",
+    "disallow_correct": "The generator may not sample the original token.",
+    "max_train_flops": "Training FLOPs budget (paper accounting); sets --num_train_steps to the "
+                       "steps that fit.",
     "gen_weight": "Weight of the generator's MLM loss.",
     "disc_weight": "lambda, the weight of the discriminator loss.",
     "temperature": "Sampling temperature of the generator.",

@@ -195,7 +195,9 @@ def run_command(arguments: list[str], log_path: str, label: str) -> None:
     with open(log_path, "a", encoding="utf-8") as log:
         log.write(f"\n$ {' '.join(arguments)}\n")
         log.flush()
-        code = subprocess.call(arguments, stdout=log, stderr=subprocess.STDOUT, cwd=PROJECT_DIR)
+        # Unbuffered, so the log shows progress as it happens.
+        code = subprocess.call(arguments, stdout=log, stderr=subprocess.STDOUT, cwd=PROJECT_DIR,
+                               env={**os.environ, "PYTHONUNBUFFERED": "1"})
     if code:
         with open(log_path, encoding="utf-8", errors="replace") as log:
             tail = "".join(log.readlines()[-15:])

@@ -206,3 +206,57 @@ def test_parameter_count_matches_the_keras_encoder():
                              num_layers=2)):
         encoder = ElectraEncoder.from_model_config(model)
         assert flops.count_parameters(model) == encoder.count_params()
+
+
+# ------------------------------------------------------- the paper's variants
+def test_variants_by_hand():
+    # s=2 (so all_tokens_mlm scores 2 positions), 1 prediction, batch 3; the
+    # generator has the discriminator's size (fraction 1.0).
+    per_step = lambda **kw: flops.train_flops_per_step(tiny_run(**kw))  # noqa: E731
+    encoder = LAYER + EMBEDDING
+    assert per_step(objective="electra_15") == per_step(objective="electra")
+    assert per_step(objective="replace_mlm") == 2 * 3 * (2 * (encoder + MLM_HEAD))
+    assert per_step(objective="all_tokens_mlm") == 2 * 3 * (
+        encoder + MLM_HEAD + encoder + 2 * MLM_HEAD + TOKEN_HEAD)
+    assert per_step(uniform_generator=True) == 2 * 3 * (encoder + TOKEN_HEAD)
+    assert per_step(weight_sharing="all") == per_step()
+    # Two-stage: generator steps train the generator; then the frozen one runs forward once.
+    two = dict(training="two_stage", weight_sharing="none", num_train_steps=10)
+    first = flops.train_flops_per_step(tiny_run(**two), stage="generator")
+    second = flops.train_flops_per_step(tiny_run(**two), stage="discriminator")
+    assert first == 2 * 3 * (encoder + MLM_HEAD)
+    assert second == 3 * (2 * (encoder + TOKEN_HEAD) + encoder + MLM_HEAD)
+    assert flops.train_flops(tiny_run(**two)) == 5 * first + 5 * second
+    assert flops.train_flops(tiny_run(**two), num_steps=3) == 3 * first
+
+
+@pytest.mark.parametrize("variant", [
+    dict(objective="electra"), dict(objective="mlm"), dict(objective="electra_15"),
+    dict(objective="replace_mlm"), dict(objective="all_tokens_mlm"),
+    dict(uniform_generator=True), dict(training="adversarial"),
+    dict(training="two_stage", weight_sharing="none", generator_hidden_fraction=1.0),
+    dict(weight_sharing="all", generator_hidden_fraction=1.0),
+], ids=lambda v: "-".join(f"{k}={x}" for k, x in v.items()))
+def test_every_variant_spends_the_budget(variant):
+    budget = 1e15
+    config = preset("tiny", **variant)
+    steps = flops.steps_within_budget(config, budget)
+    spent = dataclasses.replace(config, num_train_steps=steps)
+    total = flops.train_flops(spent)
+    # Within the budget, and one more step (the costlier kind) would exceed it.
+    step_cost = max(flops.train_flops(spent, steps + 1) - total,
+                    flops.train_flops(spent, 1))
+    assert total <= budget < total + 2 * step_cost
+    assert 0.95 * budget < total
+
+
+def test_equal_budget_gives_cheaper_variants_more_steps():
+    budget = 1e15
+    electra = flops.steps_within_budget(preset("tiny"), budget)
+    mlm = flops.steps_within_budget(preset("tiny", objective="mlm"), budget)
+    all_tokens = flops.steps_within_budget(preset("tiny", objective="all_tokens_mlm"), budget)
+    cost = flops.train_flops_per_step
+    assert mlm / electra == pytest.approx(cost(preset("tiny")) / cost(preset("tiny",
+                                                                          objective="mlm")),
+                                          rel=0.01)
+    assert all_tokens < electra < mlm

@@ -288,3 +288,44 @@ def test_two_worker_processes_train_in_lockstep_and_only_the_chief_writes(corpus
     assert (run_dir / "export" / "discriminator.keras").exists()
     assert os.listdir(tmp_path / "tmp1") == []
     assert "Run directory" in outputs[0] and "[worker-1] Run directory" in outputs[1]
+
+
+def test_flops_budget_sets_the_steps_and_metrics_log_records_them(corpus, tmp_path):
+    vocab, shard_dir, tokenizer = corpus
+    per_step = train_flops_per_step(tiny(objective="mlm"))
+    run_dir = str(tmp_path / "run")
+    lines = []
+    result = run_pretraining(tiny(objective="mlm", num_train_steps=1000,
+                                  max_train_flops=4.5 * per_step),
+                             run_dir, shard_dir, vocab, tokenizer.special_ids,
+                             print_fn=lines.append, export=False)
+    assert result.finished and result.steps_done == 4
+    assert any("--max_train_flops" in line and "4 steps" in line for line in lines)
+    with open(os.path.join(run_dir, "metrics.jsonl")) as f:
+        records = [json.loads(line) for line in f]
+    assert [r["step"] for r in records] == [2, 4]
+    assert records[-1]["train_flops"] == pytest.approx(4 * per_step)
+    assert "disc_loss" not in records[-1] and np.isfinite(records[-1]["masked_lm_loss"])
+
+
+def test_two_stage_run_switches_once_and_resumes_in_the_second_stage(corpus, tmp_path):
+    vocab, shard_dir, tokenizer = corpus
+
+    def two_stage(steps):
+        return tiny(training="two_stage", weight_sharing="none", generator_hidden_fraction=1.0,
+                    num_heads=None, two_stage_generator_steps=2, num_train_steps=steps)
+
+    run_dir = str(tmp_path / "run")
+    lines = []
+    run_pretraining(two_stage(3), run_dir, shard_dir, vocab, tokenizer.special_ids,
+                    print_fn=lines.append, export=False)
+    assert sum("starts from the generator" in line for line in lines) == 1
+    lines.clear()
+    result = run_pretraining(two_stage(4), run_dir, shard_dir, vocab, tokenizer.special_ids,
+                             print_fn=lines.append, export=False)
+    assert result.steps_done == 4
+    assert not any("starts from the generator" in line for line in lines)  # not copied again
+    with open(os.path.join(run_dir, "metrics.jsonl")) as f:
+        records = [json.loads(line) for line in f]
+    assert "disc_loss" not in records[0] and records[0]["step"] == 2  # generator stage
+    assert "disc_loss" in records[-1] and records[-1]["step"] == 4

@@ -276,6 +276,13 @@ def load_run_models(path: str):
 
 def _load_run(path: str) -> LoadedCheckpoint:
     config, generator, discriminator, where = load_run_models(path)
+    notes = [f"weights from {where}"]
+    if generator is not None and config.weight_sharing != "embeddings":
+        # The original code's layout holds a generator that reads the
+        # discriminator's embeddings; another sharing has no place in it.
+        generator = None
+        notes.append(f"the generator (--weight_sharing={config.weight_sharing}) is not carried "
+                     "over; only the discriminator is")
     run_dir = os.path.dirname(_run_config_path(path))
     vocab = next((v for v in (os.path.join(run_dir, "vocab.txt"),
                               os.path.join(run_dir, "export", "vocab.txt")) if os.path.isfile(v)),
@@ -285,7 +292,7 @@ def _load_run(path: str) -> LoadedCheckpoint:
         weights=read_weights(model_entries(generator, discriminator)),
         has_generator=generator is not None, vocab_file=vocab,
         do_lower_case=config.do_lower_case, strip_accents=config.resolved_strip_accents,
-        model_size=config.model_size, notes=[f"weights from {where}"])
+        model_size=config.model_size, notes=notes)
 
 
 def _load_tf1(path: str, num_heads: Optional[int]) -> LoadedCheckpoint:

@@ -1,0 +1,162 @@
+"""The study runner: spec checks, resume of finished cells, tables and plots.
+
+The commands a study runs (pretrain.py, finetune.py) are replaced by a stand-in
+that writes what they would write, so these tests check the runner alone;
+tests/test_pretrain_cli.py and tests/test_finetune_cli.py cover the commands.
+"""
+
+import csv
+import json
+import os
+
+import numpy as np
+import pytest
+
+from electra_tf import study
+
+
+@pytest.fixture
+def corpus(tmp_path):
+    path = tmp_path / "corpus.txt"
+    path.write_text("".join(f"Article {i}\nSome text of article {i}.\n\n" for i in range(200)))
+    return str(path)
+
+
+def make_spec(corpus, **overrides):
+    spec = {"corpus": corpus, "variants": {"electra": {}, "bert": {"objective": "mlm"}},
+            "budgets": [1e12], "tasks": ["sst2", "cola"], "glue_data_dir": "/glue", "seeds": 3,
+            "model_size": "tiny"}
+    spec.update(overrides)
+    return study.resolve_spec(spec)
+
+
+SCORES = {("electra", "sst2"): [0.81, 0.79, 0.80], ("electra", "cola"): [0.20, 0.10, 0.30],
+          ("bert", "sst2"): [0.78, 0.77, 0.80], ("bert", "cola"): [0.05, 0.15, 0.10]}
+
+
+class FakeCommands:
+    """Stands in for pretrain.py / finetune.py: records each call, writes their outputs."""
+
+    def __init__(self, output_dir):
+        self.output_dir = output_dir
+        self.calls = []
+
+    def __call__(self, arguments, log_path, label):
+        flags = dict(a[2:].split("=", 1) for a in arguments if a.startswith("--") and "=" in a)
+        self.calls.append((os.path.basename(arguments[1]), flags))
+        out = flags["output_dir"]
+        os.makedirs(out, exist_ok=True)
+        if arguments[1].endswith("pretrain.py"):
+            steps = 100 if flags.get("objective") == "mlm" else 80
+            with open(os.path.join(out, "config.json"), "w") as f:
+                json.dump({"num_train_steps": steps}, f)
+            with open(os.path.join(out, "metrics.jsonl"), "w") as f:
+                for step in (50, steps):
+                    f.write(json.dumps({"step": step, "train_flops": step * 1e10,
+                                        "masked_lm_loss": 5.0 - step / 100}) + "\n")
+            with open(os.path.join(out, "result.json"), "w") as f:
+                json.dump({"finished": True}, f)
+        else:
+            variant = os.path.basename(os.path.dirname(out))
+            task = flags["task"]
+            metric = "mcc" if task == "cola" else "accuracy"
+            trials = [{"trial": i, "seed": i, "dev": {metric: s}}
+                      for i, s in enumerate(SCORES[(variant, task)])]
+            with open(os.path.join(out, "results.json"), "w") as f:
+                json.dump({"trials": trials, "glue_score_metric": metric}, f)
+
+
+def test_runs_every_cell_then_resumes_without_recomputing(tmp_path, corpus, monkeypatch):
+    out = str(tmp_path / "study")
+    fake = FakeCommands(out)
+    monkeypatch.setattr(study, "run_command", fake)
+    spec = make_spec(corpus)
+    study.run_study(spec, out)
+    names = [(script, flags.get("objective"), flags.get("task")) for script, flags in fake.calls]
+    assert names == [("pretrain.py", None, None), ("finetune.py", None, "sst2"),
+                     ("finetune.py", None, "cola"), ("pretrain.py", "mlm", None),
+                     ("finetune.py", None, "sst2"), ("finetune.py", None, "cola")]
+    pretrain_flags = fake.calls[0][1]
+    assert float(pretrain_flags["max_train_flops"]) == 1e12
+    assert pretrain_flags["model_size"] == "tiny"
+    finetune_flags = fake.calls[1][1]
+    assert finetune_flags["num_trials"] == "3"
+    assert finetune_flags["init_checkpoint"] == os.path.join(out, "pretrain", "electra")
+
+    fake.calls.clear()
+    study.run_study(spec, out)
+    assert fake.calls == []  # everything was finished
+
+    os.remove(os.path.join(out, "finetune", "bert", "cola", "results.json"))
+    study.run_study(spec, out)
+    assert [(s, f.get("task")) for s, f in fake.calls] == [("finetune.py", "cola")]
+
+
+def test_tables_hold_medians_spreads_and_the_average(tmp_path, corpus, monkeypatch):
+    out = str(tmp_path / "study")
+    monkeypatch.setattr(study, "run_command", FakeCommands(out))
+    result = study.run_study(make_spec(corpus), out)
+    with open(result["csv"]) as f:
+        rows = {(r["variant"], r["task"]): r for r in csv.DictReader(f)}
+    assert len(rows) == 4
+    for (variant, task), scores in SCORES.items():
+        row = rows[(variant, task)]
+        percent = 100 * np.array(scores)
+        assert float(row["median"]) == pytest.approx(np.median(percent))
+        assert float(row["min"]) == pytest.approx(percent.min())
+        assert float(row["max"]) == pytest.approx(percent.max())
+        assert float(row["std"]) == pytest.approx(np.std(percent, ddof=1))
+        assert int(row["seeds"]) == 3
+    assert float(rows[("bert", "sst2")]["pretrain_steps"]) == 100
+    assert float(rows[("electra", "cola")]["train_flops"]) == pytest.approx(80e10)
+    table = open(result["markdown"]).read()
+    electra_line = next(line for line in table.splitlines() if line.startswith("| electra"))
+    # Average of the medians: (80 + 20) / 2 = 50.00; BERT: (78 + 10) / 2 = 44.00.
+    assert electra_line.rstrip().endswith("| 50.00 |")
+    assert "80.00 (79.00–81.00)" in electra_line
+    bert_line = next(line for line in table.splitlines() if line.startswith("| bert"))
+    assert bert_line.rstrip().endswith("| 44.00 |")
+    for path in result["plots"]:
+        with open(path, "rb") as f:
+            assert f.read(8) == b"\x89PNG\r\n\x1a\n"
+
+
+def test_corpus_sample_ends_at_a_document_boundary(tmp_path, corpus):
+    path = study.sample_corpus(corpus, 0.0005, str(tmp_path / "data"))  # 500 bytes
+    text = open(path).read()
+    assert 500 <= len(text.encode()) < 600
+    assert text.endswith("\n") and open(corpus).read().startswith(text)
+    assert text.rstrip("\n").split("\n")[-1].startswith("Some text")  # a whole article
+
+
+def test_reduced_scale_fills_defaults_and_spec_errors_name_the_key(tmp_path, corpus):
+    spec = study.resolve_spec({"scale": "reduced", "corpus": corpus,
+                               "variants": {"electra": {}}, "tasks": ["cola"],
+                               "glue_data_dir": "/glue", "pretrain": {"vocab_size": 500}})
+    assert spec["model_size"] == "tiny" and spec["seeds"] == 3
+    assert spec["pretrain"]["vocab_size"] == 500  # the spec wins over the scale
+    assert spec["pretrain"]["max_seq_length"] == 64  # the rest of the scale stays
+    with pytest.raises(study.StudyError, match='"budgets" is required'):
+        make_spec(corpus, budgets=[])
+    with pytest.raises(study.StudyError, match='"corpus".*not a file'):
+        make_spec(str(tmp_path / "missing.txt"))
+    with pytest.raises(study.StudyError, match="unknown keys.*'varients'"):
+        study.resolve_spec({"varients": {}})
+    with pytest.raises(study.StudyError, match='"scale"'):
+        make_spec(corpus, scale="huge")
+    with pytest.raises(study.StudyError, match="glue_data_dir"):
+        make_spec(corpus, glue_data_dir=None)
+
+
+def test_a_failing_command_names_its_log(tmp_path):
+    log = str(tmp_path / "logs" / "x.log")
+    with pytest.raises(study.StudyError, match="exit code 3.*x.log"):
+        study.run_command(["python3", "-c", "import sys; print('boom'); sys.exit(3)"], log,
+                          "a step")
+    assert "boom" in open(log).read()
+
+
+def test_flag_arguments():
+    assert study.flag_arguments({"objective": "mlm", "disallow_correct": True,
+                                 "export": False, "budget": 1e12}) == [
+        "--objective=mlm", "--disallow_correct", "--noexport", "--budget=1000000000000.0"]
