@@ -244,6 +244,19 @@ def _main_squad() -> None:
              + ", ".join(f"{k} {v:.2f}" for k, v in results["median"].items()
                          if not k.endswith("total")))
     _say(f"Results: {os.path.join(output_dir, squad_run.RESULTS_FILE)}")
+    _export_best_trial(output_dir, results, f"squad{version.replace('.', '')}")
+
+
+def _export_best_trial(output_dir: str, results: dict, default_name: str) -> None:
+    """Writes the TF Serving export of the best trial (unless --noexport / --nosave_models)."""
+    if not (FLAGS.export and FLAGS.save_models and results.get("trials")):
+        return
+    from electra_tf.serving.exporter import best_trial_dir, export_finetuned_dir
+
+    trial_dir = best_trial_dir(output_dir)
+    version_dir = export_finetuned_dir(trial_dir, os.path.join(output_dir, "export"),
+                                       FLAGS.export_model_name or default_name)
+    _say(f"TF Serving export of {os.path.basename(trial_dir)}: {version_dir}")
 
 
 def main(argv):
@@ -286,13 +299,7 @@ def main(argv):
         _say(f"Dev results ({task.name}, percent; GLUE metric: {task.glue_score_metric}):")
         _say(run.format_table(results))
     _say(f"Results: {os.path.join(output_dir, run.RESULTS_FILE)}")
-    if FLAGS.export and FLAGS.save_models and results.get("trials"):
-        from electra_tf.serving.exporter import best_trial_dir, export_finetuned_dir
-
-        trial_dir = best_trial_dir(output_dir)
-        version_dir = export_finetuned_dir(trial_dir, os.path.join(output_dir, "export"),
-                                           FLAGS.export_model_name or task.name)
-        _say(f"TF Serving export of {os.path.basename(trial_dir)}: {version_dir}")
+    _export_best_trial(output_dir, results, task.name)
 
 
 if __name__ == "__main__":

@@ -285,6 +285,23 @@ class WordPieceTokenizer(tf.Module):
         pieces = self._bert_tokenizer.tokenize(self.normalize(texts))  # [..., (words), (pieces)]
         return pieces.merge_dims(-2, -1)
 
+    def tokenize_normalized_with_offsets(self, texts: tf.Tensor
+                                         ) -> tuple[tf.RaggedTensor, tf.RaggedTensor,
+                                                    tf.RaggedTensor]:
+        """WordPiece ids of already normalized text, with byte offsets into it.
+
+        Args:
+            texts: string [B], the output of `normalize` (or pieces of text
+                normalized separately and joined).
+
+        Returns:
+            (ids int32, begin int64, end int64), each ragged [B, (pieces)]:
+            piece i covers bytes [begin, end) of its text. An unknown word's
+            [UNK] covers the whole word.
+        """
+        ids, begin, end = self._bert_tokenizer.tokenize_with_offsets(texts)
+        return ids.merge_dims(-2, -1), begin.merge_dims(-2, -1), end.merge_dims(-2, -1)
+
     def tokenize_to_lists(self, texts: Iterable[str]) -> list[list[int]]:
         """Tokenizes Python strings eagerly; returns one list of ids per text."""
         texts = list(texts)

@@ -71,6 +71,13 @@ def test_squad_v2_writes_official_files_and_resumes(files):
         assert text in contexts[int(qid[1])]
     assert os.path.exists(out / "trial_0" / "model.weights.h5")
     assert not os.path.exists(out / "trial_0" / "checkpoints")
+    # The best trial is exported for TF Serving, as for classification tasks.
+    version_dir = out / "export" / "squad20" / "1"
+    assert f"TF Serving export of trial_0: {version_dir}" in result.stdout
+    with open(version_dir / "assets" / "serving_config.json", encoding="utf-8") as f:
+        config = json.load(f)
+    assert config["kind"] == "question_answering" and config["version_2"]
+    assert config["max_seq_length"] == 24 and config["null_score_threshold"] == -2.75
 
     again = _run(*args)
     assert again.returncode == 0, again.stderr[-2000:]

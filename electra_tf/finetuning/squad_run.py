@@ -284,6 +284,8 @@ def run_squad(train: Optional[SquadSplit], evaluation: Optional[SquadSplit],
             record["model"] = save_qa_model(model, trial_dir, {
                 "squad_version": settings.version, "max_seq_length": settings.max_seq_length,
                 "doc_stride": settings.doc_stride, "max_query_length": settings.max_query_length,
+                "max_answer_length": settings.max_answer_length,
+                "null_score_threshold": settings.null_score_threshold,
                 "do_lower_case": config.do_lower_case,
                 "strip_accents": config.resolved_strip_accents, "vocab_file": "vocab.txt"})
             shutil.copyfile(pretrained.vocab_file, os.path.join(trial_dir, "vocab.txt"))

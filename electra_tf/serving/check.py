@@ -4,15 +4,21 @@
    empty string, text longer than `max_seq_length`, invalid UTF-8) and the
    answers expected from the in-process model: the Keras model in
    `assets.extra/model.keras` fed by the Python tokenization path of
-   fine-tuning (`finetuning.features.encode`).
+   fine-tuning (`finetuning.features.encode`). Question-answering exports
+   are compared with the fine-tuning path instead: windows from
+   `squad_features.convert_examples`, answers from `squad_decoding.decode`
+   (see `check_qa`).
 2. Runs `standalone.py` in a fresh interpreter that imports only TensorFlow
    and TensorFlow Text (and asserts that this project is not importable),
    which loads the SavedModel as TF Serving does, lists its signatures like
    `saved_model_cli show --all`, audits its TF Text ops and answers the
    requests.
-3. Compares: float outputs within `--tolerance` (absolute, default 1e-5),
-   ids, labels and tokens exactly; malformed requests (wrong dtype or rank,
-   mismatched pair sizes, out-of-range ids) must fail with an error each.
+3. Compares: float outputs within `--tolerance` (absolute, default 1e-5,
+   plus 4 float32 ulps of the expected value, which only matters for
+   values far from 0 such as the masked -1000 of QA logits), ids, labels,
+   tokens and answer texts exactly; malformed requests (wrong dtype or
+   rank, mismatched pair sizes, out-of-range ids) must fail with an error
+   each.
 
 Exits 1 if anything fails or disagrees, 2 on a usage error.
 """
@@ -35,6 +41,7 @@ from electra_tf.serving.classifier import IDS_SIGNATURE, TEXT_SIGNATURE
 
 STANDALONE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "standalone.py")
 DEFAULT_TOLERANCE = 1e-5
+ULPS = 4
 
 SAMPLE_TEXTS = [
     "The movie was very good.",
@@ -86,18 +93,27 @@ class Reference:
 
         from electra_tf.finetuning import model as _model  # noqa: F401  (registers classes)
         from electra_tf.modeling import electra as _electra  # noqa: F401
-        from electra_tf.serving.exporter import KERAS_FILE, read_serving_config
+        from electra_tf.serving.exporter import (KERAS_FILE, QUESTION_ANSWERING,
+                                                 read_serving_config)
         from electra_tf.tokenization import WordPieceTokenizer
 
         keras_file = os.path.join(version_dir, "assets.extra", KERAS_FILE)
         if not os.path.isfile(os.path.join(version_dir, "saved_model.pb")):
             raise CheckError(f"{version_dir}: no saved_model.pb; pass a version directory "
                              "(<export_base>/<model_name>/<version>).")
-        if not os.path.isfile(keras_file):
-            raise CheckError(f"{version_dir}: no {KERAS_FILE} in assets.extra/ to compare with.")
         config = read_serving_config(version_dir)
         tokenizer = WordPieceTokenizer(os.path.join(version_dir, "assets", "vocab.txt"),
                                        config["do_lower_case"], config["strip_accents"])
+        if config["kind"] == QUESTION_ANSWERING:
+            from electra_tf.finetuning.qa_model import CONFIG_FILE, load_qa_model
+
+            extra = os.path.join(version_dir, "assets.extra")
+            if not os.path.isfile(os.path.join(extra, CONFIG_FILE)):
+                raise CheckError(f"{version_dir}: no {CONFIG_FILE} in assets.extra/ to compare "
+                                 "with.")
+            return cls(config, load_qa_model(extra)[0], tokenizer)
+        if not os.path.isfile(keras_file):
+            raise CheckError(f"{version_dir}: no {KERAS_FILE} in assets.extra/ to compare with.")
         return cls(config, keras.saving.load_model(keras_file), tokenizer)
 
     def encode(self, texts_a: list, texts_b: Optional[list]) -> dict:
@@ -141,6 +157,10 @@ class Reference:
 
 def build_requests(reference: Reference) -> tuple[list[dict], list[Optional[dict]], list[str]]:
     """(requests, expected outputs or None for "must fail", a description of each)."""
+    if reference.config["kind"] == "question_answering":
+        from electra_tf.serving import check_qa
+
+        return check_qa.build_requests(reference)
     pair = reference.config["is_pair"]
     texts_a = [t.encode() for t in SAMPLE_TEXTS] + [INVALID_UTF8]
     texts_b = [t.encode() for t in SAMPLE_PAIRS] + [INVALID_UTF8] if pair else None
@@ -228,10 +248,16 @@ def compare(expected: dict, outputs: dict, tolerance: float) -> tuple[list[str],
         if want.shape != got.shape:
             problems.append(f"{name}: shape {got.shape}, expected {want.shape}")
         elif want.dtype.kind == "f":
-            difference = float(np.max(np.abs(want - got))) if want.size else 0.0
+            error = np.abs(want - got)
+            difference = float(np.max(error)) if want.size else 0.0
             largest = max(largest, difference)
-            if not difference <= tolerance:
-                problems.append(f"{name}: max |difference| {difference:.3g} > {tolerance:g}")
+            # Large values (the -1000 added at masked positions of QA logits) also get a
+            # few float32 ulps of their own magnitude.
+            allowed = tolerance + ULPS * np.spacing(np.abs(want).astype(np.float32))
+            if not np.all(error <= allowed):
+                worst = float(np.max(error - allowed))
+                problems.append(f"{name}: max |difference| {difference:.3g} exceeds {tolerance:g} "
+                                f"(+ {ULPS} ulps of the value) by {worst:.3g}")
         elif not np.array_equal(want.astype(got.dtype) if want.dtype.kind != "O" else want, got):
             problems.append(f"{name}: values differ")
     return problems, largest
@@ -251,6 +277,13 @@ def check_export(version_dir: str, tolerance: float = DEFAULT_TOLERANCE,
     """Loads `version_dir` in a fresh process and compares it with the in-process model."""
     reference = Reference.load(version_dir)
     requests, expected, names = build_requests(reference)
+    if benchmark and reference.config["kind"] == "question_answering" and \
+            "texts" not in benchmark:
+        from electra_tf.serving import check_qa
+
+        benchmark = dict(benchmark, texts={
+            "question": base64.b64encode(check_qa.BENCHMARK_QUESTION.encode()).decode(),
+            "context": base64.b64encode(check_qa.BENCHMARK_CONTEXT.encode()).decode()})
     result = run_fresh_process(version_dir, requests, benchmark)
     lines = [result["listing"], ""]
     ok = True
@@ -304,7 +337,8 @@ def main(argv=None) -> int:
                         help="Also time this many serving_default calls per batch size.")
     parser.add_argument("--benchmark_batch_sizes", default="1,32")
     parser.add_argument("--benchmark_text", default=SAMPLE_TEXTS[0],
-                        help="The text of every benchmark example.")
+                        help="The text of every benchmark example (question answering: a "
+                             "fixed question and paragraph of about 150 words).")
     args = parser.parse_args(argv)
     benchmark = None
     if args.benchmark_requests > 0:

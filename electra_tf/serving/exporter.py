@@ -7,6 +7,8 @@ A version directory is a SavedModel:
     assets/labels.txt                   class names, one per line (classifiers)
     assets/serving_config.json          model kind, tokenizer flags, task, model config
     assets.extra/model.keras            the Keras model, for `electra_tf.serving.check`
+                                        (question answering: qa_model.json and
+                                        model.weights.h5, as fine-tuning saves it)
 
 TF Serving loads only the first three; `assets.extra/` is the conventional
 place for files beside a SavedModel that the graph does not read.
@@ -19,7 +21,7 @@ import json
 import os
 import shutil
 import tempfile
-from typing import Optional
+from typing import Callable, Optional
 
 import tensorflow as tf
 
@@ -30,6 +32,7 @@ KERAS_FILE = "model.keras"
 FORMAT_VERSION = 1
 CLASSIFIER = "classifier"
 DISCRIMINATOR = "discriminator"
+QUESTION_ANSWERING = "question_answering"
 
 
 class ExportError(ValueError):
@@ -43,8 +46,13 @@ def _encoder_config(encoder) -> dict:
 
 
 def _write(module, signatures: dict, keras_model, staging: str, vocab_file: str,
-           serving_config: dict, label_names: Optional[list]) -> None:
-    """Saves `module` with its assets into the empty directory `staging`."""
+           serving_config: dict, label_names: Optional[list],
+           save_extra: Optional[Callable[[str], None]] = None) -> None:
+    """Saves `module` with its assets into the empty directory `staging`.
+
+    `save_extra(directory)` writes the model into `assets.extra/` (default:
+    `model.keras`).
+    """
     sources = tempfile.mkdtemp(prefix=".assets-", dir=os.path.dirname(staging))
     try:
         shutil.copyfile(vocab_file, os.path.join(sources, "vocab.txt"))
@@ -64,7 +72,10 @@ def _write(module, signatures: dict, keras_model, staging: str, vocab_file: str,
         shutil.rmtree(sources, ignore_errors=True)
     extra = os.path.join(staging, "assets.extra")
     os.makedirs(extra, exist_ok=True)
-    keras_model.save(os.path.join(extra, KERAS_FILE))
+    if save_extra is None:
+        keras_model.save(os.path.join(extra, KERAS_FILE))
+    else:
+        save_extra(extra)
 
 
 def export_classifier(model, task_info: dict, vocab_file: str, export_base: str,
@@ -142,11 +153,108 @@ def export_discriminator(discriminator, pretraining_config, vocab_file: str, exp
                                None), version)
 
 
+def qa_float32_copy(model):
+    """A float32 `ElectraQA` with the weights of `model` (which has no `get_config`)."""
+    from electra_tf.export import float32_copy
+    from electra_tf.finetuning.qa_model import ElectraQA
+
+    encoder = float32_copy(model.encoder)
+    head = model.task_head
+    copy = ElectraQA(encoder, beam_size=head.beam_size, hidden_units=head.hidden_units, name="qa")
+    copy.build_for()
+    copy.task_head.set_weights(head.get_weights())
+    return copy
+
+
+def export_question_answering(model, qa_info: dict, vocab_file: str, export_base: str,
+                              model_name: str, version: Optional[int] = None) -> str:
+    """Exports a fine-tuned SQuAD `ElectraQA` as a new version.
+
+    Args:
+        model: the QA model (any dtype policy; a float32 copy is exported).
+        qa_info: what `save_qa_model` writes to `qa_model.json` (squad_version,
+            max_seq_length, max_query_length, casing; optionally
+            max_answer_length and null_score_threshold, else the defaults).
+        vocab_file: the vocabulary it was fine-tuned with.
+        export_base, model_name, version: as in `export_classifier`.
+
+    Returns:
+        The version directory.
+    """
+    from electra_tf.finetuning.qa_model import save_qa_model
+    from electra_tf.finetuning.squad_decoding import MAX_ANSWER_LENGTH
+    from electra_tf.finetuning.squad_run import DEFAULT_NULL_THRESHOLD
+    from electra_tf.serving.question_answering import QuestionAnsweringServing
+    from electra_tf.tokenization import WordPieceTokenizer
+
+    tokenizer = WordPieceTokenizer(vocab_file, qa_info["do_lower_case"],
+                                   qa_info.get("strip_accents"))
+    copy = qa_float32_copy(model)
+    squad_version = str(qa_info.get("squad_version", "1.1"))
+    settings = {"max_seq_length": int(qa_info["max_seq_length"]),
+                "max_query_length": int(qa_info.get("max_query_length", 64)),
+                "max_answer_length": int(qa_info.get("max_answer_length", MAX_ANSWER_LENGTH)),
+                "null_score_threshold": float(qa_info.get("null_score_threshold",
+                                                          DEFAULT_NULL_THRESHOLD))}
+    module = QuestionAnsweringServing(copy, tokenizer, version_2=squad_version == "2.0",
+                                      **settings)
+    config = {"format_version": FORMAT_VERSION, "kind": QUESTION_ANSWERING,
+              "squad_version": squad_version, "version_2": squad_version == "2.0", **settings,
+              "doc_stride": qa_info.get("doc_stride"), "is_pair": True,
+              "do_lower_case": tokenizer.do_lower_case, "strip_accents": tokenizer.strip_accents,
+              "label_names": None, "beam_size": copy.task_head.beam_size,
+              "model": _encoder_config(copy.encoder)}
+    info = {k: v for k, v in qa_info.items() if k not in ("encoder", "beam_size", "hidden_units")}
+
+    def save_extra(extra):
+        save_qa_model(copy, extra, {**info, **settings, "squad_version": squad_version})
+
+    return publish_version(
+        os.path.join(export_base, model_name),
+        lambda staging: _write(module, module.signatures(), copy, staging, vocab_file, config,
+                               None, save_extra), version)
+
+
+def _qa_trial_info(trial_dir: str) -> dict:
+    """`qa_model.json` of a SQuAD trial, completed from its run's results.json settings."""
+    from electra_tf.finetuning.qa_model import CONFIG_FILE
+
+    with open(os.path.join(trial_dir, CONFIG_FILE), encoding="utf-8") as f:
+        info = json.load(f)
+    results_path = os.path.join(os.path.dirname(os.path.abspath(trial_dir)), "results.json")
+    if os.path.isfile(results_path):
+        with open(results_path, encoding="utf-8") as f:
+            settings = json.load(f).get("settings", {})
+        for key in ("max_answer_length", "null_score_threshold"):
+            if key in settings:
+                info.setdefault(key, settings[key])
+    return info
+
+
+def export_squad_trial_dir(trial_dir: str, export_base: str, model_name: str,
+                           version: Optional[int] = None) -> str:
+    """Exports what a SQuAD trial saved (qa_model.json, model.weights.h5, vocab.txt)."""
+    from electra_tf.finetuning.qa_model import load_qa_model
+
+    vocab_file = os.path.join(trial_dir, "vocab.txt")
+    if not os.path.isfile(vocab_file):
+        raise ExportError(f"{trial_dir}: no vocab.txt beside qa_model.json.")
+    model, _ = load_qa_model(trial_dir)
+    return export_question_answering(model, _qa_trial_info(trial_dir), vocab_file, export_base,
+                                     model_name, version)
+
+
+def _is_squad_trial(path: str) -> bool:
+    from electra_tf.finetuning.qa_model import CONFIG_FILE, WEIGHTS_FILE
+
+    return all(os.path.isfile(os.path.join(path, name)) for name in (CONFIG_FILE, WEIGHTS_FILE))
+
+
 def best_trial_dir(output_dir: str) -> str:
     """The saved trial of a fine-tuning run with the best dev score (trial 0 without dev data).
 
-    The score is the task's GLUE metric from `results.json`; ties go to the
-    lower trial number.
+    The score is the task's GLUE metric (SQuAD: f1) from `results.json`; ties
+    go to the lower trial number.
 
     Raises:
         ExportError: no trial with a saved model.
@@ -154,20 +262,28 @@ def best_trial_dir(output_dir: str) -> str:
     results_path = os.path.join(output_dir, "results.json")
     with open(results_path, encoding="utf-8") as f:
         results = json.load(f)
-    metric = results.get("glue_score_metric")
+    squad = results.get("task") == "squad"
+    metric = "f1" if squad else results.get("glue_score_metric")
+    # SQuAD trials record their dev scores under "scores", classifiers under "dev".
+    scores = "scores" if squad else "dev"
+    saved = _is_squad_trial if squad else (lambda d: os.path.isfile(os.path.join(d, KERAS_FILE)))
     trials = [t for t in results.get("trials", [])
-              if os.path.isfile(os.path.join(output_dir, f"trial_{t['trial']}", KERAS_FILE))]
+              if saved(os.path.join(output_dir, f"trial_{t['trial']}"))]
     if not trials:
-        raise ExportError(f"{results_path}: no finished trial with a saved model.keras "
+        raise ExportError(f"{results_path}: no finished trial with a saved model "
                           "(was the run made with --nosave_models?).")
-    best = max(trials, key=lambda t: (t.get("dev", {}).get(metric, float("-inf")), -t["trial"]))
+    best = max(trials, key=lambda t: (t.get(scores, {}).get(metric, float("-inf")), -t["trial"]))
     return os.path.join(output_dir, f"trial_{best['trial']}")
 
 
 def export_finetuned_dir(trial_dir: str, export_base: str, model_name: str,
                          version: Optional[int] = None) -> str:
-    """Exports what `save_finetuned` wrote to `trial_dir` (model.keras, task.json, vocab.txt)."""
+    """Exports what `save_finetuned` wrote to `trial_dir` (model.keras, task.json, vocab.txt),
+    or a SQuAD trial (qa_model.json, model.weights.h5, vocab.txt)."""
     from electra_tf.finetuning.model import load_finetuned
+
+    if _is_squad_trial(trial_dir):
+        return export_squad_trial_dir(trial_dir, export_base, model_name, version)
 
     vocab_file = os.path.join(trial_dir, "vocab.txt")
     if not os.path.isfile(vocab_file):
@@ -179,8 +295,8 @@ def export_finetuned_dir(trial_dir: str, export_base: str, model_name: str,
 def export_checkpoint(path: str, export_base: str, model_name: str,
                       version: Optional[int] = None,
                       max_seq_length: Optional[int] = None) -> str:
-    """Exports any run: a fine-tuning output directory (its best trial), one trial directory,
-    or a pre-training run (its export/ or latest checkpoint).
+    """Exports any run: a fine-tuning output directory (its best trial), one trial directory
+    (classifier or SQuAD), or a pre-training run (its export/ or latest checkpoint).
 
     Raises:
         ExportError: `path` is none of these.
@@ -191,7 +307,7 @@ def export_checkpoint(path: str, export_base: str, model_name: str,
     if not os.path.isdir(path):
         raise ExportError(f"--checkpoint={path}: no such directory.")
     if os.path.isfile(os.path.join(path, "task.json")) and \
-            os.path.isfile(os.path.join(path, KERAS_FILE)):
+            os.path.isfile(os.path.join(path, KERAS_FILE)) or _is_squad_trial(path):
         return export_finetuned_dir(path, export_base, model_name, version)
     if os.path.isfile(os.path.join(path, "results.json")):
         return export_finetuned_dir(best_trial_dir(path), export_base, model_name, version)
@@ -199,7 +315,8 @@ def export_checkpoint(path: str, export_base: str, model_name: str,
 
     if _run_config_path(path) is None:
         raise ExportError(f"--checkpoint={path}: not a fine-tuning output directory "
-                          "(results.json), a trial directory (model.keras + task.json) or a "
+                          "(results.json), a trial directory (model.keras + task.json, or "
+                          "qa_model.json + model.weights.h5) or a "
                           "pre-training run (config.json with export/ or checkpoints/).")
     try:
         config, _, discriminator, _ = load_run_models(path)

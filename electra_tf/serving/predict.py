@@ -11,7 +11,8 @@
 
 Input formats (by extension): `.txt` one text per line; `.tsv` a text, or a
 text and its pair, per line (tab-separated, no header); `.jsonl` objects with
-`text` (and `text_pair`). Lines are sent in batches of `--batch_size`. A
+`text` (and `text_pair`), or with `question` and `context` for a
+question-answering export. Lines are sent in batches of `--batch_size`. A
 batch the server rejects is retried one example at a time, so only the
 examples at fault get an `"error"` field in their output line and all
 others are still predicted.
@@ -35,8 +36,17 @@ class InputError(ValueError):
     """The input file cannot be read; the message names the file and line."""
 
 
+def _qa_example(row: dict, path: str, number: int) -> dict:
+    """`{"question", "context"}` of a JSON line for a question-answering export."""
+    if not all(isinstance(row.get(k), str) for k in ("question", "context")):
+        raise InputError(f"{path} line {number}: needs string fields \"question\" and "
+                         "\"context\".")
+    return {"question": row["question"], "context": row["context"]}
+
+
 def read_examples(path: str) -> Iterator[dict]:
-    """Yields `{"text": ..., ["text_pair": ...]}` per line (strings; bytes if not UTF-8)."""
+    """Yields `{"text": ..., ["text_pair": ...]}` per line (strings; bytes if not UTF-8),
+    or `{"question": ..., "context": ...}` for JSON lines with those fields."""
     extension = os.path.splitext(path)[1].lower()
     if not os.path.isfile(path):
         raise InputError(f"--input={path}: no such file.")
@@ -50,8 +60,12 @@ def read_examples(path: str) -> Iterator[dict]:
                     row = json.loads(raw)
                 except ValueError as error:
                     raise InputError(f"{path} line {number}: not JSON ({error}).") from None
+                if isinstance(row, dict) and "question" in row:
+                    yield _qa_example(row, path, number)
+                    continue
                 if not isinstance(row, dict) or not isinstance(row.get("text"), str):
-                    raise InputError(f"{path} line {number}: needs a string field \"text\".")
+                    raise InputError(f"{path} line {number}: needs a string field \"text\" "
+                                     "(or \"question\" and \"context\").")
                 example = {"text": row["text"]}
                 if "text_pair" in row:
                     example["text_pair"] = str(row["text_pair"])

@@ -11,7 +11,7 @@ TF Serving.
 `requests.json`: `{"requests": [{"signature": name, "inputs": {name: {"dtype":
 "string" | "int32" | ..., "values": nested lists, strings base64}},
 "expect_error": bool}], "benchmark": {"requests": N, "batch_sizes": [1, 32],
-"text": base64}}`.
+"text": base64, "texts": {input name: base64} (optional)}}`.
 
 `result.json`: the project-importability probe, import and load times, the
 `saved_model_cli show --all`-style listing, the TF Text ops in the graph,
@@ -137,12 +137,14 @@ def main(version_dir, requests_path, result_path):
     bench = spec.get("benchmark")
     if bench:
         function = loaded.signatures["serving_default"]
-        text = base64.b64decode(bench["text"])
         names = list(function.structured_input_signature[1])
+        # One text for every input, unless the request names a text per input.
+        texts = {n: base64.b64decode(bench.get("texts", {}).get(n, bench["text"]))
+                 for n in names}
         timings = {}
         first_call = None
         for batch in bench["batch_sizes"]:
-            inputs = {n: tf.constant([text] * batch) for n in names}
+            inputs = {n: tf.constant([texts[n]] * batch) for n in names}
             begin = time.perf_counter()
             function(**inputs)  # the first call of a shape pays for kernel set-up
             if first_call is None:
