@@ -102,6 +102,8 @@ flags.DEFINE_boolean("layerwise_lr_decay_quirk", False, "Reproduce the original 
                      "transformer layer gets lr*decay^2 instead of lr*decay.")
 flags.DEFINE_float("weight_decay_rate", 0.0, "Decoupled weight decay (paper: 0; original code: "
                    "0.01).")
+flags.DEFINE_integer("max_train_examples", None, "Train on this many examples drawn from the "
+                     "training set (the same draw for every run; for quick comparisons).")
 flags.DEFINE_boolean("double_unordered", False, "Pair tasks: also train on every pair in the "
                      "B, A order (the original does this for MRPC and STS-B).")
 flags.DEFINE_integer("log_every_steps", 50, "Console / TensorBoard interval in steps.")
@@ -288,7 +290,7 @@ def main(argv):
         layerwise_lr_decay_quirk=FLAGS.layerwise_lr_decay_quirk,
         weight_decay_rate=FLAGS.weight_decay_rate, num_trials=FLAGS.num_trials, seed=FLAGS.seed,
         double_unordered=FLAGS.double_unordered, log_every_steps=FLAGS.log_every_steps,
-        save_models=FLAGS.save_models)
+        save_models=FLAGS.save_models, max_train_examples=FLAGS.max_train_examples)
     try:
         results = run.run_finetuning(task, data, pretrained, settings,
                                      vocab_flag_given=FLAGS.vocab_file is not None, print_fn=_say)

@@ -68,6 +68,8 @@ class FinetuneSettings:
     double_unordered: bool = False
     log_every_steps: int = 50
     save_models: bool = True
+    # Train on this many examples drawn from the training set (None: all of it).
+    max_train_examples: Optional[int] = None
 
     def resolve(self, task: Task, model_size: str) -> "FinetuneSettings":
         """Fills the size- and task-dependent defaults and checks every value."""
@@ -80,6 +82,9 @@ class FinetuneSettings:
             resolved.num_train_epochs = task.num_train_epochs
         check_settings(resolved, ("max_seq_length", "train_batch_size", "eval_batch_size",
                                   "num_trials", "log_every_steps"))
+        if resolved.max_train_examples is not None and resolved.max_train_examples <= 0:
+            raise RunError(f"--max_train_examples={resolved.max_train_examples}: must be a "
+                           "positive integer.")
         return resolved
 
 
@@ -344,7 +349,10 @@ class _EpochEnd(keras.callbacks.Callback):
 
 
 def _settings_dict(settings: FinetuneSettings) -> dict:
-    return {k: v for k, v in dataclasses.asdict(settings).items() if k not in _RESUMABLE}
+    values = {k: v for k, v in dataclasses.asdict(settings).items() if k not in _RESUMABLE}
+    if values["max_train_examples"] is None:  # results written before the option still match
+        del values["max_train_examples"]
+    return values
 
 
 def run_finetuning(task: Task, data: TaskData, pretrained: Pretrained, settings: FinetuneSettings,
@@ -383,6 +391,10 @@ def run_finetuning(task: Task, data: TaskData, pretrained: Pretrained, settings:
     identity = {"task": task.to_dict(), "init_checkpoint": pretrained.model_file,
                 "vocab_file": os.path.abspath(pretrained.vocab_file),
                 "settings": _settings_dict(settings)}
+    if settings.max_train_examples is not None and settings.max_train_examples < len(data.train):
+        print_fn(f"Training on {settings.max_train_examples:,} of the {len(data.train):,} "
+                 "training examples (--max_train_examples; the same draw for every run).")
+        data = dataclasses.replace(data, train=data.train.sample(settings.max_train_examples))
     results = {**identity, "num_train_examples": len(data.train),
                "trials": finished_trials(results_path, identity, settings.num_trials)}
 

@@ -100,6 +100,21 @@ class Split:
     def __len__(self) -> int:
         return len(self.texts_a)
 
+    def sample(self, count: int, seed: int = 0) -> "Split":
+        """`count` examples drawn without replacement (in their original order).
+
+        The draw depends only on `seed` and the split's size, so runs that
+        compare pre-trained models fine-tune on the same examples.
+        """
+        if count >= len(self):
+            return self
+        keep = np.sort(np.random.default_rng(seed).choice(len(self), size=count, replace=False))
+        pick = lambda values: [values[i] for i in keep]  # noqa: E731
+        return dataclasses.replace(
+            self, texts_a=pick(self.texts_a),
+            texts_b=None if self.texts_b is None else pick(self.texts_b),
+            labels=None if self.labels is None else self.labels[keep], indices=pick(self.indices))
+
 
 @dataclasses.dataclass
 class TaskData:
