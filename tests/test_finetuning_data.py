@@ -255,3 +255,19 @@ def test_encode_with_real_tokenizer_and_padded_batches(tmp_path):
     assert inputs["input_mask"].numpy().tolist() == [[1] * 6, [1] * 5 + [0]]
     assert inputs["segment_ids"].numpy().tolist() == [[0, 0, 0, 0, 1, 1], [0, 0, 0, 0, 1, 0]]
     assert labels.numpy().tolist() == [1, 0]
+
+
+def test_a_sample_of_a_split_is_fixed_aligned_and_in_order():
+    texts = [f"text {i}" for i in range(100)]
+    split = tasks.Split("train", "memory", texts, [f"pair {i}" for i in range(100)],
+                  np.arange(100) % 3, [str(i) for i in range(100)])
+    first, again = split.sample(10), split.sample(10)
+    assert first.texts_a == again.texts_a  # the same draw every time
+    assert len(first) == 10 and len(set(first.texts_a)) == 10
+    numbers = [int(t.split()[1]) for t in first.texts_a]
+    assert numbers == sorted(numbers)  # original order kept
+    assert first.texts_b == [f"pair {i}" for i in numbers]
+    assert first.labels.tolist() == [i % 3 for i in numbers]
+    assert first.indices == [str(i) for i in numbers]
+    assert split.sample(10, seed=1).texts_a != first.texts_a
+    assert split.sample(500) is split  # asking for more keeps everything
