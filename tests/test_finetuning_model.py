@@ -1,7 +1,6 @@
 """Classifier, layer-wise learning rates, saving, and a tiny end-to-end fine-tune."""
 
 import json
-import os
 
 import keras
 import numpy as np

@@ -31,7 +31,7 @@ from electra_tf.finetuning import features, metrics
 from electra_tf.finetuning.model import build_classifier, save_finetuned
 from electra_tf.finetuning.optimization import (DEFAULT_LAYERWISE_DECAY, DEFAULT_LEARNING_RATES,
                                                 create_optimizer, learning_rate_schedule)
-from electra_tf.finetuning.tasks import CLASSIFICATION, REGRESSION, Split, Task, TaskData
+from electra_tf.finetuning.tasks import REGRESSION, Split, Task, TaskData
 from electra_tf.training.callbacks import ProgressMonitor, format_duration
 
 RESULTS_FILE = "results.json"
