@@ -267,6 +267,14 @@ class PretrainingConfig:
                 "--weight_sharing=all ties every generator weight to the discriminator, so both "
                 "must have the same size: pass --generator_hidden_fraction=1 and "
                 "--generator_layers_fraction=1.")
+        if self.objective == "mlm" and (self.uniform_generator or self.disallow_correct):
+            raise ConfigError("--objective=mlm (BERT) has no generator: drop "
+                              "--uniform_generator / --disallow_correct.")
+        if self.init_checkpoint and self.weight_sharing != "embeddings":
+            raise ConfigError(
+                f"--init_checkpoint with --weight_sharing={self.weight_sharing}: checkpoints hold "
+                "a generator that reads the discriminator's embeddings (the original code's "
+                "layout); start from them with --weight_sharing=embeddings.")
         if self.training == "joint":
             return
         if self.objective != "electra" or self.uniform_generator:
@@ -283,6 +291,8 @@ class PretrainingConfig:
                     "nothing: pass --weight_sharing=none --generator_hidden_fraction=1 "
                     "--generator_layers_fraction=1.")
             steps = self.resolved_two_stage_generator_steps
+            if self.max_train_flops is not None and self.two_stage_generator_steps is None:
+                return  # the budget decides the steps (electra_tf.flops.steps_within_budget)
             if not 0 < steps < self.num_train_steps:
                 raise ConfigError(
                     f"--two_stage_generator_steps={steps}: must be between 1 and "

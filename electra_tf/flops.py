@@ -255,20 +255,23 @@ def train_flops(config: PretrainingConfig, num_steps: Optional[int] = None,
 def steps_within_budget(config: PretrainingConfig, budget: float) -> int:
     """The number of training steps whose FLOPs (see `train_flops`) fit in `budget`.
 
-    A two-stage run without `two_stage_generator_steps` splits the budget
-    into two stages of equal step counts (the paper's n generator steps,
-    then n discriminator steps).
+    Rounded down to a multiple of `steps_per_execution` (steps run in groups
+    of that size). A two-stage run without `two_stage_generator_steps`
+    splits the budget into two stages of equal step counts (the paper's n
+    generator steps, then n discriminator steps).
     """
+    group = config.steps_per_execution
+    whole = lambda steps: int(steps) // group * group  # noqa: E731
     if config.training != "two_stage":
-        return int(budget // train_flops_per_step(config))
+        return whole(budget // train_flops_per_step(config))
     first_cost = train_flops_per_step(config, stage="generator")
     second_cost = train_flops_per_step(config, stage="discriminator")
     if config.two_stage_generator_steps is None:
-        return 2 * int(budget // (first_cost + second_cost))
+        return 2 * whole(budget // (first_cost + second_cost))
     first = config.two_stage_generator_steps
     if first * first_cost > budget:
-        return int(budget // first_cost)
-    return first + int((budget - first * first_cost) // second_cost)
+        return whole(budget // first_cost)
+    return first + whole((budget - first * first_cost) // second_cost)
 
 
 def inference_flops(model_config: ModelConfig, seq_len: int, sparse_lookup: bool = False) -> float:

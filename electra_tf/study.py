@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import hashlib
 import json
 import os
 import subprocess
@@ -151,7 +152,7 @@ def task_name(task) -> str:
 
 def cell_name(variant: str, budget: float, budgets: list) -> str:
     """A pre-training cell's directory name: the variant, plus the budget when there are several."""
-    return variant if len(budgets) == 1 else f"{variant}-{budget:.3g}".replace("+", "")
+    return variant if len(budgets) == 1 else f"{variant}-{budget:.6g}".replace("+", "")
 
 
 def flag_arguments(flags: dict) -> list[str]:
@@ -173,7 +174,9 @@ def sample_corpus(corpus: str, megabytes: Optional[float], data_dir: str) -> str
     """The first `megabytes` of the corpus, cut at a document boundary (or the corpus itself)."""
     if not megabytes:
         return os.path.abspath(corpus)
-    path = os.path.join(data_dir, f"corpus-{megabytes:g}MB.txt")
+    # Named after the source too, so another corpus never reuses this sample.
+    source = hashlib.sha256(f"{os.path.abspath(corpus)}\t{os.path.getsize(corpus)}".encode())
+    path = os.path.join(data_dir, f"corpus-{megabytes:g}MB-{source.hexdigest()[:8]}.txt")
     if os.path.exists(path):
         return path
     limit = int(megabytes * 1e6)
@@ -209,18 +212,42 @@ def run_command(arguments: list[str], log_path: str, label: str) -> None:
     print(f"  done in {time.perf_counter() - started:.0f}s", flush=True)
 
 
+def check_cell(directory: str, arguments: list[str]) -> None:
+    """Records the command of a cell in `directory`/study_cell.json, or checks it is unchanged.
+
+    A finished cell is never recomputed, so a spec edited between runs must
+    not silently reuse results of other settings.
+
+    Raises:
+        StudyError: the directory holds a cell run with another command.
+    """
+    path = os.path.join(directory, "study_cell.json")
+    command = arguments[1:]  # not the interpreter
+    previous = _read_json(path)
+    if previous is not None and previous["command"] != command:
+        changed = sorted(set(command) ^ set(previous["command"]))
+        raise StudyError(f"{directory} was run with other settings (differing arguments: "
+                         f"{' '.join(changed)}). Use another --output_dir for the new study, or "
+                         "delete that directory to recompute it.")
+    if previous is None:
+        os.makedirs(directory, exist_ok=True)
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump({"command": command}, f, indent=2)
+
+
 def pretrain_cell(spec: dict, variant: str, budget: float, corpus: str, output_dir: str) -> str:
     """Pre-trains one variant within one budget (skipped when finished). Returns the run dir."""
     cell = cell_name(variant, budget, spec["budgets"])
     run_dir = os.path.join(output_dir, "pretrain", cell)
-    if _finished_pretraining(run_dir):
-        print(f"pretrain {cell}: finished earlier ({run_dir})", flush=True)
-        return run_dir
     flags = {**spec["pretrain"], **spec["variants"][variant], "max_train_flops": budget}
     arguments = [sys.executable, os.path.join(PROJECT_DIR, "pretrain.py"),
                  f"--model_size={spec['model_size']}", f"--corpus={corpus}",
                  f"--data_dir={os.path.join(output_dir, 'data')}", f"--output_dir={run_dir}",
                  *flag_arguments(flags)]
+    check_cell(run_dir, arguments)
+    if _finished_pretraining(run_dir):
+        print(f"pretrain {cell}: finished earlier ({run_dir})", flush=True)
+        return run_dir
     log = os.path.join(output_dir, "logs", f"pretrain-{cell}.log")
     print(f"pretrain {cell}: {' '.join(flag_arguments(flags))} (log: {log})", flush=True)
     run_command(arguments, log, f"pre-training {cell}")
@@ -242,10 +269,6 @@ def finetune_cell(spec: dict, cell: str, task, run_dir: str, output_dir: str) ->
     name = task_name(task)
     out = os.path.join(output_dir, "finetune", cell, name)
     results_path = os.path.join(out, "results.json")
-    results = _read_json(results_path)
-    if results and len(results.get("trials", [])) >= spec["seeds"]:
-        print(f"finetune {cell} on {name}: finished earlier", flush=True)
-        return results
     flags = dict(spec["finetune"])
     flags.update(spec["task_flags"].get(name, {}))
     if isinstance(task, str):
@@ -255,6 +278,12 @@ def finetune_cell(spec: dict, cell: str, task, run_dir: str, output_dir: str) ->
     flags.update(init_checkpoint=run_dir, output_dir=out, num_trials=spec["seeds"],
                  save_models=False, export=False)
     arguments = [sys.executable, os.path.join(PROJECT_DIR, "finetune.py"), *flag_arguments(flags)]
+    # The seed count may grow (more trials are added), so it is not part of the identity.
+    check_cell(out, [a for a in arguments if not a.startswith("--num_trials=")])
+    results = _read_json(results_path)
+    if results and len(results.get("trials", [])) >= spec["seeds"]:
+        print(f"finetune {cell} on {name}: finished earlier", flush=True)
+        return results
     log = os.path.join(output_dir, "logs", f"finetune-{cell}-{name}.log")
     print(f"finetune {cell} on {name}: {spec['seeds']} seed(s) (log: {log})", flush=True)
     run_command(arguments, log, f"fine-tuning {cell} on {name}")
@@ -270,11 +299,11 @@ def _read_json(path: str) -> Optional[dict]:
 
 # ---------------------------------------------------------------------------- results
 
-def task_scores(results: dict) -> tuple[str, list[float]]:
-    """(metric, per-seed dev scores in percent) of a fine-tuning results.json."""
+def task_scores(results: dict, seeds: int) -> tuple[str, list[float]]:
+    """(metric, dev scores in percent of the first `seeds` trials) of a fine-tuning results.json."""
     metric = results.get("glue_score_metric") or next(iter(results.get("median", {})), None)
-    scores = [100.0 * t["dev"][metric] for t in results.get("trials", [])
-              if metric in t.get("dev", {})]
+    trials = sorted(results.get("trials", []), key=lambda t: t["trial"])[:seeds]
+    scores = [100.0 * t["dev"][metric] for t in trials if metric in t.get("dev", {})]
     return metric, scores
 
 
@@ -294,7 +323,7 @@ def collect_rows(spec: dict, output_dir: str) -> list[dict]:
                                                   "results.json"))
                 if not results:
                     continue
-                metric, scores = task_scores(results)
+                metric, scores = task_scores(results, spec["seeds"])
                 if not scores:
                     continue
                 rows.append({
@@ -399,7 +428,9 @@ def plot(rows: list[dict], spec: dict, output_dir: str) -> list[str]:
             path = os.path.join(output_dir, "pretrain", cell, "metrics.jsonl")
             if os.path.exists(path):
                 with open(path, encoding="utf-8") as f:
-                    curves[cell] = [json.loads(line) for line in f]
+                    # A resumed run may report a step again: keep the last report of each.
+                    records = {r["step"]: r for r in map(json.loads, f)}
+                curves[cell] = [records[step] for step in sorted(records)]
     panels = [("masked_lm_loss", "masked-LM loss (generator, or the MLM itself)"),
               ("disc_loss", "discriminator loss")]
     figure, axes = plt.subplots(1, len(panels), figsize=(11, 4))
@@ -428,8 +459,8 @@ def run_study(spec: dict, output_dir: str) -> dict:
     spec_copy = os.path.join(output_dir, "spec.json")
     previous = _read_json(spec_copy)
     if previous is not None and previous != spec:
-        print(f"note: {spec_copy} differs from this spec; cells whose settings changed will be "
-              "refused by pretrain.py / finetune.py (use another --output_dir for a new study).")
+        print(f"note: {spec_copy} differs from this spec; cells whose commands changed are "
+              "refused (finished cells of unchanged commands are kept).")
     with open(spec_copy, "w", encoding="utf-8") as f:
         json.dump(spec, f, indent=2)
     corpus = sample_corpus(spec["corpus"], spec.get("corpus_megabytes"),

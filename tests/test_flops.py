@@ -260,3 +260,14 @@ def test_equal_budget_gives_cheaper_variants_more_steps():
                                                                           objective="mlm")),
                                           rel=0.01)
     assert all_tokens < electra < mlm
+
+
+def test_budget_steps_come_in_whole_groups_of_steps_per_execution():
+    config = preset("tiny", steps_per_execution=8)
+    per_step = flops.train_flops_per_step(config)
+    assert flops.steps_within_budget(config, 100 * per_step) == 96
+    assert flops.steps_within_budget(config, 7 * per_step) == 0
+    two = preset("tiny", steps_per_execution=4, training="two_stage", weight_sharing="none",
+                 generator_hidden_fraction=1.0)
+    steps = flops.steps_within_budget(two, 1e14)
+    assert steps % 8 == 0  # two equal stages, each a whole number of groups

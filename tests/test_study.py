@@ -160,3 +160,24 @@ def test_flag_arguments():
     assert study.flag_arguments({"objective": "mlm", "disallow_correct": True,
                                  "export": False, "budget": 1e12}) == [
         "--objective=mlm", "--disallow_correct", "--noexport", "--budget=1000000000000.0"]
+
+
+def test_a_changed_spec_never_reuses_results_of_other_settings(tmp_path, corpus, monkeypatch):
+    out = str(tmp_path / "study")
+    fake = FakeCommands(out)
+    monkeypatch.setattr(study, "run_command", fake)
+    study.run_study(make_spec(corpus), out)
+    changed = make_spec(corpus, variants={"electra": {"temperature": 2.0},
+                                          "bert": {"objective": "mlm"}})
+    with pytest.raises(study.StudyError, match="pretrain/electra was run with other settings.*"
+                                                "--temperature=2.0"):
+        study.run_study(changed, out)
+    with pytest.raises(study.StudyError, match="finetune/electra/cola was run with other"):
+        study.run_study(make_spec(corpus, task_flags={"cola": {"learning_rate": 1e-4}}), out)
+    # Fewer seeds: the same runs, summarised over their first trials only.
+    fake.calls.clear()
+    result = study.run_study(make_spec(corpus, seeds=2), out)
+    assert fake.calls == []
+    electra_cola = next(r for r in result["rows"]
+                        if (r["variant"], r["task"]) == ("electra", "cola"))
+    assert electra_cola["seeds"] == 2 and electra_cola["median"] == pytest.approx(15.0)

@@ -329,3 +329,30 @@ def test_two_stage_run_switches_once_and_resumes_in_the_second_stage(corpus, tmp
         records = [json.loads(line) for line in f]
     assert "disc_loss" not in records[0] and records[0]["step"] == 2  # generator stage
     assert "disc_loss" in records[-1] and records[-1]["step"] == 4
+
+
+def test_two_stage_boundary_is_kept_when_a_resumed_run_is_extended(corpus, tmp_path):
+    vocab, shard_dir, tokenizer = corpus
+
+    def two_stage(steps):  # the boundary left to its default, half of the steps
+        return tiny(training="two_stage", weight_sharing="none", generator_hidden_fraction=1.0,
+                    num_heads=None, num_train_steps=steps)
+
+    run_dir = str(tmp_path / "run")
+    run_pretraining(two_stage(4), run_dir, shard_dir, vocab, tokenizer.special_ids,
+                    print_fn=lambda _: None, export=False)
+    lines = []
+    result = run_pretraining(two_stage(6), run_dir, shard_dir, vocab, tokenizer.special_ids,
+                             print_fn=lines.append, export=False)
+    assert result.steps_done == 6
+    # Still the discriminator's stage: 2 generator steps, as written in config.json.
+    assert not any("Training the generator" in line for line in lines)
+    with open(os.path.join(run_dir, "config.json")) as f:
+        assert json.load(f)["two_stage_generator_steps"] == 2
+
+
+def test_a_budget_smaller_than_a_step_is_refused(corpus, tmp_path):
+    vocab, shard_dir, tokenizer = corpus
+    with pytest.raises(RunError, match="--max_train_flops.*less than"):
+        run_pretraining(tiny(max_train_flops=1e6), str(tmp_path / "run"), shard_dir, vocab,
+                        tokenizer.special_ids, print_fn=lambda _: None, export=False)

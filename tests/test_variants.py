@@ -175,7 +175,15 @@ def test_uniform_generator_has_no_weights_and_samples_uniformly(rng):
     model = built(config_for(uniform_generator=True), batch)
     assert model.generator is None
     stats, sums = stats_and_sums(model, batch)
-    assert stats["masked_lm_loss"] == pytest.approx(np.log(VOCAB), rel=1e-5)
+    assert "masked_lm_loss" not in stats  # no generator, nothing to report
+    np.testing.assert_allclose(float(sums["mlm"]["nll"]),
+                               np.log(VOCAB) * batch["masked_lm_weights"].sum(), rtol=1e-5)
+    d = sums["disc_logits"].numpy().astype(np.float64)
+    labels = sums["labels"].numpy().astype(np.float64)
+    mask = batch["input_mask"].astype(np.float64)
+    bce = -(labels * np.log(sigmoid(d)) + (1 - labels) * np.log(1 - sigmoid(d)))
+    # Only the discriminator's loss is optimised.
+    assert stats["total_loss"] == pytest.approx(50.0 * (bce * mask).sum() / mask.sum(), rel=1e-5)
     # Inverse-CDF sampling of a uniform softmax: id = floor(u * V).
     expected = np.minimum(np.floor(batch["sampling_uniforms"] * VOCAB), VOCAB - 1)
     np.testing.assert_array_equal(sums["sampled_ids"].numpy(), expected)
@@ -272,18 +280,39 @@ def test_two_stage_trains_the_generator_then_freezes_it(rng):
 def test_reinforce_gradient_favours_samples_rewarded_above_the_baseline():
     logits = tf.Variable(np.zeros((1, 2, 3), np.float32))
     sampled = tf.constant([[0, 1]], tf.int32)
-    rewards = tf.constant([[1.0, 0.0]])  # baseline 0.5: slot 0 is good, slot 1 bad
+    rewards = tf.constant([[1.0, 0.0]])  # leave-one-out baselines: 0 for slot 0, 1 for slot 1
     weights = tf.ones((1, 2))
     with tf.GradientTape() as tape:
         loss = objective.reinforce_sums(logits, sampled, rewards, weights)["loss"]
     grad = tape.gradient(loss, logits).numpy()[0]
     # d/dz of -(r - b) log softmax(z)[s] = -(r - b) (onehot(s) - p), with p = 1/3.
     p = np.full(3, 1 / 3)
-    np.testing.assert_allclose(grad[0], -0.5 * (np.eye(3)[0] - p), atol=1e-6)
-    np.testing.assert_allclose(grad[1], 0.5 * (np.eye(3)[1] - p), atol=1e-6)
+    np.testing.assert_allclose(grad[0], -1.0 * (np.eye(3)[0] - p), atol=1e-6)
+    np.testing.assert_allclose(grad[1], 1.0 * (np.eye(3)[1] - p), atol=1e-6)
     # A descent step makes the rewarded sample more likely and the other less.
     stepped = tf.nn.softmax(logits - 0.1 * grad).numpy()[0]
     assert stepped[0, 0] > 1 / 3 and stepped[1, 1] < 1 / 3
+
+
+def test_reinforce_surrogate_matches_numpy_and_ignores_how_the_batch_is_split(rng):
+    logits = rng.normal(size=(4, 3, 7)).astype(np.float32)
+    sampled = rng.integers(0, 7, size=(4, 3)).astype(np.int32)
+    rewards = rng.random((4, 3)).astype(np.float32)
+    weights = np.array([[1, 1, 1], [1, 1, 0], [1, 0, 0], [0, 0, 0]], np.float32)
+    log_p = np.take_along_axis(log_softmax(logits.astype(np.float64) / 2.0),
+                               sampled[..., None], -1)[..., 0]
+    expected = 0.0
+    for row in range(4):
+        for slot in range(3):
+            others = [j for j in range(3) if j != slot and weights[row, j] > 0]
+            baseline = np.mean(rewards[row, others]) if others else 0.0
+            expected -= weights[row, slot] * (rewards[row, slot] - baseline) * log_p[row, slot]
+    whole = float(objective.reinforce_sums(logits, sampled, rewards, weights, 2.0)["loss"])
+    assert whole == pytest.approx(expected, rel=1e-5)
+    halves = sum(float(objective.reinforce_sums(logits[i:i + 2], sampled[i:i + 2],
+                                                rewards[i:i + 2], weights[i:i + 2], 2.0)["loss"])
+                 for i in (0, 2))
+    assert halves == pytest.approx(whole, rel=1e-5)
 
 
 def test_adversarial_generator_learns_only_from_the_reward(rng):
@@ -297,20 +326,49 @@ def test_adversarial_generator_learns_only_from_the_reward(rng):
     rewards = np.take_along_axis(bce, batch["masked_lm_positions"], 1)
     w = batch["masked_lm_weights"]
     assert float(sums["reinforce"]["reward"]) == pytest.approx((rewards * w).sum(), rel=1e-5)
-    # The generator's objective is the REINFORCE surrogate, not the likelihood.
-    generator_only = [v for v in model.generator.trainable_variables
-                      if not any(v is e for e in model.discriminator.weights)]
-    with tf.GradientTape() as tape:
+    # The generator's objective is the REINFORCE surrogate, not the likelihood: the
+    # total loss minus lambda * L_disc is exactly it (over the global slot count).
+    with tf.GradientTape(persistent=True) as tape:
         local = model._local_sums(tensors, training=False)
         loss = model._loss(local, model._global_counts(tensors))
-        disc_part = 50.0 * local[4] / (tf.reduce_sum(tf.cast(tensors["input_mask"], tf.float32))
-                                       + 1e-6)
-        generator_part = loss - disc_part
-    grads = tape.gradient(generator_part, generator_only)
-    with tf.GradientTape() as tape:
-        surrogate = model.compute_sums(tensors, training=False)["reinforce"]["loss"] / (
-            w.sum() + 1e-6)
-    expected = tape.gradient(surrogate, generator_only)
-    for g, e in zip(grads, expected):
-        np.testing.assert_allclose(tf.convert_to_tensor(g).numpy(),
-                                   tf.convert_to_tensor(e).numpy(), atol=1e-6)
+        generator_part = loss - 50.0 * local[4] / (
+            tf.reduce_sum(tf.cast(tensors["input_mask"], tf.float32)) + 1e-6)
+        surrogate = local[10] / (w.sum() + 1e-6)
+        disc_sum = local[4]
+    assert float(generator_part) == pytest.approx(float(surrogate), rel=1e-5, abs=1e-6)
+    assert float(local[0]) > 0 and abs(float(generator_part)) < float(local[0]) / w.sum()
+    # The reward is a constant: the surrogate never reaches the discriminator's
+    # own weights (which would otherwise learn to raise their loss).
+    discriminator_only = [v for v in model.discriminator.trainable_variables
+                          if not any(v is g for g in model.generator.weights)]
+    assert discriminator_only
+    grads = tape.gradient(surrogate, discriminator_only)
+    # (Zeros rather than None: the sums are stacked with the discriminator's.)
+    assert all(g is None or not np.any(tf.convert_to_tensor(g).numpy()) for g in grads)
+    # ...while the discriminator's own loss does reach them.
+    grads = tape.gradient(disc_sum, discriminator_only)
+    assert any(np.any(tf.convert_to_tensor(g).numpy()) for g in grads if g is not None)
+
+
+def test_two_stage_schedule_warms_up_again_for_the_discriminator():
+    from electra_tf.pretraining.optimization import learning_rate_schedule
+
+    config = config_for(training="two_stage", weight_sharing="none",
+                        generator_hidden_fraction=1.0, num_train_steps=200,
+                        two_stage_generator_steps=100, num_warmup_steps=10, learning_rate=1e-3)
+    schedule = learning_rate_schedule(config)
+    rate = lambda step: float(schedule(step))  # noqa: E731
+    # Stage 1: warmup over 10 steps, linear decay to 0 at step 100.
+    assert rate(5) == pytest.approx(1e-3 * (1 - 5 / 100) * 0.5)
+    assert rate(50) == pytest.approx(1e-3 * 0.5)
+    # Stage 2 starts again from zero and warms up: the same curve shifted by 100.
+    assert rate(100) == pytest.approx(0.0)
+    assert rate(105) == pytest.approx(rate(5))
+    assert rate(150) == pytest.approx(rate(50))
+
+
+def test_variant_flags_that_do_not_go_together_are_refused():
+    with pytest.raises(ConfigError, match="--objective=mlm.*no generator"):
+        config_for(objective="mlm", disallow_correct=True)
+    with pytest.raises(ConfigError, match="--init_checkpoint.*--weight_sharing=embeddings"):
+        config_for(weight_sharing="none", init_checkpoint="/some/run")

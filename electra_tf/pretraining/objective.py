@@ -173,20 +173,26 @@ def all_tokens_sums(logits, copy_logits, input_ids, target_ids, input_mask):
             "correct": tf.reduce_sum(mask * correct)}
 
 
-def reinforce_sums(logits, sampled_ids, rewards, masked_lm_weights, temperature: float = 1.0):
+def reinforce_sums(logits, sampled_ids, rewards, masked_lm_weights, temperature: float = 1.0,
+                   disallow_ids=None):
     """REINFORCE surrogate for a generator trained to fool the discriminator.
 
-    Its gradient is -sum_t w_t (R_t - b) grad log p(sample_t): minimising it
-    raises the probability of samples whose reward beats the baseline b, the
-    weighted mean reward of the batch (a baseline keeps the estimate unbiased
-    and lowers its variance).
+    Its gradient is -sum_t w_t (R_t - b_t) grad log p(sample_t): minimising it
+    raises the probability of samples whose reward beats their baseline.
+    b_t is the mean reward of the *other* masked slots of the same sequence
+    (0 when there is none): it lowers the variance without biasing the
+    estimate (b_t does not depend on sample t), and, being per sequence, it
+    gives the same update however the batch is split over replicas or
+    micro-batches. (The paper learns a baseline from the generator's states.)
 
     Args:
         logits: float [B, N, V], the generator's logits.
-        sampled_ids: int32 [B, N], the samples drawn from softmax(logits / temperature).
+        sampled_ids: int32 [B, N], the samples drawn from them (`sample_tokens`).
         rewards: float [B, N], treated as constants.
         masked_lm_weights: float [B, N].
         temperature: the sampling temperature.
+        disallow_ids: the ids `sample_tokens` made impossible, if any; the
+            policy's log-probabilities are those of the distribution sampled.
 
     Returns:
         dict of float32 scalars: `loss` (the surrogate, a sum over slots) and
@@ -194,9 +200,15 @@ def reinforce_sums(logits, sampled_ids, rewards, masked_lm_weights, temperature:
     """
     weights = tf.cast(masked_lm_weights, tf.float32)
     rewards = tf.stop_gradient(tf.cast(rewards, tf.float32))
-    log_probs = tf.nn.log_softmax(tf.cast(logits, tf.float32) / temperature, axis=-1)
+    logits = tf.cast(logits, tf.float32) / temperature
+    if disallow_ids is not None:
+        logits -= 1000.0 * tf.one_hot(disallow_ids, tf.shape(logits)[-1], dtype=tf.float32)
+    log_probs = tf.nn.log_softmax(logits, axis=-1)
     sample_log_prob = tf.gather(log_probs, sampled_ids, batch_dims=2)
-    baseline = safe_ratio(tf.reduce_sum(weights * rewards), tf.reduce_sum(weights))
+    # Leave-one-out mean over the sequence's other used slots.
+    others = tf.reduce_sum(weights, axis=1, keepdims=True) - weights
+    other_rewards = tf.reduce_sum(weights * rewards, axis=1, keepdims=True) - weights * rewards
+    baseline = tf.math.divide_no_nan(other_rewards, others)
     advantage = tf.stop_gradient(rewards - baseline)
     return {"loss": -tf.reduce_sum(weights * advantage * sample_log_prob),
             "reward": tf.reduce_sum(weights * rewards)}

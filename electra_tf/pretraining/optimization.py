@@ -133,8 +133,47 @@ def sum_over_replicas(grads):
     return [None if g is None else next(reduced) for g in grads]
 
 
-def learning_rate_schedule(config) -> WarmupLinearDecay:
+class TwoStageSchedule(keras.optimizers.schedules.LearningRateSchedule):
+    """Two-stage training: each stage has its own warmup and decay to zero.
+
+    The discriminator starts from fresh Adam moments at `boundary`; without a
+    warmup of its own it would take its first (uncorrected, oversized) Adam
+    steps at the half-decayed rate the generator left off with.
+
+    Args:
+        peak_learning_rate, num_warmup_steps, power: as `WarmupLinearDecay`.
+        boundary: the first step of the second stage.
+        num_train_steps: the last step of the second stage.
+    """
+
+    def __init__(self, peak_learning_rate: float, boundary: int, num_train_steps: int,
+                 num_warmup_steps: int, power: float = 1.0):
+        self.peak_learning_rate = peak_learning_rate
+        self.boundary = boundary
+        self.num_train_steps = num_train_steps
+        self.num_warmup_steps = num_warmup_steps
+        self.power = power
+        self._first = WarmupLinearDecay(peak_learning_rate, boundary, num_warmup_steps, power)
+        self._second = WarmupLinearDecay(peak_learning_rate, num_train_steps - boundary,
+                                         num_warmup_steps, power)
+
+    def __call__(self, step):
+        step = ops.cast(step, "float32")
+        second = self._second(ops.maximum(step - float(self.boundary), 0.0))
+        return ops.where(step < float(self.boundary), self._first(step), second)
+
+    def get_config(self):
+        return {"peak_learning_rate": self.peak_learning_rate, "boundary": self.boundary,
+                "num_train_steps": self.num_train_steps,
+                "num_warmup_steps": self.num_warmup_steps, "power": self.power}
+
+
+def learning_rate_schedule(config) -> keras.optimizers.schedules.LearningRateSchedule:
     """The pre-training learning-rate schedule of a `PretrainingConfig`."""
+    if config.training == "two_stage":
+        return TwoStageSchedule(config.learning_rate, config.resolved_two_stage_generator_steps,
+                                config.num_train_steps, config.num_warmup_steps,
+                                config.lr_decay_power)
     return WarmupLinearDecay(config.learning_rate, config.num_train_steps,
                              config.num_warmup_steps, config.lr_decay_power)
 

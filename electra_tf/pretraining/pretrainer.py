@@ -101,14 +101,22 @@ class ElectraPretrainer(keras.Model):
 
     def initialise_discriminator_from_generator(self) -> None:
         """Copies the generator's embeddings and encoder into the discriminator (two-stage)."""
-        source, target = self.generator.encoder.weights, self.discriminator.encoder.weights
-        shapes = [tuple(w.shape) for w in source], [tuple(w.shape) for w in target]
-        if shapes[0] != shapes[1]:
+        def by_role(encoder):
+            # Weight paths within the encoder, with the embedding layer's own name
+            # (generator_embeddings / embeddings) made common. The dropout seed
+            # states stay each model's own.
+            prefix = encoder.embeddings.name + "/"
+            return {("embeddings/" + w.path[len(prefix):]) if w.path.startswith(prefix)
+                    else w.path: w for w in encoder.weights if "seed_generator" not in w.path}
+
+        source, target = by_role(self.generator.encoder), by_role(self.discriminator.encoder)
+        if sorted(source) != sorted(target) or any(
+                tuple(source[k].shape) != tuple(target[k].shape) for k in target):
             raise ValueError("two-stage training needs a generator of the discriminator's exact "
                              "architecture (--generator_hidden_fraction=1, "
                              "--generator_layers_fraction=1, default heads and FFN size).")
-        for src, dst in zip(source, target):
-            dst.assign(src)
+        for name, variable in target.items():
+            variable.assign(source[name])
         self.discriminator_initialised.assign(1)
 
     def call(self, inputs, training=False):
@@ -198,8 +206,9 @@ class ElectraPretrainer(keras.Model):
             token_loss = tf.nn.sigmoid_cross_entropy_with_logits(
                 labels=tf.cast(labels, tf.float32), logits=tf.cast(disc_logits, tf.float32))
             rewards = tf.gather(token_loss, batch["masked_lm_positions"], batch_dims=1)
-            out["reinforce"] = objective.reinforce_sums(gen_logits, sampled_ids, rewards, weights,
-                                                        config.temperature)
+            out["reinforce"] = objective.reinforce_sums(
+                gen_logits, sampled_ids, rewards, weights, config.temperature,
+                disallow_ids=batch["masked_lm_ids"] if config.disallow_correct else None)
         return out
 
     # The statistics every step sums over its examples, in this order; summed
@@ -264,8 +273,10 @@ class ElectraPretrainer(keras.Model):
          pred_pos, actual_pos, reinforce_loss, reward, replaced, tokens) = tf.unstack(total)
         config = self.config
         ratio = objective.safe_ratio
-        stats = {"masked_lm_loss": ratio(nll, mlm_count),
-                 "masked_lm_accuracy": ratio(mlm_correct, mlm_count)}
+        stats = {}
+        if not config.uniform_generator:  # a uniform "generator" has nothing to report
+            stats.update(masked_lm_loss=ratio(nll, mlm_count),
+                         masked_lm_accuracy=ratio(mlm_correct, mlm_count))
         if config.objective != "mlm":
             stats["sampled_masked_lm_accuracy"] = ratio(sampled_correct, mlm_count)
             stats["replaced_fraction"] = ratio(replaced, tokens)

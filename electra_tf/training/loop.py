@@ -26,7 +26,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from electra_tf.config import PretrainingConfig, config_differences
+from electra_tf.config import ConfigError, PretrainingConfig, config_differences
 from electra_tf.data.pipeline import make_pretraining_dataset
 from electra_tf.export import export_pretrained
 from electra_tf.flops import steps_within_budget, train_flops
@@ -128,6 +128,40 @@ def write_run_files(config: PretrainingConfig, run_dir: str, vocab_file: str) ->
         shutil.copyfile(vocab_file, vocab_copy)
 
 
+def resolve_steps(config: PretrainingConfig, run_dir: str,
+                  print_fn: Callable[[str], None] = print) -> PretrainingConfig:
+    """Fixes the step counts a run trains for: from a FLOPs budget, and the two-stage boundary.
+
+    Both are written to config.json, so a resumed run keeps them (the
+    boundary is compared like any other field; a different one is refused).
+
+    Raises:
+        RunError: the budget is smaller than one step or gives impossible steps.
+    """
+    config.validate()
+    if config.max_train_flops is not None:
+        steps = steps_within_budget(config, config.max_train_flops)
+        if steps < 1:
+            raise RunError(f"--max_train_flops={config.max_train_flops:.3g} is less than "
+                           f"{config.steps_per_execution} training step(s) "
+                           f"({train_flops(config, config.steps_per_execution):.3g} FLOPs).")
+        # The schedule (warmup, decay) is laid out over the budget's steps.
+        config = dataclasses.replace(config, num_train_steps=steps)
+        print_fn(f"--max_train_flops={config.max_train_flops:.3g}: {steps:,} steps "
+                 f"({train_flops(config):.3g} FLOPs; --num_train_steps is set by the budget).")
+    if config.training == "two_stage" and config.two_stage_generator_steps is None:
+        saved = os.path.join(run_dir, "config.json")
+        previous = (PretrainingConfig.load_json(saved).two_stage_generator_steps
+                    if os.path.exists(saved) else None)
+        config = dataclasses.replace(
+            config, two_stage_generator_steps=previous or config.resolved_two_stage_generator_steps)
+    try:
+        config.validate()
+    except ConfigError as error:
+        raise RunError(str(error))
+    return config
+
+
 def training_stages(config: PretrainingConfig) -> list[tuple[str, int]]:
     """(stage, last step) pairs: one joint stage, or the two stages of two-stage training."""
     if config.training == "two_stage":
@@ -195,17 +229,7 @@ def run_pretraining(config: PretrainingConfig, run_dir: str, shard_dir: str, voc
         init_weights: an `electra_tf.interop.checkpoints.LoadedCheckpoint` to
             start from (used only when the run has no checkpoint of its own).
     """
-    config.validate()
-    if config.max_train_flops is not None:
-        steps = steps_within_budget(config, config.max_train_flops)
-        if steps < 1:
-            raise RunError(f"--max_train_flops={config.max_train_flops:.3g} is less than one "
-                           f"training step ({train_flops(config, 1):.3g} FLOPs).")
-        # The schedule (warmup, decay) is laid out over the budget's steps.
-        config = dataclasses.replace(config, num_train_steps=steps)
-        config.validate()
-        print_fn(f"--max_train_flops={config.max_train_flops:.3g}: {steps:,} steps "
-                 f"({train_flops(config):.3g} FLOPs).")
+    config = resolve_steps(config, run_dir, print_fn)
     set_precision_policy(config.mixed_precision)
     # Same seed, same initial weights and dropout streams: a resumed run
     # continues exactly where the interrupted one stopped.
@@ -287,6 +311,8 @@ def run_pretraining(config: PretrainingConfig, run_dir: str, shard_dir: str, voc
         for stage, stage_end in training_stages(config):
             if steps_done >= stage_end or interrupted:
                 continue
+            if stage == "generator" and int(model.discriminator_initialised.numpy()):
+                continue  # the discriminator already took over
             if config.training == "two_stage":
                 model.set_stage(stage)
                 if stage == "discriminator" and not int(model.discriminator_initialised.numpy()):
