@@ -167,3 +167,23 @@ def test_replica_dropout_scales_kept_units_and_differs_across_replicas(two_repli
     first, second = [t.numpy() for t in two_replica_strategy.experimental_local_results(
         per_replica)]
     assert not np.array_equal(first == 0, second == 0)
+
+
+def test_dropout_masks_from_16_bit_draws_have_the_rate_and_an_unbiased_scale():
+    from electra_tf.modeling.layers import dropout_keep_mask
+
+    seed = tf.constant([7, 11], tf.int64)
+    keep, keep_probability = dropout_keep_mask([256, 1023], seed, 0.1)  # odd: a spare word
+    keep = keep.numpy()
+    assert keep.shape == (256, 1023)
+    assert keep_probability == 1 - 6554 / 65536  # round(0.1 * 2**16) of 2**16 values dropped
+    # 261,888 draws: the standard error of the drop fraction is 0.0006.
+    assert abs((~keep).mean() - 0.1) < 0.003
+    # Units from the low and the high half of a word are each dropped at the rate,
+    # and independently of each other.
+    flat = keep.reshape(-1)[:256 * 1022].reshape(-1, 2)
+    assert abs((~flat[:, 0]).mean() - 0.1) < 0.004 and abs((~flat[:, 1]).mean() - 0.1) < 0.004
+    assert abs(np.corrcoef(flat[:, 0], flat[:, 1])[0, 1]) < 0.01
+    np.testing.assert_array_equal(dropout_keep_mask([256, 1023], seed, 0.1)[0], keep)
+    assert not np.array_equal(
+        dropout_keep_mask([256, 1023], tf.constant([7, 12], tf.int64), 0.1)[0], keep)

@@ -22,6 +22,23 @@ def test_sampling_frequencies_follow_softmax(rng):
     np.testing.assert_allclose(freq, expected, atol=0.012)
 
 
+def test_two_level_search_equals_one_cumulative_sum_across_blocks(rng):
+    # Vocabularies below, at and above one block, and with a padded last block.
+    for vocab in (3, objective.SAMPLING_BLOCK, objective.SAMPLING_BLOCK + 1, 1000):
+        logits = (3 * rng.normal(size=(4, 50, vocab))).astype(np.float32)
+        uniforms = rng.random((4, 50)).astype(np.float32)
+        ids = objective.sample_tokens(logits, uniforms).numpy()
+        probs = np.exp(logits.astype(np.float64) - logits.max(-1, keepdims=True))
+        cdf = np.cumsum(probs / probs.sum(-1, keepdims=True), -1)
+        expected = np.minimum((cdf <= uniforms[..., None]).sum(-1), vocab - 1)
+        np.testing.assert_array_equal(ids, expected)
+    # Uniforms landing exactly on block boundaries of a uniform distribution.
+    vocab = 4 * objective.SAMPLING_BLOCK
+    edges = np.array([[0.0, 0.25, 0.5, 0.75]], np.float32)
+    ids = objective.sample_tokens(np.zeros((1, 4, vocab), np.float32), edges).numpy()
+    np.testing.assert_array_equal(ids, [[0, 128, 256, 384]])
+
+
 def test_temperature_sharpens_and_disallow_excludes(rng):
     logits = np.array([1.0, 0.0, 0.5], np.float32)
     n = 20000

@@ -16,6 +16,38 @@ def truncated_normal(stddev: float) -> keras.initializers.Initializer:
     return keras.initializers.TruncatedNormal(stddev=stddev)
 
 
+# Dropout draws 16 random bits per unit: a Philox block (128 bits) then serves
+# eight units instead of four, which halves the cost of the random numbers
+# (on CPU under XLA they took about a seventh of the pre-training step).
+# A unit is dropped when its bits are below round(rate * 2**16), so the rate is
+# exact to 2**-17 (0.1 becomes 0.100006), and kept units are scaled by the
+# inverse of the exact keep probability, so the expected output equals the input.
+DROPOUT_BITS = 16
+
+
+def dropout_keep_mask(shape, seed, rate: float):
+    """Bernoulli(1 - rate) keep mask of `shape` from 16-bit draws; and the keep probability.
+
+    Args:
+        shape: static or dynamic shape of the mask.
+        seed: int64 [2] stateless seed.
+        rate: drop probability.
+
+    Returns:
+        (bool mask of `shape`, the exact keep probability as a Python float).
+    """
+    threshold = round(rate * 2 ** DROPOUT_BITS)
+    shape = tf.convert_to_tensor(shape)
+    size = tf.reduce_prod(shape)
+    # Two 16-bit halves per uint32; one extra word when the size is odd.
+    words = tf.random.stateless_uniform(tf.reshape((size + 1) // 2, [1]), seed=seed,
+                                        minval=None, maxval=None, dtype=tf.uint32)
+    halves = tf.stack([tf.bitwise.bitwise_and(words, 0xFFFF),
+                       tf.bitwise.right_shift(words, 16)], axis=-1)
+    keep = tf.reshape(halves, [-1])[:size] >= threshold
+    return tf.reshape(keep, shape), 1.0 - threshold / 2 ** DROPOUT_BITS
+
+
 @keras.saving.register_keras_serializable(package="electra_tf")
 class ReplicaDropout(keras.layers.Layer):
     """Inverted dropout whose noise differs on every tf.distribute replica.
@@ -23,7 +55,8 @@ class ReplicaDropout(keras.layers.Layer):
     Keras' Dropout keeps its seed in a mirrored variable, so under
     MirroredStrategy all replicas draw the same mask (for different examples).
     Folding the replica id into the stateless seed gives each replica its own.
-    The seed state is a Keras SeedGenerator, checkpointed with the run.
+    The seed state is a Keras SeedGenerator, checkpointed with the run. The
+    mask comes from `dropout_keep_mask` (16 random bits per unit).
 
     Args:
         rate: fraction of units dropped, in [0, 1).
@@ -42,8 +75,8 @@ class ReplicaDropout(keras.layers.Layer):
         if context is not None and context.num_replicas_in_sync > 1:
             replica = tf.cast(context.replica_id_in_sync_group, tf.int64)
             seed = seed + tf.stack([tf.constant(0, tf.int64), replica + 1]) * 1_000_003
-        keep = tf.random.stateless_uniform(tf.shape(inputs), seed=seed) >= self.rate
-        scaled = inputs / ops.cast(1.0 - self.rate, inputs.dtype)
+        keep, keep_probability = dropout_keep_mask(tf.shape(inputs), seed, self.rate)
+        scaled = inputs * ops.cast(1.0 / keep_probability, inputs.dtype)
         return tf.where(keep, scaled, tf.zeros_like(inputs))
 
     def compute_output_shape(self, input_shape):
