@@ -403,19 +403,42 @@ def plot(rows: list[dict], spec: dict, output_dir: str) -> list[str]:
     tasks = [task_name(t) for t in spec["tasks"]]
     average = averages(rows, tasks)
     paths = []
-    figure, axis = plt.subplots(figsize=(6, 4))
-    for variant in spec["variants"]:
-        points = sorted((r["train_flops"] or r["budget"], average[(variant, r["budget"])])
-                        for r in rows if r["variant"] == variant
-                        and (variant, r["budget"]) in average and r["task"] == tasks[0])
-        if points:
-            axis.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=variant)
-    axis.set_xscale("log")
-    axis.set_xlabel("pre-training FLOPs")
-    axis.set_ylabel(f"dev score, mean over {', '.join(tasks)}")
-    axis.set_title("Fine-tuned score against pre-training compute")
-    axis.grid(True, alpha=0.3)
-    axis.legend()
+    # One panel per task and one for the average: the median over seeds at each
+    # budget, with the seeds' min-max as error bars (variants side by side).
+    budgets = sorted(spec["budgets"])
+    panels = tasks + (["average"] if len(tasks) > 1 else [])
+    figure, axes = plt.subplots(1, len(panels), figsize=(4.5 * len(panels), 4), squeeze=False)
+    for axis, panel in zip(axes[0], panels):
+        for index, variant in enumerate(spec["variants"]):
+            shift = 1.0 + 0.04 * (index - (len(spec["variants"]) - 1) / 2)
+            xs, ys, low, high = [], [], [], []
+            for budget in budgets:
+                if panel == "average":
+                    if (variant, budget) not in average:
+                        continue
+                    y = lo = hi = average[(variant, budget)]
+                else:
+                    row = next((r for r in rows if (r["variant"], r["budget"], r["task"])
+                                == (variant, budget, panel)), None)
+                    if row is None:
+                        continue
+                    y, lo, hi = row["median"], row["min"], row["max"]
+                xs.append(budget * shift)
+                ys.append(y)
+                low.append(y - lo)
+                high.append(hi - y)
+            if xs:
+                axis.errorbar(xs, ys, yerr=[low, high], marker="o", capsize=4, label=variant)
+        axis.set_xscale("log")
+        axis.set_xlim(budgets[0] / 2, budgets[-1] * 2)
+        axis.set_xticks(budgets, [f"{b:.2g}" for b in budgets])
+        axis.minorticks_off()
+        axis.set_xlabel("pre-training FLOPs")
+        metric = next((r["metric"] for r in rows if r["task"] == panel), "mean of the tasks")
+        axis.set_title(f"{panel} ({metric})")
+        axis.grid(True, alpha=0.3)
+        axis.legend()
+    axes[0][0].set_ylabel("dev score (median over seeds, min-max bars)")
     figure.tight_layout()
     paths.append(os.path.join(output_dir, "score_vs_flops.png"))
     figure.savefig(paths[-1], dpi=120)
