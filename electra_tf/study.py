@@ -38,8 +38,10 @@ replication, not the paper's: the tiny model (hidden 128, 4 layers),
 64-token sequences, an 8,000-token vocabulary learned from the first 10 MB
 of the corpus, about ten minutes of pre-training per variant, fine-tuning on
 16,000 SST-2 sentences (2 epochs) and all of CoLA (3 epochs). Expect dev
-scores far below the paper's and differences of a point or two between
-variants; the seeds' spread tells which differences are real.
+scores far below the paper's; the seeds' spread tells which differences are
+real. At this budget the tiny discriminator is still predicting the majority
+class, so ELECTRA and BERT tie: larger `budgets` are needed to see replaced
+token detection pull ahead.
 """
 
 from __future__ import annotations
