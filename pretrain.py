@@ -275,8 +275,10 @@ def main(argv):
         _say(f"TensorBoard:  tensorboard --logdir {os.path.join(run_dir, 'tensorboard')}")
         _say(f"Checkpoints:  {os.path.join(run_dir, 'checkpoints')}")
         if result.export_dir:
-            _say(f"Export:       {result.export_dir} (discriminator.keras, "
-                 "discriminator_savedmodel/, generator.keras)")
+            files = ["discriminator.keras", "discriminator_savedmodel/"] + (
+                ["generator.keras"] if os.path.exists(
+                    os.path.join(result.export_dir, "generator.keras")) else [])
+            _say(f"Export:       {result.export_dir} ({', '.join(files)})")
     if result.interrupted:
         sys.exit(130)
 
