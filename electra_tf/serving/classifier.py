@@ -23,6 +23,9 @@ from electra_tf.serving import text as text_ops
 
 TEXT_SIGNATURE = "serving_default"
 IDS_SIGNATURE = "token_ids"
+# Inputs of every token-id signature: int32 [B, L] each.
+TOKEN_ID_SPECS = [tf.TensorSpec([None, None], tf.int32, name=name)
+                  for name in ("input_ids", "input_mask", "segment_ids")]
 
 
 class ClassifierServing(tf.Module):
@@ -95,9 +98,7 @@ class ClassifierServing(tf.Module):
             def serve_text(text):
                 return self._from_text(text)
 
-        @tf.function(input_signature=[tf.TensorSpec([None, None], tf.int32, name="input_ids"),
-                                      tf.TensorSpec([None, None], tf.int32, name="input_mask"),
-                                      tf.TensorSpec([None, None], tf.int32, name="segment_ids")])
+        @tf.function(input_signature=TOKEN_ID_SPECS)
         def serve_ids(input_ids, input_mask, segment_ids):
             return self._from_ids(input_ids, input_mask, segment_ids)
 

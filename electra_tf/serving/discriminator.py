@@ -20,7 +20,7 @@ from __future__ import annotations
 import tensorflow as tf
 
 from electra_tf.serving import text as text_ops
-from electra_tf.serving.classifier import IDS_SIGNATURE, TEXT_SIGNATURE
+from electra_tf.serving.classifier import IDS_SIGNATURE, TEXT_SIGNATURE, TOKEN_ID_SPECS
 
 
 class DiscriminatorServing(tf.Module):
@@ -62,9 +62,7 @@ class DiscriminatorServing(tf.Module):
             return {**outputs, "tokens": tokens, "input_ids": inputs["input_ids"],
                     "input_mask": inputs["input_mask"]}
 
-        @tf.function(input_signature=[tf.TensorSpec([None, None], tf.int32, name="input_ids"),
-                                      tf.TensorSpec([None, None], tf.int32, name="input_mask"),
-                                      tf.TensorSpec([None, None], tf.int32, name="segment_ids")])
+        @tf.function(input_signature=TOKEN_ID_SPECS)
         def serve_ids(input_ids, input_mask, segment_ids):
             checks = text_ops.check_token_ids(input_ids, input_mask, segment_ids,
                                               self._vocab_size, self._max_positions,

@@ -54,7 +54,7 @@ import tensorflow_text as tf_text
 
 from electra_tf.finetuning.qa_model import answer_mask
 from electra_tf.serving import text as text_ops
-from electra_tf.serving.classifier import IDS_SIGNATURE, TEXT_SIGNATURE
+from electra_tf.serving.classifier import IDS_SIGNATURE, TEXT_SIGNATURE, TOKEN_ID_SPECS
 
 # One cluster per match: any character plus the combining marks and Hangul
 # conjoining vowels/finals that follow it (`squad_features.split_clusters`).
@@ -287,9 +287,7 @@ class QuestionAnsweringServing(tf.Module):
         def serve_text(question, context):
             return self._from_text(question, context)
 
-        @tf.function(input_signature=[tf.TensorSpec([None, None], tf.int32, name="input_ids"),
-                                      tf.TensorSpec([None, None], tf.int32, name="input_mask"),
-                                      tf.TensorSpec([None, None], tf.int32, name="segment_ids")])
+        @tf.function(input_signature=TOKEN_ID_SPECS)
         def serve_ids(input_ids, input_mask, segment_ids):
             return self._from_ids(input_ids, input_mask, segment_ids)
 
