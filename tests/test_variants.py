@@ -4,36 +4,18 @@ Losses are recomputed with NumPy from the logits the model produced, so the
 checks are independent of the objective code under test.
 """
 
-import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 from conftest import make_batch
+# The same tiny model and batch shapes as the default objective's tests.
+from test_pretrainer import LENGTH, SLOTS, VOCAB
+from test_pretrainer import build as built
+from test_pretrainer import tiny_config as config_for
 
-from electra_tf.config import ConfigError, preset
+from electra_tf.config import ConfigError
 from electra_tf.pretraining import objective
 from electra_tf.pretraining.optimization import create_optimizer
-from electra_tf.pretraining.pretrainer import ElectraPretrainer
-
-VOCAB, LENGTH, SLOTS = 60, 12, 3
-
-
-def config_for(**overrides):
-    values = dict(vocab_size=VOCAB, hidden_size=32, num_layers=2, embedding_size=16,
-                  generator_hidden_fraction=0.5, num_heads=2, max_seq_length=LENGTH,
-                  max_predictions_per_seq=SLOTS, dropout_rate=0.0, attention_dropout_rate=0.0,
-                  num_warmup_steps=0, num_train_steps=1000, learning_rate=1e-2)
-    values.update(overrides)
-    config = preset("tiny", **values)
-    config.validate()
-    return config
-
-
-def built(config, batch, seed=0):
-    keras.utils.set_random_seed(seed)
-    model = ElectraPretrainer(config)
-    model.build_from_batch(batch)
-    return model
 
 
 def log_softmax(x):
