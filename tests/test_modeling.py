@@ -169,21 +169,55 @@ def test_replica_dropout_scales_kept_units_and_differs_across_replicas(two_repli
     assert not np.array_equal(first == 0, second == 0)
 
 
-def test_dropout_masks_from_16_bit_draws_have_the_rate_and_an_unbiased_scale():
+def _numpy_unit_bits(index, key):
+    """MurmurHash3's finaliser applied as mix(mix(low ^ k0) + high + k1), in NumPy."""
+    def mix(h):
+        h = h.astype(np.uint64)
+        h ^= h >> 16
+        h = (h * 0x85EBCA6B) & 0xFFFFFFFF
+        h ^= h >> 13
+        h = (h * 0xC2B2AE35) & 0xFFFFFFFF
+        h ^= h >> 16
+        return h
+    index = np.asarray(index, np.uint64)
+    low, high = index & 0xFFFFFFFF, index >> 32
+    k0, k1 = (np.uint64(k) for k in key)
+    return mix((mix(low ^ k0) + high + k1) & 0xFFFFFFFF).astype(np.uint32)
+
+
+def test_unit_bits_match_a_numpy_murmur_finaliser_including_high_indices():
+    from electra_tf.modeling.layers import unit_bits
+
+    key = np.array([0x9E3779B9, 0x7F4A7C15], np.uint32)
+    index = np.array([0, 1, 2, 12345, 2 ** 31 + 7, 2 ** 32 - 1, 2 ** 32, 5 * 2 ** 32 + 3],
+                     np.int64)
+    got = unit_bits(tf.constant(index), tf.constant(key)).numpy()
+    np.testing.assert_array_equal(got, _numpy_unit_bits(index, key))
+    # Hand value for index 0 with zero keys: fmix32(fmix32(0)) = 0.
+    assert unit_bits(tf.constant([0], tf.int64), tf.constant([0, 0], tf.uint32)).numpy()[0] == 0
+
+
+def test_dropout_masks_have_the_rate_an_unbiased_scale_and_independent_units():
     from electra_tf.modeling.layers import dropout_keep_mask
 
     seed = tf.constant([7, 11], tf.int64)
-    keep, keep_probability = dropout_keep_mask([256, 1023], seed, 0.1)  # odd: a spare word
+    keep, keep_probability = dropout_keep_mask([256, 1023], seed, 0.1)
     keep = keep.numpy()
     assert keep.shape == (256, 1023)
-    assert keep_probability == 1 - 6554 / 65536  # round(0.1 * 2**16) of 2**16 values dropped
+    assert keep_probability == 1 - 429496730 / 2 ** 32  # round(0.1 * 2**32) of 2**32 dropped
+    # The mask is the documented hash of the flat index under the seed's two keys.
+    key = tf.random.stateless_uniform([2], seed=seed, minval=None, maxval=None,
+                                      dtype=tf.uint32).numpy()
+    expected = _numpy_unit_bits(np.arange(256 * 1023), key) >= 429496730
+    np.testing.assert_array_equal(keep.reshape(-1), expected)
     # 261,888 draws: the standard error of the drop fraction is 0.0006.
     assert abs((~keep).mean() - 0.1) < 0.003
-    # Units from the low and the high half of a word are each dropped at the rate,
-    # and independently of each other.
-    flat = keep.reshape(-1)[:256 * 1022].reshape(-1, 2)
-    assert abs((~flat[:, 0]).mean() - 0.1) < 0.004 and abs((~flat[:, 1]).mean() - 0.1) < 0.004
-    assert abs(np.corrcoef(flat[:, 0], flat[:, 1])[0, 1]) < 0.01
+    # Neighbouring units, units a row apart, and masks under two seeds are uncorrelated.
+    flat = keep.reshape(-1).astype(np.float64)
+    assert abs(np.corrcoef(flat[:-1], flat[1:])[0, 1]) < 0.01
+    assert abs(np.corrcoef(keep[:-1].reshape(-1), keep[1:].reshape(-1))[0, 1]) < 0.01
+    other = dropout_keep_mask([256, 1023], tf.constant([7, 12], tf.int64), 0.1)[0].numpy()
+    assert abs(np.corrcoef(flat, other.reshape(-1))[0, 1]) < 0.01
     np.testing.assert_array_equal(dropout_keep_mask([256, 1023], seed, 0.1)[0], keep)
-    assert not np.array_equal(
-        dropout_keep_mask([256, 1023], tf.constant([7, 12], tf.int64), 0.1)[0], keep)
+    with pytest.raises(ValueError, match="rate"):
+        dropout_keep_mask([4], seed, 1.0)

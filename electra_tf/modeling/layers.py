@@ -16,36 +16,61 @@ def truncated_normal(stddev: float) -> keras.initializers.Initializer:
     return keras.initializers.TruncatedNormal(stddev=stddev)
 
 
-# Dropout draws 16 random bits per unit: a Philox block (128 bits) then serves
-# eight units instead of four, which halves the cost of the random numbers
-# (on CPU under XLA they took about a seventh of the pre-training step).
-# A unit is dropped when its bits are below round(rate * 2**16), so the rate is
-# exact to 2**-17 (0.1 becomes 0.100006), and kept units are scaled by the
-# inverse of the exact keep probability, so the expected output equals the input.
-DROPOUT_BITS = 16
+# Dropout masks come from a keyed integer hash of each unit's index instead of
+# a Philox stream. XLA:CPU lowers Philox through 64-bit arithmetic into a call
+# that fuses with nothing: the masks took about a sixth of the pre-training
+# step. The hash is a few 32-bit multiplies and shifts that fuse into the
+# dropout multiply itself (about 150x faster on a [32, 4, 128, 128] mask).
+# Its two keys are drawn with Philox from the stateless seed, so masks stay
+# deterministic per seed and independent across layers, steps and replicas.
+# Each unit gets 32 bits; it is dropped when they are below round(rate * 2**32).
+_MIX_1 = 0x85EBCA6B
+_MIX_2 = 0xC2B2AE35
+
+
+def _mix32(h):
+    """MurmurHash3's 32-bit finaliser: a bijection on uint32 with full avalanche."""
+    h = tf.bitwise.bitwise_xor(h, tf.bitwise.right_shift(h, 16)) * tf.constant(_MIX_1, tf.uint32)
+    h = tf.bitwise.bitwise_xor(h, tf.bitwise.right_shift(h, 13)) * tf.constant(_MIX_2, tf.uint32)
+    return tf.bitwise.bitwise_xor(h, tf.bitwise.right_shift(h, 16))
+
+
+def unit_bits(index, key):
+    """32 pseudo-random bits per unit: mix(mix(low ^ key[0]) + high + key[1]).
+
+    Args:
+        index: int64 tensor of unit indices (any shape); low and high are its
+            two 32-bit halves.
+        key: uint32 [2].
+
+    Returns:
+        uint32 tensor shaped like `index`.
+    """
+    low = tf.cast(tf.bitwise.bitwise_and(index, 0xFFFFFFFF), tf.uint32)
+    high = tf.cast(tf.bitwise.right_shift(index, 32), tf.uint32)
+    return _mix32(_mix32(tf.bitwise.bitwise_xor(low, key[0])) + high + key[1])
 
 
 def dropout_keep_mask(shape, seed, rate: float):
-    """Bernoulli(1 - rate) keep mask of `shape` from 16-bit draws; and the keep probability.
+    """Bernoulli(1 - rate) keep mask of `shape`, and its exact keep probability.
 
     Args:
         shape: static or dynamic shape of the mask.
-        seed: int64 [2] stateless seed.
-        rate: drop probability.
+        seed: int64 [2] stateless seed; two uint32 keys are drawn from it.
+        rate: drop probability in [0, 1).
 
     Returns:
-        (bool mask of `shape`, the exact keep probability as a Python float).
+        (bool mask of `shape`, the keep probability as a Python float).
     """
-    threshold = round(rate * 2 ** DROPOUT_BITS)
+    if not 0 <= rate < 1:
+        raise ValueError(f"dropout rate must be in [0, 1), got {rate}")
+    threshold = min(round(rate * 2 ** 32), 2 ** 32 - 1)
+    key = tf.random.stateless_uniform([2], seed=seed, minval=None, maxval=None,
+                                      dtype=tf.uint32)
     shape = tf.convert_to_tensor(shape)
-    size = tf.reduce_prod(shape)
-    # Two 16-bit halves per uint32; one extra word when the size is odd.
-    words = tf.random.stateless_uniform(tf.reshape((size + 1) // 2, [1]), seed=seed,
-                                        minval=None, maxval=None, dtype=tf.uint32)
-    halves = tf.stack([tf.bitwise.bitwise_and(words, 0xFFFF),
-                       tf.bitwise.right_shift(words, 16)], axis=-1)
-    keep = tf.reshape(halves, [-1])[:size] >= threshold
-    return tf.reshape(keep, shape), 1.0 - threshold / 2 ** DROPOUT_BITS
+    index = tf.range(tf.reduce_prod(tf.cast(shape, tf.int64)), dtype=tf.int64)
+    keep = unit_bits(index, key) >= tf.constant(threshold, tf.uint32)
+    return tf.reshape(keep, shape), 1.0 - threshold / 2 ** 32
 
 
 @keras.saving.register_keras_serializable(package="electra_tf")
@@ -56,7 +81,7 @@ class ReplicaDropout(keras.layers.Layer):
     MirroredStrategy all replicas draw the same mask (for different examples).
     Folding the replica id into the stateless seed gives each replica its own.
     The seed state is a Keras SeedGenerator, checkpointed with the run. The
-    mask comes from `dropout_keep_mask` (16 random bits per unit).
+    mask comes from `dropout_keep_mask` (a keyed hash of each unit's index).
 
     Args:
         rate: fraction of units dropped, in [0, 1).
@@ -228,7 +253,7 @@ class SelfAttention(keras.layers.Layer):
         batch, length = ops.shape(hidden)[0], ops.shape(hidden)[1]
         qkv = ops.reshape(self.qkv(hidden), (batch, length, 3, self.num_heads, self.head_size))
         qkv = ops.transpose(qkv, (2, 0, 3, 1, 4))  # [3, B, heads, L, d]
-        query, key, value = qkv[0], qkv[1], qkv[2]
+        query, key, value = ops.unstack(qkv, 3, axis=0)
         scores = ops.matmul(query, ops.transpose(key, (0, 1, 3, 2)))
         # Softmax in float32 even under mixed precision: -10000 overflows fp16 sums.
         scores = ops.cast(scores, "float32") * (1.0 / float(self.head_size) ** 0.5)
