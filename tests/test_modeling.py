@@ -221,3 +221,36 @@ def test_dropout_masks_have_the_rate_an_unbiased_scale_and_independent_units():
     np.testing.assert_array_equal(dropout_keep_mask([256, 1023], seed, 0.1)[0], keep)
     with pytest.raises(ValueError, match="rate"):
         dropout_keep_mask([4], seed, 1.0)
+
+
+@pytest.mark.parametrize("jit_compile", [False, True])
+def test_dense_bias_gradient_is_the_column_sum_and_matches_keras_dense(rng, jit_compile):
+    from electra_tf.modeling.layers import Dense
+
+    x = rng.normal(size=(3, 5, 4)).astype(np.float32)
+    upstream = rng.normal(size=(3, 5, 6)).astype(np.float32)
+    ours = Dense(6, activation="tanh", bias_initializer="random_normal")
+    ours.build(x.shape)
+    stock = keras.layers.Dense(6, activation="tanh")
+    stock.build(x.shape)
+    stock.set_weights(ours.get_weights())
+
+    @tf.function(jit_compile=jit_compile)
+    def grads(layer, x):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y = layer(x)
+        return [y] + tape.gradient(y, [x, layer.kernel, layer.bias], output_gradients=upstream)
+
+    y, dx, dkernel, dbias = [t.numpy() for t in grads(ours, tf.constant(x))]
+    kernel, bias = ours.get_weights()
+    # NumPy: y = tanh(x W + b); the bias gradient sums dy * (1 - y^2) over every row.
+    expected_y = np.tanh(x @ kernel + bias)
+    dz = upstream * (1 - expected_y ** 2)
+    np.testing.assert_allclose(y, expected_y, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(dbias, dz.reshape(-1, 6).sum(axis=0), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(dkernel, x.reshape(-1, 4).T @ dz.reshape(-1, 6), rtol=1e-5,
+                               atol=1e-5)
+    np.testing.assert_allclose(dx, dz @ kernel.T, rtol=1e-5, atol=1e-5)
+    for a, b in zip(grads(stock, tf.constant(x)), (y, dx, dkernel, dbias)):
+        np.testing.assert_allclose(a.numpy(), b, rtol=1e-5, atol=1e-6)

@@ -7,7 +7,7 @@ from typing import Optional
 import keras
 
 from electra_tf.config import ModelConfig
-from electra_tf.modeling.layers import (ElectraEmbeddings, TransformerLayer,
+from electra_tf.modeling.layers import (Dense, ElectraEmbeddings, TransformerLayer,
                                         attention_bias_from_mask)
 
 INPUT_NAMES = ("input_ids", "input_mask", "segment_ids")
@@ -49,7 +49,7 @@ class ElectraEncoder(keras.Model):
         if embedding_size != hidden_size:
             # Glorot uniform, not the truncated normal: the original builds this
             # layer with tf.layers.dense's default initializer.
-            self.embeddings_project = keras.layers.Dense(
+            self.embeddings_project = Dense(
                 hidden_size, kernel_initializer="glorot_uniform", dtype=dtype,
                 name="embeddings_project")
         self.transformer_layers = [

@@ -5,7 +5,8 @@ from __future__ import annotations
 import keras
 from keras import ops
 
-from electra_tf.modeling.layers import ElectraEmbeddings, exact_gelu, truncated_normal
+from electra_tf.modeling.layers import (Dense, ElectraEmbeddings, add_bias, exact_gelu,
+                                       truncated_normal)
 
 
 @keras.saving.register_keras_serializable(package="electra_tf")
@@ -28,7 +29,7 @@ class MaskedLMHead(keras.layers.Layer):
         self.embeddings = embeddings
         self.initializer_range = initializer_range
         self.layer_norm_epsilon = layer_norm_epsilon
-        self.dense = keras.layers.Dense(
+        self.dense = Dense(
             embeddings.embedding_size, activation=exact_gelu,
             kernel_initializer=truncated_normal(initializer_range), dtype=self.dtype_policy,
             name="dense")
@@ -54,7 +55,7 @@ class MaskedLMHead(keras.layers.Layer):
         """
         gathered = ops.take_along_axis(sequence_output, masked_lm_positions[:, :, None], axis=1)
         hidden = self.layer_norm(self.dense(gathered))
-        return self.embeddings.attend(hidden) + ops.cast(self.output_bias, hidden.dtype)
+        return add_bias(self.embeddings.attend(hidden), ops.cast(self.output_bias, hidden.dtype))
 
     def compute_output_shape(self, sequence_output_shape, masked_lm_positions_shape):
         return tuple(masked_lm_positions_shape) + (self.embeddings.vocab_size,)
@@ -74,10 +75,10 @@ class ReplacedTokenDetectionHead(keras.layers.Layer):
         self.hidden_size = hidden_size
         self.initializer_range = initializer_range
         init = truncated_normal(initializer_range)
-        self.dense = keras.layers.Dense(hidden_size, activation=exact_gelu, kernel_initializer=init,
+        self.dense = Dense(hidden_size, activation=exact_gelu, kernel_initializer=init,
                                         dtype=self.dtype_policy, name="dense")
         # The original's final logit layer uses tf.layers.dense's default (Glorot uniform).
-        self.logit = keras.layers.Dense(1, kernel_initializer="glorot_uniform",
+        self.logit = Dense(1, kernel_initializer="glorot_uniform",
                                         dtype=self.dtype_policy, name="logit")
 
     def build(self, sequence_shape):
