@@ -76,10 +76,10 @@ class ReplacedTokenDetectionHead(keras.layers.Layer):
         self.initializer_range = initializer_range
         init = truncated_normal(initializer_range)
         self.dense = Dense(hidden_size, activation=exact_gelu, kernel_initializer=init,
-                                        dtype=self.dtype_policy, name="dense")
+                           dtype=self.dtype_policy, name="dense")
         # The original's final logit layer uses tf.layers.dense's default (Glorot uniform).
-        self.logit = Dense(1, kernel_initializer="glorot_uniform",
-                                        dtype=self.dtype_policy, name="logit")
+        self.logit = Dense(1, kernel_initializer="glorot_uniform", dtype=self.dtype_policy,
+                           name="logit")
 
     def build(self, sequence_shape):
         self.dense.build(sequence_shape)

@@ -265,10 +265,10 @@ class SelfAttention(keras.layers.Layer):
         self.attention_dropout_rate = attention_dropout_rate
         self.initializer_range = initializer_range
         init = truncated_normal(initializer_range)
-        self.qkv = Dense(3 * hidden_size, kernel_initializer=init,
-                                      dtype=self.dtype_policy, name="qkv")
-        self.output_dense = Dense(hidden_size, kernel_initializer=init,
-                                               dtype=self.dtype_policy, name="output")
+        self.qkv = Dense(3 * hidden_size, kernel_initializer=init, dtype=self.dtype_policy,
+                         name="qkv")
+        self.output_dense = Dense(hidden_size, kernel_initializer=init, dtype=self.dtype_policy,
+                                  name="output")
         self.dropout = ReplicaDropout(attention_dropout_rate, dtype=self.dtype_policy,
                                             name="attention_dropout")
 
@@ -347,7 +347,7 @@ class TransformerLayer(keras.layers.Layer):
             intermediate_size, activation=exact_gelu, kernel_initializer=init, dtype=policy,
             name="intermediate")
         self.ffn_output = Dense(hidden_size, kernel_initializer=init, dtype=policy,
-                                             name="ffn_output")
+                                name="ffn_output")
         self.ffn_dropout = ReplicaDropout(dropout_rate, dtype=policy, name="ffn_dropout")
         self.ffn_layer_norm = keras.layers.LayerNormalization(
             epsilon=layer_norm_epsilon, dtype=policy, name="ffn_layer_norm")
