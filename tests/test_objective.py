@@ -74,6 +74,40 @@ def test_masked_lm_sums_against_numpy(rng):
     assert sums["correct"] == ((logits.argmax(-1) == ids) * weights).sum()
 
 
+def test_masked_lm_sums_and_gradient_across_vocabulary_blocks(rng):
+    # Vocabularies below, at and above one block, with a padded last block.
+    for vocab in (3, objective.SAMPLING_BLOCK, objective.SAMPLING_BLOCK + 1, 1000):
+        logits = (4 * rng.normal(size=(3, 5, vocab))).astype(np.float32)
+        ids = rng.integers(0, vocab, size=(3, 5)).astype(np.int32)
+        weights = (rng.random((3, 5)) < 0.7).astype(np.float32)
+        ids[0, 0], weights[0, 0] = logits[0, 0].argmax(), 1.0  # at least one hit
+        logits_var = tf.Variable(logits)
+        with tf.GradientTape() as tape:
+            sums = objective.masked_lm_sums(logits_var, ids, weights)
+        grad = tape.gradient(sums["nll"], logits_var).numpy()
+        shifted = logits.astype(np.float64) - logits.max(-1, keepdims=True)
+        probs = np.exp(shifted) / np.exp(shifted).sum(-1, keepdims=True)
+        nll = -np.log(np.take_along_axis(probs, ids[..., None], -1)[..., 0])
+        np.testing.assert_allclose(sums["nll"].numpy(), (weights * nll).sum(), rtol=1e-5)
+        assert sums["correct"].numpy() == ((logits.argmax(-1) == ids) * weights).sum()
+        expected = (probs - np.eye(vocab)[ids]) * weights[..., None]
+        np.testing.assert_allclose(grad, expected, atol=1e-6)
+
+
+def test_masked_lm_accuracy_takes_the_first_of_tied_maxima():
+    # As tf.argmax: ties within a block and across blocks go to the lowest id.
+    vocab = 3 * objective.SAMPLING_BLOCK
+    logits = np.zeros((1, 3, vocab), np.float32)
+    logits[0, 0, [5, 9]] = 2.0          # tie inside block 0
+    logits[0, 1, [200, 300]] = 2.0      # tie across blocks 1 and 2
+    logits[0, 2, [130, 131, 383]] = 2.0
+    weights = np.ones((1, 3), np.float32)
+    first = np.array([[5, 200, 130]], np.int32)
+    later = np.array([[9, 300, 383]], np.int32)
+    assert objective.masked_lm_sums(logits, first, weights)["correct"].numpy() == 3
+    assert objective.masked_lm_sums(logits, later, weights)["correct"].numpy() == 0
+
+
 def test_discriminator_sums_against_numpy(rng):
     logits = rng.normal(size=(2, 5)).astype(np.float32)
     labels = rng.integers(0, 2, size=(2, 5)).astype(np.int32)
