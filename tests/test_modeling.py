@@ -254,3 +254,27 @@ def test_dense_bias_gradient_is_the_column_sum_and_matches_keras_dense(rng, jit_
     np.testing.assert_allclose(dx, dz @ kernel.T, rtol=1e-5, atol=1e-5)
     for a, b in zip(grads(stock, tf.constant(x)), (y, dx, dkernel, dbias)):
         np.testing.assert_allclose(a.numpy(), b, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("jit_compile", [False, True])
+def test_exact_gelu_value_and_gradient_against_numpy(jit_compile):
+    from electra_tf.modeling.layers import exact_gelu
+
+    x = np.linspace(-9.0, 9.0, 721).astype(np.float32)
+    upstream = np.cos(3.0 * x).astype(np.float32)
+
+    @tf.function(jit_compile=jit_compile)
+    def value_and_grad(x):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y = exact_gelu(x)
+        return y, tape.gradient(y, x, output_gradients=upstream)
+
+    y, dx = [t.numpy() for t in value_and_grad(tf.constant(x))]
+    x64 = x.astype(np.float64)
+    # d/dx [x Phi(x)] = Phi(x) + x phi(x)
+    cdf = 0.5 * (1.0 + _erf(x64 / math.sqrt(2.0)))
+    pdf = np.exp(-0.5 * x64 ** 2) / math.sqrt(2.0 * math.pi)
+    np.testing.assert_allclose(y, np_gelu(x64), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(dx, upstream * (cdf + x64 * pdf), rtol=1e-5, atol=1e-6)
+    assert exact_gelu(tf.constant(x, tf.bfloat16)).dtype == tf.bfloat16
