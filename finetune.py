@@ -29,6 +29,10 @@ import sys
 import warnings
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # keep TensorFlow's C++ start-up noise out
+if __name__ == "__main__":  # before TensorFlow allocates anything
+    from electra_tf.huge_pages import use_huge_page_malloc
+
+    use_huge_page_malloc()
 
 from absl import app, flags, logging  # noqa: E402
 

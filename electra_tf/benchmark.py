@@ -19,6 +19,10 @@ import tempfile
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+if __name__ == "__main__":  # before TensorFlow allocates anything
+    from electra_tf.huge_pages import use_huge_page_malloc
+
+    use_huge_page_malloc()
 
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
@@ -28,6 +32,7 @@ from absl import app, flags, logging  # noqa: E402
 from electra_tf.config import MODEL_SIZES, preset  # noqa: E402
 from electra_tf.data.masking import mask_batch  # noqa: E402
 from electra_tf.data.pipeline import make_pretraining_dataset, pipeline_throughput  # noqa: E402
+from electra_tf.huge_pages import transparent_huge_page_mode  # noqa: E402
 from electra_tf.pretraining.optimization import create_optimizer  # noqa: E402
 from electra_tf.pretraining.pretrainer import ElectraPretrainer  # noqa: E402
 from electra_tf.training.strategy import set_precision_policy  # noqa: E402
@@ -65,7 +70,9 @@ def machine_info() -> dict:
             "keras": keras.__version__,
             "gpus": [d.name for d in tf.config.list_logical_devices("GPU")],
             "intra_op_threads": tf.config.threading.get_intra_op_parallelism_threads(),
-            "inter_op_threads": tf.config.threading.get_inter_op_parallelism_threads()}
+            "inter_op_threads": tf.config.threading.get_inter_op_parallelism_threads(),
+            "glibc_tunables": os.environ.get("GLIBC_TUNABLES", ""),
+            "transparent_huge_pages": transparent_huge_page_mode()}
 
 
 def matmul_peak_flops(n: int = 2048, repeats: int = 10, dtype=tf.float32) -> float:
