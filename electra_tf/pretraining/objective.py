@@ -105,21 +105,27 @@ def sample_tokens(logits, uniforms, temperature: float = 1.0, disallow_ids=None)
 
 
 @tf.custom_gradient
-def _softmax_cross_entropy(scores, labels):
-    """-log softmax(scores)[label] per row: scores float32 [M, V], labels int32 [M] -> [M].
+def _softmax_cross_entropy(scores, labels, row_max, total):
+    """-log softmax(scores)[label] per row.
 
-    The gradient, softmax - one_hot(label), is written as one expression so
-    XLA computes it in a single pass over [M, V].
+    Args:
+        scores: float32 [M, V].
+        labels: int32 [M].
+        row_max: [M], the row maxima of `scores` (from `_softmax_blocks`).
+        total: [M], the row sums of exp(scores - row_max).
+
+    Returns:
+        float32 [M]. The gradient, softmax - one_hot(label), flows to `scores`
+        only and is written as one expression, so XLA computes it in a single
+        pass over [M, V].
     """
-    _, _, row_max, block_sums = _softmax_blocks(scores)
-    total = tf.reduce_sum(block_sums, axis=1)
     nll = row_max + tf.math.log(total) - tf.gather(scores, labels, batch_dims=1)
 
     def grad(upstream):
         dscores = (tf.exp(scores - row_max[:, None]) * (upstream / total)[:, None]
                    - tf.one_hot(labels, tf.shape(scores)[1], dtype=scores.dtype)
                    * upstream[:, None])
-        return dscores, None
+        return dscores, None, None, None
 
     return nll, grad
 
@@ -179,8 +185,8 @@ def masked_lm_sums(logits, masked_lm_ids, masked_lm_weights):
     scores = tf.reshape(tf.cast(logits, tf.float32), [-1, vocab_size])
     targets = tf.reshape(tf.cast(masked_lm_ids, tf.int32), [-1])
     weights = tf.reshape(tf.cast(masked_lm_weights, tf.float32), [-1])
-    nll = _softmax_cross_entropy(scores, targets)
-    blocks, block_max, row_max, _ = _softmax_blocks(scores)
+    blocks, block_max, row_max, block_sums = _softmax_blocks(scores)
+    nll = _softmax_cross_entropy(scores, targets, row_max, tf.reduce_sum(block_sums, axis=1))
     predicted = _first_argmax(blocks, block_max, row_max)
     correct = tf.cast(tf.equal(predicted, targets), tf.float32)
     return {"nll": tf.reduce_sum(weights * nll), "correct": tf.reduce_sum(weights * correct),
