@@ -5,7 +5,8 @@
 Reports total work divided by wall time over a measured window after warm-up
 (never a mean of per-step rates), the step's FLOPs by the paper's accounting,
 the achieved FLOP/s and its fraction of a matmul peak measured in the same
-run, with the machine and settings printed beside them.
+run (and the same under a count of what the step really executes), with the
+machine and settings printed beside them.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from absl import app, flags, logging  # noqa: E402
 from electra_tf.config import MODEL_SIZES, preset  # noqa: E402
 from electra_tf.data.masking import mask_batch  # noqa: E402
 from electra_tf.data.pipeline import make_pretraining_dataset, pipeline_throughput  # noqa: E402
+from electra_tf.flops import executed_train_flops_per_step, train_flops_per_step  # noqa: E402
 from electra_tf.huge_pages import transparent_huge_page_mode  # noqa: E402
 from electra_tf.pretraining.optimization import create_optimizer  # noqa: E402
 from electra_tf.pretraining.pretrainer import ElectraPretrainer  # noqa: E402
@@ -215,6 +217,25 @@ def benchmark_shards(megabytes: float, max_seq_length: int) -> dict:
             "shard_building_examples_per_second": metadata["num_examples"] / seconds}
 
 
+def utilisation(config, seconds_per_step: float, peak_flops_per_second: float) -> dict:
+    """FLOP/s and model-FLOPs utilisation of a step, under two counts of its work.
+
+    `flops_per_step` / `mfu` use the paper's accounting (backward = one more
+    forward pass, embedding lookups as one-hot products; see
+    `electra_tf.flops`). `executed_flops_per_step` / `executed_mfu` count
+    what the step really computes (backward = two forward passes, lookups
+    as gathers).
+    """
+    paper = train_flops_per_step(config)
+    executed = executed_train_flops_per_step(config)
+    return {"flops_per_step": paper,
+            "achieved_flops_per_second": paper / seconds_per_step,
+            "mfu": paper / seconds_per_step / peak_flops_per_second,
+            "executed_flops_per_step": executed,
+            "executed_flops_per_second": executed / seconds_per_step,
+            "executed_mfu": executed / seconds_per_step / peak_flops_per_second}
+
+
 def main(argv):
     del argv
     logging.set_verbosity(logging.WARNING)
@@ -236,16 +257,14 @@ def main(argv):
     print(f"matmul peak: {results['peak_flops_per_second'] / 1e9:.1f} GFLOP/s", flush=True)
     step = benchmark_train_step(config, FLAGS.steps, FLAGS.warmup_steps, FLAGS.jit_compile)
     results.update(step)
-    try:
-        from electra_tf.flops import train_flops_per_step
-        results["flops_per_step"] = train_flops_per_step(config)
-        results["achieved_flops_per_second"] = results["flops_per_step"] / step["seconds_per_step"]
-        results["mfu"] = results["achieved_flops_per_second"] / results["peak_flops_per_second"]
-    except ImportError:
-        pass
+    results.update(utilisation(config, step["seconds_per_step"], results["peak_flops_per_second"]))
     print(f"train step: {step['sequences_per_second']:.2f} sequences/s, "
           f"{step['tokens_per_second']:.0f} tokens/s over {step['measured_steps']} steps "
           f"({step['seconds']:.1f}s, after {step['warmup_steps']} warm-up steps)", flush=True)
+    print(f"MFU {results['mfu']:.1%} by the paper's accounting "
+          f"({results['flops_per_step'] / 1e9:.1f} GFLOP/step); "
+          f"{results['executed_mfu']:.1%} counting what the step executes "
+          f"({results['executed_flops_per_step'] / 1e9:.1f} GFLOP/step)", flush=True)
     if FLAGS.peer_script:
         results.update(benchmark_peer(FLAGS.peer_python or sys.executable, FLAGS.peer_script,
                                       config, FLAGS.steps, FLAGS.model_size))

@@ -35,3 +35,15 @@ def test_peer_benchmark_is_run_on_the_same_shapes_and_read(tmp_path):
     result = benchmark.benchmark_peer(sys.executable, str(script), config, 4, "tiny")
     assert result["peer_tokens_per_second"] == 123.5
     assert (result["peer"]["size"], result["peer"]["batch"], result["peer"]["seq"]) == ("tiny", 8, 32)
+
+
+def test_utilisation_under_both_counts():
+    # ELECTRA-Small, batch 32, length 128: 3.2308e11 FLOPs per step by the paper's
+    # accounting, 2.9177e11 executed (see tests/test_flops.py for both by hand).
+    config = preset("small", train_batch_size=32, max_seq_length=128)
+    result = benchmark.utilisation(config, seconds_per_step=2.0, peak_flops_per_second=4e11)
+    assert result["flops_per_step"] == pytest.approx(3.2308e11, rel=1e-4)
+    assert result["executed_flops_per_step"] == pytest.approx(2.9177e11, rel=1e-4)
+    assert result["achieved_flops_per_second"] == pytest.approx(3.2308e11 / 2.0, rel=1e-4)
+    assert result["mfu"] == pytest.approx(3.2308e11 / 2.0 / 4e11, rel=1e-4)
+    assert result["executed_mfu"] == pytest.approx(2.9177e11 / 2.0 / 4e11, rel=1e-4)

@@ -93,6 +93,31 @@ def test_training_step_by_hand():
     assert flops.train_flops(tiny_run(), num_steps=7) == 7 * electra
 
 
+def test_executed_count_by_hand():
+    # Backward as two forward passes, lookups as gathers: embeddings keep only the
+    # adds, LayerNorm and dropout, 44 per token (88 per sequence) instead of 156.
+    sparse_embedding = EMBEDDING - 2 * (80 + 32)
+    assert flops.executed_train_flops_per_step(tiny_run()) == 3 * 3 * (
+        2 * (LAYER + sparse_embedding) + TOKEN_HEAD + MLM_HEAD)
+
+
+def test_executed_count_is_the_small_steps_matmuls_plus_a_little():
+    # Independent count of ELECTRA-Small's products alone (batch 32, length 128):
+    # discriminator h=256, FFN 1024; generator h=64, FFN 256, one head; 128-wide
+    # embeddings projected to each; the generator's vocabulary product on 19 of
+    # the 128 positions. Three passes' worth (forward, input and weight gradients).
+    s = 128
+    discriminator = (12 * (2 * 256 * 768 + 2 * 256 * 256 + 2 * 2 * 256 * 1024 + 2 * 2 * s * 256)
+                     + 2 * 128 * 256 + 2 * 256 * 256 + 2 * 256)
+    generator = (12 * (2 * 64 * 192 + 2 * 64 * 64 + 2 * 2 * 64 * 256 + 2 * 2 * s * 64)
+                 + 2 * 128 * 64 + 19 / 128 * (2 * 64 * 128 + 2 * 128 * 30522))
+    products = 3 * 32 * s * (discriminator + generator)
+    executed = flops.executed_train_flops_per_step(
+        preset("small", train_batch_size=32, max_seq_length=s))
+    # The rest is element-wise work (biases, softmax, LayerNorm, GELU, dropout).
+    assert products < executed < 1.03 * products
+
+
 # ------------------------------------------------------- paper totals
 @pytest.mark.parametrize("name,make,objective,paper,script", TRAINING_RUNS, ids=RUN_IDS)
 def test_paper_output_fraction_reproduces_the_script(name, make, objective, paper, script):
