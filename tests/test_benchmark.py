@@ -38,12 +38,22 @@ def test_peer_benchmark_is_run_on_the_same_shapes_and_read(tmp_path):
 
 
 def test_utilisation_under_both_counts():
-    # ELECTRA-Small, batch 32, length 128: 3.2308e11 FLOPs per step by the paper's
-    # accounting, 2.9177e11 executed (see tests/test_flops.py for both by hand).
-    config = preset("small", train_batch_size=32, max_seq_length=128)
-    result = benchmark.utilisation(config, seconds_per_step=2.0, peak_flops_per_second=4e11)
-    assert result["flops_per_step"] == pytest.approx(3.2308e11, rel=1e-4)
-    assert result["executed_flops_per_step"] == pytest.approx(2.9177e11, rel=1e-4)
-    assert result["achieved_flops_per_second"] == pytest.approx(3.2308e11 / 2.0, rel=1e-4)
-    assert result["mfu"] == pytest.approx(3.2308e11 / 2.0 / 4e11, rel=1e-4)
-    assert result["executed_mfu"] == pytest.approx(2.9177e11 / 2.0 / 4e11, rel=1e-4)
+    # The one-layer, hidden-4, vocabulary-10 run counted by hand in tests/test_flops.py
+    # (generator as wide as the discriminator, batch 3, length 2, one masked position).
+    # Per sequence: layer 1360, embeddings 312 (88 with lookups as gathers), token
+    # head 152, masked-LM head 238.
+    from electra_tf.config import ModelConfig, PretrainingConfig
+
+    model = ModelConfig(vocab_size=10, hidden_size=4, num_layers=1, intermediate_size=16,
+                        embedding_size=4, type_vocab_size=2, generator_hidden_fraction=1.0)
+    config = PretrainingConfig(model=model, max_seq_length=2, max_predictions_per_seq=1,
+                               train_batch_size=3)
+    paper = 2 * 3 * (2 * (1360 + 312) + 152 + 238)      # 22404
+    executed = 3 * 3 * (2 * (1360 + 88) + 152 + 238)    # 29574
+    result = benchmark.utilisation(config, seconds_per_step=2.0, peak_flops_per_second=1e5)
+    assert result["flops_per_step"] == paper
+    assert result["executed_flops_per_step"] == executed
+    assert result["achieved_flops_per_second"] == pytest.approx(paper / 2.0)
+    assert result["mfu"] == pytest.approx(paper / 2.0 / 1e5)
+    assert result["executed_flops_per_second"] == pytest.approx(executed / 2.0)
+    assert result["executed_mfu"] == pytest.approx(executed / 2.0 / 1e5)
