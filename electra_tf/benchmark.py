@@ -5,8 +5,9 @@
 Reports total work divided by wall time over a measured window after warm-up
 (never a mean of per-step rates), the step's FLOPs by the paper's accounting,
 the achieved FLOP/s and its fraction of a matmul peak measured in the same
-run (and the same under a count of what the step really executes), with the
-machine and settings printed beside them.
+run, right before and right after the measured steps (and the same under a
+count of what the step really executes), with the machine and settings
+printed beside them.
 """
 
 from __future__ import annotations
@@ -108,21 +109,47 @@ def synthetic_batches(config, count: int, seed: int = 0) -> dict:
 
 
 class _WindowTimer(keras.callbacks.Callback):
-    def __init__(self, warmup_steps: int):
+    """Marks the measured window; runs `probe` (if any) once, just before it opens."""
+
+    def __init__(self, warmup_steps: int, probe=None):
         super().__init__()
         self.warmup_steps = warmup_steps
-        self.start = self.end = None
-        self.steps = 0
+        self.probe = probe
+        self.probe_result = None
+        self.warmup_end = self.start = self.end = None
 
     def on_train_batch_end(self, batch, logs=None):
-        self.steps += 1
-        now = time.perf_counter()
-        if self.steps == self.warmup_steps:
-            self.start = now
-        self.end = now
+        if self.start is None and batch + 1 >= self.warmup_steps:
+            self.warmup_end = time.perf_counter()
+            if self.probe is not None:
+                self.probe_result = self.probe()
+            self.start = time.perf_counter()
+        self.end = time.perf_counter()
 
 
-def benchmark_train_step(config, steps: int, warmup_steps: int, jit_compile: bool) -> dict:
+def benchmark_train_step(config, steps: int, warmup_steps: int, jit_compile: bool,
+                         peak_probe=None) -> dict:
+    """Throughput of the training step over a window of `steps` after `warmup_steps`.
+
+    Args:
+        config: a `PretrainingConfig`; synthetic batches of its shapes are used.
+        steps: measured steps (at least 1).
+        warmup_steps: unmeasured steps first (at least 1: the first traces and
+            compiles).
+        jit_compile: compile the step with XLA.
+        peak_probe: optional callable returning a matmul peak in FLOP/s. It runs
+            right before the window opens and right after it closes, outside
+            it, and the result carries `bracketing_peak` of the two readings.
+
+    Returns:
+        A dict: `seconds` of the window, sequences, tokens and seconds per
+        step over it, `warmup_seconds`, and the peak readings with a probe.
+    """
+    if warmup_steps < 1:
+        raise ValueError(f"--warmup_steps must be at least 1 (the first step traces and "
+                         f"compiles), got {warmup_steps}")
+    if steps < 1:
+        raise ValueError(f"--steps must be at least 1, got {steps}")
     set_precision_policy(config.mixed_precision)
     keras.utils.set_random_seed(0)
     features = synthetic_batches(config, count=4)
@@ -132,17 +159,45 @@ def benchmark_train_step(config, steps: int, warmup_steps: int, jit_compile: boo
     model.build_from_batch({k: v[:1] for k, v in features.items()})
     model.compile(optimizer=create_optimizer(config, config.mixed_precision),
                   jit_compile=jit_compile)
-    timer = _WindowTimer(warmup_steps)
+    timer = _WindowTimer(warmup_steps, peak_probe)
     started = time.perf_counter()
     model.fit(dataset, steps_per_epoch=warmup_steps + steps, epochs=1, verbose=0, shuffle=False,
               callbacks=[timer])
+    if timer.start is None:
+        raise RuntimeError(f"training stopped before the {warmup_steps} warm-up steps ended")
     seconds = timer.end - timer.start
     sequences = steps * config.train_batch_size
-    return {"measured_steps": steps, "warmup_steps": warmup_steps,
-            "warmup_seconds": timer.start - started, "seconds": seconds,
-            "sequences_per_second": sequences / seconds,
-            "tokens_per_second": sequences * config.max_seq_length / seconds,
-            "seconds_per_step": seconds / steps}
+    result = {"measured_steps": steps, "warmup_steps": warmup_steps,
+              "warmup_seconds": timer.warmup_end - started, "seconds": seconds,
+              "sequences_per_second": sequences / seconds,
+              "tokens_per_second": sequences * config.max_seq_length / seconds,
+              "seconds_per_step": seconds / steps}
+    if peak_probe is not None:
+        result.update(bracketing_peak(timer.probe_result, peak_probe()))
+    return result
+
+
+def bracketing_peak(before: float, after: float) -> dict:
+    """The matmul peak for MFU, from probes on either side of the measured window.
+
+    Machine speed drifts over minutes (turbo, neighbours on shared hosts), so
+    a single probe taken away from the window can meet a different machine
+    than the steps did. The mean of one probe right before and one right after
+    the window follows the speed the steps ran at; their gap says how far to
+    trust the MFU.
+
+    Args:
+        before: FLOP/s measured just before the window.
+        after: FLOP/s measured just after it.
+
+    Returns:
+        `peak_flops_per_second` (their mean), both probes, and `peak_drift`,
+        the gap between them as a fraction of the smaller.
+    """
+    return {"peak_flops_per_second": (before + after) / 2,
+            "peak_flops_per_second_before": before,
+            "peak_flops_per_second_after": after,
+            "peak_drift": abs(after - before) / min(before, after)}
 
 
 def benchmark_peer(python: str, script: str, config, steps: int, size: str) -> dict:
@@ -253,10 +308,17 @@ def main(argv):
     print(json.dumps(results, indent=2), flush=True)
     peak_dtype = tf.float32 if config.mixed_precision == "none" else (
         tf.float16 if config.mixed_precision == "float16" else tf.bfloat16)
-    results["peak_flops_per_second"] = matmul_peak_flops(dtype=peak_dtype)
-    print(f"matmul peak: {results['peak_flops_per_second'] / 1e9:.1f} GFLOP/s", flush=True)
-    step = benchmark_train_step(config, FLAGS.steps, FLAGS.warmup_steps, FLAGS.jit_compile)
+    step = benchmark_train_step(config, FLAGS.steps, FLAGS.warmup_steps, FLAGS.jit_compile,
+                                peak_probe=lambda: matmul_peak_flops(dtype=peak_dtype))
     results.update(step)
+    print(f"matmul peak: {results['peak_flops_per_second'] / 1e9:.1f} GFLOP/s, the mean of "
+          f"{results['peak_flops_per_second_before'] / 1e9:.1f} just before and "
+          f"{results['peak_flops_per_second_after'] / 1e9:.1f} just after the measured steps",
+          flush=True)
+    if results["peak_drift"] > 0.05:
+        print(f"warning: the matmul peak moved by {results['peak_drift']:.0%} across the "
+              f"measured steps (the machine's speed drifted); MFU is uncertain by about "
+              f"as much. Rerun on a quieter machine to narrow it.", flush=True)
     results.update(utilisation(config, step["seconds_per_step"], results["peak_flops_per_second"]))
     print(f"train step: {step['sequences_per_second']:.2f} sequences/s, "
           f"{step['tokens_per_second']:.0f} tokens/s over {step['measured_steps']} steps "

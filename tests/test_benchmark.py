@@ -1,3 +1,5 @@
+import time
+
 import pytest
 
 from electra_tf import benchmark
@@ -57,3 +59,37 @@ def test_utilisation_under_both_counts():
     assert result["mfu"] == pytest.approx(paper / 2.0 / 1e5)
     assert result["executed_flops_per_second"] == pytest.approx(executed / 2.0)
     assert result["executed_mfu"] == pytest.approx(executed / 2.0 / 1e5)
+
+
+def test_peak_is_probed_on_both_sides_of_the_window_and_outside_it():
+    config = preset("tiny", vocab_size=64, hidden_size=32, num_layers=1, embedding_size=16,
+                    num_heads=2, max_seq_length=16, train_batch_size=4, num_warmup_steps=0)
+    readings = iter([300.0, 400.0])
+    calls = []
+
+    def probe():
+        calls.append(time.perf_counter())
+        time.sleep(1.0)  # far longer than three tiny steps
+        return next(readings)
+
+    started = time.perf_counter()
+    result = benchmark.benchmark_train_step(config, steps=3, warmup_steps=1, jit_compile=False,
+                                            peak_probe=probe)
+    assert len(calls) == 2
+    # The first probe follows the warm-up step (tracing included), the second the window.
+    assert calls[0] >= started + result["warmup_seconds"]
+    assert calls[1] - calls[0] >= 1.0 + result["seconds"]
+    assert result["seconds"] < 1.0  # neither probe's second is inside the window
+    assert result["peak_flops_per_second_before"] == 300.0
+    assert result["peak_flops_per_second_after"] == 400.0
+    assert result["peak_flops_per_second"] == 350.0
+    assert result["peak_drift"] == pytest.approx(1 / 3)
+
+
+@pytest.mark.parametrize("steps, warmup_steps, flag",
+                         [(0, 1, "--steps"), (3, 0, "--warmup_steps")])
+def test_window_needs_a_step_and_a_warm_up_step(steps, warmup_steps, flag):
+    config = preset("tiny", train_batch_size=4, max_seq_length=16)
+    with pytest.raises(ValueError, match=flag):
+        benchmark.benchmark_train_step(config, steps=steps, warmup_steps=warmup_steps,
+                                       jit_compile=False)
