@@ -4,6 +4,7 @@ import pytest
 
 from electra_tf import benchmark
 from electra_tf.config import preset
+from test_flops import EMBEDDING, LAYER, MLM_HEAD, SPARSE_EMBEDDING, TOKEN_HEAD, tiny_run
 
 
 def test_train_step_throughput_is_work_over_the_measured_window():
@@ -42,17 +43,10 @@ def test_peer_benchmark_is_run_on_the_same_shapes_and_read(tmp_path):
 def test_utilisation_under_both_counts():
     # The one-layer, hidden-4, vocabulary-10 run counted by hand in tests/test_flops.py
     # (generator as wide as the discriminator, batch 3, length 2, one masked position).
-    # Per sequence: layer 1360, embeddings 312 (88 with lookups as gathers), token
-    # head 152, masked-LM head 238.
-    from electra_tf.config import ModelConfig, PretrainingConfig
-
-    model = ModelConfig(vocab_size=10, hidden_size=4, num_layers=1, intermediate_size=16,
-                        embedding_size=4, type_vocab_size=2, generator_hidden_fraction=1.0)
-    config = PretrainingConfig(model=model, max_seq_length=2, max_predictions_per_seq=1,
-                               train_batch_size=3)
-    paper = 2 * 3 * (2 * (1360 + 312) + 152 + 238)      # 22404
-    executed = 3 * 3 * (2 * (1360 + 88) + 152 + 238)    # 29574
-    result = benchmark.utilisation(config, seconds_per_step=2.0, peak_flops_per_second=1e5)
+    paper = 2 * 3 * (2 * (LAYER + EMBEDDING) + TOKEN_HEAD + MLM_HEAD)          # 22404
+    executed = 3 * 3 * (2 * (LAYER + SPARSE_EMBEDDING) + TOKEN_HEAD + MLM_HEAD)  # 29574
+    result = benchmark.utilisation(tiny_run(), seconds_per_step=2.0, peak_flops_per_second=1e5)
+    assert (paper, executed) == (22404, 29574)
     assert result["flops_per_step"] == paper
     assert result["executed_flops_per_step"] == executed
     assert result["achieved_flops_per_second"] == pytest.approx(paper / 2.0)
