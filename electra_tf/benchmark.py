@@ -48,6 +48,9 @@ flags.DEFINE_integer("steps", 10, "Measured training steps (after warm-up).")
 flags.DEFINE_integer("warmup_steps", 3, "Unmeasured steps first (tracing, allocation).")
 flags.DEFINE_enum("mixed_precision", "none", ["none", "float16", "bfloat16"], "Precision.")
 flags.DEFINE_boolean("jit_compile", False, "Compile the train step with XLA.")
+flags.DEFINE_integer("steps_per_execution", 1, "Training steps per call into the compiled "
+                     "function, as pretrain.py's flag; --steps and --warmup_steps must be "
+                     "multiples of it.")
 flags.DEFINE_integer("pipeline_batches", 200, "Batches timed for the input pipeline (0: skip).")
 flags.DEFINE_float("shard_megabytes", 4.0, "Text size for the shard-building benchmark (0: skip).")
 flags.DEFINE_string("json", None, "Also write the results to this JSON file.")
@@ -109,7 +112,11 @@ def synthetic_batches(config, count: int, seed: int = 0) -> dict:
 
 
 class _WindowTimer(keras.callbacks.Callback):
-    """Marks the measured window; runs `probe` (if any) once, just before it opens."""
+    """Marks the measured window; runs `probe` (if any) once, just before it opens.
+
+    Keras calls back once per call of the compiled function, with the index of
+    the call's last step, so the window counts the steps it really spans.
+    """
 
     def __init__(self, warmup_steps: int, probe=None):
         super().__init__()
@@ -117,13 +124,16 @@ class _WindowTimer(keras.callbacks.Callback):
         self.probe = probe
         self.probe_result = None
         self.warmup_end = self.start = self.end = None
+        self.steps_before = self.steps_done = 0
 
     def on_train_batch_end(self, batch, logs=None):
         if self.start is None and batch + 1 >= self.warmup_steps:
             self.warmup_end = time.perf_counter()
             if self.probe is not None:
                 self.probe_result = self.probe()
+            self.steps_before = batch + 1
             self.start = time.perf_counter()
+        self.steps_done = batch + 1
         self.end = time.perf_counter()
 
 
@@ -150,6 +160,11 @@ def benchmark_train_step(config, steps: int, warmup_steps: int, jit_compile: boo
                          f"compiles), got {warmup_steps}")
     if steps < 1:
         raise ValueError(f"--steps must be at least 1, got {steps}")
+    group = config.steps_per_execution
+    for name, value in (("--warmup_steps", warmup_steps), ("--steps", steps)):
+        if value % group:
+            # The window can only open and close between calls of `group` steps.
+            raise ValueError(f"{name}={value} must be a multiple of --steps_per_execution={group}")
     set_precision_policy(config.mixed_precision)
     keras.utils.set_random_seed(0)
     features = synthetic_batches(config, count=4)
@@ -158,7 +173,7 @@ def benchmark_train_step(config, steps: int, warmup_steps: int, jit_compile: boo
     model = ElectraPretrainer(config)
     model.build_from_batch({k: v[:1] for k, v in features.items()})
     model.compile(optimizer=create_optimizer(config, config.mixed_precision),
-                  jit_compile=jit_compile)
+                  jit_compile=jit_compile, steps_per_execution=group)
     timer = _WindowTimer(warmup_steps, peak_probe)
     started = time.perf_counter()
     model.fit(dataset, steps_per_epoch=warmup_steps + steps, epochs=1, verbose=0, shuffle=False,
@@ -166,8 +181,11 @@ def benchmark_train_step(config, steps: int, warmup_steps: int, jit_compile: boo
     if timer.start is None:
         raise RuntimeError(f"training stopped before the {warmup_steps} warm-up steps ended")
     seconds = timer.end - timer.start
-    sequences = steps * config.train_batch_size
-    result = {"measured_steps": steps, "warmup_steps": warmup_steps,
+    measured = timer.steps_done - timer.steps_before
+    if measured != steps:
+        raise RuntimeError(f"the window spanned {measured} steps instead of --steps={steps}")
+    sequences = measured * config.train_batch_size
+    result = {"measured_steps": measured, "warmup_steps": timer.steps_before,
               "warmup_seconds": timer.warmup_end - started, "seconds": seconds,
               "sequences_per_second": sequences / seconds,
               "tokens_per_second": sequences * config.max_seq_length / seconds,
@@ -294,17 +312,22 @@ def utilisation(config, seconds_per_step: float, peak_flops_per_second: float) -
 def main(argv):
     del argv
     logging.set_verbosity(logging.WARNING)
+    group = FLAGS.steps_per_execution
+    # The bookkeeping intervals are unused here; they only have to be whole groups.
     config = preset(FLAGS.model_size, train_batch_size=FLAGS.train_batch_size,
                     max_seq_length=FLAGS.max_seq_length, vocab_size=FLAGS.vocab_size,
                     mixed_precision=FLAGS.mixed_precision, num_warmup_steps=0,
-                    num_train_steps=1_000_000, jit_compile=FLAGS.jit_compile)
+                    num_train_steps=1_000_000 * group, jit_compile=FLAGS.jit_compile,
+                    steps_per_execution=group, save_checkpoints_steps=1000 * group,
+                    log_every_steps=100 * group)
     config.validate()
     results = {"machine": machine_info(),
                "settings": {"model_size": FLAGS.model_size, "batch": config.train_batch_size,
                             "seq_length": config.max_seq_length,
                             "vocab_size": config.model.vocab_size,
                             "mixed_precision": config.mixed_precision,
-                            "jit_compile": FLAGS.jit_compile}}
+                            "jit_compile": FLAGS.jit_compile,
+                            "steps_per_execution": config.steps_per_execution}}
     print(json.dumps(results, indent=2), flush=True)
     peak_dtype = tf.float32 if config.mixed_precision == "none" else (
         tf.float16 if config.mixed_precision == "float16" else tf.bfloat16)

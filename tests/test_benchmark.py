@@ -17,6 +17,36 @@ def test_train_step_throughput_is_work_over_the_measured_window():
     assert result["warmup_seconds"] > 0
 
 
+def test_window_spans_whole_calls_of_several_steps(monkeypatch):
+    config = preset("tiny", vocab_size=64, hidden_size=32, num_layers=1, embedding_size=16,
+                    num_heads=2, max_seq_length=16, train_batch_size=4, num_warmup_steps=0,
+                    steps_per_execution=2)
+    compiled_with = []
+    compile_model = benchmark.ElectraPretrainer.compile
+
+    def compile_spy(model, **kwargs):
+        compiled_with.append(kwargs.get("steps_per_execution"))
+        return compile_model(model, **kwargs)
+
+    monkeypatch.setattr(benchmark.ElectraPretrainer, "compile", compile_spy)
+    calls = []
+    result = benchmark.benchmark_train_step(config, steps=4, warmup_steps=2, jit_compile=False,
+                                            peak_probe=lambda: calls.append(1) or 100.0)
+    # Steps 1-2 are the warm-up call; the window holds the two calls of steps 3-6.
+    assert (result["warmup_steps"], result["measured_steps"]) == (2, 4)
+    assert result["sequences_per_second"] == pytest.approx(4 * 4 / result["seconds"])
+    assert compiled_with == [2] and len(calls) == 2
+
+
+@pytest.mark.parametrize("steps, warmup_steps, flag",
+                         [(3, 2, "--steps=3"), (4, 3, "--warmup_steps=3")])
+def test_window_is_whole_calls(steps, warmup_steps, flag):
+    config = preset("tiny", train_batch_size=4, max_seq_length=16, steps_per_execution=2)
+    with pytest.raises(ValueError, match=f"{flag} must be a multiple of --steps_per_execution=2"):
+        benchmark.benchmark_train_step(config, steps=steps, warmup_steps=warmup_steps,
+                                       jit_compile=False)
+
+
 def test_machine_info_names_the_software():
     info = benchmark.machine_info()
     assert info["cpu_count"] >= 1 and info["tensorflow"] and info["keras"]
