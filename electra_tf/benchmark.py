@@ -145,7 +145,8 @@ def benchmark_train_step(config, steps: int, warmup_steps: int, jit_compile: boo
         config: a `PretrainingConfig`; synthetic batches of its shapes are used.
         steps: measured steps (at least 1).
         warmup_steps: unmeasured steps first (at least 1: the first traces and
-            compiles).
+            compiles). Both must be multiples of `config.steps_per_execution`,
+            the steps the compiled function runs per call.
         jit_compile: compile the step with XLA.
         peak_probe: optional callable returning a matmul peak in FLOP/s. It runs
             right before the window opens and right after it closes, outside
