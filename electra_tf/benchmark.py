@@ -190,7 +190,7 @@ def benchmark_train_step(config, steps: int, warmup_steps: int, jit_compile: boo
               "warmup_seconds": timer.warmup_end - started, "seconds": seconds,
               "sequences_per_second": sequences / seconds,
               "tokens_per_second": sequences * config.max_seq_length / seconds,
-              "seconds_per_step": seconds / steps}
+              "seconds_per_step": seconds / measured}
     if peak_probe is not None:
         result.update(bracketing_peak(timer.probe_result, peak_probe()))
     return result
