@@ -278,3 +278,60 @@ def test_exact_gelu_value_and_gradient_against_numpy(jit_compile):
     np.testing.assert_allclose(y, np_gelu(x64), rtol=1e-6, atol=1e-6)
     np.testing.assert_allclose(dx, upstream * (cdf + x64 * pdf), rtol=1e-5, atol=1e-6)
     assert exact_gelu(tf.constant(x, tf.bfloat16)).dtype == tf.bfloat16
+
+
+def _np_attention(qkv, bias, keep, keep_probability):
+    """Context [B, L, heads, d] from qkv [B, L, 3, heads, d], in float64."""
+    q, k, v = (qkv[:, :, i].transpose(0, 2, 1, 3) for i in range(3))
+    scores = q @ k.transpose(0, 1, 3, 2) / math.sqrt(q.shape[-1]) + bias
+    probs = np.exp(scores - scores.max(-1, keepdims=True))
+    probs /= probs.sum(-1, keepdims=True)
+    probs = np.where(keep, probs / keep_probability, 0.0)
+    return (probs @ v).transpose(0, 2, 1, 3)
+
+
+@pytest.mark.parametrize("jit_compile", [False, True])
+def test_attention_value_and_gradient_against_numpy_finite_differences(rng, jit_compile):
+    from electra_tf.modeling.layers import scaled_dot_product_attention
+
+    batch, length, heads, size = 2, 5, 2, 4
+    qkv = rng.normal(size=(batch, length, 3, heads, size))
+    mask = np.ones((batch, length))
+    mask[1, 3:] = 0  # two padded keys in the second example
+    bias = ((1.0 - mask) * -10000.0)[:, None, None, :]
+    keep = rng.random((batch, heads, length, length)) > 0.3
+    upstream = rng.normal(size=(batch, length, heads, size))
+
+    @tf.function(jit_compile=jit_compile)
+    def value_and_grad(qkv):
+        with tf.GradientTape() as tape:
+            tape.watch(qkv)
+            context = scaled_dot_product_attention(qkv, tf.constant(bias, tf.float32),
+                                                   tf.constant(keep), 0.7)
+        return context, tape.gradient(context, qkv, output_gradients=upstream.astype(np.float32))
+
+    context, grad = [t.numpy() for t in value_and_grad(tf.constant(qkv, tf.float32))]
+    np.testing.assert_allclose(context, _np_attention(qkv, bias, keep, 0.7), rtol=1e-5, atol=1e-5)
+    # Central differences of sum(upstream * context) in float64, one input at a time.
+    expected = np.zeros_like(qkv)
+    step = 1e-6
+    for index in np.ndindex(qkv.shape):
+        plus, minus = qkv.copy(), qkv.copy()
+        plus[index] += step
+        minus[index] -= step
+        expected[index] = np.sum(upstream * (_np_attention(plus, bias, keep, 0.7)
+                                             - _np_attention(minus, bias, keep, 0.7))) / (2 * step)
+    np.testing.assert_allclose(grad, expected, rtol=1e-4, atol=1e-5)
+    # Padded keys get no attention, so nothing flows back into them.
+    np.testing.assert_allclose(grad[1, 3:, 1:], 0.0, atol=1e-6)
+
+
+def test_attention_keeps_the_compute_dtype_and_matches_without_dropout(rng):
+    from electra_tf.modeling.layers import scaled_dot_product_attention
+
+    qkv = rng.normal(size=(2, 6, 3, 2, 8))
+    bias = np.zeros((2, 1, 1, 6))
+    out = scaled_dot_product_attention(tf.constant(qkv, tf.bfloat16), tf.constant(bias, tf.bfloat16))
+    assert out.dtype == tf.bfloat16
+    expected = _np_attention(qkv, bias, np.ones((2, 2, 6, 6), bool), 1.0)
+    np.testing.assert_allclose(out.numpy().astype(np.float64), expected, rtol=0.05, atol=0.05)
