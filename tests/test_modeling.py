@@ -22,6 +22,19 @@ def np_layer_norm(x, gamma, beta, eps=1e-12):
     return (x - mean) / np.sqrt(var + eps) * gamma + beta
 
 
+def _np_attention(qkv, bias, keep, keep_probability):
+    """Context [B, L, heads, d] from qkv [B, L, 3, heads, d], in float64.
+
+    keep: bool mask broadcastable to [B, heads, L, L] (True: no dropout).
+    """
+    q, k, v = (qkv[:, :, i].transpose(0, 2, 1, 3) for i in range(3))
+    scores = q @ k.transpose(0, 1, 3, 2) / math.sqrt(q.shape[-1]) + bias
+    probs = np.exp(scores - scores.max(-1, keepdims=True))
+    probs /= probs.sum(-1, keepdims=True)
+    probs = np.where(keep, probs / keep_probability, 0.0)
+    return (probs @ v).transpose(0, 2, 1, 3)
+
+
 def weights_by_path(model):
     return {v.path: v.numpy().astype(np.float64) for v in model.weights}
 
@@ -39,13 +52,8 @@ def np_encoder(w, prefix_layers, ids, mask, segments, num_heads, project):
     d = hidden // num_heads
     for name in prefix_layers:
         qkv = x @ w[f"{name}/attention/qkv/kernel"] + w[f"{name}/attention/qkv/bias"]
-        q, k, v = np.split(qkv, 3, axis=-1)
-        split = lambda t: t.reshape(t.shape[0], length, num_heads, d).transpose(0, 2, 1, 3)  # noqa
-        q, k, v = split(q), split(k), split(v)
-        scores = q @ k.transpose(0, 1, 3, 2) / math.sqrt(d) + bias
-        probs = np.exp(scores - scores.max(-1, keepdims=True))
-        probs /= probs.sum(-1, keepdims=True)
-        context = (probs @ v).transpose(0, 2, 1, 3).reshape(x.shape[0], length, hidden)
+        qkv = qkv.reshape(x.shape[0], length, 3, num_heads, d)  # the kernel's columns: q, k, v
+        context = _np_attention(qkv, bias, True, 1.0).reshape(x.shape[0], length, hidden)
         attn = context @ w[f"{name}/attention/output/kernel"] + w[f"{name}/attention/output/bias"]
         x = np_layer_norm(x + attn, w[f"{name}/attention_layer_norm/gamma"],
                           w[f"{name}/attention_layer_norm/beta"])
@@ -278,16 +286,6 @@ def test_exact_gelu_value_and_gradient_against_numpy(jit_compile):
     np.testing.assert_allclose(y, np_gelu(x64), rtol=1e-6, atol=1e-6)
     np.testing.assert_allclose(dx, upstream * (cdf + x64 * pdf), rtol=1e-5, atol=1e-6)
     assert exact_gelu(tf.constant(x, tf.bfloat16)).dtype == tf.bfloat16
-
-
-def _np_attention(qkv, bias, keep, keep_probability):
-    """Context [B, L, heads, d] from qkv [B, L, 3, heads, d], in float64."""
-    q, k, v = (qkv[:, :, i].transpose(0, 2, 1, 3) for i in range(3))
-    scores = q @ k.transpose(0, 1, 3, 2) / math.sqrt(q.shape[-1]) + bias
-    probs = np.exp(scores - scores.max(-1, keepdims=True))
-    probs /= probs.sum(-1, keepdims=True)
-    probs = np.where(keep, probs / keep_probability, 0.0)
-    return (probs @ v).transpose(0, 2, 1, 3)
 
 
 @pytest.mark.parametrize("jit_compile", [False, True])
