@@ -101,8 +101,13 @@ class ReplicaDropout(keras.layers.Layer):
         self.rate = rate
         self.seed_generator = keras.random.SeedGenerator(name=f"{self.name}_seed")
 
-    def keep_mask(self, shape):
-        """The next (bool keep mask of `shape`, keep probability) of this layer."""
+    def keep_mask(self, shape, training=None):
+        """The next (bool keep mask of `shape`, keep probability) of this layer.
+
+        (None, 1.0) when the layer is inactive (not training, or rate 0).
+        """
+        if not training or self.rate == 0:
+            return None, 1.0
         seed = tf.cast(self.seed_generator.next(), tf.int64)
         context = tf.distribute.get_replica_context()
         if context is not None and context.num_replicas_in_sync > 1:
@@ -111,9 +116,7 @@ class ReplicaDropout(keras.layers.Layer):
         return dropout_keep_mask(shape, seed, self.rate)
 
     def call(self, inputs, training=None):
-        if not training or self.rate == 0:
-            return inputs
-        keep, keep_probability = self.keep_mask(tf.shape(inputs))
+        keep, keep_probability = self.keep_mask(tf.shape(inputs), training)
         return apply_keep_mask(inputs, keep, keep_probability)
 
     def compute_output_shape(self, input_shape):
@@ -365,10 +368,8 @@ class SelfAttention(keras.layers.Layer):
         """
         batch, length = ops.shape(hidden)[0], ops.shape(hidden)[1]
         qkv = ops.reshape(self.qkv(hidden), (batch, length, 3, self.num_heads, self.head_size))
-        keep, keep_probability = None, 1.0
-        if training and self.dropout.rate > 0:
-            keep, keep_probability = self.dropout.keep_mask(
-                tf.stack([batch, self.num_heads, length, length]))
+        keep, keep_probability = self.dropout.keep_mask(
+            tf.stack([batch, self.num_heads, length, length]), training)
         # Keras casts float inputs to the compute dtype; the bias is cast back to float32.
         context = scaled_dot_product_attention(qkv, attention_bias, keep, keep_probability)
         return self.output_dense(ops.reshape(context, (batch, length, self.hidden_size)))
