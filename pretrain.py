@@ -47,6 +47,12 @@ flags.DEFINE_integer("num_shard_workers", None, "Processes writing shards (defau
 flags.DEFINE_enum("invalid_utf8", "error", ["error", "replace"], "What to do with invalid UTF-8 "
                   "in the corpus: stop with the file and position, or replace and count.")
 flags.DEFINE_integer("builtin_corpus_bytes", 4_000_000, "Size of the built-in demo corpus.")
+flags.DEFINE_float("eval_fraction", 0.01, "Hold out this fraction of the corpus (its last "
+                   "documents) for evaluation; training never reads it. 0: no held-out text.")
+flags.DEFINE_list("eval_corpus", None, "Held-out text files or globs to evaluate on instead of "
+                  "a fraction of --corpus (then training reads all of --corpus).")
+flags.DEFINE_boolean("eval_only", False, "Evaluate the run's latest checkpoint on the held-out "
+                     "text and stop (no training).")
 flags.DEFINE_enum("strategy", "auto", ["auto", "mirrored", "multi_worker", "default"],
                   "auto: MultiWorkerMirroredStrategy if TF_CONFIG lists several workers, else "
                   "MirroredStrategy over all GPUs if any, else one device.")
@@ -66,12 +72,12 @@ def _say(message: str) -> None:
     print(message, flush=True)
 
 
-def _resolve_corpus(patterns: list[str]) -> list[str]:
+def _resolve_corpus(patterns: list[str], flag: str = "--corpus") -> list[str]:
     files: list[str] = []
     for pattern in patterns:
         matches = sorted(glob.glob(os.path.expanduser(pattern)))
         if not matches:
-            raise app.UsageError(f"--corpus: {pattern!r} matches no file.")
+            raise app.UsageError(f"{flag}: {pattern!r} matches no file.")
         for match in matches:
             if os.path.isdir(match):  # a directory stands for the files in it
                 files.extend(sorted(os.path.join(match, name) for name in os.listdir(match)
@@ -80,7 +86,7 @@ def _resolve_corpus(patterns: list[str]) -> list[str]:
             elif os.path.isfile(match):
                 files.append(match)
     if not files:
-        raise app.UsageError(f"--corpus={','.join(patterns)}: no regular files found.")
+        raise app.UsageError(f"{flag}={','.join(patterns)}: no regular files found.")
     return files
 
 
@@ -243,23 +249,51 @@ def main(argv):
     if init is not None:
         _check_init_architecture(config, init)
 
-    from electra_tf.data.shards import ShardError, write_shards
+    from electra_tf.data.shards import EmptyTextRange, ShardError, write_shards
 
     fingerprint = tokenization.vocab_fingerprint(vocab_file)[:8]
-    # Seed and shard count change the examples, so they are part of the name.
-    shard_dir = os.path.join(data_dir, f"shards-L{config.max_seq_length}-{casing}-{fingerprint}"
-                             f"-s{config.seed}" + (f"-n{FLAGS.num_shards}" if FLAGS.num_shards
-                                                   else ""))
-    _say(f"Writing TFRecord shards to {shard_dir} ...")
-    try:
-        metadata = write_shards(
-            corpus, shard_dir, tokenizer.get_config(), max_seq_length=config.max_seq_length,
-            num_shards=FLAGS.num_shards, num_workers=FLAGS.num_shard_workers or os.cpu_count() or 1,
-            seed=config.seed, invalid_utf8=FLAGS.invalid_utf8, progress=_say)
-    except ShardError as error:
-        raise app.UsageError(str(error))
-    _say(f"Shards: {metadata['num_examples']:,} examples of {config.max_seq_length} tokens in "
-         f"{len(metadata['shards'])} file(s).")
+    # Seed, shard count and the held-out split change the examples, so they are part of the name.
+    held_out = 0.0 if FLAGS.eval_corpus else FLAGS.eval_fraction
+    if not 0.0 <= held_out < 1.0:
+        raise app.UsageError(f"--eval_fraction={held_out}: must be in [0, 1).")
+    build_name = (f"L{config.max_seq_length}-{casing}-{fingerprint}-s{config.seed}"
+                  + (f"-n{FLAGS.num_shards}" if FLAGS.num_shards else ""))
+    shard_dir = os.path.join(data_dir, f"shards-{build_name}"
+                             + (f"-holdout{held_out:g}" if held_out else ""))
+
+    def build(files, directory, text_range, what, num_shards):
+        _say(f"Writing {what} TFRecord shards to {directory} ...")
+        try:
+            metadata = write_shards(
+                files, directory, tokenizer.get_config(), max_seq_length=config.max_seq_length,
+                num_shards=num_shards,
+                num_workers=FLAGS.num_shard_workers or os.cpu_count() or 1, seed=config.seed,
+                invalid_utf8=FLAGS.invalid_utf8, text_range=text_range, progress=_say)
+        except EmptyTextRange:
+            if what == "held-out":
+                raise
+            raise app.UsageError(f"--eval_fraction={held_out:g} leaves no training text: the "
+                                 "held-out part starts inside the corpus's first document.")
+        except ShardError as error:
+            raise app.UsageError(f"{'--eval_corpus: ' if FLAGS.eval_corpus and what == 'held-out' else ''}{error}")
+        _say(f"{what.capitalize()} shards: {metadata['num_examples']:,} examples of "
+             f"{config.max_seq_length} tokens in {len(metadata['shards'])} file(s).")
+
+    build(corpus, shard_dir, (0.0, 1.0 - held_out), "training", FLAGS.num_shards)
+    eval_shard_dir = None
+    if FLAGS.eval_corpus:
+        eval_files = _resolve_corpus(FLAGS.eval_corpus, flag="--eval_corpus")
+        eval_shard_dir = os.path.join(data_dir, f"eval-{_corpus_key(eval_files)}-{build_name}")
+        build(eval_files, eval_shard_dir, (0.0, 1.0), "held-out", None)
+    elif held_out:
+        eval_shard_dir = os.path.join(data_dir, f"eval-shards-{build_name}-holdout{held_out:g}")
+        try:
+            build(corpus, eval_shard_dir, (1.0 - held_out, 1.0), "held-out", 1)
+        except EmptyTextRange:
+            _say(f"note: the last {100 * held_out:g}% of the corpus falls inside its last "
+                 "document, so nothing is held out and there is no held-out evaluation (pass "
+                 "a larger --eval_fraction, or --eval_corpus).")
+            eval_shard_dir = None
 
     # -------------------------------------------------------------- training
     from electra_tf.training.loop import RunError, run_pretraining
@@ -268,13 +302,15 @@ def main(argv):
     run_dir = FLAGS.output_dir or os.path.join(PROJECT_DIR, "runs", run_name)
     try:
         result = run_pretraining(config, run_dir, shard_dir, vocab_file, tokenizer.special_ids,
-                                 strategy=strategy, print_fn=_say, init_weights=init)
+                                 strategy=strategy, print_fn=_say, init_weights=init,
+                                 eval_shard_dir=eval_shard_dir, eval_only=FLAGS.eval_only)
     except RunError as error:
         raise app.UsageError(str(error))
     if is_chief(strategy):  # the other workers wrote nothing to the run directory
         with open(os.path.join(run_dir, "result.json"), "w", encoding="utf-8") as f:
             json.dump({"steps_done": result.steps_done, "finished": result.finished,
-                       "metrics": result.metrics, "seconds": result.seconds}, f, indent=2)
+                       "metrics": result.metrics, "evaluation": result.evaluation,
+                       "seconds": result.seconds}, f, indent=2)
         _say("")
         _say(f"TensorBoard:  tensorboard --logdir {os.path.join(run_dir, 'tensorboard')}")
         _say(f"Checkpoints:  {os.path.join(run_dir, 'checkpoints')}")

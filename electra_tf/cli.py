@@ -58,6 +58,9 @@ _HELP = {
     "save_checkpoints_steps": "Checkpoint interval in steps.",
     "keep_checkpoint_max": "How many checkpoints to keep.",
     "log_every_steps": "Console and TensorBoard interval in steps.",
+    "eval_every_steps": "Held-out evaluation interval in steps (default: every checkpoint; 0: "
+                        "only when training ends).",
+    "num_eval_examples": "Held-out sequences per evaluation.",
     "steps_per_execution": "Steps run per tf.function call (fewer host round trips).",
     "init_checkpoint": "Start from these weights: an electra-tf run directory, a "
                        "google-research/electra checkpoint or a Hugging Face ELECTRA directory "

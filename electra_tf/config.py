@@ -167,6 +167,11 @@ class PretrainingConfig:
     save_checkpoints_steps: int = 1000
     keep_checkpoint_max: int = 5  # 0 keeps every checkpoint
     log_every_steps: int = 100
+    # Held-out evaluation (when the run has held-out text): every this many
+    # steps (None: at every checkpoint; 0: only when training ends), over the
+    # first `num_eval_examples` held-out sequences.
+    eval_every_steps: Optional[int] = None
+    num_eval_examples: int = 2048
     steps_per_execution: int = 1
     # Weights to start from (a run of ours, a google-research/electra or a
     # Hugging Face checkpoint); None starts from a random initialisation.
@@ -183,6 +188,13 @@ class PretrainingConfig:
         if self.two_stage_generator_steps is not None:
             return self.two_stage_generator_steps
         return self.num_train_steps // 2
+
+    @property
+    def resolved_eval_every_steps(self) -> int:
+        """Steps between held-out evaluations; 0 = only at the end of training."""
+        if self.eval_every_steps is None:
+            return self.save_checkpoints_steps
+        return self.eval_every_steps
 
     @property
     def uses_generator(self) -> bool:
@@ -233,6 +245,11 @@ class PretrainingConfig:
             raise ConfigError(f"--adam_epsilon={self.adam_epsilon}: must be > 0.")
         if self.clip_norm < 0:
             raise ConfigError(f"--clip_norm={self.clip_norm}: must be >= 0 (0 disables clipping).")
+        if self.eval_every_steps is not None and self.eval_every_steps < 0:
+            raise ConfigError(f"--eval_every_steps={self.eval_every_steps}: must be >= 0 "
+                              "(0 evaluates only when training ends).")
+        if self.num_eval_examples < 1:
+            raise ConfigError(f"--num_eval_examples={self.num_eval_examples}: must be >= 1.")
         if self.keep_checkpoint_max < 0:
             raise ConfigError(f"--keep_checkpoint_max={self.keep_checkpoint_max}: must be >= 0 "
                               "(0 keeps every checkpoint).")

@@ -452,9 +452,12 @@ def plot(rows: list[dict], spec: dict, output_dir: str) -> list[str]:
             cell = cell_name(variant, budget, spec["budgets"])
             path = os.path.join(output_dir, "pretrain", cell, "metrics.jsonl")
             if os.path.exists(path):
+                records: dict = {}
                 with open(path, encoding="utf-8") as f:
-                    # A resumed run may report a step again: keep the last report of each.
-                    records = {r["step"]: r for r in map(json.loads, f)}
+                    # Training and evaluation reports of a step are merged; a resumed
+                    # run may report a step again: its last values win.
+                    for record in map(json.loads, f):
+                        records.setdefault(record["step"], {}).update(record)
                 curves[cell] = [records[step] for step in sorted(records)]
     panels = [("masked_lm_loss", "masked-LM loss (generator, or the MLM itself)"),
               ("disc_loss", "discriminator loss")]

@@ -1,5 +1,6 @@
 """The command line rejects bad input with a message that names the flag, file or value."""
 
+import json
 import os
 import subprocess
 import sys
@@ -61,10 +62,15 @@ def test_a_tiny_run_completes_and_reports_where_everything_is(tmp_path):
                      "--num_layers=1", "--embedding_size=16", "--num_heads=2",
                      "--max_seq_length=16", "--train_batch_size=4", "--num_train_steps=2",
                      "--num_warmup_steps=1", "--log_every_steps=1", "--save_checkpoints_steps=1",
-                     "--num_shard_workers=1")
+                     "--num_shard_workers=1", "--eval_fraction=0.3")
     output = result.stdout + result.stderr
     assert result.returncode == 0, output
     assert "step 2/2 (100.0%)" in output
+    # The last two of the six documents are held out and evaluated at the end.
+    assert "Held-out shards: " in output
+    assert "Held-out evaluation at step 2" in output and "AUC" in output
+    evaluation = json.load(open(run_dir / "result.json"))["evaluation"]
+    assert 0.0 <= evaluation["disc_auc"] <= 1.0
     assert f"TensorBoard:  tensorboard --logdir {run_dir}/tensorboard" in output
     assert f"Export:       {run_dir}/export" in output
     for name in ("discriminator.keras", "generator.keras", "vocab.txt", "config.json"):

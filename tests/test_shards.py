@@ -476,3 +476,31 @@ def test_missing_and_empty_inputs(tmp_path, tokenizer_config):
         build([tmp_path / "blank.txt"], tmp_path / "out3", tokenizer_config, max_seq_length=4)
     with pytest.raises(ShardError, match="metadata.json"):
         shards.read_metadata(tmp_path)
+
+
+def test_text_range_splits_at_a_document_boundary_into_disjoint_parts(tmp_path, tokenizer_config):
+    # 20 documents; document d is three lines of the one word w<d>.
+    text = "\n\n".join("\n".join([WORDS[d]] * 3) for d in range(20)) + "\n"
+    (tmp_path / "docs.txt").write_text(text, encoding="utf-8")
+
+    def words(output_dir):
+        return {t for e in read_examples(output_dir, 16) for t in e["input_ids"].tolist()
+                if t not in (PAD, CLS, SEP)}
+
+    whole = build([tmp_path / "docs.txt"], tmp_path / "whole", tokenizer_config)
+    train = build([tmp_path / "docs.txt"], tmp_path / "train", tokenizer_config,
+                  text_range=(0.0, 0.9), num_shards=2)
+    held_out = build([tmp_path / "docs.txt"], tmp_path / "eval", tokenizer_config,
+                     text_range=(0.9, 1.0))
+    train_words, eval_words = words(tmp_path / "train"), words(tmp_path / "eval")
+    assert not train_words & eval_words
+    assert train_words | eval_words == words(tmp_path / "whole") == set(ids_of(WORDS[:20]))
+    # 229 bytes; 90% (byte 206) falls inside document 18 (bytes 204-216), so the
+    # cut moves forward to that document's end: only document 19 is held out.
+    assert eval_words == set(ids_of(WORDS[19:20]))
+    assert train["build"]["fingerprint"] != whole["build"]["fingerprint"]
+    assert held_out["text_bytes"] + train["text_bytes"] == whole["text_bytes"]
+    # A range inside one line selects nothing, with its own error type.
+    with pytest.raises(shards.EmptyTextRange):
+        build([tmp_path / "docs.txt"], tmp_path / "none", tokenizer_config,
+              text_range=(0.9999, 1.0))

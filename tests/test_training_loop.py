@@ -356,3 +356,32 @@ def test_a_budget_smaller_than_a_step_is_refused(corpus, tmp_path):
     with pytest.raises(RunError, match="--max_train_flops.*less than"):
         run_pretraining(tiny(max_train_flops=1e6), str(tmp_path / "run"), shard_dir, vocab,
                         tokenizer.special_ids, print_fn=lambda _: None, export=False)
+
+
+def test_held_out_evaluation_is_logged_and_summarised(corpus, tmp_path):
+    vocab, shard_dir, tokenizer = corpus
+    run_dir = str(tmp_path / "run")
+    lines = []
+    # The training shards stand in for held-out ones: this checks the mechanics.
+    result = run_pretraining(tiny(num_eval_examples=8), run_dir, shard_dir, vocab,
+                             tokenizer.special_ids, print_fn=lines.append,
+                             eval_shard_dir=shard_dir)
+    evals = [line for line in lines if line.startswith("eval at step")]
+    assert [line.split()[3] for line in evals] == ["2", "4", "6"]  # every checkpoint, once each
+    assert all("8 held-out sequences" in line and "disc_auc" in line for line in evals)
+    summary = next(line for line in lines if line.startswith("Held-out evaluation at step 6"))
+    assert "AUC" in summary and "precision" in summary and "recall" in summary
+    logged = [json.loads(line) for line in open(os.path.join(run_dir, "metrics.jsonl"))]
+    auc = {r["step"]: r["eval/disc_auc"] for r in logged if "eval/disc_auc" in r}
+    assert sorted(auc) == [2, 4, 6] and all(0.0 <= v <= 1.0 for v in auc.values())
+    assert result.evaluation["disc_auc"] == auc[6]
+    tags = read_scalars(os.path.join(run_dir, "tensorboard"))
+    assert tags["eval/disc_auc"] == [2, 4, 6] and tags["eval/disc_recall"] == [2, 4, 6]
+    assert "eval/replacements" in tags
+    # An evaluation-only pass over the finished run gives the same numbers.
+    lines.clear()
+    again = run_pretraining(tiny(num_eval_examples=8), run_dir, shard_dir, vocab,
+                            tokenizer.special_ids, print_fn=lines.append,
+                            eval_shard_dir=shard_dir, eval_only=True)
+    assert again.evaluation == pytest.approx(result.evaluation)
+    assert not any(line.startswith("step ") for line in lines)

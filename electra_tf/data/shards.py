@@ -109,6 +109,10 @@ class ShardError(ValueError):
     """Bad input or output for shard building; the message names the file or directory."""
 
 
+class EmptyTextRange(ShardError):
+    """`text_range` selects no text (it is shorter than the document or line it falls in)."""
+
+
 # ---------------------------------------------------------------------------
 # Example packing.
 
@@ -444,25 +448,52 @@ def _find_cut(path: str, size: int, offset: int, window: int) -> int:
             position += len(block)
 
 
-def _plan_pieces(sources: Sequence[_Source], num_shards: int) -> list[list[tuple[str, int, int]]]:
-    """Splits the concatenated inputs into `num_shards` line-aligned pieces.
+def _stream_cut(sources: Sequence[_Source], starts: np.ndarray, position: int,
+                window: int) -> int:
+    """`_find_cut` at a position of the concatenated inputs (a position in the stream)."""
+    k = min(int(np.searchsorted(starts, position, side="right") - 1), len(sources) - 1)
+    return int(starts[k]) + _find_cut(sources[k].path, sources[k].size,
+                                      position - int(starts[k]), window)
+
+
+def text_span(sources: Sequence[_Source], text_range: tuple[float, float]) -> tuple[int, int]:
+    """The byte span `[lo, hi)` of the concatenated inputs that `text_range` selects.
+
+    Both ends are moved to a document end when one is near (else a line
+    start), exactly as shard cuts are, so the spans of (0, f) and (f, 1)
+    meet at the same byte and share no line.
+    """
+    starts = np.concatenate([[0], np.cumsum([s.size for s in sources])]).astype(np.int64)
+    total = int(starts[-1])
+    ends = []
+    for fraction in text_range:
+        if fraction <= 0.0:
+            ends.append(0)
+        elif fraction >= 1.0:
+            ends.append(total)
+        else:
+            ends.append(_stream_cut(sources, starts, int(round(fraction * total)),
+                                    CUT_SEARCH_BYTES))
+    return ends[0], max(ends)
+
+
+def _plan_pieces(sources: Sequence[_Source], num_shards: int,
+                 span: Optional[tuple[int, int]] = None) -> list[list[tuple[str, int, int]]]:
+    """Splits the concatenated inputs (within `span`, default all) into line-aligned pieces.
 
     Returns:
         One list per shard of `(path, start, end)` byte ranges (possibly empty).
     """
     starts = np.concatenate([[0], np.cumsum([s.size for s in sources])]).astype(np.int64)
-    total = int(starts[-1])
-    nominal = total / num_shards
+    lo, hi = span if span is not None else (0, int(starts[-1]))
+    nominal = (hi - lo) / num_shards
     window = int(min(CUT_SEARCH_BYTES, max(1, nominal // 2)))
 
-    cuts = [0]
+    cuts = [lo]
     for i in range(1, num_shards):
-        p = int(round(i * nominal))
-        k = int(np.searchsorted(starts, p, side="right") - 1)
-        k = min(k, len(sources) - 1)
-        local = _find_cut(sources[k].path, sources[k].size, p - int(starts[k]), window)
-        cuts.append(max(cuts[-1], int(starts[k]) + local))
-    cuts.append(total)
+        cut = _stream_cut(sources, starts, lo + int(round(i * nominal)), window)
+        cuts.append(min(hi, max(cuts[-1], cut)))
+    cuts.append(hi)
 
     pieces = []
     for i in range(num_shards):
@@ -805,6 +836,7 @@ def write_shards(input_patterns: Sequence[str], output_dir: str, tokenizer_confi
                  max_seq_length: int, num_shards: Optional[int] = None, num_workers: int = 1,
                  seed: int = 12345, single_segment_prob: float = 0.1,
                  short_seq_prob: float = 0.05, invalid_utf8: str = "error",
+                 text_range: tuple[float, float] = (0.0, 1.0),
                  progress: Optional[Callable[[str], None]] = None) -> dict:
     """Builds packed pre-training examples from raw text into TFRecord shards.
 
@@ -829,6 +861,10 @@ def write_shards(input_patterns: Sequence[str], output_dir: str, tokenizer_confi
         short_seq_prob: probability of a random target length in [5, L].
         invalid_utf8: "error" (raise, naming file, line and byte offset) or
             "replace" (U+FFFD; the number of affected lines is reported).
+        text_range: `(start, end)` fractions of the concatenated input bytes
+            to build from, each end moved to a document boundary (see
+            `text_span`); e.g. (0, 0.99) and (0.99, 1) split a corpus into
+            training and held-out text that share no document.
         progress: called with short human-readable status lines.
 
     Returns:
@@ -861,14 +897,22 @@ def write_shards(input_patterns: Sequence[str], output_dir: str, tokenizer_confi
             raise ShardError(f"{flag} must be in [0, 1], got {value!r}")
     if invalid_utf8 not in _INVALID_UTF8_POLICIES:
         raise ShardError(f"invalid_utf8 must be one of {_INVALID_UTF8_POLICIES}, got {invalid_utf8!r}")
+    text_range = tuple(float(f) for f in text_range)
+    if len(text_range) != 2 or not 0.0 <= text_range[0] < text_range[1] <= 1.0:
+        raise ShardError(f"text_range must be two fractions 0 <= start < end <= 1, "
+                         f"got {text_range!r}")
 
     if isinstance(input_patterns, (str, os.PathLike)):
         input_patterns = [input_patterns]
     input_patterns = [os.fspath(p) for p in input_patterns]
     sources = _resolve_sources(input_patterns)
-    total_bytes = sum(s.size for s in sources)
-    if total_bytes == 0:
+    if sum(s.size for s in sources) == 0:
         raise ShardError(f"no text in the input {input_patterns!r}: all files are empty")
+    span = text_span(sources, text_range)
+    total_bytes = span[1] - span[0]
+    if total_bytes == 0:
+        raise EmptyTextRange(f"text_range={text_range!r} selects no text of {input_patterns!r} "
+                         "(the range is shorter than one document or line)")
 
     tokenizer = WordPieceTokenizer(**tokenizer_config)
     tok_config = tokenizer.get_config()
@@ -887,6 +931,8 @@ def write_shards(input_patterns: Sequence[str], output_dir: str, tokenizer_confi
         "do_lower_case": tokenizer.do_lower_case,
         "strip_accents": tokenizer.strip_accents,
     }
+    if text_range != (0.0, 1.0):  # builds of a whole corpus keep their earlier fingerprint
+        build["text_range"] = list(text_range)
     # The invalid-UTF-8 policy is left out: it does not change any shard
     # built without replacements, so switching to "replace" after an error
     # keeps the finished shards.
@@ -903,7 +949,7 @@ def write_shards(input_patterns: Sequence[str], output_dir: str, tokenizer_confi
     _remove_stale_tmp(output_dir)
     done = _reusable_shards(output_dir, num_shards, build, invalid_utf8)
 
-    pieces = _plan_pieces(sources, num_shards)
+    pieces = _plan_pieces(sources, num_shards, span)
     jobs = []
     for index, segments in enumerate(pieces):
         if index in done:

@@ -155,6 +155,7 @@ class ElectraPretrainer(keras.Model):
             `reinforce` (adversarial), `sampled_correct`, `replaced`
             (replaced tokens) and `tokens` (non-pad tokens); plus the tensors
             it computed among `gen_logits` [B, N, V], `disc_logits` [B, L],
+            `disc_mask` [B, L] (the tokens the discriminator is scored on),
             `fake_ids` [B, L], `labels` [B, L], `sampled_ids` [B, N].
         """
         config = self.config
@@ -201,6 +202,7 @@ class ElectraPretrainer(keras.Model):
                                             fake_ids.shape[1] or tf.shape(fake_ids)[1])
         out["disc"] = objective.discriminator_sums(disc_logits, labels, mask)
         out["disc_logits"] = disc_logits
+        out["disc_mask"] = mask
         if config.training == "adversarial":
             # The generator's reward: the discriminator's loss on each sampled token.
             token_loss = tf.nn.sigmoid_cross_entropy_with_logits(
@@ -221,7 +223,11 @@ class ElectraPretrainer(keras.Model):
 
     def _local_sums(self, batch, training):
         """Forward pass -> float32 [14] vector of this replica's sums (see _SUM_NAMES)."""
-        sums = self.compute_sums(batch, training=training)
+        return self.sum_vector(self.compute_sums(batch, training=training))
+
+    @staticmethod
+    def sum_vector(sums):
+        """The float32 [14] vector of `compute_sums`' statistics (see _SUM_NAMES)."""
         zero = tf.constant(0.0)
         mlm = sums["mlm"]
         main = sums.get("disc") or sums.get("main") or {}
@@ -269,6 +275,19 @@ class ElectraPretrainer(keras.Model):
         """The logged metrics from the replica's sums (one all-reduce for all of them)."""
         total = tf.stop_gradient(tf.distribute.get_replica_context().all_reduce(
             tf.distribute.ReduceOp.SUM, local))
+        return self.metrics_from_sums(total)
+
+    def metrics_from_sums(self, total):
+        """The metrics (original code's names) of a [14] vector of sums over examples.
+
+        Args:
+            total: float32 [14], `sum_vector` summed over replicas, batches
+                or a whole evaluation set.
+
+        Returns:
+            dict of float32 scalars: the losses, accuracies, precision and
+            recall this objective has, and `total_loss`.
+        """
         (nll, mlm_count, mlm_correct, sampled_correct, main_loss, main_count, main_correct, tp,
          pred_pos, actual_pos, reinforce_loss, reward, replaced, tokens) = tf.unstack(total)
         config = self.config

@@ -155,3 +155,77 @@ class CheckpointSaver(keras.callbacks.Callback):
             # A float16 step skipped for overflow leaves `step` unchanged; save()
             # then finds this step already saved.
             self.save()
+
+
+class HeldOutEvaluation(keras.callbacks.Callback):
+    """Held-out evaluation every `every` steps: console, TensorBoard `eval/...`, metrics.jsonl.
+
+    TensorBoard also gets a text summary, `eval/replacements`, showing a few
+    held-out sequences with the generator's replacements and the
+    discriminator's probability on every token (see
+    `electra_tf.pretraining.display`).
+
+    Args:
+        evaluator: a `PretrainingEvaluator` (called with no arguments).
+        every: evaluation interval in optimizer steps (0: only through `evaluate`).
+        writer: a `tf.summary` file writer.
+        vocab: id -> word piece, for the text summary.
+        print_fn: where console lines go.
+        log_file: if given, each evaluation is appended to this JSON-lines
+            file as `{"step": s, "eval/<metric>": value, ...}`.
+    """
+
+    def __init__(self, evaluator, every: int, writer, vocab, print_fn: Callable[[str], None] = print,
+                 log_file: Optional[str] = None):
+        super().__init__()
+        self.evaluator = evaluator
+        self.every = every
+        self.writer = writer
+        self.vocab = vocab
+        self.print_fn = print_fn
+        self.log_file = log_file
+        self.last_step: Optional[int] = None
+        self.last_result = None
+        self._next_step: Optional[int] = None
+
+    def _step(self) -> int:
+        return int(self.model.optimizer.iterations.numpy())
+
+    def on_train_begin(self, logs=None):
+        if self.every:
+            self._next_step = (self._step() // self.every + 1) * self.every
+
+    def on_train_batch_end(self, batch, logs=None):
+        # Steps may advance by steps_per_execution at a time: evaluate once an
+        # interval boundary is reached or passed.
+        step = self._step()
+        if self._next_step is not None and step >= self._next_step:
+            self._next_step = (step // self.every + 1) * self.every
+            self.evaluate(step)
+
+    def evaluate(self, step: int):
+        """Evaluates now (once per step) and records the result; returns it."""
+        from electra_tf.pretraining import display
+        from electra_tf.pretraining.evaluation import format_metrics
+
+        if self.last_step == step and self.last_result is not None:
+            return self.last_result
+        started = time.perf_counter()
+        result = self.evaluator()
+        self.last_step, self.last_result = step, result
+        with self.writer.as_default(step=step):
+            for name, value in result.metrics.items():
+                tf.summary.scalar(f"eval/{name}", value)
+            if result.samples:
+                text = "\n\n".join(
+                    f"{i + 1}. " + display.to_markdown(display.annotate(sample, self.vocab))
+                    for i, sample in enumerate(result.samples))
+                tf.summary.text("eval/replacements", f"{display.LEGEND}\n\n{text}")
+        self.writer.flush()
+        if self.log_file:
+            with open(self.log_file, "a", encoding="utf-8") as f:
+                f.write(json.dumps({"step": step, **{f"eval/{k}": v
+                                                     for k, v in result.metrics.items()}}) + "\n")
+        self.print_fn(f"eval at step {step} ({result.num_examples:,} held-out sequences, "
+                      f"{time.perf_counter() - started:.0f}s): {format_metrics(result.metrics)}")
+        return result

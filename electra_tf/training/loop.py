@@ -18,6 +18,7 @@ import dataclasses
 import filecmp
 import os
 import shutil
+import sys
 import tempfile
 import time
 from typing import Callable, Optional, Sequence
@@ -32,15 +33,18 @@ from electra_tf.export import export_pretrained
 from electra_tf.flops import steps_within_budget, train_flops
 from electra_tf.pretraining.optimization import create_optimizer, learning_rate_schedule
 from electra_tf.pretraining.pretrainer import ElectraPretrainer
-from electra_tf.training.callbacks import CheckpointSaver, ProgressMonitor, format_duration
-from electra_tf.tokenization import vocab_fingerprint
+from electra_tf.pretraining.evaluation import (PretrainingEvaluator, evaluation_dataset,
+                                               format_summary)
+from electra_tf.training.callbacks import (CheckpointSaver, HeldOutEvaluation, ProgressMonitor,
+                                           format_duration)
+from electra_tf.tokenization import load_vocab, vocab_fingerprint
 from electra_tf.training.strategy import (in_multi_worker_mode, is_chief, set_precision_policy,
                                           task_name)
 
 # Fields a resumed run may change: they do not alter what a checkpoint means.
 RESUMABLE_FIELDS = ("num_train_steps", "save_checkpoints_steps", "keep_checkpoint_max",
                     "log_every_steps", "steps_per_execution", "gradient_accumulation_steps",
-                    "jit_compile")
+                    "jit_compile", "eval_every_steps", "num_eval_examples")
 
 
 # Consecutive skipped (non-finite) steps after which a run is declared diverged.
@@ -64,6 +68,8 @@ class PretrainingResult:
     metrics: dict
     export_dir: Optional[str]
     seconds: float
+    # The held-out evaluation at the end (metrics), when the run has held-out text.
+    evaluation: Optional[dict] = None
 
 
 def dummy_batch(config: PretrainingConfig) -> dict:
@@ -213,7 +219,8 @@ def run_pretraining(config: PretrainingConfig, run_dir: str, shard_dir: str, voc
                     special_ids: dict, *, strategy: Optional[tf.distribute.Strategy] = None,
                     export: bool = True, print_fn: Callable[[str], None] = print,
                     extra_callbacks: Sequence[keras.callbacks.Callback] = (),
-                    init_weights=None) -> PretrainingResult:
+                    init_weights=None, eval_shard_dir: Optional[str] = None,
+                    eval_only: bool = False) -> PretrainingResult:
     """Pre-trains (or resumes pre-training) and exports at the end.
 
     Args:
@@ -228,6 +235,9 @@ def run_pretraining(config: PretrainingConfig, run_dir: str, shard_dir: str, voc
         extra_callbacks: more Keras callbacks for `fit`.
         init_weights: an `electra_tf.interop.checkpoints.LoadedCheckpoint` to
             start from (used only when the run has no checkpoint of its own).
+        eval_shard_dir: shards of held-out text: evaluated every
+            `config.resolved_eval_every_steps` and when training ends.
+        eval_only: evaluate the latest checkpoint on `eval_shard_dir` and stop.
     """
     config = resolve_steps(config, run_dir, print_fn)
     set_precision_policy(config.mixed_precision)
@@ -294,10 +304,20 @@ def run_pretraining(config: PretrainingConfig, run_dir: str, shard_dir: str, voc
     steps_done = int(optimizer.iterations.numpy())
     interrupted = False
     metrics: dict = {}
-    if steps_done < config.num_train_steps:
+    writer = (tf.summary.create_file_writer(os.path.join(run_dir, "tensorboard")) if chief
+              else tf.summary.create_noop_writer())
+    evaluation = None
+    if eval_shard_dir is not None:
+        evaluation = HeldOutEvaluation(
+            PretrainingEvaluator(model, evaluation_dataset(eval_shard_dir, config, special_ids)),
+            0 if eval_only else config.resolved_eval_every_steps, writer,
+            load_vocab(vocab_file), print_fn=print_fn,
+            log_file=os.path.join(run_dir, "metrics.jsonl") if chief else None)
+        evaluation.set_model(model)
+    elif eval_only:
+        raise RunError("--eval_only needs held-out text (--eval_fraction > 0 or --eval_corpus).")
+    if steps_done < config.num_train_steps and not eval_only:
         global_batch = config.train_batch_size
-        writer = (tf.summary.create_file_writer(os.path.join(run_dir, "tensorboard")) if chief
-                  else tf.summary.create_noop_writer())
         monitor = ProgressMonitor(writer, config.num_train_steps, global_batch,
                                   config.log_every_steps, learning_rate_schedule(config),
                                   print_fn=print_fn,
@@ -323,15 +343,22 @@ def run_pretraining(config: PretrainingConfig, run_dir: str, shard_dir: str, voc
                     print_fn(f"Training the {stage} (steps {steps_done + 1}..{stage_end}).")
             steps_done, interrupted, metrics = _fit_until(
                 model, optimizer, stage_end, steps_done, config, shard_dir, special_ids,
-                [*extra_callbacks, monitor, saver], saver, metrics)
+                [*extra_callbacks, monitor, saver] + ([evaluation] if evaluation else []),
+                saver, metrics)
         saver.save()
-        writer.close()
 
+    finished = steps_done >= config.num_train_steps
+    final_evaluation = None
+    if evaluation is not None and (finished or eval_only) and not interrupted:
+        result = evaluation.evaluate(steps_done)
+        final_evaluation = result.metrics
+        print_fn(format_summary(result, steps_done, evaluation.vocab,
+                                ansi=sys.stdout.isatty()))
+    writer.close()
     if not chief:
         shutil.rmtree(own_checkpoint_dir, ignore_errors=True)
-    finished = steps_done >= config.num_train_steps
     export_dir = None
-    if finished and export and chief:
+    if finished and export and chief and not eval_only:
         export_dir = export_pretrained(model.generator, model.discriminator,
                                        os.path.join(run_dir, "export"), vocab_file,
                                        os.path.join(run_dir, "config.json"))
@@ -339,4 +366,5 @@ def run_pretraining(config: PretrainingConfig, run_dir: str, shard_dir: str, voc
     if interrupted:
         print_fn(f"Stopped at step {steps_done}. Re-run the same command to resume.")
     print_fn(f"Run directory: {run_dir} ({format_duration(seconds)})")
-    return PretrainingResult(run_dir, steps_done, finished, interrupted, metrics, export_dir, seconds)
+    return PretrainingResult(run_dir, steps_done, finished, interrupted, metrics, export_dir,
+                             seconds, final_evaluation)
