@@ -7,10 +7,12 @@ overrides it. `overrides_from_flags` returns only what the user set.
 from __future__ import annotations
 
 import dataclasses
+import os
+import sys
 import typing
-from typing import Any
+from typing import Any, Callable
 
-from absl import flags
+from absl import app, flags
 
 from electra_tf.config import ModelConfig, PretrainingConfig
 
@@ -96,3 +98,21 @@ def overrides_from_flags(flag_values=flags.FLAGS) -> dict[str, Any]:
     """The config fields the user set on the command line."""
     return {name: flag_values[name].value for name, _ in _fields()
             if flag_values[name].value is not None}
+
+
+def run(main: Callable) -> None:
+    """`absl.app.run(main)`, with a usage error printed as one line plus a pointer to the help.
+
+    absl prints the whole flag listing before the message; a user looking for
+    what went wrong should see the message.
+    """
+    def checked(argv):
+        try:
+            return main(argv)
+        except app.UsageError as error:
+            program = os.path.basename(sys.argv[0])
+            sys.stderr.write(f"{program}: error: {error}\n"
+                             f"(run '{program} --helpshort' for the flags)\n")
+            sys.exit(2)
+
+    app.run(checked)
