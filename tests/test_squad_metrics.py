@@ -38,7 +38,7 @@ def test_evaluate_v1_takes_the_best_gold_answer():
 
 
 # A tiny SQuAD 2.0 set: q1 and q2 answerable, q3 and q4 not.
-GOLD = {"q1": ["Paris"], "q2": ["blue whale"], "q3": [], "q4": [""]}
+GOLD = {"q1": ["Paris"], "q2": ["blue whale"], "q3": [], "q4": []}
 PREDICTIONS = {"q1": "Paris", "q2": "whale", "q3": "dog", "q4": "cat"}
 NULL_ODDS = {"q1": -3.0, "q2": -1.0, "q3": 2.0, "q4": 0.0}
 
@@ -73,3 +73,18 @@ def test_best_threshold_admitting_nothing():
 def test_submission_applies_the_threshold():
     submission = squad_decoding.apply_null_threshold(PREDICTIONS, NULL_ODDS, -2.0)
     assert submission == {"q1": "Paris", "q2": "", "q3": "", "q4": ""}
+
+
+def test_v2_has_answer_follows_the_answer_list_and_missing_predictions_are_not_counted():
+    # q5's only answer normalises to nothing ("The"), but the question lists an
+    # answer, so it counts as answerable (its gold becomes ""), as in the official
+    # script; q6 has no prediction and is left out of every total.
+    gold = {"q1": ["Paris"], "q3": [], "q5": ["The"], "q6": ["Rome"]}
+    predictions = {"q1": "Paris", "q3": "", "q5": ""}
+    results = evaluate_v2(gold, predictions, threshold=1.0)
+    assert results["total"] == 3 and results["exact"] == pytest.approx(100.0)
+    assert results["HasAns_total"] == 2 and results["NoAns_total"] == 1
+    # The same predictions with q5 answered "Paris": q5 scores 0 out of 3 questions.
+    results = evaluate_v2(gold, {**predictions, "q5": "Paris"}, threshold=1.0)
+    assert results["exact"] == pytest.approx(200 / 3)
+    assert results["HasAns_exact"] == pytest.approx(50.0)

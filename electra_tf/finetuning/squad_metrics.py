@@ -103,6 +103,10 @@ def evaluate_v2(gold: Mapping[str, Sequence[str]], predictions: Mapping[str, str
                 null_odds: Optional[Mapping[str, float]] = None, threshold: float = 1.0) -> dict:
     """SQuAD 2.0 scores as the official script reports them (percent).
 
+    As there, a question "has an answer" when its answer list is not empty
+    (even if every answer normalises to nothing), and a question without a
+    prediction is left out of every total rather than scored 0.
+
     Args:
         gold: question id -> gold answer texts (empty for unanswerable ones).
         predictions: question id -> predicted (non-null) text.
@@ -117,21 +121,18 @@ def evaluate_v2(gold: Mapping[str, Sequence[str]], predictions: Mapping[str, str
     """
     if not gold:
         raise ValueError("No gold questions to score.")
-    has_answer = {q: any(normalize_answer(a) for a in answers) for q, answers in gold.items()}
+    has_answer = {q: bool(answers) for q, answers in gold.items()}
     raw_exact, raw_f1 = {}, {}
     for qid, answers in gold.items():
         if qid in predictions:
             raw_exact[qid], raw_f1[qid] = _best_over_gold(predictions[qid], answers, "2.0")
+    if not raw_exact:
+        raise ValueError("No prediction for any gold question.")
     odds = dict(null_odds) if null_odds is not None else {q: 0.0 for q in gold}
 
     def thresholded(raw):
-        out = {}
-        for qid in gold:
-            if qid in raw and odds.get(qid, 0.0) > threshold:
-                out[qid] = float(not has_answer[qid])
-            else:
-                out[qid] = raw.get(qid, 0.0)
-        return out
+        return {qid: float(not has_answer[qid]) if odds.get(qid, 0.0) > threshold else score
+                for qid, score in raw.items()}
 
     exact, f1 = thresholded(raw_exact), thresholded(raw_f1)
     results = collections.OrderedDict()
@@ -142,9 +143,9 @@ def evaluate_v2(gold: Mapping[str, Sequence[str]], predictions: Mapping[str, str
             results[f"{prefix}f1"] = 100.0 * sum(f1[q] for q in qids) / len(qids)
             results[f"{prefix}total"] = len(qids)
 
-    add("", list(gold))
-    add("HasAns_", [q for q in gold if has_answer[q]])
-    add("NoAns_", [q for q in gold if not has_answer[q]])
+    add("", list(exact))
+    add("HasAns_", [q for q in exact if has_answer[q]])
+    add("NoAns_", [q for q in exact if not has_answer[q]])
     if null_odds is not None:
         results["best_exact"], results["best_exact_thresh"] = best_threshold(
             raw_exact, odds, has_answer, predictions)
