@@ -17,6 +17,7 @@ import glob
 import hashlib
 import json
 import os
+import re
 import sys
 import time
 
@@ -36,7 +37,12 @@ PROJECT_DIR = os.path.dirname(os.path.abspath(__file__))
 flags.DEFINE_enum("model_size", "small", MODEL_SIZES, "Size preset (paper Table 6; tiny is a "
                   "CPU-sized model for tests and quick experiments).")
 flags.DEFINE_list("corpus", None, "Text files or globs (comma-separated). A line is a sentence or "
-                  "paragraph; a blank line ends a document. Default: the built-in demo corpus.")
+                  "paragraph; a blank line ends a document. Or a prepared TensorFlow Datasets "
+                  "corpus: tfds:NAME[/CONFIG][:SPLIT]. Default: the built-in demo corpus.")
+flags.DEFINE_string("tfds_text_key", "text", "With --corpus=tfds:...: the feature holding each "
+                    "example's text (one example = one document).")
+flags.DEFINE_string("tfds_data_dir", None, "With --corpus=tfds:...: where the dataset is prepared "
+                    "(default: TensorFlow Datasets' own default). Nothing is downloaded.")
 flags.DEFINE_string("vocab_file", None, "BERT-style vocab.txt. Default: learn one from the corpus "
                     "(cached under --data_dir).")
 flags.DEFINE_string("output_dir", None, "Run directory. Default: runs/<model_size>-<corpus>.")
@@ -72,9 +78,28 @@ def _say(message: str) -> None:
     print(message, flush=True)
 
 
+def _tfds_text(reference: str) -> str:
+    """Writes (once) the text of a prepared TFDS split and returns the file's path."""
+    from electra_tf.data import tfds_corpus
+
+    try:
+        corpus = tfds_corpus.parse(reference)
+        name = re.sub(r"[^\w.-]+", "_", f"{corpus.builder_name}-{corpus.split}")
+        path = os.path.join(FLAGS.data_dir or os.path.join(PROJECT_DIR, "data"), "tfds",
+                            f"{name}.txt")
+        tfds_corpus.export_text(corpus, path, FLAGS.tfds_text_key, FLAGS.tfds_data_dir,
+                                progress=_say)
+    except tfds_corpus.TfdsCorpusError as error:
+        raise app.UsageError(str(error))
+    return path
+
+
 def _resolve_corpus(patterns: list[str], flag: str = "--corpus") -> list[str]:
     files: list[str] = []
     for pattern in patterns:
+        if pattern.startswith("tfds:"):
+            files.append(_tfds_text(pattern))
+            continue
         matches = sorted(glob.glob(os.path.expanduser(pattern)))
         if not matches:
             raise app.UsageError(f"{flag}: {pattern!r} matches no file.")
