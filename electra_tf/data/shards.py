@@ -36,18 +36,23 @@ reader shuffle buffer cannot decorrelate.
 
 Atomic and resumable output. Each shard and its sidecar `<shard>.json`
 (example count, byte size and the build fingerprint) are written under
-temporary names `.tmp-<name>-<pid>` and renamed into place, sidecar first, so
-a shard file that exists is always complete. `metadata.json` is written last.
-A re-run with the same build fingerprint (input paths, sizes and mtimes;
-vocabulary hash; casing flags; `max_seq_length`; `seed`; `num_shards`;
-probabilities) reuses finished shards and rebuilds only missing ones. Output
-from a different build is never deleted: it raises `ShardError`. Concurrent
-builds into one directory are not supported (leftover temporary files are
-removed at the start of each run).
+temporary names `.tmp-<name>-<pid>-<random>` and renamed into place, sidecar
+first, so a shard file that exists is always complete. `metadata.json` is
+written last. A re-run with the same build fingerprint (input paths, sizes
+and mtimes; vocabulary hash; casing flags; `max_seq_length`; `seed`;
+`num_shards`; probabilities) reuses finished shards and rebuilds only missing
+ones. Output from a different build is never deleted: it raises
+`ShardError`. Concurrent builds into one directory are not supported
+(leftover temporary files are removed at the start of each run).
 
 Readers should take shard paths from `metadata.json` (`shard_paths`): the
 sidecars share the shard name prefix, so a glob `pretrain_data.tfrecord-*`
 would match them too.
+
+A build runs in three steps: `plan_build` (arguments, output directory, work
+split), `build_shard` for each shard still to build, and `write_metadata`.
+`write_shards` runs them with a local process pool; each shard depends on its
+job alone, so other runners can run the steps too, with the same output.
 
 Building `tf.train.Example` protos in Python would cost more than the
 tokenization itself (about 7.5k examples/s of length 128 on one core), so
@@ -66,9 +71,10 @@ import math
 import multiprocessing
 import os
 import random
+import secrets
 import time
 from dataclasses import dataclass
-from typing import Callable, Iterator, Optional, Sequence
+from typing import Callable, Iterable, Iterator, Optional, Sequence
 
 import numpy as np
 import tensorflow as tf
@@ -628,7 +634,7 @@ def _tokenized_batches(lines: Iterator[str], tokenize: Callable,
     yield from flush()
 
 
-def _graph_tokenize(tokenizer) -> Callable[[list[str]], tf.RaggedTensor]:
+def graph_tokenize(tokenizer) -> Callable[[list[str]], tf.RaggedTensor]:
     """`tokenizer.tokenize` traced once for string batches [n].
 
     About 15% faster than eager calls; tracing takes ~0.5 s, so each process
@@ -644,11 +650,15 @@ def _graph_tokenize(tokenizer) -> Callable[[list[str]], tf.RaggedTensor]:
     return tokenize
 
 
-def _build_shard(job: dict, tokenizer, tokenize: Callable) -> dict:
+def build_shard(job: dict, tokenizer, tokenize: Callable) -> dict:
     """Builds one shard file and its sidecar; returns the sidecar contents.
 
+    The shard depends on the job alone, so any process or machine that reads
+    the inputs writes the same bytes.
+
     Args:
-        job: the shard's piece of text and the build parameters.
+        job: one of `ShardPlan.jobs`: the shard's piece of text and the build
+            parameters.
         tokenizer: provides `cls_id` and `sep_id`.
         tokenize: list of n strings -> int RaggedTensor [n, (wordpieces)].
     """
@@ -660,9 +670,8 @@ def _build_shard(job: dict, tokenizer, tokenize: Callable) -> dict:
     shuffle_rng = _shard_rng(job["seed"], job["index"], "order")
     stats = {"replaced_lines": 0, "first_replaced": None}
 
-    pid = os.getpid()
-    tmp_shard = os.path.join(out_dir, f"{TMP_PREFIX}{name}-{pid}")
-    tmp_sidecar = os.path.join(out_dir, f"{TMP_PREFIX}{name}{SIDECAR_SUFFIX}-{pid}")
+    tmp_shard = _tmp_path(out_dir, name)
+    tmp_sidecar = _tmp_path(out_dir, name + SIDECAR_SUFFIX)
     num_examples = 0
     pending: list[tuple] = []
     window: list[bytes] = []
@@ -725,11 +734,11 @@ _WORKER_STATE: tuple = ()
 def _init_worker(tokenizer_config: dict) -> None:
     global _WORKER_STATE
     tokenizer = WordPieceTokenizer(**tokenizer_config)
-    _WORKER_STATE = (tokenizer, _graph_tokenize(tokenizer))
+    _WORKER_STATE = (tokenizer, graph_tokenize(tokenizer))
 
 
 def _worker_build_shard(job: dict) -> dict:
-    return _build_shard(job, *_WORKER_STATE)
+    return build_shard(job, *_WORKER_STATE)
 
 
 # ---------------------------------------------------------------------------
@@ -816,8 +825,14 @@ def _reusable_shards(output_dir: str, num_shards: int, build: dict,
     return reusable
 
 
+def _tmp_path(directory: str, name: str) -> str:
+    # The random part keeps two attempts at the same file apart when a
+    # cluster retries work elsewhere: other machines may reuse the pid.
+    return os.path.join(directory, f"{TMP_PREFIX}{name}-{os.getpid()}-{secrets.token_hex(4)}")
+
+
 def _write_json_atomic(path: str, data: dict) -> None:
-    tmp = os.path.join(os.path.dirname(path), f"{TMP_PREFIX}{os.path.basename(path)}-{os.getpid()}")
+    tmp = _tmp_path(os.path.dirname(path), os.path.basename(path))
     try:
         with open(tmp, "w", encoding="utf-8") as f:
             json.dump(data, f, indent=1)
@@ -829,68 +844,74 @@ def _write_json_atomic(path: str, data: dict) -> None:
 
 
 # ---------------------------------------------------------------------------
-# Public API.
+# A build: planning, then building the shards (here or on a cluster), then metadata.
 
 
-def write_shards(input_patterns: Sequence[str], output_dir: str, tokenizer_config: dict, *,
-                 max_seq_length: int, num_shards: Optional[int] = None, num_workers: int = 1,
-                 seed: int = 12345, single_segment_prob: float = 0.1,
-                 short_seq_prob: float = 0.05, invalid_utf8: str = "error",
-                 text_range: tuple[float, float] = (0.0, 1.0),
-                 progress: Optional[Callable[[str], None]] = None) -> dict:
-    """Builds packed pre-training examples from raw text into TFRecord shards.
+@dataclass
+class ShardPlan:
+    """A build's parameters, its work split and which shards are left to build.
 
-    Args:
-        input_patterns: text files, directories (all non-hidden files in
-            them) or glob patterns. One sentence/paragraph per line; a blank
-            line or the end of a file ends a document.
-        output_dir: created if missing. Receives
-            `pretrain_data.tfrecord-<i:05d>-of-<n:05d>` files, their
-            `.json` sidecars and `metadata.json`.
-        tokenizer_config: `WordPieceTokenizer(**tokenizer_config)` arguments
-            (`vocab_file`, `do_lower_case`, `strip_accents`).
-        max_seq_length: L, tokens per example (>= 5).
-        num_shards: number of output shards; default one per 8 MiB of text,
-            between 1 and 1000.
-        num_workers: processes building shards in parallel ("spawn" context;
-            each imports TensorFlow, about 3 s). The output does not depend
-            on it. As always with "spawn", a calling script must guard its
-            entry point with `if __name__ == "__main__":`.
-        seed: base seed; shard i uses a generator derived from (seed, i).
-        single_segment_prob: probability of a single-segment example.
-        short_seq_prob: probability of a random target length in [5, L].
-        invalid_utf8: "error" (raise, naming file, line and byte offset) or
-            "replace" (U+FFFD; the number of affected lines is reported).
-        text_range: `(start, end)` fractions of the concatenated input bytes
-            to build from, each end moved to a document boundary (see
-            `text_span`); e.g. (0, 0.99) and (0.99, 1) split a corpus into
-            training and held-out text that share no document.
-        progress: called with short human-readable status lines.
+    Plain data, so a distributed runner can send it to its workers.
+
+    Attributes:
+        input_patterns: the input files, directories or patterns as given.
+        output_dir: absolute output directory (or URL).
+        sources: the resolved input files, in stream order.
+        total_bytes: bytes of text that `text_range` selects.
+        num_shards: shards of the build.
+        build: build parameters and their fingerprint, as recorded in
+            `metadata.json`.
+        vocab_size: tokens in the vocabulary.
+        special_ids: ids of [PAD] [UNK] [CLS] [SEP] [MASK].
+        reused: `{index: sidecar}` of finished shards kept from an earlier run.
+        jobs: one `build_shard` job per shard still to build, in shard order.
+    """
+
+    input_patterns: list[str]
+    output_dir: str
+    sources: list[_Source]
+    total_bytes: int
+    num_shards: int
+    build: dict
+    vocab_size: int
+    special_ids: dict
+    reused: dict[int, dict]
+    jobs: list[dict]
+
+    @property
+    def todo_bytes(self) -> int:
+        """Bytes of text in the shards still to build."""
+        return sum(e - s for job in self.jobs for _, s, e in job["segments"])
+
+
+def _as_int(flag: str, value, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        raise ShardError(f"{flag} must be an integer >= {minimum}, got {value!r}")
+    return int(value)
+
+
+def plan_build(input_patterns: Sequence[str], output_dir: str, tokenizer_config: dict, *,
+               max_seq_length: int, num_shards: Optional[int] = None, seed: int = 12345,
+               single_segment_prob: float = 0.1, short_seq_prob: float = 0.05,
+               invalid_utf8: str = "error", text_range: tuple[float, float] = (0.0, 1.0)
+               ) -> tuple[ShardPlan, WordPieceTokenizer]:
+    """Checks the arguments and the output directory, and splits the work into shards.
+
+    Creates `output_dir`, removes temporary files of interrupted runs, and
+    keeps the finished shards of an earlier run of the same build. The
+    arguments are those of `write_shards`.
 
     Returns:
-        The metadata dict also written to `output_dir/metadata.json`.
+        The plan, and the tokenizer (loaded once, to build shards in this
+        process).
 
     Raises:
-        ShardError: missing or empty inputs, invalid UTF-8 under "error",
-            bad arguments, or `output_dir` holding another build's shards.
+        ShardError: as `write_shards`.
     """
-    start_time = time.monotonic()
-    report = progress or (lambda message: None)
-
-    def say(message: str) -> None:
-        logger.info(message)
-        report(message)
-
-    def as_int(flag: str, value, minimum: int) -> int:
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-            raise ShardError(f"{flag} must be an integer >= {minimum}, got {value!r}")
-        return int(value)
-
-    max_seq_length = as_int("max_seq_length", max_seq_length, 5)
+    max_seq_length = _as_int("max_seq_length", max_seq_length, 5)
     if num_shards is not None:
-        num_shards = as_int("num_shards", num_shards, 1)
-    num_workers = as_int("num_workers", num_workers, 1)
-    seed = as_int("seed", seed, 0)
+        num_shards = _as_int("num_shards", num_shards, 1)
+    seed = _as_int("seed", seed, 0)
     for flag, value in (("single_segment_prob", single_segment_prob),
                         ("short_seq_prob", short_seq_prob)):
         if not 0.0 <= float(value) <= 1.0:
@@ -962,25 +983,136 @@ def write_shards(input_patterns: Sequence[str], output_dir: str, tokenizer_confi
             "fingerprint": build["fingerprint"],
             "build": {k: v for k, v in build.items() if k != "tokenizer_config"},
         })
-    todo_bytes = sum(e - s for t in jobs for _, s, e in t["segments"])
-    say(f"{len(sources)} input file(s), {total_bytes / 1e6:,.1f} MB -> {num_shards} shard(s) "
-        f"in {output_dir}" + (f"; reusing {len(done)} finished shard(s)" if done else "")
+    plan = ShardPlan(input_patterns=input_patterns, output_dir=output_dir, sources=sources,
+                     total_bytes=total_bytes, num_shards=num_shards, build=build,
+                     vocab_size=tokenizer.vocab_size, special_ids=tokenizer.special_ids,
+                     reused=done, jobs=jobs)
+    return plan, tokenizer
+
+
+def write_metadata(plan: ShardPlan, sidecars: Iterable[dict], seconds: float) -> dict:
+    """Writes `metadata.json` once every shard of the plan is built.
+
+    Args:
+        plan: the build's plan.
+        sidecars: what `build_shard` returned for each of `plan.jobs`.
+        seconds: the build's duration, recorded in the metadata.
+
+    Returns:
+        The metadata dict.
+
+    Raises:
+        ShardError: the shards hold no example at all.
+    """
+    results = dict(plan.reused)
+    results.update((sidecar["index"], sidecar) for sidecar in sidecars)
+    num_shards = plan.num_shards
+    shard_list = [{"path": shard_name(i, num_shards), "num_examples": results[i]["num_examples"]}
+                  for i in range(num_shards)]
+    num_examples = sum(s["num_examples"] for s in shard_list)
+    replaced_lines = sum(results[i].get("replaced_lines", 0) for i in range(num_shards))
+    if num_examples == 0:
+        raise ShardError(f"no text in the input {plan.input_patterns!r}: the files hold only "
+                         "blank lines or whitespace")
+    build = plan.build
+    metadata = {
+        "format_version": FORMAT_VERSION,
+        "max_seq_length": build["max_seq_length"],
+        "vocab_fingerprint": build["vocab_fingerprint"],
+        "vocab_size": plan.vocab_size,
+        "vocab_file": build["tokenizer_config"]["vocab_file"],
+        "do_lower_case": build["do_lower_case"],
+        "strip_accents": build["strip_accents"],
+        "special_ids": plan.special_ids,
+        "num_examples": num_examples,
+        "num_shards": num_shards,
+        "shards": shard_list,
+        "sources": [{"path": s.path, "bytes": s.size, "mtime": s.mtime_ns / 1e9}
+                    for s in plan.sources],
+        "text_bytes": plan.total_bytes,
+        "build": build,
+        "replaced_lines": replaced_lines,
+        "reused_shards": len(plan.reused),
+        "seconds": seconds,
+    }
+    _write_json_atomic(os.path.join(plan.output_dir, METADATA_FILE), metadata)
+    return metadata
+
+
+def write_shards(input_patterns: Sequence[str], output_dir: str, tokenizer_config: dict, *,
+                 max_seq_length: int, num_shards: Optional[int] = None, num_workers: int = 1,
+                 seed: int = 12345, single_segment_prob: float = 0.1,
+                 short_seq_prob: float = 0.05, invalid_utf8: str = "error",
+                 text_range: tuple[float, float] = (0.0, 1.0),
+                 progress: Optional[Callable[[str], None]] = None) -> dict:
+    """Builds packed pre-training examples from raw text into TFRecord shards.
+
+    Args:
+        input_patterns: text files, directories (all non-hidden files in
+            them) or glob patterns. One sentence/paragraph per line; a blank
+            line or the end of a file ends a document.
+        output_dir: created if missing. Receives
+            `pretrain_data.tfrecord-<i:05d>-of-<n:05d>` files, their
+            `.json` sidecars and `metadata.json`.
+        tokenizer_config: `WordPieceTokenizer(**tokenizer_config)` arguments
+            (`vocab_file`, `do_lower_case`, `strip_accents`).
+        max_seq_length: L, tokens per example (>= 5).
+        num_shards: number of output shards; default one per 8 MiB of text,
+            between 1 and 1000.
+        num_workers: processes building shards in parallel ("spawn" context;
+            each imports TensorFlow, about 3 s). The output does not depend
+            on it. As always with "spawn", a calling script must guard its
+            entry point with `if __name__ == "__main__":`.
+        seed: base seed; shard i uses a generator derived from (seed, i).
+        single_segment_prob: probability of a single-segment example.
+        short_seq_prob: probability of a random target length in [5, L].
+        invalid_utf8: "error" (raise, naming file, line and byte offset) or
+            "replace" (U+FFFD; the number of affected lines is reported).
+        text_range: `(start, end)` fractions of the concatenated input bytes
+            to build from, each end moved to a document boundary (see
+            `text_span`); e.g. (0, 0.99) and (0.99, 1) split a corpus into
+            training and held-out text that share no document.
+        progress: called with short human-readable status lines.
+
+    Returns:
+        The metadata dict also written to `output_dir/metadata.json`.
+
+    Raises:
+        ShardError: missing or empty inputs, invalid UTF-8 under "error",
+            bad arguments, or `output_dir` holding another build's shards.
+    """
+    start_time = time.monotonic()
+    report = progress or (lambda message: None)
+
+    def say(message: str) -> None:
+        logger.info(message)
+        report(message)
+
+    num_workers = _as_int("num_workers", num_workers, 1)
+    plan, tokenizer = plan_build(
+        input_patterns, output_dir, tokenizer_config, max_seq_length=max_seq_length,
+        num_shards=num_shards, seed=seed, single_segment_prob=single_segment_prob,
+        short_seq_prob=short_seq_prob, invalid_utf8=invalid_utf8, text_range=text_range)
+    jobs, num_shards, todo_bytes = plan.jobs, plan.num_shards, plan.todo_bytes
+    say(f"{len(plan.sources)} input file(s), {plan.total_bytes / 1e6:,.1f} MB -> "
+        f"{num_shards} shard(s) in {plan.output_dir}"
+        + (f"; reusing {len(plan.reused)} finished shard(s)" if plan.reused else "")
         + (f"; building {len(jobs)} with {min(num_workers, len(jobs))} process(es)"
            if jobs else ""))
 
-    results = dict(done)
+    sidecars = []
     build_start = time.monotonic()
     built_bytes = 0
 
     def record(sidecar: dict) -> None:
         nonlocal built_bytes
-        results[sidecar["index"]] = sidecar
+        sidecars.append(sidecar)
         built_bytes += sidecar["text_bytes"]
         elapsed = max(time.monotonic() - build_start, 1e-6)
         rate = built_bytes / elapsed
         eta = (todo_bytes - built_bytes) / rate if rate > 0 else 0.0
-        message = (f"shard {len(results)}/{num_shards} done: {sidecar['num_examples']:,} examples, "
-                   f"{rate / 1e6:.1f} MB/s, ETA {eta:.0f}s")
+        message = (f"shard {len(plan.reused) + len(sidecars)}/{num_shards} done: "
+                   f"{sidecar['num_examples']:,} examples, {rate / 1e6:.1f} MB/s, ETA {eta:.0f}s")
         if sidecar["replaced_lines"]:
             message += (f"; replaced invalid UTF-8 in {sidecar['replaced_lines']:,} line(s), "
                         f"first at {sidecar['first_replaced']}")
@@ -989,51 +1121,24 @@ def write_shards(input_patterns: Sequence[str], output_dir: str, tokenizer_confi
     if jobs:
         workers = min(num_workers, len(jobs))
         if workers == 1:
-            tokenize = _graph_tokenize(tokenizer)
+            tokenize = graph_tokenize(tokenizer)
             for job in jobs:
-                record(_build_shard(job, tokenizer, tokenize))
+                record(build_shard(job, tokenizer, tokenize))
         else:
             # Never fork a process that has imported TensorFlow.
             context = multiprocessing.get_context("spawn")
             with context.Pool(workers, initializer=_init_worker,
-                              initargs=(tok_config,)) as pool:
+                              initargs=(plan.build["tokenizer_config"],)) as pool:
                 for sidecar in pool.imap_unordered(_worker_build_shard, jobs):
                     record(sidecar)
 
-    shard_list = [{"path": shard_name(i, num_shards), "num_examples": results[i]["num_examples"]}
-                  for i in range(num_shards)]
-    num_examples = sum(s["num_examples"] for s in shard_list)
-    replaced_lines = sum(results[i].get("replaced_lines", 0) for i in range(num_shards))
-    if num_examples == 0:
-        raise ShardError(f"no text in the input {input_patterns!r}: the files hold only "
-                         "blank lines or whitespace")
-    seconds = round(time.monotonic() - start_time, 3)
-    metadata = {
-        "format_version": FORMAT_VERSION,
-        "max_seq_length": max_seq_length,
-        "vocab_fingerprint": vocab_hash,
-        "vocab_size": tokenizer.vocab_size,
-        "vocab_file": tok_config["vocab_file"],
-        "do_lower_case": tokenizer.do_lower_case,
-        "strip_accents": tokenizer.strip_accents,
-        "special_ids": {"pad_id": tokenizer.pad_id, "unk_id": tokenizer.unk_id,
-                        "cls_id": tokenizer.cls_id, "sep_id": tokenizer.sep_id,
-                        "mask_id": tokenizer.mask_id},
-        "num_examples": num_examples,
-        "num_shards": num_shards,
-        "shards": shard_list,
-        "sources": [{"path": s.path, "bytes": s.size, "mtime": s.mtime_ns / 1e9} for s in sources],
-        "text_bytes": total_bytes,
-        "build": build,
-        "replaced_lines": replaced_lines,
-        "reused_shards": len(done),
-        "seconds": seconds,
-    }
-    _write_json_atomic(os.path.join(output_dir, METADATA_FILE), metadata)
+    metadata = write_metadata(plan, sidecars, seconds=round(time.monotonic() - start_time, 3))
     built = max(time.monotonic() - build_start, 1e-6)
-    say(f"wrote {num_examples:,} examples in {num_shards} shard(s) to {output_dir} in {seconds:.1f}s"
+    say(f"wrote {metadata['num_examples']:,} examples in {num_shards} shard(s) to "
+        f"{plan.output_dir} in {metadata['seconds']:.1f}s"
         + (f" ({todo_bytes / 1e6 / built:.1f} MB/s)" if jobs else "")
-        + (f"; replaced invalid UTF-8 in {replaced_lines:,} line(s)" if replaced_lines else ""))
+        + (f"; replaced invalid UTF-8 in {metadata['replaced_lines']:,} line(s)"
+           if metadata["replaced_lines"] else ""))
     return metadata
 
 
