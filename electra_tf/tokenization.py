@@ -44,6 +44,8 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from electra_tf import fileio
+
 logger = logging.getLogger(__name__)
 
 PAD_TOKEN = "[PAD]"
@@ -77,9 +79,10 @@ def load_vocab(path: str) -> list[str]:
     """Reads and validates a BERT-style WordPiece vocabulary.
 
     Args:
-        path: `vocab.txt` with one token per line; the (0-based) line number
-            is the token id. Surrounding whitespace is stripped from each line,
-            as the original BERT code does; a single final newline is allowed.
+        path: `vocab.txt` (local path or URL such as `gs://...`) with one
+            token per line; the (0-based) line number is the token id.
+            Surrounding whitespace is stripped from each line, as the
+            original BERT code does; a single final newline is allowed.
 
     Returns:
         The tokens, index = id.
@@ -89,9 +92,9 @@ def load_vocab(path: str) -> list[str]:
             empty line, a duplicate token or a tab-separated (SentencePiece)
             line, or lacks one of [PAD] [UNK] [CLS] [SEP] [MASK].
     """
-    if not os.path.isfile(path):
+    if not fileio.isfile(path):
         raise VocabError(f"vocab file {path!r} does not exist")
-    with open(path, "rb") as f:
+    with fileio.open_file(path, "rb") as f:
         data = f.read()
     try:
         text = data.decode("utf-8")
@@ -138,7 +141,7 @@ def load_vocab(path: str) -> list[str]:
 def vocab_fingerprint(path: str) -> str:
     """SHA-256 hex digest of the vocab file's bytes."""
     digest = hashlib.sha256()
-    with open(path, "rb") as f:
+    with fileio.open_file(path, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
@@ -192,7 +195,7 @@ class WordPieceTokenizer(tf.Module):
         pad_id, unk_id, cls_id, sep_id, mask_id: ids of the special tokens.
         do_lower_case: whether text is case-folded.
         strip_accents: whether combining marks are removed (resolved bool).
-        vocab_file: absolute path of the vocab file.
+        vocab_file: absolute path (or URL) of the vocab file.
         lookup_table: `tf.lookup.StaticHashTable` token -> int64 id (-1 if
             absent).
     """
@@ -211,7 +214,7 @@ class WordPieceTokenizer(tf.Module):
         """
         super().__init__(name="wordpiece_tokenizer")
         vocab = load_vocab(vocab_file)
-        self.vocab_file = os.path.abspath(vocab_file)
+        self.vocab_file = fileio.abspath(vocab_file)
         # Plain Python data must not be wrapped for checkpoint tracking.
         self.vocab = self._no_dependency(vocab)
         self._token_to_id = self._no_dependency({t: i for i, t in enumerate(vocab)})

@@ -49,10 +49,12 @@ Readers should take shard paths from `metadata.json` (`shard_paths`): the
 sidecars share the shard name prefix, so a glob `pretrain_data.tfrecord-*`
 would match them too.
 
-A build runs in three steps: `plan_build` (arguments, output directory, work
-split), `build_shard` for each shard still to build, and `write_metadata`.
-`write_shards` runs them with a local process pool; each shard depends on its
-job alone, so other runners can run the steps too, with the same output.
+Inputs, vocabulary and output may be local paths or URLs such as
+`gs://bucket/dir` (see `electra_tf.fileio`). A build runs in three steps:
+`plan_build` (arguments, output directory, work split), `build_shard` for
+each shard still to build, and `write_metadata`. `write_shards` runs them
+with a local process pool; each shard depends on its job alone, so other
+runners can run the steps too, with the same output.
 
 Building `tf.train.Example` protos in Python would cost more than the
 tokenization itself (about 7.5k examples/s of length 128 on one core), so
@@ -79,6 +81,7 @@ from typing import Callable, Iterable, Iterator, Optional, Sequence
 import numpy as np
 import tensorflow as tf
 
+from electra_tf import fileio
 from electra_tf.tokenization import WordPieceTokenizer, vocab_fingerprint
 
 logger = logging.getLogger(__name__)
@@ -382,27 +385,27 @@ def _resolve_sources(input_patterns: Sequence[str]) -> list[_Source]:
     sources: list[_Source] = []
     for pattern in input_patterns:
         pattern = os.fspath(pattern)
-        if os.path.isdir(pattern):
-            matches = sorted(os.path.join(pattern, f) for f in os.listdir(pattern)
+        if fileio.isdir(pattern):
+            matches = sorted(os.path.join(pattern, f) for f in fileio.listdir(pattern)
                              if not f.startswith("."))
-            matches = [m for m in matches if os.path.isfile(m)]
+            matches = [m for m in matches if fileio.isfile(m)]
             if not matches:
                 raise ShardError(f"input directory {pattern!r} holds no files")
         elif glob.has_magic(pattern):
-            matches = sorted(m for m in glob.glob(pattern) if os.path.isfile(m))
+            matches = sorted(m for m in fileio.glob(pattern) if fileio.isfile(m))
             if not matches:
                 raise ShardError(f"input pattern {pattern!r} matches no files")
-        elif os.path.isfile(pattern):
+        elif fileio.isfile(pattern):
             matches = [pattern]
         else:
             raise ShardError(f"input file {pattern!r} does not exist")
         for match in matches:
-            path = os.path.abspath(match)
+            path = fileio.abspath(match)
             if path in seen:
                 continue  # A file named by two patterns is read once.
             seen.add(path)
-            st = os.stat(path)
-            sources.append(_Source(path, st.st_size, st.st_mtime_ns))
+            st = fileio.stat(path)
+            sources.append(_Source(path, st.size, st.mtime_ns))
     return sources
 
 
@@ -422,7 +425,7 @@ def _find_cut(path: str, size: int, offset: int, window: int) -> int:
         return 0
     if offset >= size:
         return size
-    with open(path, "rb") as f:
+    with fileio.open_file(path, "rb") as f:
         f.seek(offset - 1)
         buf = f.read(window + 1)
         base = offset - 1  # File position of buf[0].
@@ -518,7 +521,7 @@ def _plan_pieces(sources: Sequence[_Source], num_shards: int,
 
 
 def _invalid_utf8_error(path: str, position: int, byte: int) -> ShardError:
-    with open(path, "rb") as f:
+    with fileio.open_file(path, "rb") as f:
         line_no = f.read(position).count(b"\n") + 1
     return ShardError(
         f"input file {path!r} is not valid UTF-8: byte 0x{byte:02x} at line {line_no} "
@@ -550,7 +553,7 @@ def _decode_block(data: bytes, path: str, data_offset: int, policy: str,
 
 def _iter_lines(path: str, start: int, end: int, policy: str, stats: dict) -> Iterator[str]:
     """Yields the stripped lines of `path[start:end]` (`start` is a line start)."""
-    with open(path, "rb") as f:
+    with fileio.open_file(path, "rb") as f:
         f.seek(start)
         position = start  # File offset of the next unread byte.
         carry = b""
@@ -707,7 +710,7 @@ def build_shard(job: dict, tokenizer, tokenize: Callable) -> dict:
             "shard": name,
             "index": job["index"],
             "num_examples": num_examples,
-            "bytes": os.path.getsize(tmp_shard),
+            "bytes": fileio.getsize(tmp_shard),
             "fingerprint": job["fingerprint"],
             "text_bytes": sum(e - s for _, s, e in job["segments"]),
             "replaced_lines": stats["replaced_lines"],
@@ -715,16 +718,16 @@ def build_shard(job: dict, tokenizer, tokenize: Callable) -> dict:
             "seconds": round(time.monotonic() - start_time, 3),
             "build": job["build"],
         }
-        with open(tmp_sidecar, "w", encoding="utf-8") as f:
+        with fileio.open_file(tmp_sidecar, "w") as f:
             json.dump(sidecar, f, indent=1, sort_keys=True)
         # Sidecar first: a shard file that exists is always complete, and a
         # sidecar without its shard just means "rebuild".
-        os.replace(tmp_sidecar, os.path.join(out_dir, name + SIDECAR_SUFFIX))
-        os.replace(tmp_shard, os.path.join(out_dir, name))
+        fileio.replace(tmp_sidecar, os.path.join(out_dir, name + SIDECAR_SUFFIX))
+        fileio.replace(tmp_shard, os.path.join(out_dir, name))
     finally:
         for tmp in (tmp_shard, tmp_sidecar):
-            if os.path.exists(tmp):
-                os.remove(tmp)
+            if fileio.exists(tmp):
+                fileio.remove(tmp)
     return sidecar
 
 
@@ -747,7 +750,7 @@ def _worker_build_shard(job: dict) -> dict:
 
 def _load_json(path: str) -> dict:
     try:
-        with open(path, encoding="utf-8") as f:
+        with fileio.open_file(path, "r") as f:
             return json.load(f)
     except (OSError, ValueError) as err:
         raise ShardError(f"cannot read {path!r}: {err}") from None
@@ -771,11 +774,11 @@ def _different_build_error(output_dir: str, found: str, detail: str) -> ShardErr
 
 
 def _remove_stale_tmp(output_dir: str) -> None:
-    for fname in os.listdir(output_dir):
+    for fname in fileio.listdir(output_dir):
         if fname.startswith(TMP_PREFIX + SHARD_PREFIX) or fname.startswith(TMP_PREFIX + METADATA_FILE):
             path = os.path.join(output_dir, fname)
             logger.info("Removing %s left by an interrupted run.", path)
-            os.remove(path)
+            fileio.remove(path)
 
 
 def _reusable_shards(output_dir: str, num_shards: int, build: dict,
@@ -787,7 +790,7 @@ def _reusable_shards(output_dir: str, num_shards: int, build: dict,
     """
     fingerprint = build["fingerprint"]
     meta_path = os.path.join(output_dir, METADATA_FILE)
-    if os.path.exists(meta_path):
+    if fileio.exists(meta_path):
         meta = _load_json(meta_path)
         old_build = meta.get("build") if isinstance(meta, dict) else None
         if not isinstance(old_build, dict) or old_build.get("fingerprint") != fingerprint:
@@ -795,7 +798,7 @@ def _reusable_shards(output_dir: str, num_shards: int, build: dict,
                                          _build_differences(old_build, build))
 
     expected = {shard_name(i, num_shards): i for i in range(num_shards)}
-    for fname in sorted(os.listdir(output_dir)):
+    for fname in sorted(fileio.listdir(output_dir)):
         if not fname.startswith(SHARD_PREFIX):
             continue
         base = fname[:-len(SIDECAR_SUFFIX)] if fname.endswith(SIDECAR_SUFFIX) else fname
@@ -807,8 +810,8 @@ def _reusable_shards(output_dir: str, num_shards: int, build: dict,
     for name, index in expected.items():
         shard_path = os.path.join(output_dir, name)
         sidecar_path = shard_path + SIDECAR_SUFFIX
-        if not os.path.exists(sidecar_path):
-            if os.path.exists(shard_path):
+        if not fileio.exists(sidecar_path):
+            if fileio.exists(shard_path):
                 raise _different_build_error(
                     output_dir, name, f"it has no {name + SIDECAR_SUFFIX} build record")
             continue
@@ -817,7 +820,7 @@ def _reusable_shards(output_dir: str, num_shards: int, build: dict,
             old = sidecar.get("build") if isinstance(sidecar, dict) else None
             raise _different_build_error(output_dir, name + SIDECAR_SUFFIX,
                                          _build_differences(old, build))
-        if not os.path.exists(shard_path) or os.path.getsize(shard_path) != sidecar.get("bytes"):
+        if not fileio.exists(shard_path) or fileio.getsize(shard_path) != sidecar.get("bytes"):
             continue  # Interrupted or damaged: rebuild.
         if invalid_utf8 == "error" and sidecar.get("replaced_lines"):
             continue  # Rebuilding reports the invalid bytes as an error.
@@ -834,13 +837,13 @@ def _tmp_path(directory: str, name: str) -> str:
 def _write_json_atomic(path: str, data: dict) -> None:
     tmp = _tmp_path(os.path.dirname(path), os.path.basename(path))
     try:
-        with open(tmp, "w", encoding="utf-8") as f:
+        with fileio.open_file(tmp, "w") as f:
             json.dump(data, f, indent=1)
             f.write("\n")
-        os.replace(tmp, path)
+        fileio.replace(tmp, path)
     finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
+        if fileio.exists(tmp):
+            fileio.remove(tmp)
 
 
 # ---------------------------------------------------------------------------
@@ -963,10 +966,10 @@ def plan_build(input_patterns: Sequence[str], output_dir: str, tokenizer_config:
     build["invalid_utf8"] = invalid_utf8
     build["tokenizer_config"] = tok_config
 
-    output_dir = os.path.abspath(os.fspath(output_dir))
-    if os.path.exists(output_dir) and not os.path.isdir(output_dir):
+    output_dir = fileio.abspath(os.fspath(output_dir))
+    if fileio.exists(output_dir) and not fileio.isdir(output_dir):
         raise ShardError(f"output path {output_dir!r} exists and is not a directory")
-    os.makedirs(output_dir, exist_ok=True)
+    fileio.makedirs(output_dir)
     _remove_stale_tmp(output_dir)
     done = _reusable_shards(output_dir, num_shards, build, invalid_utf8)
 
@@ -1046,6 +1049,8 @@ def write_shards(input_patterns: Sequence[str], output_dir: str, tokenizer_confi
                  text_range: tuple[float, float] = (0.0, 1.0),
                  progress: Optional[Callable[[str], None]] = None) -> dict:
     """Builds packed pre-training examples from raw text into TFRecord shards.
+
+    Paths may be local or URLs that `tf.io.gfile` reads (`gs://...`).
 
     Args:
         input_patterns: text files, directories (all non-hidden files in
@@ -1149,7 +1154,7 @@ def read_metadata(output_dir: str) -> dict:
         ShardError: the file is missing, unreadable or of another format version.
     """
     path = os.path.join(os.fspath(output_dir), METADATA_FILE)
-    if not os.path.exists(path):
+    if not fileio.exists(path):
         raise ShardError(f"{path!r} does not exist: {output_dir!r} holds no finished shard "
                          "build (build the shards first, or check the directory)")
     meta = _load_json(path)
@@ -1170,9 +1175,9 @@ def shard_paths(output_dir: str) -> list[str]:
         ShardError: no metadata, or a listed shard is missing.
     """
     meta = read_metadata(output_dir)
-    root = os.path.abspath(os.fspath(output_dir))
+    root = fileio.abspath(os.fspath(output_dir))
     paths = [os.path.join(root, shard["path"]) for shard in meta["shards"]]
-    missing = [p for p in paths if not os.path.exists(p)]
+    missing = [p for p in paths if not fileio.exists(p)]
     if missing:
         raise ShardError(f"{len(missing)} shard(s) listed in {os.path.join(root, METADATA_FILE)!r} "
                          f"are missing, e.g. {missing[0]!r}; rebuild them by re-running the "
