@@ -53,8 +53,8 @@ Inputs, vocabulary and output may be local paths or URLs such as
 `gs://bucket/dir` (see `electra_tf.fileio`). A build runs in three steps:
 `plan_build` (arguments, output directory, work split), `build_shard` for
 each shard still to build, and `write_metadata`. `write_shards` runs them
-with a local process pool; each shard depends on its job alone, so other
-runners can run the steps too, with the same output.
+with a local process pool; `electra_tf.data.beam_shards` runs the same steps
+on Apache Beam, with byte-identical shards.
 
 Building `tf.train.Example` protos in Python would cost more than the
 tokenization itself (about 7.5k examples/s of length 128 on one core), so
@@ -1050,7 +1050,9 @@ def write_shards(input_patterns: Sequence[str], output_dir: str, tokenizer_confi
                  progress: Optional[Callable[[str], None]] = None) -> dict:
     """Builds packed pre-training examples from raw text into TFRecord shards.
 
-    Paths may be local or URLs that `tf.io.gfile` reads (`gs://...`).
+    Paths may be local or URLs that `tf.io.gfile` reads (`gs://...`). For
+    corpora beyond one machine, `python -m electra_tf.data.beam_shards`
+    writes the same shards with Apache Beam.
 
     Args:
         input_patterns: text files, directories (all non-hidden files in

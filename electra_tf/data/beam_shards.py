@@ -1,0 +1,212 @@
+"""Raw text -> packed pre-training shards with Apache Beam, for corpora beyond one machine.
+
+    python -m electra_tf.data.beam_shards --corpus='gs://bucket/text/*.txt' \\
+        --vocab_file=gs://bucket/vocab.txt --output_dir=gs://bucket/shards \\
+        [--max_seq_length=128 --num_shards=N --seed=0 --do_lower_case=true
+         --strip_accents=... --invalid_utf8=error --text_range=0,1] [Beam options]
+
+Writes the same shards (byte for byte) and `metadata.json` as the local
+builder, `electra_tf.data.shards.write_shards`: the launcher plans the work
+exactly as the local builder does (`shards.plan_build`: arguments, output
+directory, reusable shards, one line-aligned piece of text per shard), the
+runner builds each remaining shard from its piece alone (`shards.build_shard`,
+one element per shard), and `metadata.json` is written from the collected
+sidecars once all shards exist. Re-running the same command reuses finished
+shards.
+
+Arguments this module does not know go to Beam's `PipelineOptions`. Without
+any, the pipeline runs on the DirectRunner on this machine
+(`--direct_num_workers=2 --direct_running_mode=multi_processing` uses two
+processes). `--runner=DataflowRunner --project=... --region=...
+--temp_location=gs://...` runs it on Dataflow (install `apache-beam[gcp]`),
+where inputs, vocabulary and output must be `gs://` paths and the workers
+need this package: `--setup_file=./pyproject.toml` from the source tree
+(needs `pip install build "setuptools>=68"` on the launcher; the workers then
+install the dependencies at start), or `--sdk_container_image` with a
+prebuilt image.
+
+Needs the `beam` extra: `pip install "electra-tf[beam]"`.
+"""
+
+import argparse
+import logging
+import os
+import sys
+import time
+from typing import Callable, Optional, Sequence
+
+_BEAM_MISSING = ('Apache Beam is not installed: pip install "electra-tf[beam]" '
+                 '(or pip install apache-beam)')
+
+try:
+    import apache_beam as beam
+    from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
+except ImportError as error:
+    if __name__ == "__main__":
+        sys.exit(f"error: {_BEAM_MISSING}")
+    raise ImportError(_BEAM_MISSING) from error
+
+# After the check above, so that a missing Beam is reported before TensorFlow loads.
+from electra_tf import fileio  # noqa: E402
+from electra_tf.data import shards  # noqa: E402
+from electra_tf.tokenization import VocabError, WordPieceTokenizer  # noqa: E402
+
+logger = logging.getLogger(__name__)
+
+
+class BuildShardFn(beam.DoFn):
+    """Builds the shard of each job it receives and emits the shard's sidecar.
+
+    Loading the vocabulary and tracing the tokenizer take about a second, so
+    each worker does it once, in `setup`, for all the shards it builds.
+    """
+
+    def __init__(self, tokenizer_config: dict):
+        self._tokenizer_config = tokenizer_config
+
+    def setup(self):
+        self._tokenizer = WordPieceTokenizer(**self._tokenizer_config)
+        self._tokenize = shards.graph_tokenize(self._tokenizer)
+
+    def process(self, job: dict):
+        sidecar = shards.build_shard(job, self._tokenizer, self._tokenize)
+        logger.info("%s: %d examples from %.1f MB of text in %.1fs", sidecar["shard"],
+                    sidecar["num_examples"], sidecar["text_bytes"] / 1e6, sidecar["seconds"])
+        yield sidecar
+
+
+def _write_metadata(sidecars: list[dict], plan: shards.ShardPlan, started: float) -> None:
+    # Wall-clock time: this step may run on another machine than the launcher.
+    shards.write_metadata(plan, sidecars, seconds=round(time.time() - started, 3))
+
+
+def _check_paths_for_runner(options: PipelineOptions, paths: Sequence[str]) -> None:
+    runner = str(options.view_as(StandardOptions).runner or "")
+    local = [os.fspath(path) for path in paths if not fileio.is_url(os.fspath(path))]
+    if "Dataflow" in runner and local:
+        raise shards.ShardError(f"--runner={runner}: the workers cannot read local paths such "
+                                f"as {local[0]!r}; put inputs, vocabulary and output on gs://")
+
+
+def write_shards(input_patterns: Sequence[str], output_dir: str, tokenizer_config: dict, *,
+                 pipeline_options: Optional[PipelineOptions] = None,
+                 progress: Optional[Callable[[str], None]] = None, **build_args) -> dict:
+    """Builds the shards of `electra_tf.data.shards.write_shards` on Apache Beam.
+
+    Returns when the pipeline has finished.
+
+    Args:
+        input_patterns, output_dir, tokenizer_config: as for
+            `shards.write_shards`.
+        pipeline_options: runner and its settings (default: DirectRunner).
+        progress: called with short human-readable status lines.
+        **build_args: `max_seq_length` and optionally `num_shards`, `seed`,
+            `single_segment_prob`, `short_seq_prob`, `invalid_utf8`,
+            `text_range`, as for `shards.write_shards`.
+
+    Returns:
+        The metadata written to `output_dir/metadata.json`.
+
+    Raises:
+        ShardError: bad arguments, inputs or output directory (found before
+            the pipeline starts).
+        VocabError: the vocabulary file is missing or malformed.
+    """
+    report = progress or (lambda message: None)
+    options = pipeline_options or PipelineOptions([])
+    if isinstance(input_patterns, str):
+        input_patterns = [input_patterns]
+    _check_paths_for_runner(options, [*input_patterns, output_dir,
+                                      tokenizer_config["vocab_file"]])
+    started = time.time()
+    plan, _ = shards.plan_build(input_patterns, output_dir, tokenizer_config, **build_args)
+    report(f"{len(plan.sources)} input file(s), {plan.total_bytes / 1e6:,.1f} MB -> "
+           f"{plan.num_shards} shard(s) in {plan.output_dir}"
+           + (f"; reusing {len(plan.reused)} finished shard(s)" if plan.reused else "")
+           + (f"; building {len(plan.jobs)} on Beam's "
+              f"{options.view_as(StandardOptions).runner or 'DirectRunner'}" if plan.jobs else ""))
+
+    with beam.Pipeline(options=options) as pipeline:
+        _ = (pipeline
+             | "Shards to build" >> beam.Create(plan.jobs)
+             | "Build shards" >> beam.ParDo(BuildShardFn(plan.build["tokenizer_config"]))
+             | "Collect sidecars" >> beam.combiners.ToList()
+             | "Write metadata" >> beam.Map(_write_metadata, plan, started))
+
+    metadata = shards.read_metadata(plan.output_dir)
+    seconds = time.time() - started
+    report(f"wrote {metadata['num_examples']:,} examples in {plan.num_shards} shard(s) to "
+           f"{plan.output_dir} in {seconds:.1f}s"
+           + (f" ({plan.todo_bytes / 1e6 / seconds:.1f} MB/s)" if plan.jobs else "")
+           + (f"; replaced invalid UTF-8 in {metadata['replaced_lines']:,} line(s)"
+              if metadata["replaced_lines"] else ""))
+    return metadata
+
+
+def _bool(text: str) -> bool:
+    value = text.strip().lower()
+    if value in ("true", "1", "yes"):
+        return True
+    if value in ("false", "0", "no"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
+
+
+def _fractions(text: str) -> tuple[float, float]:
+    try:
+        start, end = (float(part) for part in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected START,END fractions such as 0,0.99, "
+                                         f"got {text!r}") from None
+    return start, end
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m electra_tf.data.beam_shards",
+        description="Raw text -> packed pre-training TFRecord shards, on Apache Beam. Other "
+                    "arguments are Beam pipeline options (e.g. --runner=DataflowRunner).")
+    parser.add_argument("--corpus", required=True,
+                        help="text files, directories or globs, comma-separated (local or gs://)")
+    parser.add_argument("--vocab_file", required=True, help="BERT-style vocab.txt")
+    parser.add_argument("--output_dir", required=True,
+                        help="receives the shards, their sidecars and metadata.json")
+    parser.add_argument("--max_seq_length", type=int, default=128, help="tokens per example")
+    parser.add_argument("--num_shards", type=int, default=None,
+                        help="default: one per 8 MiB of text, at most 1000")
+    parser.add_argument("--seed", type=int, default=0,
+                        help="base seed of the packing (pretrain.py's default seed is 0 too)")
+    parser.add_argument("--do_lower_case", type=_bool, nargs="?", const=True, default=True,
+                        help="case-fold text before WordPiece (true/false)")
+    parser.add_argument("--strip_accents", type=_bool, nargs="?", const=True, default=None,
+                        help="strip accents (default: same as --do_lower_case)")
+    parser.add_argument("--invalid_utf8", choices=("error", "replace"), default="error",
+                        help="stop at invalid UTF-8, or replace it and count the lines")
+    parser.add_argument("--text_range", type=_fractions, default=(0.0, 1.0),
+                        help="START,END fractions of the text to build from (default 0,1)")
+    return parser
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    args, beam_args = _parser().parse_known_args(argv)
+    logging.getLogger().setLevel(logging.INFO)
+    try:
+        write_shards(
+            [p for p in args.corpus.split(",") if p], args.output_dir,
+            {"vocab_file": args.vocab_file, "do_lower_case": args.do_lower_case,
+             "strip_accents": args.strip_accents},
+            pipeline_options=PipelineOptions(beam_args), progress=print,
+            max_seq_length=args.max_seq_length, num_shards=args.num_shards, seed=args.seed,
+            invalid_utf8=args.invalid_utf8, text_range=args.text_range)
+    except (shards.ShardError, VocabError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    # Run the module under its package name rather than as __main__, so that
+    # Beam pickles `BuildShardFn` by reference to an importable module.
+    from electra_tf.data import beam_shards
+
+    sys.exit(beam_shards.main())
