@@ -8,7 +8,7 @@ import pytest
 import tensorflow as tf
 from conftest import make_batch
 
-from electra_tf.config import preset
+from electra_tf.config import KERNELS, preset
 from electra_tf.modeling import kernels
 from electra_tf.modeling.kernels import cpu_fast, reference
 from electra_tf.pretraining.optimization import create_optimizer
@@ -42,6 +42,7 @@ def assert_close(actual, expected, name):
 
 
 def test_choices_and_what_auto_stands_for(monkeypatch):
+    assert kernels.CHOICES == KERNELS  # the config names them without importing TensorFlow
     assert [kernels.resolve(name) for name in kernels.NAMES] == list(kernels.NAMES)
     devices = {"GPU": [], "TPU": []}
     monkeypatch.setattr(tf.config, "list_logical_devices", lambda kind: devices.get(kind, []))
