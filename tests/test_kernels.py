@@ -1,5 +1,6 @@
 """The two kernel sets: one model, the same losses, gradients and updates whichever runs."""
 
+import os
 import zipfile
 
 import keras
@@ -7,6 +8,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 from conftest import make_batch
+from tensorflow.core.protobuf import saved_model_pb2
 
 from electra_tf.config import KERNELS, preset
 from electra_tf.modeling import kernels
@@ -39,6 +41,12 @@ def build(config, batch, seed=0):
 def assert_close(actual, expected, name):
     """Within 1e-5, relative to the expected value where it is larger than 1."""
     np.testing.assert_allclose(actual, expected, rtol=1e-5, atol=1e-5, err_msg=name)
+
+
+def custom_gradient_ops(graph_def):
+    """Names of the ops a tf.custom_gradient left in a graph (its functions included)."""
+    nodes = list(graph_def.node) + [n for f in graph_def.library.function for n in f.node_def]
+    return [n.name for n in nodes if "_gradient_op_type" in n.attr]
 
 
 def test_choices_and_what_auto_stands_for(monkeypatch):
@@ -187,3 +195,33 @@ def test_reference_dropout_masks_differ_across_steps_and_layers():
         assert abs(masks[i].mean() - 0.5) < 0.05
         for j in range(i):
             assert abs(np.corrcoef(masks[i].ravel(), masks[j].ravel())[0, 1]) < 0.1
+
+
+def test_exports_are_traced_with_the_reference_kernels(tmp_path):
+    from electra_tf.export import export_pretrained
+    from electra_tf.modeling.electra import build_generator_and_discriminator
+    from electra_tf.serving.exporter import export_discriminator
+
+    config = tiny_config()
+    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    vocab_file = tmp_path / "vocab.txt"
+    vocab_file.write_text("\n".join(specials + [f"w{i}" for i in range(VOCAB - 5)]) + "\n")
+    config.save_json(str(tmp_path / "config.json"))
+    keras.utils.set_random_seed(0)
+    generator, discriminator = build_generator_and_discriminator(config.model)
+    spec = {name: tf.TensorSpec([None, None], tf.int32)
+            for name in ("input_ids", "input_mask", "segment_ids")}
+    with kernels.use("cpu_fast"):
+        # What the model traces to under cpu_fast: custom gradients, which the check detects.
+        traced = tf.function(lambda x: discriminator(x)).get_concrete_function(spec)
+        assert custom_gradient_ops(traced.graph.as_graph_def())
+        export_dir = export_pretrained(generator, discriminator, str(tmp_path / "export"),
+                                       str(vocab_file), str(tmp_path / "config.json"))
+        version_dir = export_discriminator(discriminator, config, str(vocab_file),
+                                           str(tmp_path / "serving"), "discriminator")
+        assert kernels.active_name() == "cpu_fast"  # the exports left the choice alone
+    for saved_model in (os.path.join(export_dir, "discriminator_savedmodel"), version_dir):
+        message = saved_model_pb2.SavedModel()
+        with open(os.path.join(saved_model, "saved_model.pb"), "rb") as f:
+            message.ParseFromString(f.read())
+        assert custom_gradient_ops(message.meta_graphs[0].graph_def) == [], saved_model
