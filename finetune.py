@@ -36,7 +36,7 @@ if __name__ == "__main__":  # before TensorFlow allocates anything
 
 from absl import app, flags, logging  # noqa: E402
 
-from electra_tf.config import MODEL_SIZES  # noqa: E402
+from electra_tf.config import KERNELS, MODEL_SIZES  # noqa: E402
 
 # Keras warns that fit() ignores shuffle=True for a tf.data input; ours shuffles itself.
 warnings.filterwarnings("ignore", message=".*shuffle=True.*")
@@ -116,6 +116,9 @@ flags.DEFINE_string("export_model_name", None, "TF Serving model name of the exp
                     "<output_dir>/export/<name>/<version>/ from the best trial (default: the "
                     "task name; needs --save_models).")
 flags.DEFINE_boolean("export", True, "Write that TF Serving export at the end.")
+flags.DEFINE_enum("kernels", "auto", KERNELS, "The model's kernels: reference (standard "
+                  "TensorFlow ops), cpu_fast (faster under XLA on a CPU) or auto (cpu_fast "
+                  "without a GPU/TPU, else reference). Exports always use reference.")
 flags.mark_flag_as_required("init_checkpoint")
 FLAGS = flags.FLAGS
 
@@ -268,6 +271,9 @@ def _export_best_trial(output_dir: str, results: dict, default_name: str) -> Non
 def main(argv):
     del argv
     logging.set_verbosity(logging.WARNING)
+    from electra_tf.modeling import kernels
+
+    kernels.set_kernels(FLAGS.kernels)  # before any model is built
     if FLAGS.task == "squad":
         _main_squad()
         return

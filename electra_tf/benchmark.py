@@ -31,11 +31,12 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 from absl import app, flags, logging  # noqa: E402
 
-from electra_tf.config import MODEL_SIZES, preset  # noqa: E402
+from electra_tf.config import KERNELS, MODEL_SIZES, preset  # noqa: E402
 from electra_tf.data.masking import mask_batch  # noqa: E402
 from electra_tf.data.pipeline import make_pretraining_dataset, pipeline_throughput  # noqa: E402
 from electra_tf.flops import executed_train_flops_per_step, train_flops_per_step  # noqa: E402
 from electra_tf.huge_pages import transparent_huge_page_mode  # noqa: E402
+from electra_tf.modeling import kernels  # noqa: E402
 from electra_tf.pretraining.optimization import create_optimizer  # noqa: E402
 from electra_tf.pretraining.pretrainer import ElectraPretrainer  # noqa: E402
 from electra_tf.training.strategy import set_precision_policy  # noqa: E402
@@ -48,6 +49,8 @@ flags.DEFINE_integer("steps", 10, "Measured training steps (after warm-up).")
 flags.DEFINE_integer("warmup_steps", 3, "Unmeasured steps first (tracing, allocation).")
 flags.DEFINE_enum("mixed_precision", "none", ["none", "float16", "bfloat16"], "Precision.")
 flags.DEFINE_boolean("jit_compile", False, "Compile the train step with XLA.")
+flags.DEFINE_enum("kernels", "auto", KERNELS, "The model's kernels, as pretrain.py's flag: "
+                  "reference, cpu_fast, or auto (cpu_fast without a GPU/TPU, else reference).")
 flags.DEFINE_integer("steps_per_execution", 1, "Training steps per call into the compiled "
                      "function, as pretrain.py's flag; --steps and --warmup_steps must be "
                      "multiples of it.")
@@ -142,7 +145,8 @@ def benchmark_train_step(config, steps: int, warmup_steps: int, jit_compile: boo
     """Throughput of the training step over a window of `steps` after `warmup_steps`.
 
     Args:
-        config: a `PretrainingConfig`; synthetic batches of its shapes are used.
+        config: a `PretrainingConfig`; synthetic batches of its shapes are used,
+            and its kernel set (`config.kernels`) runs the step.
         steps: measured steps (at least 1).
         warmup_steps: unmeasured steps first (at least 1: the first traces and
             compiles). Both must be multiples of `config.steps_per_execution`,
@@ -153,8 +157,9 @@ def benchmark_train_step(config, steps: int, warmup_steps: int, jit_compile: boo
             it, and the result carries `bracketing_peak` of the two readings.
 
     Returns:
-        A dict: `seconds` of the window, sequences, tokens and seconds per
-        step over it, `warmup_seconds`, and the peak readings with a probe.
+        A dict: `kernels` (the set measured), `seconds` of the window,
+        sequences, tokens and seconds per step over it, `warmup_seconds`, and
+        the peak readings with a probe.
     """
     if warmup_steps < 1:
         raise ValueError(f"--warmup_steps must be at least 1 (the first step traces and "
@@ -167,6 +172,7 @@ def benchmark_train_step(config, steps: int, warmup_steps: int, jit_compile: boo
             # The window can only open and close between calls of `group` steps.
             raise ValueError(f"{name}={value} must be a multiple of --steps_per_execution={group}")
     set_precision_policy(config.mixed_precision)
+    kernels.set_kernels(config.kernels)
     keras.utils.set_random_seed(0)
     features = synthetic_batches(config, count=4)
     dataset = tf.data.Dataset.from_tensor_slices(features).batch(
@@ -186,7 +192,8 @@ def benchmark_train_step(config, steps: int, warmup_steps: int, jit_compile: boo
     if measured != steps:
         raise RuntimeError(f"the window spanned {measured} steps instead of --steps={steps}")
     sequences = measured * config.train_batch_size
-    result = {"measured_steps": measured, "warmup_steps": timer.steps_before,
+    result = {"kernels": kernels.active_name(), "measured_steps": measured,
+              "warmup_steps": timer.steps_before,
               "warmup_seconds": timer.warmup_end - started, "seconds": seconds,
               "sequences_per_second": sequences / seconds,
               "tokens_per_second": sequences * config.max_seq_length / seconds,
@@ -319,8 +326,8 @@ def main(argv):
                     max_seq_length=FLAGS.max_seq_length, vocab_size=FLAGS.vocab_size,
                     mixed_precision=FLAGS.mixed_precision, num_warmup_steps=0,
                     num_train_steps=1_000_000 * group, jit_compile=FLAGS.jit_compile,
-                    steps_per_execution=group, save_checkpoints_steps=1000 * group,
-                    log_every_steps=100 * group)
+                    kernels=FLAGS.kernels, steps_per_execution=group,
+                    save_checkpoints_steps=1000 * group, log_every_steps=100 * group)
     config.validate()
     results = {"machine": machine_info(),
                "settings": {"model_size": FLAGS.model_size, "batch": config.train_batch_size,
@@ -328,6 +335,7 @@ def main(argv):
                             "vocab_size": config.model.vocab_size,
                             "mixed_precision": config.mixed_precision,
                             "jit_compile": FLAGS.jit_compile,
+                            "kernels": kernels.resolve(FLAGS.kernels),
                             "steps_per_execution": config.steps_per_execution}}
     print(json.dumps(results, indent=2), flush=True)
     peak_dtype = tf.float32 if config.mixed_precision == "none" else (
@@ -344,9 +352,9 @@ def main(argv):
               f"measured steps (the machine's speed drifted); MFU is uncertain by about "
               f"as much. Rerun on a quieter machine to narrow it.", flush=True)
     results.update(utilisation(config, step["seconds_per_step"], results["peak_flops_per_second"]))
-    print(f"train step: {step['sequences_per_second']:.2f} sequences/s, "
-          f"{step['tokens_per_second']:.0f} tokens/s over {step['measured_steps']} steps "
-          f"({step['seconds']:.1f}s, after {step['warmup_steps']} warm-up steps)", flush=True)
+    print(f"train step ({step['kernels']} kernels): {step['sequences_per_second']:.2f} "
+          f"sequences/s, {step['tokens_per_second']:.0f} tokens/s over {step['measured_steps']} "
+          f"steps ({step['seconds']:.1f}s, after {step['warmup_steps']} warm-up steps)", flush=True)
     print(f"MFU {results['mfu']:.1%} by the paper's accounting "
           f"({results['flops_per_step'] / 1e9:.1f} GFLOP/step); "
           f"{results['executed_mfu']:.1%} counting what the step executes "

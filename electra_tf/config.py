@@ -29,6 +29,9 @@ OBJECTIVES = ("electra", "mlm", "electra_15", "replace_mlm", "all_tokens_mlm")
 TRAINING_ALGORITHMS = ("joint", "two_stage", "adversarial")
 # What the generator shares with the discriminator (Section 3.2).
 WEIGHT_SHARING = ("none", "embeddings", "all")
+# The kernel sets of electra_tf.modeling.kernels (its CHOICES), named here so
+# that the configuration needs no TensorFlow.
+KERNELS = ("auto", "reference", "cpu_fast")
 
 
 class ConfigError(ValueError):
@@ -162,6 +165,9 @@ class PretrainingConfig:
     # XLA: one device compiles the whole step; several replicas compile each
     # replica's forward and backward pass (a compiled step cannot span them).
     jit_compile: bool = False
+    # Which implementation of the model's kernels runs (see KERNELS): the same
+    # weights and maths under each, so a run may resume with another.
+    kernels: str = "auto"
     seed: int = 0
     # Bookkeeping.
     save_checkpoints_steps: int = 1000
@@ -267,6 +273,8 @@ class PretrainingConfig:
         if self.mixed_precision not in MIXED_PRECISION_POLICIES:
             raise ConfigError(f"--mixed_precision={self.mixed_precision!r}: choose one of "
                               f"{', '.join(MIXED_PRECISION_POLICIES)}.")
+        if self.kernels not in KERNELS:
+            raise ConfigError(f"--kernels={self.kernels!r}: choose one of {', '.join(KERNELS)}.")
 
     def _validate_variant(self) -> None:
         """Checks objective, training algorithm and weight sharing go together."""

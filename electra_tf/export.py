@@ -29,6 +29,7 @@ import keras
 
 # Registers the custom classes so load_model finds them.
 from electra_tf.modeling import electra as _electra  # noqa: F401
+from electra_tf.modeling import kernels
 
 EXPORT_FILES = ("discriminator.keras", "discriminator_savedmodel", "generator.keras", "vocab.txt",
                 "config.json")
@@ -53,8 +54,10 @@ def export_pretrained(generator: Optional[keras.Model], discriminator: keras.Mod
     if generator is not None:
         float32_copy(generator).save(os.path.join(tmp, "generator.keras"))
     reloaded = keras.saving.load_model(discriminator_file)
-    reloaded.export(os.path.join(tmp, "discriminator_savedmodel"), format="tf_saved_model",
-                    verbose=False)
+    # Traced with the plain kernels, so the SavedModel suits any hardware.
+    with kernels.use("reference"):
+        reloaded.export(os.path.join(tmp, "discriminator_savedmodel"), format="tf_saved_model",
+                        verbose=False)
     shutil.copyfile(vocab_file, os.path.join(tmp, "vocab.txt"))
     shutil.copyfile(config_json, os.path.join(tmp, "config.json"))
     if os.path.exists(export_dir):

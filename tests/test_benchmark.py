@@ -9,8 +9,10 @@ from test_flops import EMBEDDING, LAYER, MLM_HEAD, SPARSE_EMBEDDING, TOKEN_HEAD,
 
 def test_train_step_throughput_is_work_over_the_measured_window():
     config = preset("tiny", vocab_size=64, hidden_size=32, num_layers=1, embedding_size=16,
-                    num_heads=2, max_seq_length=16, train_batch_size=4, num_warmup_steps=0)
+                    num_heads=2, max_seq_length=16, train_batch_size=4, num_warmup_steps=0,
+                    kernels="reference")
     result = benchmark.benchmark_train_step(config, steps=3, warmup_steps=1, jit_compile=False)
+    assert result["kernels"] == "reference"  # the set the step ran with
     assert result["measured_steps"] == 3
     assert result["sequences_per_second"] == pytest.approx(3 * 4 / result["seconds"])
     assert result["tokens_per_second"] == pytest.approx(3 * 4 * 16 / result["seconds"])

@@ -68,7 +68,8 @@ def test_unknown_override_is_rejected():
 
 
 def test_json_round_trip(tmp_path):
-    config = preset("base", mask_rate=0.2, strip_accents=False, mixed_precision="bfloat16")
+    config = preset("base", mask_rate=0.2, strip_accents=False, mixed_precision="bfloat16",
+                    kernels="reference")
     path = str(tmp_path / "config.json")
     config.save_json(path)
     loaded = PretrainingConfig.load_json(path)
@@ -87,6 +88,7 @@ def test_json_round_trip(tmp_path):
     (dict(learning_rate=0.0), "--learning_rate"),
     (dict(temperature=0.0), "--temperature"),
     (dict(mixed_precision="float8"), "--mixed_precision"),
+    (dict(kernels="gpu"), "--kernels='gpu': choose one of auto, reference, cpu_fast"),
     (dict(dropout_rate=1.0), "--dropout_rate"),
     (dict(generator_hidden_fraction=1.5), "--generator_hidden_fraction"),
     (dict(max_predictions_per_seq=0), "--max_predictions_per_seq"),

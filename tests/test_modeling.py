@@ -6,7 +6,9 @@ import pytest
 import tensorflow as tf
 
 from electra_tf.config import preset
+from electra_tf.modeling import kernels
 from electra_tf.modeling.electra import build_generator_and_discriminator
+from electra_tf.modeling.kernels import cpu_fast
 from electra_tf.pretraining.pretrainer import ElectraPretrainer
 
 _erf = np.vectorize(math.erf)
@@ -82,7 +84,7 @@ def _inputs(rng, batch=3, length=7, vocab=50):
     return ids, mask, segments
 
 
-def test_discriminator_matches_numpy_reference(models, rng):
+def test_discriminator_matches_numpy_reference(models, rng, kernel_set):
     config, _, disc = models
     ids, mask, segments = _inputs(rng)
     out = disc({"input_ids": ids, "input_mask": mask, "segment_ids": segments}, training=False)
@@ -97,7 +99,7 @@ def test_discriminator_matches_numpy_reference(models, rng):
     np.testing.assert_allclose(out["logits"].numpy(), logits, atol=2e-5)
 
 
-def test_generator_mlm_head_matches_numpy_reference(models, rng):
+def test_generator_mlm_head_matches_numpy_reference(models, rng, kernel_set):
     config, gen, _ = models
     ids, mask, segments = _inputs(rng)
     positions = np.array([[1, 2], [0, 3], [5, 6]], np.int32)
@@ -158,7 +160,8 @@ def test_keras_file_round_trip(models, rng, tmp_path, which):
         np.testing.assert_array_equal(a.numpy(), b.numpy())
 
 
-def test_replica_dropout_scales_kept_units_and_differs_across_replicas(two_replica_strategy):
+def test_replica_dropout_scales_kept_units_and_differs_across_replicas(two_replica_strategy,
+                                                                        kernel_set):
     from electra_tf.modeling.layers import ReplicaDropout
 
     keras.utils.set_random_seed(3)
@@ -194,30 +197,34 @@ def _numpy_unit_bits(index, key):
 
 
 def test_unit_bits_match_a_numpy_murmur_finaliser_including_high_indices():
-    from electra_tf.modeling.layers import unit_bits
-
     key = np.array([0x9E3779B9, 0x7F4A7C15], np.uint32)
     index = np.array([0, 1, 2, 12345, 2 ** 31 + 7, 2 ** 32 - 1, 2 ** 32, 5 * 2 ** 32 + 3],
                      np.int64)
-    got = unit_bits(tf.constant(index), tf.constant(key)).numpy()
+    got = cpu_fast.unit_bits(tf.constant(index), tf.constant(key)).numpy()
     np.testing.assert_array_equal(got, _numpy_unit_bits(index, key))
     # Hand value for index 0 with zero keys: fmix32(fmix32(0)) = 0.
-    assert unit_bits(tf.constant([0], tf.int64), tf.constant([0, 0], tf.uint32)).numpy()[0] == 0
+    zero = cpu_fast.unit_bits(tf.constant([0], tf.int64), tf.constant([0, 0], tf.uint32))
+    assert zero.numpy()[0] == 0
 
 
-def test_dropout_masks_have_the_rate_an_unbiased_scale_and_independent_units():
-    from electra_tf.modeling.layers import dropout_keep_mask
-
+def test_hashed_dropout_mask_is_the_hash_of_each_unit_index():
     seed = tf.constant([7, 11], tf.int64)
-    keep, keep_probability = dropout_keep_mask([256, 1023], seed, 0.1)
-    keep = keep.numpy()
-    assert keep.shape == (256, 1023)
+    keep, keep_probability = cpu_fast.dropout_keep_mask([256, 1023], seed, 0.1)
     assert keep_probability == 1 - 429496730 / 2 ** 32  # round(0.1 * 2**32) of 2**32 dropped
     # The mask is the documented hash of the flat index under the seed's two keys.
     key = tf.random.stateless_uniform([2], seed=seed, minval=None, maxval=None,
                                       dtype=tf.uint32).numpy()
     expected = _numpy_unit_bits(np.arange(256 * 1023), key) >= 429496730
-    np.testing.assert_array_equal(keep.reshape(-1), expected)
+    np.testing.assert_array_equal(keep.numpy().reshape(-1), expected)
+
+
+def test_dropout_masks_have_the_rate_an_unbiased_scale_and_independent_units(kernel_set):
+    dropout_keep_mask = kernels.active().dropout_keep_mask
+    seed = tf.constant([7, 11], tf.int64)
+    keep, keep_probability = dropout_keep_mask([256, 1023], seed, 0.1)
+    keep = keep.numpy()
+    assert keep.shape == (256, 1023)
+    assert keep_probability == pytest.approx(0.9, abs=1e-9)
     # 261,888 draws: the standard error of the drop fraction is 0.0006.
     assert abs((~keep).mean() - 0.1) < 0.003
     # Neighbouring units, units a row apart, and masks under two seeds are uncorrelated.
@@ -232,7 +239,8 @@ def test_dropout_masks_have_the_rate_an_unbiased_scale_and_independent_units():
 
 
 @pytest.mark.parametrize("jit_compile", [False, True])
-def test_dense_bias_gradient_is_the_column_sum_and_matches_keras_dense(rng, jit_compile):
+def test_dense_bias_gradient_is_the_column_sum_and_matches_keras_dense(rng, jit_compile,
+                                                                       kernel_set):
     from electra_tf.modeling.layers import Dense
 
     x = rng.normal(size=(3, 5, 4)).astype(np.float32)
@@ -265,7 +273,7 @@ def test_dense_bias_gradient_is_the_column_sum_and_matches_keras_dense(rng, jit_
 
 
 @pytest.mark.parametrize("jit_compile", [False, True])
-def test_exact_gelu_value_and_gradient_against_numpy(jit_compile):
+def test_exact_gelu_value_and_gradient_against_numpy(jit_compile, kernel_set):
     from electra_tf.modeling.layers import exact_gelu
 
     x = np.linspace(-9.0, 9.0, 721).astype(np.float32)
@@ -289,9 +297,9 @@ def test_exact_gelu_value_and_gradient_against_numpy(jit_compile):
 
 
 @pytest.mark.parametrize("jit_compile", [False, True])
-def test_attention_value_and_gradient_against_numpy_finite_differences(rng, jit_compile):
-    from electra_tf.modeling.layers import scaled_dot_product_attention
-
+def test_attention_value_and_gradient_against_numpy_finite_differences(rng, jit_compile,
+                                                                        kernel_set):
+    scaled_dot_product_attention = kernels.active().scaled_dot_product_attention
     batch, length, heads, size = 2, 5, 2, 4
     qkv = rng.normal(size=(batch, length, 3, heads, size))
     mask = np.ones((batch, length))
@@ -324,9 +332,8 @@ def test_attention_value_and_gradient_against_numpy_finite_differences(rng, jit_
     np.testing.assert_allclose(grad[1, 3:, 1:], 0.0, atol=1e-6)
 
 
-def test_attention_keeps_the_compute_dtype_and_matches_without_dropout(rng):
-    from electra_tf.modeling.layers import scaled_dot_product_attention
-
+def test_attention_keeps_the_compute_dtype_and_matches_without_dropout(rng, kernel_set):
+    scaled_dot_product_attention = kernels.active().scaled_dot_product_attention
     qkv = rng.normal(size=(2, 6, 3, 2, 8))
     bias = np.zeros((2, 1, 1, 6))
     out = scaled_dot_product_attention(tf.constant(qkv, tf.bfloat16), tf.constant(bias, tf.bfloat16))

@@ -1,10 +1,15 @@
 import numpy as np
 import tensorflow as tf
 
+from electra_tf.modeling.kernels import cpu_fast
 from electra_tf.pretraining import objective
 
+# Vocabulary sizes below, at and above one block of cpu_fast's two-level
+# searches, and with a padded last block.
+VOCAB_SIZES = (3, cpu_fast.SAMPLING_BLOCK, cpu_fast.SAMPLING_BLOCK + 1, 1000)
 
-def test_inverse_cdf_sampling_hand_example():
+
+def test_inverse_cdf_sampling_hand_example(kernel_set):
     probs = np.array([0.1, 0.2, 0.3, 0.4])
     logits = np.log(probs).astype(np.float32)[None, None, :].repeat(5, axis=1)
     uniforms = np.array([[0.05, 0.15, 0.35, 0.95, 0.0]], np.float32)
@@ -12,7 +17,7 @@ def test_inverse_cdf_sampling_hand_example():
     np.testing.assert_array_equal(ids, [[0, 1, 2, 3, 0]])
 
 
-def test_sampling_frequencies_follow_softmax(rng):
+def test_sampling_frequencies_follow_softmax(rng, kernel_set):
     logits = np.array([2.0, 0.5, -1.0, 1.0, 0.0], np.float32)
     expected = np.exp(logits) / np.exp(logits).sum()
     n = 20000
@@ -22,9 +27,8 @@ def test_sampling_frequencies_follow_softmax(rng):
     np.testing.assert_allclose(freq, expected, atol=0.012)
 
 
-def test_two_level_search_equals_one_cumulative_sum_across_blocks(rng):
-    # Vocabularies below, at and above one block, and with a padded last block.
-    for vocab in (3, objective.SAMPLING_BLOCK, objective.SAMPLING_BLOCK + 1, 1000):
+def test_sampling_equals_one_numpy_cumulative_sum_across_blocks(rng, kernel_set):
+    for vocab in VOCAB_SIZES:
         logits = (3 * rng.normal(size=(4, 50, vocab))).astype(np.float32)
         uniforms = rng.random((4, 50)).astype(np.float32)
         ids = objective.sample_tokens(logits, uniforms).numpy()
@@ -33,13 +37,13 @@ def test_two_level_search_equals_one_cumulative_sum_across_blocks(rng):
         expected = np.minimum((cdf <= uniforms[..., None]).sum(-1), vocab - 1)
         np.testing.assert_array_equal(ids, expected)
     # Uniforms landing exactly on block boundaries of a uniform distribution.
-    vocab = 4 * objective.SAMPLING_BLOCK
+    vocab = 4 * cpu_fast.SAMPLING_BLOCK
     edges = np.array([[0.0, 0.25, 0.5, 0.75]], np.float32)
     ids = objective.sample_tokens(np.zeros((1, 4, vocab), np.float32), edges).numpy()
     np.testing.assert_array_equal(ids, [[0, 128, 256, 384]])
 
 
-def test_temperature_sharpens_and_disallow_excludes(rng):
+def test_temperature_sharpens_and_disallow_excludes(rng, kernel_set):
     logits = np.array([1.0, 0.0, 0.5], np.float32)
     n = 20000
     uniforms = rng.random((1, n)).astype(np.float32)
@@ -62,7 +66,7 @@ def test_replace_tokens_labels_only_real_changes():
     np.testing.assert_array_equal(labels.numpy(), [[0, 1, 0, 1, 0, 0]])
 
 
-def test_masked_lm_sums_against_numpy(rng):
+def test_masked_lm_sums_against_numpy(rng, kernel_set):
     logits = rng.normal(size=(2, 3, 6)).astype(np.float32)
     ids = rng.integers(0, 6, size=(2, 3)).astype(np.int32)
     weights = np.array([[1, 1, 0], [1, 0, 0]], np.float32)
@@ -74,9 +78,8 @@ def test_masked_lm_sums_against_numpy(rng):
     assert sums["correct"] == ((logits.argmax(-1) == ids) * weights).sum()
 
 
-def test_masked_lm_sums_and_gradient_across_vocabulary_blocks(rng):
-    # Vocabularies below, at and above one block, with a padded last block.
-    for vocab in (3, objective.SAMPLING_BLOCK, objective.SAMPLING_BLOCK + 1, 1000):
+def test_masked_lm_sums_and_gradient_across_vocabulary_blocks(rng, kernel_set):
+    for vocab in VOCAB_SIZES:
         logits = (4 * rng.normal(size=(3, 5, vocab))).astype(np.float32)
         ids = rng.integers(0, vocab, size=(3, 5)).astype(np.int32)
         weights = (rng.random((3, 5)) < 0.7).astype(np.float32)
@@ -94,9 +97,9 @@ def test_masked_lm_sums_and_gradient_across_vocabulary_blocks(rng):
         np.testing.assert_allclose(grad, expected, atol=1e-6)
 
 
-def test_masked_lm_accuracy_takes_the_first_of_tied_maxima():
+def test_masked_lm_accuracy_takes_the_first_of_tied_maxima(kernel_set):
     # As tf.argmax: ties within a block and across blocks go to the lowest id.
-    vocab = 3 * objective.SAMPLING_BLOCK
+    vocab = 3 * cpu_fast.SAMPLING_BLOCK
     logits = np.zeros((1, 3, vocab), np.float32)
     logits[0, 0, [5, 9]] = 2.0          # tie inside block 0
     logits[0, 1, [200, 300]] = 2.0      # tie across blocks 1 and 2

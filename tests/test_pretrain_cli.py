@@ -65,9 +65,10 @@ def test_a_tiny_run_completes_and_reports_where_everything_is(tmp_path):
                      "--num_layers=1", "--embedding_size=16", "--num_heads=2",
                      "--max_seq_length=16", "--train_batch_size=4", "--num_train_steps=2",
                      "--num_warmup_steps=1", "--log_every_steps=1", "--save_checkpoints_steps=1",
-                     "--num_shard_workers=1", "--eval_fraction=0.3")
+                     "--num_shard_workers=1", "--eval_fraction=0.3", "--kernels=reference")
     output = result.stdout + result.stderr
     assert result.returncode == 0, output
+    assert "Kernels: reference (--kernels=reference)." in output
     assert "step 2/2 (100.0%)" in output
     # The last two of the six documents are held out and evaluated at the end.
     assert "Held-out shards: " in output

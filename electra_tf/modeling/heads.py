@@ -5,8 +5,8 @@ from __future__ import annotations
 import keras
 from keras import ops
 
-from electra_tf.modeling.layers import (Dense, ElectraEmbeddings, add_bias, exact_gelu,
-                                       truncated_normal)
+from electra_tf.modeling import kernels
+from electra_tf.modeling.layers import Dense, ElectraEmbeddings, exact_gelu, truncated_normal
 
 
 @keras.saving.register_keras_serializable(package="electra_tf")
@@ -55,7 +55,8 @@ class MaskedLMHead(keras.layers.Layer):
         """
         gathered = ops.take_along_axis(sequence_output, masked_lm_positions[:, :, None], axis=1)
         hidden = self.layer_norm(self.dense(gathered))
-        return add_bias(self.embeddings.attend(hidden), ops.cast(self.output_bias, hidden.dtype))
+        return kernels.active().add_bias(self.embeddings.attend(hidden),
+                                         ops.cast(self.output_bias, hidden.dtype))
 
     def compute_output_shape(self, sequence_output_shape, masked_lm_positions_shape):
         return tuple(masked_lm_positions_shape) + (self.embeddings.vocab_size,)

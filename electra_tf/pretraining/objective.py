@@ -9,50 +9,7 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-
-# Vocabulary entries per block of the two-level searches over the vocabulary
-# (the sampler's inverse CDF, the accuracy's argmax).
-SAMPLING_BLOCK = 128
-# XLA:CPU rewrites a reduction along an axis longer than 32 into a tree
-# (reduce-window, then reduce) that is not fused with what it reduces, so the
-# [M, V] scores it reads get written out once more first. Each block is
-# therefore reduced as [4, 32]: under XLA this made the generator's output
-# (loss, accuracy, sampling, gradients) about 1.5x faster.
-_REDUCE_SPLIT = (SAMPLING_BLOCK // 32, 32)
-
-
-def _vocab_blocks(scores):
-    """[M, V] float32 -> [M, blocks, 4, 32], padded with float32's lowest value.
-
-    The padding has probability 0 under any softmax and never wins a max.
-    """
-    vocab_size = scores.shape[-1] or tf.shape(scores)[-1]
-    num_blocks = (vocab_size + SAMPLING_BLOCK - 1) // SAMPLING_BLOCK
-    padded = tf.pad(scores, [[0, 0], [0, num_blocks * SAMPLING_BLOCK - vocab_size]],
-                    constant_values=tf.float32.min)
-    return tf.reshape(padded, [tf.shape(scores)[0], num_blocks, *_REDUCE_SPLIT])
-
-
-def _softmax_blocks(scores):
-    """Per-block softmax statistics of [M, V] float32 scores, without gradient.
-
-    Returns:
-        (blocks [M, K, 4, 32] from `_vocab_blocks`, block maxima [M, K], row
-        maxima [M], block sums of exp(scores - row max) [M, K]). The loss and
-        the sampler compute these the same way, so with temperature 1 XLA
-        computes them once for both.
-    """
-    blocks = _vocab_blocks(tf.stop_gradient(scores))
-    block_max = tf.reduce_max(blocks, axis=[2, 3])
-    row_max = tf.reduce_max(block_max, axis=1)
-    block_sums = tf.reduce_sum(tf.exp(blocks - row_max[:, None, None, None]), axis=[2, 3])
-    return blocks, block_max, row_max, block_sums
-
-
-def _block_rows(blocks, index):
-    """blocks [M, K, 4, 32], index int32 [M] -> the chosen block of each row, [M, 128]."""
-    flat = tf.reshape(blocks, [tf.shape(blocks)[0], -1, SAMPLING_BLOCK])
-    return tf.gather(flat, index, batch_dims=1)
+from electra_tf.modeling import kernels
 
 
 def sample_tokens(logits, uniforms, temperature: float = 1.0, disallow_ids=None):
@@ -63,11 +20,7 @@ def sample_tokens(logits, uniforms, temperature: float = 1.0, disallow_ids=None)
     code's Gumbel-max trick) and makes the draw a pure function of the data:
     the same example gets the same sample on any number of replicas.
 
-    The CDF is searched in two levels: the cumulative sums of blocks of
-    `SAMPLING_BLOCK` probabilities locate the block, then the cumulative sum
-    within that one block locates the token. Same result as one cumulative
-    sum over the vocabulary, without its cost (a scan over V per slot is slow
-    under XLA on CPU).
+    The CDF is searched by the active kernel set (`electra_tf.modeling.kernels`).
 
     Args:
         logits: float [B, N, V].
@@ -86,62 +39,8 @@ def sample_tokens(logits, uniforms, temperature: float = 1.0, disallow_ids=None)
     if disallow_ids is not None:
         scores -= 1000.0 * tf.one_hot(tf.reshape(disallow_ids, [-1]), vocab_size,
                                       dtype=tf.float32)
-    blocks, _, row_max, block_sums = _softmax_blocks(scores)
-    num_blocks = tf.shape(block_sums)[1]
-    # Unnormalised CDF; the target is scaled by the total instead, so rounding
-    # in the sums can never push u past the end.
-    block_cdf = tf.cumsum(block_sums, axis=-1)  # [M, blocks]
-    targets = tf.reshape(uniforms, [-1, 1]) * block_cdf[:, -1:]
-    block = tf.minimum(tf.searchsorted(block_cdf, targets, side="right", out_type=tf.int32),
-                       num_blocks - 1)  # [M, 1]
-    before = tf.where(block > 0, tf.gather(block_cdf, tf.maximum(block - 1, 0), batch_dims=1),
-                      0.0)
-    chosen = _block_rows(blocks, block[:, 0])
-    within_cdf = before + tf.cumsum(tf.exp(chosen - row_max[:, None]), axis=-1)
-    offset = tf.minimum(tf.searchsorted(within_cdf, targets, side="right", out_type=tf.int32),
-                        SAMPLING_BLOCK - 1)
-    ids = tf.minimum(block * SAMPLING_BLOCK + offset, vocab_size - 1)
+    ids = kernels.active().inverse_cdf_sample(scores, tf.reshape(uniforms, [-1]))
     return tf.reshape(ids, tf.shape(uniforms))
-
-
-@tf.custom_gradient
-def _softmax_cross_entropy(scores, labels, row_max, total):
-    """-log softmax(scores)[label] per row.
-
-    Args:
-        scores: float32 [M, V].
-        labels: int32 [M].
-        row_max: [M], the row maxima of `scores` (from `_softmax_blocks`).
-        total: [M], the row sums of exp(scores - row_max).
-
-    Returns:
-        float32 [M]. The gradient, softmax - one_hot(label), flows to `scores`
-        only and is written as one expression, so XLA computes it in a single
-        pass over [M, V].
-    """
-    nll = row_max + tf.math.log(total) - tf.gather(scores, labels, batch_dims=1)
-
-    def grad(upstream):
-        dscores = (tf.exp(scores - row_max[:, None]) * (upstream / total)[:, None]
-                   - tf.one_hot(labels, tf.shape(scores)[1], dtype=scores.dtype)
-                   * upstream[:, None])
-        return dscores, None, None, None
-
-    return nll, grad
-
-
-def _first_argmax(blocks, block_max, row_max):
-    """tf.argmax over the vocabulary (first index of the maximum) from the block maxima.
-
-    Args: as returned by `_softmax_blocks`. Returns: int32 [M].
-    """
-    # The first block holding the row's maximum, then the first index within it.
-    top_block = tf.argmax(tf.cast(tf.equal(block_max, row_max[:, None]), tf.int32), axis=1,
-                          output_type=tf.int32)
-    chosen = _block_rows(blocks, top_block)
-    offset = tf.argmax(tf.cast(tf.equal(chosen, row_max[:, None]), tf.int32), axis=1,
-                       output_type=tf.int32)
-    return top_block * SAMPLING_BLOCK + offset
 
 
 def replace_tokens(input_ids, masked_lm_positions, sampled_ids, masked_lm_weights):
@@ -185,9 +84,7 @@ def masked_lm_sums(logits, masked_lm_ids, masked_lm_weights):
     scores = tf.reshape(tf.cast(logits, tf.float32), [-1, vocab_size])
     targets = tf.reshape(tf.cast(masked_lm_ids, tf.int32), [-1])
     weights = tf.reshape(tf.cast(masked_lm_weights, tf.float32), [-1])
-    blocks, block_max, row_max, block_sums = _softmax_blocks(scores)
-    nll = _softmax_cross_entropy(scores, targets, row_max, tf.reduce_sum(block_sums, axis=1))
-    predicted = _first_argmax(blocks, block_max, row_max)
+    nll, predicted = kernels.active().cross_entropy_and_argmax(scores, targets)
     correct = tf.cast(tf.equal(predicted, targets), tf.float32)
     return {"nll": tf.reduce_sum(weights * nll), "correct": tf.reduce_sum(weights * correct),
             "count": tf.reduce_sum(weights)}

@@ -7,7 +7,8 @@
    fine-tuning (`finetuning.features.encode`). Question-answering exports
    are compared with the fine-tuning path instead: windows from
    `squad_features.convert_examples`, answers from `squad_decoding.decode`
-   (see `check_qa`).
+   (see `check_qa`). The model runs with the reference kernels, as the
+   export was traced.
 2. Runs `standalone.py` in a fresh interpreter that imports only TensorFlow
    and TensorFlow Text (and asserts that this project is not importable),
    which loads the SavedModel as TF Serving does, lists its signatures like
@@ -37,6 +38,7 @@ from typing import Optional
 
 import numpy as np
 
+from electra_tf.modeling import kernels
 from electra_tf.serving.classifier import IDS_SIGNATURE, TEXT_SIGNATURE
 
 STANDALONE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "standalone.py")
@@ -276,7 +278,9 @@ def check_export(version_dir: str, tolerance: float = DEFAULT_TOLERANCE,
                  benchmark: Optional[dict] = None) -> CheckReport:
     """Loads `version_dir` in a fresh process and compares it with the in-process model."""
     reference = Reference.load(version_dir)
-    requests, expected, names = build_requests(reference)
+    # With the kernels the export was traced with.
+    with kernels.use("reference"):
+        requests, expected, names = build_requests(reference)
     if benchmark and reference.config["kind"] == "question_answering" and \
             "texts" not in benchmark:
         from electra_tf.serving import check_qa

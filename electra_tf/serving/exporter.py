@@ -11,7 +11,9 @@ A version directory is a SavedModel:
                                         model.weights.h5, as fine-tuning saves it)
 
 TF Serving loads only the first three; `assets.extra/` is the conventional
-place for files beside a SavedModel that the graph does not read.
+place for files beside a SavedModel that the graph does not read. The graph
+is traced with the reference kernels (`electra_tf.modeling.kernels`),
+whichever set the model was trained with.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from typing import Callable, Optional
 
 import tensorflow as tf
 
+from electra_tf.modeling import kernels
 from electra_tf.serving.layout import publish_version
 
 SERVING_CONFIG = "serving_config.json"
@@ -45,10 +48,10 @@ def _encoder_config(encoder) -> dict:
     return {name: getattr(encoder, name) for name in names if hasattr(encoder, name)}
 
 
-def _write(module, signatures: dict, keras_model, staging: str, vocab_file: str,
-           serving_config: dict, label_names: Optional[list],
+def _write(module, keras_model, staging: str, vocab_file: str, serving_config: dict,
+           label_names: Optional[list],
            save_extra: Optional[Callable[[str], None]] = None) -> None:
-    """Saves `module` with its assets into the empty directory `staging`.
+    """Saves `module`, its `signatures()` and assets into the empty directory `staging`.
 
     `save_extra(directory)` writes the model into `assets.extra/` (default:
     `model.keras`).
@@ -67,7 +70,8 @@ def _write(module, signatures: dict, keras_model, staging: str, vocab_file: str,
         # Tracked Asset objects are copied into assets/ by the saver.
         module.assets = {name.replace(".", "_"): tf.saved_model.Asset(os.path.join(sources, name))
                          for name in files}
-        tf.saved_model.save(module, staging, signatures=signatures)
+        with kernels.use("reference"):
+            tf.saved_model.save(module, staging, signatures=module.signatures())
     finally:
         shutil.rmtree(sources, ignore_errors=True)
     extra = os.path.join(staging, "assets.extra")
@@ -115,8 +119,7 @@ def export_classifier(model, task_info: dict, vocab_file: str, export_base: str,
               "task": task.to_dict(), "model": _encoder_config(copy.encoder)}
     return publish_version(
         os.path.join(export_base, model_name),
-        lambda staging: _write(module, module.signatures(), copy, staging, vocab_file, config,
-                               label_names), version)
+        lambda staging: _write(module, copy, staging, vocab_file, config, label_names), version)
 
 
 def export_discriminator(discriminator, pretraining_config, vocab_file: str, export_base: str,
@@ -149,8 +152,7 @@ def export_discriminator(discriminator, pretraining_config, vocab_file: str, exp
               "model": dataclasses.asdict(pretraining_config.model)}
     return publish_version(
         os.path.join(export_base, model_name),
-        lambda staging: _write(module, module.signatures(), copy, staging, vocab_file, config,
-                               None), version)
+        lambda staging: _write(module, copy, staging, vocab_file, config, None), version)
 
 
 def qa_float32_copy(model):
@@ -211,8 +213,8 @@ def export_question_answering(model, qa_info: dict, vocab_file: str, export_base
 
     return publish_version(
         os.path.join(export_base, model_name),
-        lambda staging: _write(module, module.signatures(), copy, staging, vocab_file, config,
-                               None, save_extra), version)
+        lambda staging: _write(module, copy, staging, vocab_file, config, None, save_extra),
+        version)
 
 
 def _qa_trial_info(trial_dir: str) -> dict:

@@ -31,6 +31,7 @@ from electra_tf.config import ConfigError, PretrainingConfig, config_differences
 from electra_tf.data.pipeline import make_pretraining_dataset
 from electra_tf.export import export_pretrained
 from electra_tf.flops import steps_within_budget, train_flops
+from electra_tf.modeling import kernels
 from electra_tf.pretraining.optimization import create_optimizer, learning_rate_schedule
 from electra_tf.pretraining.pretrainer import ElectraPretrainer
 from electra_tf.pretraining.evaluation import (PretrainingEvaluator, evaluation_dataset,
@@ -44,7 +45,7 @@ from electra_tf.training.strategy import (in_multi_worker_mode, is_chief, set_pr
 # Fields a resumed run may change: they do not alter what a checkpoint means.
 RESUMABLE_FIELDS = ("num_train_steps", "save_checkpoints_steps", "keep_checkpoint_max",
                     "log_every_steps", "steps_per_execution", "gradient_accumulation_steps",
-                    "jit_compile", "eval_every_steps", "num_eval_examples")
+                    "jit_compile", "kernels", "eval_every_steps", "num_eval_examples")
 
 
 # Consecutive skipped (non-finite) steps after which a run is declared diverged.
@@ -241,6 +242,7 @@ def run_pretraining(config: PretrainingConfig, run_dir: str, shard_dir: str, voc
     """
     config = resolve_steps(config, run_dir, print_fn)
     set_precision_policy(config.mixed_precision)
+    kernels.set_kernels(config.kernels)
     # Same seed, same initial weights and dropout streams: a resumed run
     # continues exactly where the interrupted one stopped.
     keras.utils.set_random_seed(config.seed)
@@ -259,6 +261,7 @@ def run_pretraining(config: PretrainingConfig, run_dir: str, shard_dir: str, voc
     # Every worker takes part in saving (the variables are read collectively);
     # only the chief's copy is kept. The others write to a scratch directory.
     own_checkpoint_dir = checkpoint_dir if chief else tempfile.mkdtemp(prefix="electra-ckpt-")
+    print_fn(f"Kernels: {kernels.active_name()} (--kernels={config.kernels}).")
 
     with strategy.scope():
         model = ElectraPretrainer(config)

@@ -1,0 +1,118 @@
+"""The model's kernels as the paper writes them: standard TensorFlow ops, automatic gradients.
+
+Every function here has a twin of the same name and signature in `cpu_fast`;
+see `electra_tf.modeling.kernels` for how one of the two sets is chosen.
+
+Conventions: B = batch, L = sequence length, M = rows (masked slots of the
+whole batch), V = vocabulary size.
+"""
+
+from __future__ import annotations
+
+import math
+
+import tensorflow as tf
+
+
+def add_bias(x, bias):
+    """`x + bias` over the last axis.
+
+    Args:
+        x: [..., C].
+        bias: [C], already in x's dtype.
+
+    Returns:
+        [..., C].
+    """
+    return x + bias
+
+
+def gelu(x):
+    """The exact GELU, 0.5 * x * (1 + erf(x / sqrt(2))) (not the tanh approximation).
+
+    Args:
+        x: any shape, float.
+
+    Returns:
+        Same shape and dtype.
+    """
+    return 0.5 * x * (1.0 + tf.math.erf(x / math.sqrt(2.0)))
+
+
+def apply_keep_mask(x, keep, keep_probability: float):
+    """Inverted dropout of x with a given bool keep mask (None: no dropout)."""
+    if keep is None:
+        return x
+    return tf.where(keep, x * tf.cast(1.0 / keep_probability, x.dtype), tf.zeros_like(x))
+
+
+def dropout_keep_mask(shape, seed, rate: float):
+    """Bernoulli(1 - rate) keep mask of `shape`, and its keep probability.
+
+    Args:
+        shape: static or dynamic shape of the mask.
+        seed: int64 [2] stateless seed.
+        rate: drop probability in [0, 1).
+
+    Returns:
+        (bool mask of `shape`, the keep probability as a Python float).
+    """
+    if not 0 <= rate < 1:
+        raise ValueError(f"dropout rate must be in [0, 1), got {rate}")
+    return tf.random.stateless_uniform(shape, seed=seed) >= rate, 1.0 - rate
+
+
+def scaled_dot_product_attention(qkv, attention_bias, keep=None, keep_probability=1.0):
+    """Softmax attention of every query over the keys, with dropout on the probabilities.
+
+    Args:
+        qkv: [B, L, 3, heads, d], the query, key and value projections.
+        attention_bias: float [B, 1, 1, L], added to the float32 scores.
+        keep: bool [B, heads, L, L] dropout keep mask, or None for no dropout.
+        keep_probability: the mask's keep probability.
+
+    Returns:
+        Context vectors [B, L, heads, d] in qkv's dtype.
+    """
+    query, key, value = tf.unstack(qkv, axis=2)  # each [B, L, heads, d]
+    scores = tf.einsum("bqhd,bkhd->bhqk", query, key)  # [B, heads, L, L]
+    # Softmax in float32 even under mixed precision: -10000 overflows fp16 sums.
+    scores = (tf.cast(scores, tf.float32) / math.sqrt(qkv.shape[-1])
+              + tf.cast(attention_bias, tf.float32))
+    probs = tf.cast(tf.nn.softmax(scores, axis=-1), qkv.dtype)
+    probs = apply_keep_mask(probs, keep, keep_probability)
+    return tf.einsum("bhqk,bkhd->bqhd", probs, value)
+
+
+def cross_entropy_and_argmax(scores, labels):
+    """-log softmax(scores)[label] and the predicted id of every row.
+
+    Args:
+        scores: float32 [M, V].
+        labels: int32 [M].
+
+    Returns:
+        (float32 [M] negative log-likelihoods, int32 [M] argmax ids).
+    """
+    nll = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=scores)
+    return nll, tf.argmax(scores, axis=-1, output_type=tf.int32)
+
+
+def inverse_cdf_sample(scores, uniforms):
+    """Draws one id per row of softmax(scores): the first id whose CDF exceeds the uniform.
+
+    Args:
+        scores: float32 [M, V], without gradient.
+        uniforms: float32 [M] in [0, 1).
+
+    Returns:
+        int32 [M].
+    """
+    vocab_size = scores.shape[-1] or tf.shape(scores)[-1]
+    cdf = tf.cumsum(tf.nn.softmax(scores, axis=-1), axis=-1)  # [M, V]
+    # The target is scaled by the CDF's last entry (1 up to rounding), so a
+    # uniform near 1 still lands inside the vocabulary.
+    targets = uniforms[:, None] * cdf[:, -1:]
+    ids = tf.searchsorted(cdf, targets, side="right", out_type=tf.int32)[:, 0]
+    # u * total can round up to the total itself.
+    return tf.minimum(ids, vocab_size - 1)
