@@ -23,12 +23,17 @@ from typing import Any, Optional
 
 MODEL_SIZES = ("tiny", "small", "base", "large")
 MIXED_PRECISION_POLICIES = ("none", "float16", "bfloat16")
-# The pre-training objectives the paper compares (Section 3.5, Table 5).
-OBJECTIVES = ("electra", "mlm", "electra_15", "replace_mlm", "all_tokens_mlm")
+# The pre-training objectives the paper compares (Section 3.5, Table 5), and
+# Electric (Clark et al., EMNLP 2020), the energy-based cloze objective of the
+# original repository.
+OBJECTIVES = ("electra", "mlm", "electra_15", "replace_mlm", "all_tokens_mlm", "electric")
 # How generator and discriminator are trained (Section 3.2, Figure 3 right).
 TRAINING_ALGORITHMS = ("joint", "two_stage", "adversarial")
-# What the generator shares with the discriminator (Section 3.2).
-WEIGHT_SHARING = ("none", "embeddings", "all")
+# What the generator shares with the discriminator (Section 3.2), and
+# gradient-disentangled embedding sharing (DeBERTaV3, He et al. 2021, Section 3):
+# the discriminator's token table is the generator's, without gradient, plus a
+# residual of its own.
+WEIGHT_SHARING = ("none", "embeddings", "all", "gdes")
 # The kernel sets of electra_tf.modeling.kernels (its CHOICES), named here so
 # that the configuration needs no TensorFlow.
 KERNELS = ("auto", "reference", "cpu_fast")
@@ -295,6 +300,15 @@ class PretrainingConfig:
         if self.objective == "mlm" and (self.uniform_generator or self.disallow_correct):
             raise ConfigError("--objective=mlm (BERT) has no generator: drop "
                               "--uniform_generator / --disallow_correct.")
+        if self.objective == "electric" and (self.uniform_generator
+                                             or self.weight_sharing == "all"):
+            raise ConfigError(
+                "--objective=electric needs its two-tower cloze generator: drop "
+                "--uniform_generator, and use --weight_sharing=embeddings, gdes or none.")
+        if self.weight_sharing == "gdes" and (self.objective == "mlm" or self.uniform_generator):
+            raise ConfigError("--weight_sharing=gdes shares the generator's token embeddings "
+                              "with the discriminator: it needs a generator (not --objective=mlm "
+                              "or --uniform_generator).")
         if self.init_checkpoint and self.weight_sharing != "embeddings":
             raise ConfigError(
                 f"--init_checkpoint with --weight_sharing={self.weight_sharing}: checkpoints hold "

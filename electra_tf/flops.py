@@ -47,7 +47,11 @@ Accounting rules
   full-size model with a masked-LM output and no generator; `replace_mlm`
   adds the generator to that; `electra_15` costs what `electra` costs;
   `all_tokens_mlm` scores the vocabulary at every position and adds the
-  copy probability (a token head). A uniform generator costs nothing, a
+  copy probability (a token head). Electric (`electric`) runs two
+  generator-sized encoders (one per reading direction) and scores the
+  vocabulary at every position of their concatenated states;
+  gradient-disentangled sharing (`--weight_sharing=gdes`) costs what
+  `electra` costs (one addition per table entry is not counted). A uniform generator costs nothing, a
   generator tied to the discriminator (`weight_sharing=all`) costs a
   full-size encoder. In the second stage of two-stage training the frozen
   generator only runs forward and counts once.
@@ -170,12 +174,22 @@ def _generator_flops(config: PretrainingConfig, predictions: float, sparse_looku
                              generator.vocab_size, predictions))
 
 
+def _cloze_generator_flops(config: PretrainingConfig, sparse_lookup: bool) -> float:
+    """Electric's two-tower cloze generator: two generator-sized encoders (each embedding
+    its input) and the masked-LM style output over their concatenated states at every
+    position (which also gives the noise log-probabilities the discriminator adds)."""
+    generator, s = config.model.generator_config(), config.max_seq_length
+    return (2 * _encoder_flops(generator, s, sparse_lookup)
+            + mlm_head_flops(2 * generator.hidden_size, generator.embedding_size,
+                             generator.vocab_size, s))
+
+
 def _main_model_flops(config: PretrainingConfig, objective: str, predictions: float,
                       sparse_lookup: bool) -> float:
     """The full-size model's forward pass with the head its objective uses."""
     model, s = config.model, config.max_seq_length
     encoder = _encoder_flops(model, s, sparse_lookup)
-    if objective in ("electra", "electra_15"):
+    if objective in ("electra", "electra_15", "electric"):
         return encoder + token_classifier_flops(model.hidden_size, s)
     if objective in ("mlm", "replace_mlm"):
         return encoder + mlm_head_flops(model.hidden_size, model.embedding_size, model.vocab_size,
@@ -196,6 +210,8 @@ def forward_flops_per_sequence(config: PretrainingConfig, objective: Optional[st
     main = _main_model_flops(config, objective, predictions, sparse_lookup)
     if objective == "mlm":  # the BERT baseline: no generator
         return main
+    if objective == "electric":
+        return main + _cloze_generator_flops(config, sparse_lookup)
     return main + _generator_flops(config, predictions, sparse_lookup)
 
 
@@ -324,6 +340,18 @@ def _main() -> None:
         print(f"{size:<6} {train_flops(config):>16.3g} {mlm:>12.3g} "
               f"{train_flops_per_step(config):>10.3g} {inference_flops(config.model, 128):>10.3g} "
               f"{count_parameters(config.model) / 1e6:>7.1f}M")
+    print("\nTraining FLOPs per step of each objective (the preset's batch and length; "
+          "relative to ELECTRA's):")
+    variants = [(name, dict(objective=name)) for name in OBJECTIVES]
+    variants.append(("electra + gdes", dict(weight_sharing="gdes")))
+    print(f"{'objective':<16}" + "".join(f"{size:>18}" for size in MODEL_SIZES))
+    for name, overrides in variants:
+        cells = []
+        for size in MODEL_SIZES:
+            base = train_flops_per_step(preset(size))
+            value = train_flops_per_step(preset(size, **overrides))
+            cells.append(f"{value:>10.3g} ({value / base:.2f})")
+        print(f"{name:<16}" + "".join(f"{cell:>18}" for cell in cells))
 
 
 if __name__ == "__main__":

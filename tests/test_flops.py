@@ -246,6 +246,12 @@ def test_variants_by_hand():
         encoder + MLM_HEAD + encoder + 2 * MLM_HEAD + TOKEN_HEAD)
     assert per_step(uniform_generator=True) == 2 * 3 * (encoder + TOKEN_HEAD)
     assert per_step(weight_sharing="all") == per_step()
+    assert per_step(weight_sharing="gdes") == per_step()
+    # Electric: two encoders (one per direction) and the cloze output at both
+    # positions, over states of width 2h = 8: dense 2*8*4 + 4 = 68, GELU + LayerNorm
+    # 52, output 80, softmax + target 70 -> 270 per position.
+    assert per_step(objective="electric") == 2 * 3 * (
+        encoder + TOKEN_HEAD + 2 * encoder + 2 * 270)
     # Two-stage: generator steps train the generator; then the frozen one runs forward once.
     two = dict(training="two_stage", weight_sharing="none", num_train_steps=10)
     first = flops.train_flops_per_step(tiny_run(**two), stage="generator")
@@ -258,8 +264,8 @@ def test_variants_by_hand():
 
 @pytest.mark.parametrize("variant", [
     dict(objective="electra"), dict(objective="mlm"), dict(objective="electra_15"),
-    dict(objective="replace_mlm"), dict(objective="all_tokens_mlm"),
-    dict(uniform_generator=True), dict(training="adversarial"),
+    dict(objective="replace_mlm"), dict(objective="all_tokens_mlm"), dict(objective="electric"),
+    dict(weight_sharing="gdes"), dict(uniform_generator=True), dict(training="adversarial"),
     dict(training="two_stage", weight_sharing="none", generator_hidden_fraction=1.0),
     dict(weight_sharing="all", generator_hidden_fraction=1.0),
 ], ids=lambda v: "-".join(f"{k}={x}" for k, x in v.items()))

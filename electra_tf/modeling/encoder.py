@@ -7,8 +7,8 @@ from typing import Optional
 import keras
 
 from electra_tf.config import ModelConfig
-from electra_tf.modeling.layers import (Dense, ElectraEmbeddings, TransformerLayer,
-                                        attention_bias_from_mask)
+from electra_tf.modeling.layers import (ATTENTION_DIRECTIONS, Dense, ElectraEmbeddings,
+                                        TransformerLayer, attention_bias_from_mask)
 
 INPUT_NAMES = ("input_ids", "input_mask", "segment_ids")
 
@@ -30,17 +30,21 @@ class ElectraEncoder(keras.Model):
         embedding_size, max_position_embeddings, type_vocab_size, dropout_rate,
         attention_dropout_rate, initializer_range, layer_norm_epsilon: see
             `electra_tf.config.ModelConfig`.
-        embeddings: an existing `ElectraEmbeddings` to use (shared weights).
-            None creates a fresh one. Not part of the serialized config: a
-            reloaded encoder owns its embeddings.
+        attention_direction: "bidirectional" (BERT), or "left_to_right" /
+            "right_to_left": each position attends to itself and the
+            positions before / after it (the towers of Electric's generator).
+        embeddings: an existing `ElectraEmbeddings` (shared weights) or
+            `DisentangledEmbeddings` to use. None creates a fresh one. Not
+            part of the serialized config: a reloaded encoder owns its
+            embeddings.
     """
 
     def __init__(self, vocab_size: int, hidden_size: int, num_layers: int, num_heads: int,
                  intermediate_size: int, embedding_size: int, max_position_embeddings: int = 512,
                  type_vocab_size: int = 2, dropout_rate: float = 0.1,
                  attention_dropout_rate: float = 0.1, initializer_range: float = 0.02,
-                 layer_norm_epsilon: float = 1e-12,
-                 embeddings: Optional[ElectraEmbeddings] = None, dtype=None, **kwargs):
+                 layer_norm_epsilon: float = 1e-12, attention_direction: str = "bidirectional",
+                 embeddings: Optional[keras.layers.Layer] = None, dtype=None, **kwargs):
         # === Layers ===
         self.embeddings = embeddings or ElectraEmbeddings(
             vocab_size, embedding_size, max_position_embeddings, type_vocab_size, dropout_rate,
@@ -64,7 +68,12 @@ class ElectraEncoder(keras.Model):
         x = self.embeddings(inputs["input_ids"], inputs["segment_ids"])
         if self.embeddings_project is not None:
             x = self.embeddings_project(x)
-        bias = keras.layers.Lambda(attention_bias_from_mask, name="attention_bias")(inputs["input_mask"])
+        if attention_direction not in ATTENTION_DIRECTIONS:
+            raise ValueError(f"attention_direction={attention_direction!r}: choose one of "
+                             f"{ATTENTION_DIRECTIONS}.")
+        bias = keras.layers.Lambda(
+            lambda padding: attention_bias_from_mask(padding, direction=attention_direction),
+            name="attention_bias")(inputs["input_mask"])
         for layer in self.transformer_layers:
             x = layer(x, bias)
         super().__init__(inputs=inputs, outputs=x, dtype=dtype, **kwargs)
@@ -82,9 +91,10 @@ class ElectraEncoder(keras.Model):
         self.attention_dropout_rate = attention_dropout_rate
         self.initializer_range = initializer_range
         self.layer_norm_epsilon = layer_norm_epsilon
+        self.attention_direction = attention_direction
 
     @classmethod
-    def from_model_config(cls, config: ModelConfig, embeddings: Optional[ElectraEmbeddings] = None,
+    def from_model_config(cls, config: ModelConfig, embeddings: Optional[keras.layers.Layer] = None,
                           **kwargs) -> "ElectraEncoder":
         return cls(vocab_size=config.vocab_size, hidden_size=config.hidden_size,
                    num_layers=config.num_layers, num_heads=config.resolved_num_heads,
@@ -112,6 +122,8 @@ class ElectraEncoder(keras.Model):
             "attention_dropout_rate": self.attention_dropout_rate,
             "initializer_range": self.initializer_range,
             "layer_norm_epsilon": self.layer_norm_epsilon,
+            **({"attention_direction": self.attention_direction}
+               if self.attention_direction != "bidirectional" else {}),
         }
 
     @classmethod

@@ -139,8 +139,16 @@ class ElectraEmbeddings(keras.layers.Layer):
         Returns:
             [B, L, E] in the layer's compute dtype.
         """
+        return self.embed(self.word_embeddings, input_ids, segment_ids, training)
+
+    def embed(self, word_table, input_ids, segment_ids, training=None):
+        """Embeds token ids with `word_table` [V, E] and this layer's other weights.
+
+        `call` passes the layer's own table; `DisentangledEmbeddings` passes
+        its own view of it.
+        """
         length = ops.shape(input_ids)[1]
-        x = ops.take(self.word_embeddings, input_ids, axis=0)
+        x = ops.take(word_table, input_ids, axis=0)
         x = x + ops.expand_dims(self.position_embeddings[:length], 0)
         x = x + ops.take(self.token_type_embeddings, segment_ids, axis=0)
         x = self.layer_norm(x)
@@ -169,6 +177,48 @@ class ElectraEmbeddings(keras.layers.Layer):
                       initializer_range=self.initializer_range,
                       layer_norm_epsilon=self.layer_norm_epsilon)
         return config
+
+
+class DisentangledEmbeddings(keras.layers.Layer):
+    """Gradient-disentangled embedding sharing (DeBERTaV3, He et al. 2021, Section 3).
+
+    The discriminator's token table is the generator's table E, held without
+    gradient, plus a residual ΔE of its own initialised to zero:
+
+        E_D = stop_gradient(E) + ΔE
+
+    so the discriminator's loss updates only ΔE and the generator's masked-LM
+    loss alone updates E: the two no longer pull the shared table in opposite
+    directions. Position and token-type embeddings and the LayerNorm are
+    shared as in ELECTRA. Only pre-training uses this layer; an export holds
+    the plain table E + ΔE (see `electra_tf.modeling.electra.plain_discriminator`).
+
+    Args:
+        shared: the generator's `ElectraEmbeddings`.
+    """
+
+    def __init__(self, shared: ElectraEmbeddings, **kwargs):
+        super().__init__(**kwargs)
+        self.shared = shared
+        self.vocab_size = shared.vocab_size
+        self.embedding_size = shared.embedding_size
+
+    def build(self, input_shape=None):
+        self.word_embeddings_delta = self.add_weight(
+            shape=(self.vocab_size, self.embedding_size), initializer="zeros",
+            name="word_embeddings_delta")
+        self.built = True
+
+    def word_table(self):
+        """E_D = stop_gradient(E) + ΔE, [V, E]."""
+        return ops.stop_gradient(self.shared.word_embeddings) + self.word_embeddings_delta
+
+    def call(self, input_ids, segment_ids, training=None):
+        """Args: input_ids, segment_ids int32 [B, L]. Returns [B, L, E]."""
+        return self.shared.embed(self.word_table(), input_ids, segment_ids, training)
+
+    def compute_output_shape(self, input_ids_shape, segment_ids_shape=None):
+        return tuple(input_ids_shape) + (self.embedding_size,)
 
 
 @keras.saving.register_keras_serializable(package="electra_tf")
@@ -215,8 +265,10 @@ class SelfAttention(keras.layers.Layer):
 
         Args:
             hidden: [B, L, H].
-            attention_bias: float [B, 1, 1, L], 0 for real keys and -10000 for
-                padding (the original code's additive mask).
+            attention_bias: float [B, 1, 1, L] (or [B, 1, L, L] for a causal
+                encoder), 0 for visible keys and -10000 for padding and, in
+                a causal encoder, hidden positions (the original code's
+                additive mask).
 
         Returns:
             [B, L, H].
@@ -289,7 +341,7 @@ class TransformerLayer(keras.layers.Layer):
         self.built = True
 
     def call(self, hidden, attention_bias, training=None):
-        """Args: hidden [B, L, H]; attention_bias [B, 1, 1, L]. Returns [B, L, H]."""
+        """Args: hidden [B, L, H]; attention_bias [B, 1, 1 or L, L]. Returns [B, L, H]."""
         attended = self.attention(hidden, attention_bias, training=training)
         hidden = self.attention_layer_norm(
             hidden + self.attention_dropout(attended, training=training))
@@ -323,7 +375,33 @@ def exact_gelu(x):
     return kernels.active().gelu(x)
 
 
-def attention_bias_from_mask(input_mask, dtype="float32"):
-    """Turns an int [B, L] padding mask into an additive [B, 1, 1, L] bias (0 / -10000)."""
+ATTENTION_DIRECTIONS = ("bidirectional", "left_to_right", "right_to_left")
+
+
+def attention_bias_from_mask(input_mask, dtype="float32", direction: str = "bidirectional"):
+    """Turns an int [B, L] padding mask into an additive attention bias (0 / -10000).
+
+    Args:
+        input_mask: int [B, L], 1 for real tokens.
+        dtype: the bias dtype.
+        direction: "bidirectional" (every position sees every real position),
+            or "left_to_right" / "right_to_left" (a position sees itself and
+            the positions before / after it: the towers of Electric's cloze
+            generator).
+
+    Returns:
+        [B, 1, 1, L] for "bidirectional", else [B, 1, L, L] (query, key).
+    """
     mask = ops.cast(input_mask, dtype)
-    return (1.0 - mask)[:, None, None, :] * -10000.0
+    bias = (1.0 - mask)[:, None, None, :] * -10000.0
+    if direction == "bidirectional":
+        return bias
+    length = ops.shape(input_mask)[1]
+    positions = ops.arange(length)
+    if direction == "left_to_right":
+        visible = positions[None, :] <= positions[:, None]  # key <= query
+    elif direction == "right_to_left":
+        visible = positions[None, :] >= positions[:, None]
+    else:
+        raise ValueError(f"direction={direction!r}: choose one of {ATTENTION_DIRECTIONS}.")
+    return bias + (1.0 - ops.cast(visible, dtype))[None, None] * -10000.0

@@ -7,6 +7,8 @@ caller can divide by the count of the *global* batch under tf.distribute.
 
 from __future__ import annotations
 
+import math
+
 import tensorflow as tf
 
 from electra_tf.modeling import kernels
@@ -129,6 +131,57 @@ def positions_mask(masked_lm_positions, masked_lm_weights, seq_len):
     hits = tf.reduce_sum(tf.one_hot(masked_lm_positions, seq_len, dtype=tf.float32)
                          * used[:, :, None], axis=1)
     return tf.minimum(hits, 1.0)
+
+
+def cloze_targets(input_ids, input_mask):
+    """The positions Electric's cloze model is trained on: real tokens but [CLS] and [SEP]s.
+
+    The data builder lays out every example as `[CLS] A [SEP] (B [SEP])`, so
+    a row's first token is its [CLS] and its last real token its [SEP]; their
+    ids are read from there (the original code excludes [CLS], [SEP] and
+    [MASK]; the unmasked input holds no [MASK]).
+
+    Args:
+        input_ids: int32 [B, L], the original tokens.
+        input_mask: int [B, L], 1 = real token.
+
+    Returns:
+        float32 [B, L], 1 at cloze targets.
+    """
+    mask = tf.cast(input_mask, tf.int32)
+    last = tf.maximum(tf.reduce_sum(mask, axis=1) - 1, 0)
+    cls_id = input_ids[:, :1]
+    sep_id = tf.gather(input_ids, last, batch_dims=1)[:, None]
+    keep = (mask > 0) & tf.not_equal(input_ids, cls_id) & tf.not_equal(input_ids, sep_id)
+    return tf.cast(keep, tf.float32)
+
+
+def electric_logits(energy, cloze_logits, input_ids, mask_rate: float):
+    """Electric's noise-contrastive logit that each token came from the noise distribution.
+
+    With noise q (the cloze model) and a fraction p = `mask_rate` of
+    positions replaced by samples of q, a token x_t under an energy E(x_t)
+    (the discriminator head's output) is noise with probability
+
+        p q(x_t) / (p q(x_t) + (1 - p) exp(-E(x_t)))
+          = sigmoid(E(x_t) + log q(x_t) + log(p / (1 - p))),
+
+    as the original code computes it (`_get_discriminator_output`); q is
+    held constant (no gradient into the cloze model through this term).
+
+    Args:
+        energy: float [B, L], the discriminator head's output.
+        cloze_logits: float [B, L, V], the cloze model's logits at every
+            position.
+        input_ids: int32 [B, L], the sequence the discriminator saw.
+        mask_rate: p.
+
+    Returns:
+        float32 [B, L].
+    """
+    log_q = tf.nn.log_softmax(tf.stop_gradient(tf.cast(cloze_logits, tf.float32)), axis=-1)
+    log_q = tf.gather(log_q, input_ids, batch_dims=2)
+    return tf.cast(energy, tf.float32) + log_q + math.log(mask_rate / (1.0 - mask_rate))
 
 
 def all_tokens_sums(logits, copy_logits, input_ids, target_ids, input_mask):

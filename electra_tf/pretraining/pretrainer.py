@@ -59,7 +59,8 @@ class ElectraPretrainer(keras.Model):
         self.config = config
         self.generator, self.discriminator = build_generator_and_discriminator(
             config.model, weight_sharing=config.weight_sharing,
-            with_generator=config.uses_generator)
+            with_generator=config.uses_generator,
+            generator_kind="two_tower_cloze" if config.objective == "electric" else "masked_lm")
         encoder = self.discriminator.encoder
         if config.objective in ("mlm", "replace_mlm", "all_tokens_mlm"):
             # The full-size model's masked-LM output, tied to the shared table.
@@ -154,12 +155,15 @@ class ElectraPretrainer(keras.Model):
             `disc` (electra, electra_15), `main` (replace_mlm, all_tokens_mlm),
             `reinforce` (adversarial), `sampled_correct`, `replaced`
             (replaced tokens) and `tokens` (non-pad tokens); plus the tensors
-            it computed among `gen_logits` [B, N, V], `disc_logits` [B, L],
+            it computed among `gen_logits` [B, N, V], `cloze_logits` [B, L, V]
+            (electric), `disc_logits` [B, L],
             `disc_mask` [B, L] (the tokens the discriminator is scored on),
             `fake_ids` [B, L], `labels` [B, L], `sampled_ids` [B, N].
         """
         config = self.config
         weights = batch["masked_lm_weights"]
+        if config.objective == "electric":
+            return self._electric_sums(batch, training)
         if config.objective == "mlm":
             _, logits = self._full_size_mlm(batch["masked_input_ids"], batch,
                                             batch["masked_lm_positions"], training)
@@ -213,42 +217,95 @@ class ElectraPretrainer(keras.Model):
                 disallow_ids=batch["masked_lm_ids"] if config.disallow_correct else None)
         return out
 
+    def _electric_sums(self, batch, training):
+        """Electric (Clark et al., EMNLP 2020): noise-contrastive estimation of an energy model.
+
+        The two-tower cloze generator reads the unmasked sequence and gives
+        q(x_t | rest) at every position; its loss is the cloze NLL over every
+        target token. The masked positions are filled with samples of q, and
+        every one of them is labelled noise, even a sample equal to the
+        original. The discriminator's head gives an energy per token, turned
+        into the probability of noise by `objective.electric_logits`.
+        """
+        config = self.config
+        weights = batch["masked_lm_weights"]
+        cloze_logits = self.generator({
+            "input_ids": batch["input_ids"], "input_mask": batch["input_mask"],
+            "segment_ids": batch["segment_ids"]}, training=training)  # [B, L, V]
+        gen_logits = tf.gather(cloze_logits, batch["masked_lm_positions"], batch_dims=1)
+        out = {"cloze": objective.masked_lm_sums(
+                   cloze_logits, batch["input_ids"],
+                   objective.cloze_targets(batch["input_ids"], batch["input_mask"])),
+               "mlm": objective.masked_lm_sums(gen_logits, batch["masked_lm_ids"], weights),
+               "gen_logits": gen_logits, "cloze_logits": cloze_logits}
+        sampled_ids = objective.sample_tokens(
+            gen_logits, batch["sampling_uniforms"], config.temperature,
+            disallow_ids=batch["masked_lm_ids"] if config.disallow_correct else None)
+        fake_ids, _ = objective.replace_tokens(batch["input_ids"], batch["masked_lm_positions"],
+                                               sampled_ids, weights)
+        mask = tf.cast(batch["input_mask"], tf.float32)
+        labels = tf.cast(objective.positions_mask(batch["masked_lm_positions"], weights,
+                                                  fake_ids.shape[1] or tf.shape(fake_ids)[1]),
+                         tf.int32)
+        energy = self.discriminator({"input_ids": fake_ids, "input_mask": batch["input_mask"],
+                                     "segment_ids": batch["segment_ids"]},
+                                    training=training)["logits"]
+        disc_logits = objective.electric_logits(energy, cloze_logits, fake_ids, config.mask_rate)
+        out.update(sampled_ids=sampled_ids, fake_ids=fake_ids, labels=labels,
+                   sampled_correct=tf.reduce_sum(
+                       tf.cast(weights, tf.float32)
+                       * tf.cast(tf.equal(sampled_ids, batch["masked_lm_ids"]), tf.float32)),
+                   replaced=tf.reduce_sum(mask * tf.cast(labels, tf.float32)),
+                   tokens=tf.reduce_sum(mask),
+                   disc=objective.discriminator_sums(disc_logits, labels, mask),
+                   disc_logits=disc_logits, disc_mask=mask)
+        return out
+
     # The statistics every step sums over its examples, in this order; summed
     # over replicas (and micro-batches) they give the global loss and metrics.
-    # "main" is the full-size model's loss: the discriminator's for electra and
-    # electra_15, the masked LM's for the other objectives.
+    # "main" is the full-size model's loss: the discriminator's for electra,
+    # electra_15 and electric, the masked LM's for the other objectives;
+    # "cloze" is Electric's generator loss over every target token.
     _SUM_NAMES = ("mlm_nll", "mlm_count", "mlm_correct", "sampled_correct", "main_loss",
                   "main_count", "main_correct", "true_positive", "predicted_positive",
-                  "actual_positive", "reinforce_loss", "reward", "replaced", "tokens")
+                  "actual_positive", "reinforce_loss", "reward", "replaced", "tokens",
+                  "cloze_nll", "cloze_count", "cloze_correct")
 
     def _local_sums(self, batch, training):
-        """Forward pass -> float32 [14] vector of this replica's sums (see _SUM_NAMES)."""
+        """Forward pass -> float32 [17] vector of this replica's sums (see _SUM_NAMES)."""
         return self.sum_vector(self.compute_sums(batch, training=training))
 
     @staticmethod
     def sum_vector(sums):
-        """The float32 [14] vector of `compute_sums`' statistics (see _SUM_NAMES)."""
+        """The float32 [17] vector of `compute_sums`' statistics (see _SUM_NAMES)."""
         zero = tf.constant(0.0)
         mlm = sums["mlm"]
         main = sums.get("disc") or sums.get("main") or {}
         reinforce = sums.get("reinforce", {})
+        cloze = sums.get("cloze", {})
         return tf.stack([
             mlm["nll"], mlm["count"], mlm["correct"], sums.get("sampled_correct", zero),
             main.get("loss", main.get("nll", zero)), main.get("count", zero),
             main.get("correct", zero), main.get("true_positive", zero),
             main.get("predicted_positive", zero), main.get("actual_positive", zero),
             reinforce.get("loss", zero), reinforce.get("reward", zero),
-            sums.get("replaced", zero), sums.get("tokens", zero)])
+            sums.get("replaced", zero), sums.get("tokens", zero),
+            cloze.get("nll", zero), cloze.get("count", zero), cloze.get("correct", zero)])
 
-    @staticmethod
-    def _global_counts(batch):
-        """Masked slots and non-pad tokens of the *global* batch, [2] float32.
+    def _global_counts(self, batch):
+        """Masked slots, non-pad tokens (and Electric's cloze targets) of the *global* batch.
 
         Known from the inputs alone, so every replica (and every micro-batch)
         can divide its loss sums by the global counts before the forward pass.
+
+        Returns:
+            float32 [3]: masked slots, non-pad tokens, cloze targets (0
+            unless the objective is electric).
         """
+        cloze = (tf.reduce_sum(objective.cloze_targets(batch["input_ids"], batch["input_mask"]))
+                 if self.config.objective == "electric" else tf.constant(0.0))
         local = tf.stack([tf.reduce_sum(tf.cast(batch["masked_lm_weights"], tf.float32)),
-                          tf.reduce_sum(tf.cast(batch["input_mask"], tf.float32))])
+                          tf.reduce_sum(tf.cast(batch["input_mask"], tf.float32)), cloze])
         return tf.stop_gradient(
             tf.distribute.get_replica_context().all_reduce(tf.distribute.ReduceOp.SUM, local))
 
@@ -257,6 +314,10 @@ class ElectraPretrainer(keras.Model):
         config = self.config
         masked, tokens = counts[0], counts[1]
         loss = tf.constant(0.0)
+        if config.objective == "electric":
+            # The cloze model's NLL over every target token, and the NCE loss.
+            return (config.gen_weight * objective.safe_ratio(local[14], counts[2])
+                    + config.disc_weight * objective.safe_ratio(local[4], tokens))
         if self.stage != "discriminator" and (config.uses_generator or config.objective == "mlm"):
             # The generator's objective: likelihood of the originals, or (adversarial) REINFORCE.
             generator_sum = local[10] if config.training == "adversarial" else local[0]
@@ -278,10 +339,10 @@ class ElectraPretrainer(keras.Model):
         return self.metrics_from_sums(total)
 
     def metrics_from_sums(self, total):
-        """The metrics (original code's names) of a [14] vector of sums over examples.
+        """The metrics (original code's names) of a [17] vector of sums over examples.
 
         Args:
-            total: float32 [14], `sum_vector` summed over replicas, batches
+            total: float32 [17], `sum_vector` summed over replicas, batches
                 or a whole evaluation set.
 
         Returns:
@@ -289,7 +350,8 @@ class ElectraPretrainer(keras.Model):
             recall this objective has, and `total_loss`.
         """
         (nll, mlm_count, mlm_correct, sampled_correct, main_loss, main_count, main_correct, tp,
-         pred_pos, actual_pos, reinforce_loss, reward, replaced, tokens) = tf.unstack(total)
+         pred_pos, actual_pos, reinforce_loss, reward, replaced, tokens, cloze_nll, cloze_count,
+         cloze_correct) = tf.unstack(total)
         config = self.config
         ratio = objective.safe_ratio
         stats = {}
@@ -302,7 +364,10 @@ class ElectraPretrainer(keras.Model):
         if config.training == "adversarial":
             stats["generator_reward"] = ratio(reward, mlm_count)
             stats["reinforce_loss"] = ratio(reinforce_loss, mlm_count)
-        if config.objective in ("electra", "electra_15") and self.stage != "generator":
+        if config.objective == "electric":
+            stats.update(cloze_loss=ratio(cloze_nll, cloze_count),
+                         cloze_accuracy=ratio(cloze_correct, cloze_count))
+        if config.objective in ("electra", "electra_15", "electric") and self.stage != "generator":
             stats.update(disc_loss=ratio(main_loss, main_count),
                          disc_accuracy=ratio(main_correct, main_count),
                          disc_precision=ratio(tp, pred_pos), disc_recall=ratio(tp, actual_pos))
@@ -310,7 +375,7 @@ class ElectraPretrainer(keras.Model):
             stats[f"{config.objective}_loss"] = ratio(main_loss, main_count)
             stats[f"{config.objective}_accuracy"] = ratio(main_correct, main_count)
         # The optimised quantity, from the global sums (the same value on every replica).
-        stats["total_loss"] = self._loss(total, tf.stack([mlm_count, tokens]))
+        stats["total_loss"] = self._loss(total, tf.stack([mlm_count, tokens, cloze_count]))
         return stats
 
     def _loss_and_stats(self, batch, training):

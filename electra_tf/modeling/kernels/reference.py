@@ -67,7 +67,7 @@ def scaled_dot_product_attention(qkv, attention_bias, keep=None, keep_probabilit
 
     Args:
         qkv: [B, L, 3, heads, d], the query, key and value projections.
-        attention_bias: float [B, 1, 1, L], added to the float32 scores.
+        attention_bias: float [B, 1, 1, L] (or [B, 1, L, L]), added to the float32 scores.
         keep: bool [B, heads, L, L] dropout keep mask, or None for no dropout.
         keep_probability: the mask's keep probability.
 
