@@ -372,6 +372,7 @@ def plot_comparison(logs: dict, path: str, title: str) -> None:
     axes[0, 0].legend(fontsize=8)
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     fig.savefig(path, dpi=90)
     plt.close(fig)
 
