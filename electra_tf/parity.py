@@ -76,12 +76,16 @@ class ParityError(ValueError):
 
 # ------------------------------------------------------------------ settings
 
-def peer_settings(config, eval_every_steps: int) -> dict:
+def peer_settings(config, eval_every_steps: int, initialisation: str = "transformers") -> dict:
     """What the peer script needs to build the same models and follow the same recipe.
 
     Args:
         config: the `PretrainingConfig` electra-tf trains with.
         eval_every_steps: held-out evaluation every this many steps.
+        initialisation: "transformers" (the models' own: every dense kernel
+            from N(0, 0.02)) or "original" (Glorot uniform for the
+            discriminator's output layer and `embeddings_project`, as the
+            original code and electra-tf).
 
     Raises:
         ParityError: the config uses a variant the peer does not implement.
@@ -110,6 +114,7 @@ def peer_settings(config, eval_every_steps: int) -> dict:
             "weight_decay_rate", "adam_beta_1", "adam_beta_2", "adam_epsilon", "clip_norm",
             "gen_weight", "disc_weight", "temperature")},
         "eval_every_steps": eval_every_steps,
+        "initialisation": initialisation,
     }
 
 
@@ -440,6 +445,10 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--eval_fraction", type=float, default=0.01)
     parser.add_argument("--num_eval_examples", type=int, default=1024)
     parser.add_argument("--eval_every_steps", type=int, default=100)
+    parser.add_argument("--peer_init", choices=("transformers", "original"),
+                        default="transformers",
+                        help="the peer's initialisation: transformers' own, or the original "
+                             "code's Glorot-uniform output and projection layers")
     # With other work on the machine, torch's spinning OpenMP threads wait for
     # each other; one thread was about 10x faster on a busy 2-core machine.
     parser.add_argument("--peer_threads", type=int, default=1,
@@ -483,7 +492,7 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
         corpus_megabytes=args.corpus_megabytes, eval_fraction=args.eval_fraction,
         num_workers=args.num_shard_workers, say=say)
     config.model.vocab_size = tokenizer.vocab_size  # the learner may return fewer tokens
-    settings = peer_settings(config, args.eval_every_steps)
+    settings = peer_settings(config, args.eval_every_steps, args.peer_init)
     settings["data"] = {"corpus": os.path.abspath(args.corpus),
                         "corpus_megabytes": args.corpus_megabytes, "seed": config.seed,
                         "eval_fraction": args.eval_fraction,

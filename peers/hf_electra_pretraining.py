@@ -33,7 +33,9 @@ Inputs:
         batch per step. The same names prefixed with `eval_` ([E, B, ...]):
         the held-out batches.
     settings.json: {"model": ..., "generator": ..., "recipe": ...,
-        "eval_every_steps": K} (see `electra_tf.parity.peer_settings`).
+        "eval_every_steps": K, "initialisation": "transformers" or
+        "original"} (see `electra_tf.parity.peer_settings`): the models'
+        own initialisation, or the original code's (`original_initialisation`).
 
 Output: JSON lines, one per training step ({"split": "train", "step": s,
 ...}, the metrics of the step's forward pass, dropout on), one per held-out
@@ -82,6 +84,24 @@ def build_models(settings: dict):
     generator.electra.embeddings = discriminator.electra.embeddings
     generator.generator_lm_head.weight = discriminator.electra.embeddings.word_embeddings.weight
     return generator, discriminator
+
+
+def original_initialisation(generator, discriminator) -> None:
+    """Glorot-uniform weights where the original code leaves TensorFlow's default.
+
+    `transformers` draws every dense kernel from N(0, initializer_range); the
+    original code does so too except for the discriminator's output layer
+    (hidden -> 1) and the `embeddings_project` layers, which it builds
+    without an initializer, so they get TensorFlow's Glorot uniform (about
+    6x larger for the tiny model's output layer). electra-tf follows the
+    original.
+    """
+    layers = [discriminator.discriminator_predictions.dense_prediction]
+    layers += [model.electra.embeddings_project for model in (generator, discriminator)
+               if hasattr(model.electra, "embeddings_project")]
+    with torch.no_grad():
+        for layer in layers:
+            torch.nn.init.xavier_uniform_(layer.weight)
 
 
 def trainable_parameters(generator, discriminator) -> list:
@@ -315,6 +335,8 @@ def train(batches_path: str, settings: dict, output: str, seed: int) -> None:
     eval_batches = [to_torch(arrays, i, "eval_") for i in range(arrays["eval_input_ids"].shape[0])]
     every = settings["eval_every_steps"]
     generator, discriminator = build_models(settings)
+    if settings.get("initialisation") == "original":
+        original_initialisation(generator, discriminator)
     generator.train()
     discriminator.train()
     optimizer = AdamWeightDecay(trainable_parameters(generator, discriminator), recipe)

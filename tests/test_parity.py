@@ -119,6 +119,8 @@ def test_peer_settings_describe_both_models_and_the_recipe():
     assert settings["recipe"]["num_train_steps"] == 1450
     assert settings["recipe"]["adam_epsilon"] == 1e-6 and settings["recipe"]["disc_weight"] == 50
     assert settings["eval_every_steps"] == 50
+    assert settings["initialisation"] == "transformers"
+    assert parity.peer_settings(config, 50, "original")["initialisation"] == "original"
     json.dumps(settings)  # what the peer reads
 
 
@@ -328,8 +330,8 @@ def write_markov_corpus(path, seed=0, documents=400):
 # Seed-to-seed standard deviations of the final held-out metrics of the run
 # below, measured with initialisation seeds 0, 1 and 2 on each side (same
 # batches): (electra-tf, transformers).
-SEED_SPREAD = {"disc_loss": (0.0030, 0.0019), "disc_auc": (0.0043, 0.0159),
-               "masked_lm_accuracy": (0.0014, 0.0049)}
+SEED_SPREAD = {"disc_loss": (0.0030, 0.0016), "disc_auc": (0.0043, 0.0030),
+               "masked_lm_accuracy": (0.0014, 0.0078)}
 # One run per side: their difference has standard deviation sqrt(a^2 + b^2);
 # three of those are allowed.
 TOLERANCE = {name: 3 * float(np.hypot(*spread)) for name, spread in SEED_SPREAD.items()}
@@ -338,12 +340,16 @@ TOLERANCE = {name: 3 * float(np.hypot(*spread)) for name, spread in SEED_SPREAD.
 @pytest.mark.slow
 @needs_peer
 def test_learning_curves_agree_with_transformers(tmp_path):
+    # The peer starts as the original code does (Glorot-uniform output and
+    # projection layers). With transformers' own N(0, 0.02) for them its
+    # discriminator collapses to the prior on this corpus: held-out AUC
+    # 0.49 +- 0.02 over three seeds, against electra-tf's 0.56.
     corpus = write_markov_corpus(tmp_path / "corpus.txt")
     logs = parity.main([f"--corpus={corpus}", f"--peer_python={_peer_python()}",
                         f"--output_dir={tmp_path / 'out'}", "--vocab_size=120",
                         "--max_seq_length=64", "--num_train_steps=300", "--eval_fraction=0.1",
                         "--num_eval_examples=256", "--eval_every_steps=50",
-                        "--num_shard_workers=1"])
+                        "--num_shard_workers=1", "--peer_init=original"])
     assert os.path.getsize(tmp_path / "out" / "comparison.png") > 10_000
     final = {side: runs[0]["eval"][-1] for side, runs in logs.items()}
     assert final["electra-tf"]["step"] == final["transformers"]["step"] == 300
