@@ -200,7 +200,9 @@ def _output_dir(task_name: str, model_file: str) -> str:
 
 
 def _main_squad() -> None:
-    from electra_tf.finetuning import run, squad_data, squad_run
+    from electra_tf.finetuning import squad_data
+    from electra_tf.training import finetuning_run as run
+    from electra_tf.training import squad_run
 
     for flag in ("dev_file", "test_file", "data_dir"):
         if getattr(FLAGS, flag):
@@ -271,7 +273,8 @@ def main(argv):
     if FLAGS.task == "squad":
         _main_squad()
         return
-    from electra_tf.finetuning import run, tasks
+    from electra_tf.finetuning import tasks
+    from electra_tf.training import finetuning_run as run
     from electra_tf.interop.checkpoints import CheckpointError
 
     try:

@@ -178,7 +178,7 @@ def main(argv):
     except ConfigError as error:
         raise app.UsageError(str(error))
 
-    from electra_tf.training.strategy import create_strategy, is_chief, split_cpu, task_name
+    from electra_tf.distribute import create_strategy, is_chief, split_cpu, task_name
 
     split_cpu(FLAGS.num_cpu_devices)  # before anything initialises TensorFlow's devices
     try:
@@ -296,7 +296,7 @@ def main(argv):
             eval_shard_dir = None
 
     # -------------------------------------------------------------- training
-    from electra_tf.training.loop import RunError, run_pretraining
+    from electra_tf.training.pretraining_loop import RunError, run_pretraining
 
     run_name = f"{FLAGS.model_size}-{'builtin' if builtin else _corpus_key(corpus)}"
     run_dir = FLAGS.output_dir or os.path.join(PROJECT_DIR, "runs", run_name)

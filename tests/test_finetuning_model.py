@@ -9,9 +9,10 @@ import tensorflow as tf
 
 from finetuning_support import make_pretrained_dir, toy_sentences
 
-from electra_tf.export import load_discriminator
-from electra_tf.finetuning import optimization, run, tasks
+from electra_tf.artifacts.export_dir import load_discriminator
+from electra_tf.finetuning import optimization, tasks
 from electra_tf.finetuning.model import build_classifier, load_finetuned, save_finetuned
+from electra_tf.training import finetuning_run as run
 
 
 @pytest.fixture(scope="module")

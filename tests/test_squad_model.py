@@ -229,7 +229,7 @@ class _Crash(keras.callbacks.Callback):
 
 
 def test_interrupted_training_resumes_from_its_checkpoint(toy, tmp_path):
-    from electra_tf.finetuning.squad_run import SquadSettings, train_trial
+    from electra_tf.training.squad_run import SquadSettings, train_trial
 
     _, tokenizer = toy
     features = convert_examples(_toy_examples(8, seed=5), tokenizer, max_seq_length=16,

@@ -6,5 +6,7 @@
 * `model`: the encoder with a [CLS] classification / regression head.
 * `optimization`: AdamW with layer-wise learning-rate decay.
 * `metrics`: accuracy, F1, Matthews correlation, Pearson, Spearman.
-* `run`: training, dev evaluation, repeated trials and the results file.
+* `squad_data`, `squad_features`, `qa_model`, `squad_decoding`, `squad_metrics`:
+  SQuAD reading, windows with character offsets, the QA head, answer
+  decoding and the official scores.
 """

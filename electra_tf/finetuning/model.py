@@ -8,9 +8,9 @@ import os
 import keras
 import tensorflow as tf
 
+from electra_tf.distribute import sum_over_replicas
 from electra_tf.modeling.encoder import INPUT_NAMES, ElectraEncoder
 from electra_tf.modeling.layers import truncated_normal
-from electra_tf.pretraining.optimization import sum_over_replicas
 
 HEAD_NAME = "task_head"
 MODEL_FILE = "model.keras"
@@ -135,7 +135,7 @@ def save_finetuned(model: ElectraClassifier, directory: str, task_info: dict) ->
     Returns:
         Path of the `.keras` file.
     """
-    from electra_tf.export import float32_copy
+    from electra_tf.artifacts.export_dir import float32_copy
 
     os.makedirs(directory, exist_ok=True)
     path = os.path.join(directory, MODEL_FILE)

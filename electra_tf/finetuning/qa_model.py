@@ -25,9 +25,9 @@ import os
 import keras
 import tensorflow as tf
 
+from electra_tf.distribute import sum_over_replicas
 from electra_tf.modeling.encoder import INPUT_NAMES, ElectraEncoder
 from electra_tf.modeling.layers import exact_gelu, truncated_normal
-from electra_tf.pretraining.optimization import sum_over_replicas
 
 HEAD_NAME = "task_head"  # places the head at the top of the layer-wise decay
 WEIGHTS_FILE = "model.weights.h5"

@@ -243,7 +243,7 @@ def load_run_models(path: str):
     import keras
     import tensorflow as tf
 
-    from electra_tf.export import float32_copy
+    from electra_tf.artifacts.export_dir import float32_copy
 
     config_path = _run_config_path(path)
     if config_path is None:
@@ -264,7 +264,7 @@ def load_run_models(path: str):
         raise CheckpointError(f"{run_dir}: neither export/discriminator.keras nor a checkpoint "
                               "in checkpoints/.")
     from electra_tf.pretraining.pretrainer import ElectraPretrainer
-    from electra_tf.training.loop import dummy_batch
+    from electra_tf.data.pipeline import dummy_batch
 
     pretrainer = ElectraPretrainer(config)
     pretrainer.build_from_batch(dummy_batch(config))
@@ -488,7 +488,7 @@ def write_run_dir(loaded: LoadedCheckpoint, run_dir: str, vocab_file: Optional[s
         do_lower_case: casing (default: the recorded one; else True, as the
             original code).
     """
-    from electra_tf.export import export_pretrained
+    from electra_tf.artifacts.export_dir import export_pretrained
     from electra_tf.tokenization import load_vocab
 
     vocab = vocab_file or loaded.vocab_file

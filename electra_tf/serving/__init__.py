@@ -9,6 +9,7 @@ Modules:
     exporter      writing a SavedModel version from a fine-tuning or pre-training run
     check         loading an export in a fresh process, as TF Serving would, and comparing
     check_qa      the check's question/context requests and their expected answers
+    check_requests tensors as the JSON the check's fresh process reads and writes
     client        REST and gRPC clients for TF Serving
     predict       the `predict` command: through a server, or from a SavedModel without one
 """

@@ -37,6 +37,7 @@ from typing import Optional
 
 import numpy as np
 
+from electra_tf.serving.check_requests import bytes_spec, decode_output, ids_spec
 from electra_tf.serving.classifier import IDS_SIGNATURE, TEXT_SIGNATURE
 
 STANDALONE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "standalone.py")
@@ -57,26 +58,6 @@ INVALID_UTF8 = b"bad \xff\xfe bytes \xc3"
 
 class CheckError(ValueError):
     """The export cannot be checked; the message names the path."""
-
-
-def _bytes_spec(values) -> dict:
-    def walk(value):
-        if isinstance(value, list):
-            return [walk(v) for v in value]
-        raw = value if isinstance(value, bytes) else value.encode("utf-8")
-        return base64.b64encode(raw).decode("ascii")
-    return {"dtype": "string", "values": walk(list(values))}
-
-
-def _ids_spec(array) -> dict:
-    return {"dtype": "int32", "values": np.asarray(array, np.int32).tolist()}
-
-
-def _decode_output(entry: dict) -> np.ndarray:
-    if entry["dtype"] == "string":
-        values = [base64.b64decode(v) for v in entry["values"]]
-        return np.array(values, dtype=object).reshape(entry["shape"])
-    return np.array(entry["values"], dtype=entry["dtype"]).reshape(entry["shape"])
 
 
 @dataclasses.dataclass
@@ -164,21 +145,21 @@ def build_requests(reference: Reference) -> tuple[list[dict], list[Optional[dict
     pair = reference.config["is_pair"]
     texts_a = [t.encode() for t in SAMPLE_TEXTS] + [INVALID_UTF8]
     texts_b = [t.encode() for t in SAMPLE_PAIRS] + [INVALID_UTF8] if pair else None
-    text_inputs = {"text": _bytes_spec(texts_a)}
+    text_inputs = {"text": bytes_spec(texts_a)}
     if pair:
-        text_inputs["text_pair"] = _bytes_spec(texts_b)
+        text_inputs["text_pair"] = bytes_spec(texts_b)
     encoded = reference.encode(texts_a, texts_b)
     expected_text = reference.predict(encoded, with_tokens=True)
     expected_ids = reference.predict(encoded, with_tokens=False)
-    single = {"text": _bytes_spec([texts_a[0]])}
+    single = {"text": bytes_spec([texts_a[0]])}
     if pair:
-        single["text_pair"] = _bytes_spec([texts_b[0]])
+        single["text_pair"] = bytes_spec([texts_b[0]])
     expected_single = reference.predict(
         reference.encode(texts_a[:1], texts_b[:1] if pair else None), with_tokens=True)
     requests = [
         {"signature": TEXT_SIGNATURE, "inputs": text_inputs},
         {"signature": TEXT_SIGNATURE, "inputs": single},
-        {"signature": IDS_SIGNATURE, "inputs": {k: _ids_spec(v) for k, v in encoded.items()}},
+        {"signature": IDS_SIGNATURE, "inputs": {k: ids_spec(v) for k, v in encoded.items()}},
     ]
     expected = [expected_text, expected_single, expected_ids]
     names = [f"{TEXT_SIGNATURE}: {len(texts_a)} sample texts", f"{TEXT_SIGNATURE}: one text",
@@ -186,20 +167,20 @@ def build_requests(reference: Reference) -> tuple[list[dict], list[Optional[dict
     # Malformed requests: each must come back as an error, not a crash.
     bad_ids = dict(encoded, input_ids=np.full_like(encoded["input_ids"],
                                                    reference.tokenizer.vocab_size))
-    wrong_text_dtype = {k: _ids_spec(np.zeros(2)) for k in text_inputs}
-    wrong_text_rank = {k: _bytes_spec([[b"a", b"b"]]) for k in text_inputs}
+    wrong_text_dtype = {k: ids_spec(np.zeros(2)) for k in text_inputs}
+    wrong_text_rank = {k: bytes_spec([[b"a", b"b"]]) for k in text_inputs}
     bad = [("text as int32", TEXT_SIGNATURE, wrong_text_dtype),
            ("text of rank 2", TEXT_SIGNATURE, wrong_text_rank),
-           ("ids out of the vocabulary", IDS_SIGNATURE, {k: _ids_spec(v) for k, v in
+           ("ids out of the vocabulary", IDS_SIGNATURE, {k: ids_spec(v) for k, v in
                                                          bad_ids.items()}),
            ("ids with a [B, L+1] mask", IDS_SIGNATURE,
-            {"input_ids": _ids_spec(encoded["input_ids"]),
-             "input_mask": _ids_spec(np.pad(encoded["input_mask"], ((0, 0), (0, 1)))),
-             "segment_ids": _ids_spec(encoded["segment_ids"])}),
-           ("ids as strings", IDS_SIGNATURE, {k: _bytes_spec([[b"1"]]) for k in encoded})]
+            {"input_ids": ids_spec(encoded["input_ids"]),
+             "input_mask": ids_spec(np.pad(encoded["input_mask"], ((0, 0), (0, 1)))),
+             "segment_ids": ids_spec(encoded["segment_ids"])}),
+           ("ids as strings", IDS_SIGNATURE, {k: bytes_spec([[b"1"]]) for k in encoded})]
     if pair:
         bad.append(("text_pair of another batch size", TEXT_SIGNATURE,
-                    {"text": _bytes_spec([b"a", b"b"]), "text_pair": _bytes_spec([b"a"])}))
+                    {"text": bytes_spec([b"a", b"b"]), "text_pair": bytes_spec([b"a"])}))
     for name, signature, inputs in bad:
         requests.append({"signature": signature, "inputs": inputs, "expect_error": True})
         expected.append(None)
@@ -244,7 +225,7 @@ def compare(expected: dict, outputs: dict, tolerance: float) -> tuple[list[str],
         problems.append(f"missing outputs {missing}")
     for name in sorted(set(expected) & set(outputs)):
         want = np.asarray(expected[name])
-        got = _decode_output(outputs[name])
+        got = decode_output(outputs[name])
         if want.shape != got.shape:
             problems.append(f"{name}: shape {got.shape}, expected {want.shape}")
         elif want.dtype.kind == "f":

@@ -94,7 +94,7 @@ def export_classifier(model, task_info: dict, vocab_file: str, export_base: str,
     Returns:
         The version directory.
     """
-    from electra_tf.export import float32_copy
+    from electra_tf.artifacts.export_dir import float32_copy
     from electra_tf.finetuning.tasks import REGRESSION, Task
     from electra_tf.serving.classifier import ClassifierServing
     from electra_tf.tokenization import WordPieceTokenizer
@@ -134,7 +134,7 @@ def export_discriminator(discriminator, pretraining_config, vocab_file: str, exp
     Returns:
         The version directory.
     """
-    from electra_tf.export import float32_copy
+    from electra_tf.artifacts.export_dir import float32_copy
     from electra_tf.serving.discriminator import DiscriminatorServing
     from electra_tf.tokenization import WordPieceTokenizer
 
@@ -155,7 +155,7 @@ def export_discriminator(discriminator, pretraining_config, vocab_file: str, exp
 
 def qa_float32_copy(model):
     """A float32 `ElectraQA` with the weights of `model` (which has no `get_config`)."""
-    from electra_tf.export import float32_copy
+    from electra_tf.artifacts.export_dir import float32_copy
     from electra_tf.finetuning.qa_model import ElectraQA
 
     encoder = float32_copy(model.encoder)
@@ -183,7 +183,7 @@ def export_question_answering(model, qa_info: dict, vocab_file: str, export_base
     """
     from electra_tf.finetuning.qa_model import save_qa_model
     from electra_tf.finetuning.squad_decoding import MAX_ANSWER_LENGTH
-    from electra_tf.finetuning.squad_run import DEFAULT_NULL_THRESHOLD
+    from electra_tf.training.squad_run import DEFAULT_NULL_THRESHOLD
     from electra_tf.serving.question_answering import QuestionAnsweringServing
     from electra_tf.tokenization import WordPieceTokenizer
 

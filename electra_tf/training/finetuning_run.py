@@ -367,7 +367,7 @@ def run_finetuning(task: Task, data: TaskData, pretrained: Pretrained, settings:
         RunError: the output directory holds a run with other settings, or
             the vocabulary does not fit the checkpoint.
     """
-    from electra_tf.export import load_discriminator
+    from electra_tf.artifacts.export_dir import load_discriminator
     from electra_tf.tokenization import VocabError, WordPieceTokenizer
 
     settings = settings.resolve(task, pretrained.config.model_size)

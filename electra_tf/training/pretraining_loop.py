@@ -7,7 +7,7 @@ A run directory holds everything a run produces:
     checkpoints/     tf.train checkpoints (model, optimizer, data position), last K kept
     tensorboard/     scalars (`tensorboard --logdir <run_dir>/tensorboard`)
     metrics.jsonl    the same reports, one JSON object per line (step, losses, FLOPs)
-    export/          discriminator and generator (see electra_tf.export)
+    export/          discriminator and generator (see electra_tf.artifacts.export_dir)
 
 Re-running with the same run directory resumes from the latest checkpoint.
 """
@@ -24,12 +24,12 @@ import time
 from typing import Callable, Optional, Sequence
 
 import keras
-import numpy as np
 import tensorflow as tf
 
+from electra_tf.artifacts.export_dir import export_pretrained
 from electra_tf.config import ConfigError, PretrainingConfig, config_differences
-from electra_tf.data.pipeline import make_pretraining_dataset
-from electra_tf.export import export_pretrained
+from electra_tf.data.pipeline import dummy_batch, make_pretraining_dataset
+from electra_tf.distribute import in_multi_worker_mode, is_chief, set_precision_policy, task_name
 from electra_tf.flops import steps_within_budget, train_flops
 from electra_tf.pretraining.optimization import create_optimizer, learning_rate_schedule
 from electra_tf.pretraining.pretrainer import ElectraPretrainer
@@ -38,8 +38,6 @@ from electra_tf.pretraining.evaluation import (PretrainingEvaluator, evaluation_
 from electra_tf.training.callbacks import (CheckpointSaver, HeldOutEvaluation, ProgressMonitor,
                                            format_duration)
 from electra_tf.tokenization import load_vocab, vocab_fingerprint
-from electra_tf.training.strategy import (in_multi_worker_mode, is_chief, set_precision_policy,
-                                          task_name)
 
 # Fields a resumed run may change: they do not alter what a checkpoint means.
 RESUMABLE_FIELDS = ("num_train_steps", "save_checkpoints_steps", "keep_checkpoint_max",
@@ -70,17 +68,6 @@ class PretrainingResult:
     seconds: float
     # The held-out evaluation at the end (metrics), when the run has held-out text.
     evaluation: Optional[dict] = None
-
-
-def dummy_batch(config: PretrainingConfig) -> dict:
-    """A one-example batch of the pipeline's structure, to build the models."""
-    length, slots = config.max_seq_length, config.resolved_max_predictions_per_seq
-    ints = lambda n: np.zeros((1, n), np.int32)  # noqa: E731
-    return {"input_ids": ints(length), "input_mask": np.ones((1, length), np.int32),
-            "segment_ids": ints(length), "masked_input_ids": ints(length),
-            "masked_lm_positions": ints(slots), "masked_lm_ids": ints(slots),
-            "masked_lm_weights": np.zeros((1, slots), np.float32),
-            "sampling_uniforms": np.zeros((1, slots), np.float32)}
 
 
 def check_run_dir(config: PretrainingConfig, run_dir: str, vocab_file: str) -> bool:

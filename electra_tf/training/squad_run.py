@@ -33,7 +33,7 @@ from electra_tf.finetuning import squad_decoding, squad_features, squad_metrics
 from electra_tf.finetuning.optimization import (DEFAULT_LAYERWISE_DECAY, DEFAULT_LEARNING_RATES,
                                                 create_optimizer, learning_rate_schedule)
 from electra_tf.finetuning.qa_model import build_qa_model, save_qa_model
-from electra_tf.finetuning.run import (Pretrained, RunError, check_settings, check_vocab,
+from electra_tf.training.finetuning_run import (Pretrained, RunError, check_settings, check_vocab,
                                        finished_trials, write_json)
 from electra_tf.finetuning.squad_data import SquadSplit
 from electra_tf.training.callbacks import CheckpointSaver, ProgressMonitor, format_duration
@@ -189,7 +189,7 @@ def run_squad(train: Optional[SquadSplit], evaluation: Optional[SquadSplit],
     Raises:
         RunError: inconsistent settings, vocabulary or output directory.
     """
-    from electra_tf.export import load_discriminator
+    from electra_tf.artifacts.export_dir import load_discriminator
     from electra_tf.tokenization import VocabError, WordPieceTokenizer
 
     config = pretrained.config
