@@ -155,6 +155,8 @@ def _imported_if_foreign(path: str) -> str:
     """
     import hashlib
 
+    from electra_tf.artifacts.finetuning_dir import FinetuningDir
+    from electra_tf.artifacts.run_dir import RunDir, read_import_source, write_import_source
     from electra_tf.interop import checkpoints
 
     try:
@@ -167,13 +169,12 @@ def _imported_if_foreign(path: str) -> str:
         return path
     source = os.path.abspath(path)
     digest = hashlib.sha256(source.encode()).hexdigest()[:8]
-    target = (os.path.join(FLAGS.output_dir, "imported_checkpoint") if FLAGS.output_dir else
+    target = (FinetuningDir(FLAGS.output_dir).imported_checkpoint if FLAGS.output_dir else
               os.path.join(PROJECT_DIR, "runs", "imported",
                            f"{os.path.basename(source.rstrip('/'))}-{digest}"))
-    marker = os.path.join(target, "imported_from.txt")
-    if os.path.exists(os.path.join(target, "config.json")) and os.path.exists(marker):
-        with open(marker, encoding="utf-8") as f:
-            previous = f.read().strip()
+    imported = RunDir(target)
+    previous = read_import_source(imported)
+    if os.path.exists(imported.config_file) and previous is not None:
         if previous != source:
             raise checkpoints.CheckpointError(
                 f"{target} holds a conversion of {previous}, not of --init_checkpoint={source}; "
@@ -183,8 +184,7 @@ def _imported_if_foreign(path: str) -> str:
     _say(f"--init_checkpoint: converting the {kind} checkpoint {source} into {target} ...")
     checkpoints.write_run_dir(checkpoints.load_checkpoint(source), target,
                               vocab_file=FLAGS.vocab_file, print_fn=_say)
-    with open(marker, "w", encoding="utf-8") as f:
-        f.write(source + "\n")
+    write_import_source(imported, source)
     return target
 
 
@@ -193,15 +193,17 @@ def _default(value, fallback):
 
 
 def _output_dir(task_name: str, model_file: str) -> str:
-    name = os.path.basename(os.path.dirname(model_file))
-    if name == "export":
-        name = os.path.basename(os.path.dirname(os.path.dirname(model_file)))
-    return FLAGS.output_dir or os.path.join(PROJECT_DIR, "runs", "finetune", f"{task_name}-{name}")
+    from electra_tf.artifacts.pretrained import run_name
+
+    return FLAGS.output_dir or os.path.join(PROJECT_DIR, "runs", "finetune",
+                                            f"{task_name}-{run_name(model_file)}")
 
 
 def _main_squad() -> None:
+    from electra_tf.artifacts.finetuning_dir import FinetuningDir
+    from electra_tf.artifacts.pretrained import resolve_pretrained
+    from electra_tf.errors import RunError
     from electra_tf.finetuning import squad_data
-    from electra_tf.training import finetuning_run as run
     from electra_tf.training import squad_run
 
     for flag in ("dev_file", "test_file", "data_dir"):
@@ -214,8 +216,8 @@ def _main_squad() -> None:
     from electra_tf.interop.checkpoints import CheckpointError
 
     try:
-        pretrained = run.resolve_pretrained(_imported_if_foreign(FLAGS.init_checkpoint),
-                                            FLAGS.vocab_file, FLAGS.model_size)
+        pretrained = resolve_pretrained(_imported_if_foreign(FLAGS.init_checkpoint),
+                                        FLAGS.vocab_file, FLAGS.model_size)
         if FLAGS.train_file:
             train = squad_data.read_squad_json(FLAGS.train_file, version, True, warn=_say)
             evaluation = (squad_data.read_squad_json(FLAGS.predict_file, version, False, warn=_say)
@@ -224,7 +226,7 @@ def _main_squad() -> None:
             train = squad_data.load_tfds_squad(version, "train", FLAGS.tfds_data_dir, True, _say)
             evaluation = squad_data.load_tfds_squad(version, "validation", FLAGS.tfds_data_dir,
                                                     False, _say)
-    except (run.RunError, squad_data.SquadDataError, CheckpointError) as error:
+    except (RunError, squad_data.SquadDataError, CheckpointError) as error:
         raise app.UsageError(str(error))
     output_dir = _output_dir(f"squad{version.replace('.', '')}", pretrained.model_file)
     settings = squad_run.SquadSettings(
@@ -244,14 +246,14 @@ def _main_squad() -> None:
     try:
         results = squad_run.run_squad(train, evaluation, pretrained, settings,
                                       vocab_flag_given=FLAGS.vocab_file is not None, print_fn=_say)
-    except run.RunError as error:
+    except RunError as error:
         raise app.UsageError(str(error))
     if results.get("median"):
         _say("")
         _say(f"SQuAD {version} (median over {len(results['trials'])} trial(s), percent): "
              + ", ".join(f"{k} {v:.2f}" for k, v in results["median"].items()
                          if not k.endswith("total")))
-    _say(f"Results: {os.path.join(output_dir, squad_run.RESULTS_FILE)}")
+    _say(f"Results: {FinetuningDir(output_dir).results_file}")
     _export_best_trial(output_dir, results, f"squad{version.replace('.', '')}")
 
 
@@ -259,12 +261,13 @@ def _export_best_trial(output_dir: str, results: dict, default_name: str) -> Non
     """Writes the TF Serving export of the best trial (unless --noexport / --nosave_models)."""
     if not (FLAGS.export and FLAGS.save_models and results.get("trials")):
         return
-    from electra_tf.serving.exporter import best_trial_dir, export_finetuned_dir
+    from electra_tf.artifacts.finetuning_dir import FinetuningDir, best_saved_trial
+    from electra_tf.serving.exporter import export_finetuned_dir
 
-    trial_dir = best_trial_dir(output_dir)
-    version_dir = export_finetuned_dir(trial_dir, os.path.join(output_dir, "export"),
+    trial = best_saved_trial(output_dir)
+    version_dir = export_finetuned_dir(trial.path, FinetuningDir(output_dir).export_base,
                                        FLAGS.export_model_name or default_name)
-    _say(f"TF Serving export of {os.path.basename(trial_dir)}: {version_dir}")
+    _say(f"TF Serving export of {os.path.basename(trial.path)}: {version_dir}")
 
 
 def main(argv):
@@ -273,16 +276,18 @@ def main(argv):
     if FLAGS.task == "squad":
         _main_squad()
         return
+    from electra_tf.artifacts.finetuning_dir import FinetuningDir
+    from electra_tf.artifacts.pretrained import resolve_pretrained
+    from electra_tf.errors import RunError
     from electra_tf.finetuning import tasks
-    from electra_tf.training import finetuning_run as run
     from electra_tf.interop.checkpoints import CheckpointError
+    from electra_tf.training import finetuning_run as run
 
     try:
         init_checkpoint = _imported_if_foreign(FLAGS.init_checkpoint)
-        pretrained = run.resolve_pretrained(init_checkpoint, FLAGS.vocab_file,
-                                            FLAGS.model_size)
+        pretrained = resolve_pretrained(init_checkpoint, FLAGS.vocab_file, FLAGS.model_size)
         task, data = _load_task()
-    except (run.RunError, tasks.TaskDataError, CheckpointError) as error:
+    except (RunError, tasks.TaskDataError, CheckpointError) as error:
         raise app.UsageError(str(error))
     if FLAGS.double_unordered and not task.is_pair:
         raise app.UsageError(f"--double_unordered: task {task.name} has single texts.")
@@ -301,13 +306,13 @@ def main(argv):
     try:
         results = run.run_finetuning(task, data, pretrained, settings,
                                      vocab_flag_given=FLAGS.vocab_file is not None, print_fn=_say)
-    except (run.RunError, tasks.TaskDataError) as error:
+    except (RunError, tasks.TaskDataError) as error:
         raise app.UsageError(str(error))
     _say("")
     if results.get("median"):
         _say(f"Dev results ({task.name}, percent; GLUE metric: {task.glue_score_metric}):")
         _say(run.format_table(results))
-    _say(f"Results: {os.path.join(output_dir, run.RESULTS_FILE)}")
+    _say(f"Results: {FinetuningDir(output_dir).results_file}")
     _export_best_trial(output_dir, results, task.name)
 
 

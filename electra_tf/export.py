@@ -32,8 +32,8 @@ def main(argv=None) -> int:
     parser.add_argument("--max_seq_length", type=int, default=None,
                         help="Pre-training runs: raw-text truncation (default: the run's length).")
     args = parser.parse_args(argv)
+    from electra_tf.artifacts.serving_dir import ExportLayoutError
     from electra_tf.serving.exporter import ExportError, export_checkpoint
-    from electra_tf.serving.layout import ExportLayoutError
 
     if not args.model_name or "/" in args.model_name or args.model_name.startswith("."):
         parser.error(f"--model_name={args.model_name!r}: must be a plain directory name.")

@@ -14,7 +14,7 @@ def make_trial_dir(directory, pretrained_dir, label_names=("neg", "pos"), is_pai
     """A fine-tuning trial directory as `save_finetuned` writes it (head untrained)."""
     import shutil
 
-    from electra_tf.artifacts.export_dir import load_discriminator
+    from electra_tf.artifacts.pretrained import load_discriminator
     from electra_tf.finetuning.model import build_classifier, save_finetuned
     from electra_tf.finetuning.tasks import CLASSIFICATION, REGRESSION, Task
 

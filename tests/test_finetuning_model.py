@@ -9,7 +9,8 @@ import tensorflow as tf
 
 from finetuning_support import make_pretrained_dir, toy_sentences
 
-from electra_tf.artifacts.export_dir import load_discriminator
+from electra_tf.artifacts.pretrained import load_discriminator, resolve_pretrained
+from electra_tf.errors import RunError
 from electra_tf.finetuning import optimization, tasks
 from electra_tf.finetuning.model import build_classifier, load_finetuned, save_finetuned
 from electra_tf.training import finetuning_run as run
@@ -122,7 +123,7 @@ def _toy_task_data(count):
 def test_end_to_end_learns_toy_rule_and_resumes(pretrained_dir, tmp_path):
     data = _toy_task_data(16)
     task = tasks.glue_task("sst2")
-    pretrained = run.resolve_pretrained(pretrained_dir)
+    pretrained = resolve_pretrained(pretrained_dir)
     settings = run.FinetuneSettings(output_dir=str(tmp_path / "out"), train_batch_size=8,
                                     learning_rate=3e-3, num_train_epochs=10, log_every_steps=100)
     lines = []
@@ -166,12 +167,12 @@ def test_end_to_end_learns_toy_rule_and_resumes(pretrained_dir, tmp_path):
     assert more["median"]["accuracy"] == pytest.approx((values[0] + values[1]) / 2)
 
     # Other hyperparameters in the same directory are refused.
-    with pytest.raises(run.RunError, match="learning_rate"):
+    with pytest.raises(RunError, match="learning_rate"):
         run.run_finetuning(task, data, pretrained,
                            run.FinetuneSettings(**{**settings.__dict__, "learning_rate": 1e-4}),
                            print_fn=lines.append)
 
 
 def test_model_size_mismatch(pretrained_dir):
-    with pytest.raises(run.RunError, match="--model_size=base.*'tiny'"):
-        run.resolve_pretrained(pretrained_dir, model_size="base")
+    with pytest.raises(RunError, match="--model_size=base.*'tiny'"):
+        resolve_pretrained(pretrained_dir, model_size="base")

@@ -29,7 +29,7 @@ PAIRS = [
 
 def _make_trial(directory, pretrained, version, seed):
     """A SQuAD trial directory as `run_squad` saves it, head weights drawn wide."""
-    from electra_tf.artifacts.export_dir import load_discriminator
+    from electra_tf.artifacts.pretrained import load_discriminator
     from electra_tf.finetuning.qa_model import build_qa_model, save_qa_model
 
     encoder = load_discriminator(pretrained).encoder

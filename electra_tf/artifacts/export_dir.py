@@ -14,49 +14,87 @@ Layout of `<run_dir>/export/`:
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 from typing import Optional
 
 import keras
 
+from electra_tf.artifacts.run_dir import CONFIG_FILE, VOCAB_FILE
 # Registers the custom classes so load_model finds them.
 from electra_tf.modeling import electra as _electra  # noqa: F401
 
-EXPORT_FILES = ("discriminator.keras", "discriminator_savedmodel", "generator.keras", "vocab.txt",
-                "config.json")
+DISCRIMINATOR_FILE = "discriminator.keras"
+GENERATOR_FILE = "generator.keras"
+
+
+@dataclasses.dataclass(frozen=True)
+class ExportDir:
+    """The paths of one export directory (nothing is created or checked)."""
+
+    path: str
+
+    @property
+    def discriminator_file(self) -> str:
+        return os.path.join(self.path, DISCRIMINATOR_FILE)
+
+    @property
+    def discriminator_savedmodel(self) -> str:
+        return os.path.join(self.path, "discriminator_savedmodel")
+
+    @property
+    def generator_file(self) -> str:
+        return os.path.join(self.path, GENERATOR_FILE)
+
+    @property
+    def vocab_file(self) -> str:
+        return os.path.join(self.path, VOCAB_FILE)
+
+    @property
+    def config_file(self) -> str:
+        return os.path.join(self.path, CONFIG_FILE)
+
+    def contents(self) -> list[str]:
+        """The models present, as names to show (`discriminator_savedmodel/` for the directory)."""
+        return [name + ("/" if os.path.isdir(os.path.join(self.path, name)) else "")
+                for name in (DISCRIMINATOR_FILE, "discriminator_savedmodel", GENERATOR_FILE)
+                if os.path.exists(os.path.join(self.path, name))]
 
 
 def export_pretrained(generator: Optional[keras.Model], discriminator: keras.Model,
                       export_dir: str, vocab_file: str, config_json: str) -> str:
     """Writes the export directory atomically (a temporary sibling, then a rename).
 
-    `generator` may be None (a discriminator imported on its own).
+    Args:
+        generator: the generator, or None (a discriminator imported on its own).
+        discriminator: the discriminator.
+        export_dir: the directory to (re)write, usually `RunDir.export`.
+        vocab_file: the vocabulary to copy beside the models.
+        config_json: the run's config.json to copy beside them.
 
     Returns:
         The export directory.
     """
     parent = os.path.dirname(os.path.abspath(export_dir))
     os.makedirs(parent, exist_ok=True)
-    tmp = os.path.join(parent, f".tmp-export-{os.getpid()}")
-    shutil.rmtree(tmp, ignore_errors=True)
-    os.makedirs(tmp)
-    discriminator_file = os.path.join(tmp, "discriminator.keras")
-    float32_copy(discriminator).save(discriminator_file)
+    tmp = ExportDir(os.path.join(parent, f".tmp-export-{os.getpid()}"))
+    shutil.rmtree(tmp.path, ignore_errors=True)
+    os.makedirs(tmp.path)
+    float32_copy(discriminator).save(tmp.discriminator_file)
     if generator is not None:
-        float32_copy(generator).save(os.path.join(tmp, "generator.keras"))
-    reloaded = keras.saving.load_model(discriminator_file)
-    reloaded.export(os.path.join(tmp, "discriminator_savedmodel"), format="tf_saved_model",
-                    verbose=False)
-    shutil.copyfile(vocab_file, os.path.join(tmp, "vocab.txt"))
-    shutil.copyfile(config_json, os.path.join(tmp, "config.json"))
+        float32_copy(generator).save(tmp.generator_file)
+    reloaded = keras.saving.load_model(tmp.discriminator_file)
+    reloaded.export(tmp.discriminator_savedmodel, format="tf_saved_model", verbose=False)
+    shutil.copyfile(vocab_file, tmp.vocab_file)
+    shutil.copyfile(config_json, tmp.config_file)
     if os.path.exists(export_dir):
         old = f"{export_dir}.old-{os.getpid()}"
         os.replace(export_dir, old)
-        os.replace(tmp, export_dir)
+        os.replace(tmp.path, export_dir)
         shutil.rmtree(old, ignore_errors=True)
     else:
-        os.replace(tmp, export_dir)
+        os.replace(tmp.path, export_dir)
     return export_dir
 
 
@@ -74,16 +112,3 @@ def float32_copy(model: keras.Model) -> keras.Model:
         keras.config.set_dtype_policy(previous)
     copy.set_weights(model.get_weights())
     return copy
-
-
-def load_discriminator(export_dir: str) -> keras.Model:
-    """Loads `discriminator.keras` from an export directory (or a run directory)."""
-    path = export_dir
-    if os.path.isdir(path) and os.path.exists(os.path.join(path, "export")):
-        path = os.path.join(path, "export")
-    if os.path.isdir(path):
-        path = os.path.join(path, "discriminator.keras")
-    if not os.path.exists(path):
-        raise FileNotFoundError(f"No discriminator.keras at {path}: pass a pre-training run "
-                                "directory, its export/ directory, or the .keras file.")
-    return keras.saving.load_model(path)

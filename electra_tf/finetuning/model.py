@@ -2,19 +2,19 @@
 
 from __future__ import annotations
 
-import json
 import os
 
 import keras
 import tensorflow as tf
 
+from electra_tf.artifacts.export_dir import float32_copy
+from electra_tf.artifacts.files import read_json, write_json
+from electra_tf.artifacts.finetuning_dir import SavedModelDir
 from electra_tf.distribute import sum_over_replicas
 from electra_tf.modeling.encoder import INPUT_NAMES, ElectraEncoder
 from electra_tf.modeling.layers import truncated_normal
 
 HEAD_NAME = "task_head"
-MODEL_FILE = "model.keras"
-TASK_FILE = "task.json"
 
 
 @keras.saving.register_keras_serializable(package="electra_tf")
@@ -135,21 +135,16 @@ def save_finetuned(model: ElectraClassifier, directory: str, task_info: dict) ->
     Returns:
         Path of the `.keras` file.
     """
-    from electra_tf.artifacts.export_dir import float32_copy
-
+    saved = SavedModelDir(directory)
     os.makedirs(directory, exist_ok=True)
-    path = os.path.join(directory, MODEL_FILE)
-    tmp = path + ".tmp.keras"
+    tmp = saved.keras_file + ".tmp.keras"
     float32_copy(model).save(tmp)
-    os.replace(tmp, path)
-    with open(os.path.join(directory, TASK_FILE), "w", encoding="utf-8") as f:
-        json.dump(task_info, f, indent=2, ensure_ascii=False)
-        f.write("\n")
-    return path
+    os.replace(tmp, saved.keras_file)
+    write_json(saved.task_file, task_info)
+    return saved.keras_file
 
 
 def load_finetuned(directory: str) -> tuple[ElectraClassifier, dict]:
     """Loads what `save_finetuned` wrote: (model, task info with `label_names` etc.)."""
-    model = keras.saving.load_model(os.path.join(directory, MODEL_FILE))
-    with open(os.path.join(directory, TASK_FILE), encoding="utf-8") as f:
-        return model, json.load(f)
+    saved = SavedModelDir(directory)
+    return keras.saving.load_model(saved.keras_file), read_json(saved.task_file)

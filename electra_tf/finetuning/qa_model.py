@@ -19,19 +19,18 @@ Loss per window: (start CE + end CE) / 2 + 0.5 * answerability CE.
 
 from __future__ import annotations
 
-import json
 import os
 
 import keras
 import tensorflow as tf
 
+from electra_tf.artifacts.files import read_json, write_json
+from electra_tf.artifacts.finetuning_dir import SavedModelDir
 from electra_tf.distribute import sum_over_replicas
 from electra_tf.modeling.encoder import INPUT_NAMES, ElectraEncoder
 from electra_tf.modeling.layers import exact_gelu, truncated_normal
 
 HEAD_NAME = "task_head"  # places the head at the top of the layer-wise decay
-WEIGHTS_FILE = "model.weights.h5"
-CONFIG_FILE = "qa_model.json"
 ANSWERABLE_WEIGHT = 0.5
 _MASK_PENALTY = 1000.0
 
@@ -252,27 +251,25 @@ def save_qa_model(model: ElectraQA, directory: str, info: dict) -> str:
     Returns:
         Path of the weights file.
     """
+    saved = SavedModelDir(directory)
     os.makedirs(directory, exist_ok=True)
-    path = os.path.join(directory, WEIGHTS_FILE)
-    tmp = path + ".tmp.weights.h5"
+    tmp = saved.weights_file + ".tmp.weights.h5"
     model.save_weights(tmp)
-    os.replace(tmp, path)
-    config = {"encoder": keras.saving.serialize_keras_object(model.encoder),
-              "beam_size": model.task_head.beam_size,
-              "hidden_units": model.task_head.hidden_units, **info}
-    with open(os.path.join(directory, CONFIG_FILE), "w", encoding="utf-8") as f:
-        json.dump(config, f, indent=2, ensure_ascii=False)
-        f.write("\n")
-    return path
+    os.replace(tmp, saved.weights_file)
+    write_json(saved.qa_description_file, {
+        "encoder": keras.saving.serialize_keras_object(model.encoder),
+        "beam_size": model.task_head.beam_size, "hidden_units": model.task_head.hidden_units,
+        **info})
+    return saved.weights_file
 
 
 def load_qa_model(directory: str) -> tuple[ElectraQA, dict]:
     """Loads what `save_qa_model` wrote: (model, its JSON description)."""
-    with open(os.path.join(directory, CONFIG_FILE), encoding="utf-8") as f:
-        config = json.load(f)
+    saved = SavedModelDir(directory)
+    config = read_json(saved.qa_description_file)
     encoder = keras.saving.deserialize_keras_object(config["encoder"])
     model = ElectraQA(encoder, beam_size=config["beam_size"],
                       hidden_units=config["hidden_units"], name="qa")
     model.build_for()
-    model.load_weights(os.path.join(directory, WEIGHTS_FILE))
+    model.load_weights(saved.weights_file)
     return model, config

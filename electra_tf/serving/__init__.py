@@ -1,7 +1,6 @@
 """Serving exported models with TensorFlow Serving.
 
 Modules:
-    layout        `<export_base>/<model_name>/<version>/` directories, published atomically
     text          packing raw text into model inputs with graph ops (matches `finetuning.features`)
     classifier    signatures of a fine-tuned classifier or regressor
     discriminator signatures of a pre-trained discriminator (replaced-token probabilities)

@@ -37,8 +37,11 @@ from typing import Optional
 
 import numpy as np
 
+from electra_tf.artifacts.finetuning_dir import SavedModelDir
+from electra_tf.artifacts.serving_dir import VersionDir, read_serving_config
 from electra_tf.serving.check_requests import bytes_spec, decode_output, ids_spec
 from electra_tf.serving.classifier import IDS_SIGNATURE, TEXT_SIGNATURE
+from electra_tf.serving.exporter import DISCRIMINATOR, QUESTION_ANSWERING
 
 STANDALONE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "standalone.py")
 DEFAULT_TOLERANCE = 1e-5
@@ -74,28 +77,25 @@ class Reference:
 
         from electra_tf.finetuning import model as _model  # noqa: F401  (registers classes)
         from electra_tf.modeling import electra as _electra  # noqa: F401
-        from electra_tf.serving.exporter import (KERAS_FILE, QUESTION_ANSWERING,
-                                                 read_serving_config)
         from electra_tf.tokenization import WordPieceTokenizer
 
-        keras_file = os.path.join(version_dir, "assets.extra", KERAS_FILE)
-        if not os.path.isfile(os.path.join(version_dir, "saved_model.pb")):
+        version = VersionDir(version_dir)
+        if not os.path.isfile(version.saved_model_file):
             raise CheckError(f"{version_dir}: no saved_model.pb; pass a version directory "
                              "(<export_base>/<model_name>/<version>).")
         config = read_serving_config(version_dir)
-        tokenizer = WordPieceTokenizer(os.path.join(version_dir, "assets", "vocab.txt"),
-                                       config["do_lower_case"], config["strip_accents"])
+        tokenizer = WordPieceTokenizer(version.vocab_file, config["do_lower_case"],
+                                       config["strip_accents"])
         if config["kind"] == QUESTION_ANSWERING:
-            from electra_tf.finetuning.qa_model import CONFIG_FILE, load_qa_model
+            from electra_tf.finetuning.qa_model import load_qa_model
 
-            extra = os.path.join(version_dir, "assets.extra")
-            if not os.path.isfile(os.path.join(extra, CONFIG_FILE)):
-                raise CheckError(f"{version_dir}: no {CONFIG_FILE} in assets.extra/ to compare "
-                                 "with.")
-            return cls(config, load_qa_model(extra)[0], tokenizer)
-        if not os.path.isfile(keras_file):
-            raise CheckError(f"{version_dir}: no {KERAS_FILE} in assets.extra/ to compare with.")
-        return cls(config, keras.saving.load_model(keras_file), tokenizer)
+            if not SavedModelDir(version.extra).holds_qa_model:
+                raise CheckError(f"{version_dir}: no question-answering model in assets.extra/ "
+                                 "to compare with.")
+            return cls(config, load_qa_model(version.extra)[0], tokenizer)
+        if not os.path.isfile(version.keras_file):
+            raise CheckError(f"{version_dir}: no model.keras in assets.extra/ to compare with.")
+        return cls(config, keras.saving.load_model(version.keras_file), tokenizer)
 
     def encode(self, texts_a: list, texts_b: Optional[list]) -> dict:
         """Python-side tokenization and packing, padded to the longest example: int32 [B, L]."""
@@ -115,7 +115,7 @@ class Reference:
     def predict(self, inputs: dict, with_tokens: bool) -> dict:
         """What the signatures should return for these inputs."""
         outputs = self.model({k: np.asarray(v) for k, v in inputs.items()}, training=False)
-        if self.config["kind"] == "discriminator":
+        if self.config["kind"] == DISCRIMINATOR:
             logits = np.asarray(outputs["logits"], np.float32)
             mask = inputs["input_mask"]
             result = {"logits": logits,
@@ -138,7 +138,7 @@ class Reference:
 
 def build_requests(reference: Reference) -> tuple[list[dict], list[Optional[dict]], list[str]]:
     """(requests, expected outputs or None for "must fail", a description of each)."""
-    if reference.config["kind"] == "question_answering":
+    if reference.config["kind"] == QUESTION_ANSWERING:
         from electra_tf.serving import check_qa
 
         return check_qa.build_requests(reference)
@@ -258,7 +258,7 @@ def check_export(version_dir: str, tolerance: float = DEFAULT_TOLERANCE,
     """Loads `version_dir` in a fresh process and compares it with the in-process model."""
     reference = Reference.load(version_dir)
     requests, expected, names = build_requests(reference)
-    if benchmark and reference.config["kind"] == "question_answering" and \
+    if benchmark and reference.config["kind"] == QUESTION_ANSWERING and \
             "texts" not in benchmark:
         from electra_tf.serving import check_qa
 

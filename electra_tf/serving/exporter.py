@@ -1,23 +1,11 @@
 """Writing a TF Serving version directory from a fine-tuning or pre-training run.
 
-A version directory is a SavedModel:
-
-    saved_model.pb, variables/          graph, signatures and weights
-    assets/vocab.txt                    the WordPiece vocabulary
-    assets/labels.txt                   class names, one per line (classifiers)
-    assets/serving_config.json          model kind, tokenizer flags, task, model config
-    assets.extra/model.keras            the Keras model, for `electra_tf.serving.check`
-                                        (question answering: qa_model.json and
-                                        model.weights.h5, as fine-tuning saves it)
-
-TF Serving loads only the first three; `assets.extra/` is the conventional
-place for files beside a SavedModel that the graph does not read.
+The layout of a version directory is in `electra_tf.artifacts.serving_dir`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import shutil
 import tempfile
@@ -25,10 +13,16 @@ from typing import Callable, Optional
 
 import tensorflow as tf
 
-from electra_tf.serving.layout import publish_version
+from electra_tf.artifacts.export_dir import float32_copy
+from electra_tf.artifacts.files import read_json, write_json
+from electra_tf.artifacts.finetuning_dir import (FinetuningDir, TrialDir, best_saved_trial,
+                                                 holds_saved_model)
+from electra_tf.artifacts.pretrained import locate_pretrained
+from electra_tf.artifacts.results import read_results
+from electra_tf.artifacts.run_dir import VOCAB_FILE
+from electra_tf.artifacts.serving_dir import (LABELS_FILE, SERVING_CONFIG, VersionDir,
+                                              publish_version)
 
-SERVING_CONFIG = "serving_config.json"
-KERAS_FILE = "model.keras"
 FORMAT_VERSION = 1
 CLASSIFIER = "classifier"
 DISCRIMINATOR = "discriminator"
@@ -53,29 +47,27 @@ def _write(module, signatures: dict, keras_model, staging: str, vocab_file: str,
     `save_extra(directory)` writes the model into `assets.extra/` (default:
     `model.keras`).
     """
+    # The saver copies tracked Asset files into assets/ under their own names.
     sources = tempfile.mkdtemp(prefix=".assets-", dir=os.path.dirname(staging))
     try:
-        shutil.copyfile(vocab_file, os.path.join(sources, "vocab.txt"))
-        with open(os.path.join(sources, SERVING_CONFIG), "w", encoding="utf-8") as f:
-            json.dump(serving_config, f, indent=2, ensure_ascii=False)
-            f.write("\n")
-        files = ["vocab.txt", SERVING_CONFIG]
+        shutil.copyfile(vocab_file, os.path.join(sources, VOCAB_FILE))
+        write_json(os.path.join(sources, SERVING_CONFIG), serving_config)
+        files = [VOCAB_FILE, SERVING_CONFIG]
         if label_names is not None:
-            with open(os.path.join(sources, "labels.txt"), "w", encoding="utf-8") as f:
+            with open(os.path.join(sources, LABELS_FILE), "w", encoding="utf-8") as f:
                 f.write("".join(f"{name}\n" for name in label_names))
-            files.append("labels.txt")
-        # Tracked Asset objects are copied into assets/ by the saver.
+            files.append(LABELS_FILE)
         module.assets = {name.replace(".", "_"): tf.saved_model.Asset(os.path.join(sources, name))
                          for name in files}
         tf.saved_model.save(module, staging, signatures=signatures)
     finally:
         shutil.rmtree(sources, ignore_errors=True)
-    extra = os.path.join(staging, "assets.extra")
-    os.makedirs(extra, exist_ok=True)
+    version = VersionDir(staging)
+    os.makedirs(version.extra, exist_ok=True)
     if save_extra is None:
-        keras_model.save(os.path.join(extra, KERAS_FILE))
+        keras_model.save(version.keras_file)
     else:
-        save_extra(extra)
+        save_extra(version.extra)
 
 
 def export_classifier(model, task_info: dict, vocab_file: str, export_base: str,
@@ -94,7 +86,6 @@ def export_classifier(model, task_info: dict, vocab_file: str, export_base: str,
     Returns:
         The version directory.
     """
-    from electra_tf.artifacts.export_dir import float32_copy
     from electra_tf.finetuning.tasks import REGRESSION, Task
     from electra_tf.serving.classifier import ClassifierServing
     from electra_tf.tokenization import WordPieceTokenizer
@@ -134,7 +125,6 @@ def export_discriminator(discriminator, pretraining_config, vocab_file: str, exp
     Returns:
         The version directory.
     """
-    from electra_tf.artifacts.export_dir import float32_copy
     from electra_tf.serving.discriminator import DiscriminatorServing
     from electra_tf.tokenization import WordPieceTokenizer
 
@@ -155,7 +145,6 @@ def export_discriminator(discriminator, pretraining_config, vocab_file: str, exp
 
 def qa_float32_copy(model):
     """A float32 `ElectraQA` with the weights of `model` (which has no `get_config`)."""
-    from electra_tf.artifacts.export_dir import float32_copy
     from electra_tf.finetuning.qa_model import ElectraQA
 
     encoder = float32_copy(model.encoder)
@@ -215,81 +204,34 @@ def export_question_answering(model, qa_info: dict, vocab_file: str, export_base
                                None, save_extra), version)
 
 
-def _qa_trial_info(trial_dir: str) -> dict:
+def _qa_trial_info(trial: TrialDir) -> dict:
     """`qa_model.json` of a SQuAD trial, completed from its run's results.json settings."""
-    from electra_tf.finetuning.qa_model import CONFIG_FILE
-
-    with open(os.path.join(trial_dir, CONFIG_FILE), encoding="utf-8") as f:
-        info = json.load(f)
-    results_path = os.path.join(os.path.dirname(os.path.abspath(trial_dir)), "results.json")
-    if os.path.isfile(results_path):
-        with open(results_path, encoding="utf-8") as f:
-            settings = json.load(f).get("settings", {})
-        for key in ("max_answer_length", "null_score_threshold"):
-            if key in settings:
-                info.setdefault(key, settings[key])
+    info = read_json(trial.qa_description_file)
+    results = read_results(FinetuningDir(os.path.dirname(os.path.abspath(trial.path))).results_file)
+    settings = results["settings"] if results else {}
+    for key in ("max_answer_length", "null_score_threshold"):
+        if key in settings:
+            info.setdefault(key, settings[key])
     return info
-
-
-def export_squad_trial_dir(trial_dir: str, export_base: str, model_name: str,
-                           version: Optional[int] = None) -> str:
-    """Exports what a SQuAD trial saved (qa_model.json, model.weights.h5, vocab.txt)."""
-    from electra_tf.finetuning.qa_model import load_qa_model
-
-    vocab_file = os.path.join(trial_dir, "vocab.txt")
-    if not os.path.isfile(vocab_file):
-        raise ExportError(f"{trial_dir}: no vocab.txt beside qa_model.json.")
-    model, _ = load_qa_model(trial_dir)
-    return export_question_answering(model, _qa_trial_info(trial_dir), vocab_file, export_base,
-                                     model_name, version)
-
-
-def _is_squad_trial(path: str) -> bool:
-    from electra_tf.finetuning.qa_model import CONFIG_FILE, WEIGHTS_FILE
-
-    return all(os.path.isfile(os.path.join(path, name)) for name in (CONFIG_FILE, WEIGHTS_FILE))
-
-
-def best_trial_dir(output_dir: str) -> str:
-    """The saved trial of a fine-tuning run with the best dev score (trial 0 without dev data).
-
-    The score is the task's GLUE metric (SQuAD: f1) from `results.json`; ties
-    go to the lower trial number.
-
-    Raises:
-        ExportError: no trial with a saved model.
-    """
-    results_path = os.path.join(output_dir, "results.json")
-    with open(results_path, encoding="utf-8") as f:
-        results = json.load(f)
-    squad = results.get("task") == "squad"
-    metric = "f1" if squad else results.get("glue_score_metric")
-    # SQuAD trials record their dev scores under "scores", classifiers under "dev".
-    scores = "scores" if squad else "dev"
-    saved = _is_squad_trial if squad else (lambda d: os.path.isfile(os.path.join(d, KERAS_FILE)))
-    trials = [t for t in results.get("trials", [])
-              if saved(os.path.join(output_dir, f"trial_{t['trial']}"))]
-    if not trials:
-        raise ExportError(f"{results_path}: no finished trial with a saved model "
-                          "(was the run made with --nosave_models?).")
-    best = max(trials, key=lambda t: (t.get(scores, {}).get(metric, float("-inf")), -t["trial"]))
-    return os.path.join(output_dir, f"trial_{best['trial']}")
 
 
 def export_finetuned_dir(trial_dir: str, export_base: str, model_name: str,
                          version: Optional[int] = None) -> str:
-    """Exports what `save_finetuned` wrote to `trial_dir` (model.keras, task.json, vocab.txt),
-    or a SQuAD trial (qa_model.json, model.weights.h5, vocab.txt)."""
+    """Exports what a fine-tuning trial saved: a classifier or regressor (model.keras,
+    task.json), or a SQuAD model (qa_model.json, model.weights.h5); vocab.txt beside it."""
     from electra_tf.finetuning.model import load_finetuned
+    from electra_tf.finetuning.qa_model import load_qa_model
 
-    if _is_squad_trial(trial_dir):
-        return export_squad_trial_dir(trial_dir, export_base, model_name, version)
-
-    vocab_file = os.path.join(trial_dir, "vocab.txt")
-    if not os.path.isfile(vocab_file):
-        raise ExportError(f"{trial_dir}: no vocab.txt beside model.keras.")
+    trial = TrialDir(trial_dir)
+    if not os.path.isfile(trial.vocab_file):
+        raise ExportError(f"{trial_dir}: no vocab.txt beside the saved model.")
+    if trial.holds_qa_model:
+        model, _ = load_qa_model(trial_dir)
+        return export_question_answering(model, _qa_trial_info(trial), trial.vocab_file,
+                                         export_base, model_name, version)
     model, task_info = load_finetuned(trial_dir)
-    return export_classifier(model, task_info, vocab_file, export_base, model_name, version)
+    return export_classifier(model, task_info, trial.vocab_file, export_base, model_name,
+                             version)
 
 
 def export_checkpoint(path: str, export_base: str, model_name: str,
@@ -306,33 +248,27 @@ def export_checkpoint(path: str, export_base: str, model_name: str,
         path = os.path.dirname(path)
     if not os.path.isdir(path):
         raise ExportError(f"--checkpoint={path}: no such directory.")
-    if os.path.isfile(os.path.join(path, "task.json")) and \
-            os.path.isfile(os.path.join(path, KERAS_FILE)) or _is_squad_trial(path):
+    if holds_saved_model(path):
         return export_finetuned_dir(path, export_base, model_name, version)
-    if os.path.isfile(os.path.join(path, "results.json")):
-        return export_finetuned_dir(best_trial_dir(path), export_base, model_name, version)
-    from electra_tf.interop.checkpoints import CheckpointError, _run_config_path, load_run_models
+    if os.path.isfile(FinetuningDir(path).results_file):
+        trial = best_saved_trial(path)
+        if trial is None:
+            raise ExportError(f"{FinetuningDir(path).results_file}: no finished trial with a "
+                              "saved model (was the run made with --nosave_models?).")
+        return export_finetuned_dir(trial.path, export_base, model_name, version)
+    from electra_tf.interop.checkpoints import CheckpointError, load_run_models
 
-    if _run_config_path(path) is None:
+    files = locate_pretrained(path)
+    if not files.is_run:
         raise ExportError(f"--checkpoint={path}: not a fine-tuning output directory "
                           "(results.json), a trial directory (model.keras + task.json, or "
                           "qa_model.json + model.weights.h5) or a "
                           "pre-training run (config.json with export/ or checkpoints/).")
+    if files.vocab_file is None:
+        raise ExportError(f"--checkpoint={path}: no vocab.txt in the run or its export/.")
     try:
         config, _, discriminator, _ = load_run_models(path)
     except CheckpointError as error:
         raise ExportError(f"--checkpoint: {error}")
-    run_dir = os.path.dirname(_run_config_path(path))
-    vocab_file = next((v for v in (os.path.join(run_dir, "vocab.txt"),
-                                   os.path.join(run_dir, "export", "vocab.txt"))
-                       if os.path.isfile(v)), None)
-    if vocab_file is None:
-        raise ExportError(f"--checkpoint={path}: no vocab.txt in {run_dir} or its export/.")
-    return export_discriminator(discriminator, config, vocab_file, export_base, model_name,
-                                max_seq_length, version)
-
-
-def read_serving_config(version_dir: str) -> dict:
-    """The `assets/serving_config.json` of an export."""
-    with open(os.path.join(version_dir, "assets", SERVING_CONFIG), encoding="utf-8") as f:
-        return json.load(f)
+    return export_discriminator(discriminator, config, files.vocab_file, export_base,
+                                model_name, max_seq_length, version)

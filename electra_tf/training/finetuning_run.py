@@ -1,21 +1,14 @@
 """Fine-tuning runs: trials from one pre-trained checkpoint, dev metrics, results, predictions.
 
-Layout of an output directory:
-
-    results.json        settings, every finished trial's dev metrics (per
-                        epoch and final), the median and all values per metric
-    trial_<k>/          model.keras + task.json (the fine-tuned model),
-                        <TASK>.tsv test predictions (GLUE submission format),
-                        tensorboard/
-
-`results.json` is rewritten after every trial, so a crash loses at most the
+The output directory and results.json are described in
+`electra_tf.artifacts.finetuning_dir` and `electra_tf.artifacts.results`.
+results.json is rewritten after every trial, so a crash loses at most the
 trial in progress; running the same command again skips finished trials.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import os
 import shutil
@@ -26,7 +19,11 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from electra_tf.config import ConfigError, PretrainingConfig
+from electra_tf.artifacts.files import atomic_open
+from electra_tf.artifacts.finetuning_dir import FinetuningDir
+from electra_tf.artifacts.pretrained import Pretrained, load_discriminator
+from electra_tf.artifacts.results import finished_trials, make_results, write_results
+from electra_tf.errors import RunError
 from electra_tf.finetuning import features, metrics
 from electra_tf.finetuning.model import build_classifier, save_finetuned
 from electra_tf.finetuning.optimization import (DEFAULT_LAYERWISE_DECAY, DEFAULT_LEARNING_RATES,
@@ -34,13 +31,8 @@ from electra_tf.finetuning.optimization import (DEFAULT_LAYERWISE_DECAY, DEFAULT
 from electra_tf.finetuning.tasks import REGRESSION, Split, Task, TaskData
 from electra_tf.training.callbacks import ProgressMonitor, format_duration
 
-RESULTS_FILE = "results.json"
 # Settings that may change between a run and its resumption.
 _RESUMABLE = ("num_trials", "output_dir", "log_every_steps", "save_models", "eval_batch_size")
-
-
-class RunError(ValueError):
-    """The run cannot start; the message names the flag or file at fault."""
 
 
 @dataclasses.dataclass
@@ -110,72 +102,6 @@ def check_settings(settings, positive_integers) -> None:
             raise RunError(f"--{name}={getattr(settings, name)}: {rule}.")
 
 
-@dataclasses.dataclass
-class Pretrained:
-    """A pre-trained checkpoint ready for fine-tuning.
-
-    Attributes:
-        model_file: path of `discriminator.keras`.
-        config: the pre-training config found beside it.
-        vocab_file: the vocabulary to tokenize with.
-    """
-
-    model_file: str
-    config: PretrainingConfig
-    vocab_file: str
-
-
-def resolve_pretrained(path: str, vocab_file: Optional[str] = None,
-                       model_size: Optional[str] = None) -> Pretrained:
-    """Finds `discriminator.keras`, `config.json` and `vocab.txt` of a checkpoint.
-
-    Args:
-        path: a pre-training run directory, its `export/` directory, or the
-            `.keras` file.
-        vocab_file: overrides the checkpoint's `vocab.txt`.
-        model_size: the size the user asked for; must match the checkpoint's.
-
-    Raises:
-        RunError: a missing file or a mismatch, naming the flag or file.
-    """
-    path = os.path.abspath(os.path.expanduser(path))
-    if os.path.isfile(path):
-        model_file = path
-    else:
-        directory = path
-        if os.path.isdir(os.path.join(path, "export")):
-            directory = os.path.join(path, "export")
-        model_file = os.path.join(directory, "discriminator.keras")
-    if not os.path.isfile(model_file):
-        raise RunError(f"--init_checkpoint={path}: no discriminator.keras found; pass a "
-                       "pre-training run directory, its export/ directory or the .keras file.")
-    here = os.path.dirname(model_file)
-    candidates = [here, os.path.dirname(here)]
-
-    def find(name):
-        for directory in candidates:
-            if os.path.isfile(os.path.join(directory, name)):
-                return os.path.join(directory, name)
-        return None
-
-    config_file = find("config.json")
-    if config_file is None:
-        raise RunError(f"--init_checkpoint={path}: no config.json beside {model_file} (it "
-                       "records the casing and model size the checkpoint was trained with).")
-    try:
-        config = PretrainingConfig.load_json(config_file)
-    except (ConfigError, ValueError, TypeError) as error:
-        raise RunError(f"{config_file}: cannot read the pre-training config ({error}).")
-    if model_size is not None and model_size != config.model_size:
-        raise RunError(f"--model_size={model_size} but the checkpoint is {config.model_size!r} "
-                       f"(per {config_file}); drop --model_size or pick the matching checkpoint.")
-    vocab = vocab_file or find("vocab.txt")
-    if vocab is None:
-        raise RunError(f"--init_checkpoint={path}: no vocab.txt beside {model_file}; pass "
-                       "--vocab_file.")
-    return Pretrained(model_file, config, vocab)
-
-
 def check_vocab(encoder, tokenizer, vocab_flag_given: bool) -> None:
     """Refuses a vocabulary whose size differs from the checkpoint's embedding table."""
     if encoder.vocab_size != tokenizer.vocab_size:
@@ -243,8 +169,7 @@ def evaluate(model, dev: dict[str, EncodedSplit], task: Task, batch_size: int,
 
 def write_predictions(path: str, split: Split, predictions: np.ndarray, task: Task) -> None:
     """GLUE submission format: a header `index<TAB>prediction`, then one line per example."""
-    tmp = path + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
+    with atomic_open(path) as f:
         f.write("index\tprediction\n")
         for index, value in zip(split.indices, predictions):
             if task.task_type == REGRESSION:
@@ -252,49 +177,10 @@ def write_predictions(path: str, split: Split, predictions: np.ndarray, task: Ta
             else:
                 text = task.label_names[int(value)]
             f.write(f"{index}\t{text}\n")
-    os.replace(tmp, path)
 
 
 # ---------------------------------------------------------------------------
 # Results file.
-
-def summarize(trials: list[dict]) -> tuple[dict, dict]:
-    """(median, all values) per metric over the trials' final dev metrics."""
-    names = []
-    for trial in trials:
-        names.extend(k for k in trial["dev"] if k not in names)
-    values = {name: [t["dev"][name] for t in trials if name in t["dev"]] for name in names}
-    return {name: float(np.median(v)) for name, v in values.items()}, values
-
-
-def finished_trials(results_path: str, identity: dict, num_trials: int) -> list[dict]:
-    """The trials an earlier run of the same settings finished (to be skipped).
-
-    Raises:
-        RunError: `results_path` holds results of a run whose `identity`
-            (task, checkpoint, settings) differs; it is left untouched.
-    """
-    if not os.path.exists(results_path):
-        return []
-    with open(results_path, encoding="utf-8") as f:
-        previous = json.load(f)
-    differences = [f"{k}: {previous.get(k)!r} -> {v!r}" for k, v in identity.items()
-                   if previous.get(k) != v]
-    if differences:
-        raise RunError(f"--output_dir={os.path.dirname(results_path)} holds results of a "
-                       "different run:\n  " + "\n  ".join(differences) +
-                       "\nChoose another --output_dir (or delete that one).")
-    return [t for t in previous.get("trials", []) if t["trial"] < num_trials]
-
-
-def write_json(path: str, data) -> None:
-    """Writes JSON atomically (a temporary file, then a rename)."""
-    tmp = path + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(data, f, indent=2, ensure_ascii=False)
-        f.write("\n")
-    os.replace(tmp, path)
-
 
 def format_table(results: dict) -> str:
     """The trials and their median as a text table (metrics in percent)."""
@@ -367,7 +253,6 @@ def run_finetuning(task: Task, data: TaskData, pretrained: Pretrained, settings:
         RunError: the output directory holds a run with other settings, or
             the vocabulary does not fit the checkpoint.
     """
-    from electra_tf.artifacts.export_dir import load_discriminator
     from electra_tf.tokenization import VocabError, WordPieceTokenizer
 
     settings = settings.resolve(task, pretrained.config.model_size)
@@ -387,7 +272,8 @@ def run_finetuning(task: Task, data: TaskData, pretrained: Pretrained, settings:
                        f"{config.model.max_position_embeddings} position embeddings.")
 
     os.makedirs(settings.output_dir, exist_ok=True)
-    results_path = os.path.join(settings.output_dir, RESULTS_FILE)
+    output = FinetuningDir(settings.output_dir)
+    results_path = output.results_file
     identity = {"task": task.to_dict(), "init_checkpoint": pretrained.model_file,
                 "vocab_file": os.path.abspath(pretrained.vocab_file),
                 "settings": _settings_dict(settings)}
@@ -395,8 +281,8 @@ def run_finetuning(task: Task, data: TaskData, pretrained: Pretrained, settings:
         print_fn(f"Training on {settings.max_train_examples:,} of the {len(data.train):,} "
                  "training examples (--max_train_examples; the same draw for every run).")
         data = dataclasses.replace(data, train=data.train.sample(settings.max_train_examples))
-    results = {**identity, "num_train_examples": len(data.train),
-               "trials": finished_trials(results_path, identity, settings.num_trials)}
+    trials = finished_trials(results_path, identity, settings.num_trials)
+    data_counts = {"num_train_examples": len(data.train)}
 
     print_fn(f"Task {task.name} ({task.task_type}"
              + (f", labels {', '.join(task.label_names)}" if task.label_names else "") + "): "
@@ -424,7 +310,7 @@ def run_finetuning(task: Task, data: TaskData, pretrained: Pretrained, settings:
              + f", weight decay {settings.weight_decay_rate:g}, batch {settings.train_batch_size},"
              f" {settings.num_train_epochs:g} epochs = {total_steps} steps, "
              f"{settings.num_trials} trial(s).")
-    finished = {t["trial"] for t in results["trials"]}
+    finished = {t["trial"] for t in trials}
     pad_id = tokenizer.pad_id
 
     for trial in range(settings.num_trials):
@@ -432,7 +318,7 @@ def run_finetuning(task: Task, data: TaskData, pretrained: Pretrained, settings:
             print_fn(f"Trial {trial}: already finished (in {results_path}), skipped.")
             continue
         seed = settings.seed + trial
-        trial_dir = os.path.join(settings.output_dir, f"trial_{trial}")
+        trial_dir = output.trial(trial)
         print_fn(f"--- Trial {trial + 1}/{settings.num_trials} (seed {seed}) ---")
         started = time.perf_counter()
         keras.backend.clear_session()
@@ -447,7 +333,7 @@ def run_finetuning(task: Task, data: TaskData, pretrained: Pretrained, settings:
         model.compile(optimizer=optimizer, jit_compile=False)
         schedule = learning_rate_schedule(settings.learning_rate, total_steps,
                                           settings.warmup_proportion)
-        writer = tf.summary.create_file_writer(os.path.join(trial_dir, "tensorboard"))
+        writer = tf.summary.create_file_writer(trial_dir.tensorboard)
         progress = ProgressMonitor(writer, total_steps, settings.train_batch_size,
                                    settings.log_every_steps, schedule,
                                    print_fn=print_fn, console_keys=("loss", "accuracy"))
@@ -457,32 +343,32 @@ def run_finetuning(task: Task, data: TaskData, pretrained: Pretrained, settings:
                                    repeat=True, pad_id=pad_id)
         model.fit(train_data, epochs=num_epochs, steps_per_epoch=steps_per_epoch,
                   callbacks=[progress, epoch_end], verbose=0)
-        record = {"trial": trial, "seed": seed,
-                  "dev": epoch_end.history[-1]["dev"] if epoch_end.history else {},
-                  "epochs": epoch_end.history,
-                  "train_seconds": round(time.perf_counter() - started, 1)}
-        task_info = {"task": task.to_dict(), "max_seq_length": settings.max_seq_length,
-                     "do_lower_case": config.do_lower_case,
-                     "strip_accents": config.resolved_strip_accents, "vocab_file": "vocab.txt",
-                     "regression_output_scale": task.label_scale}
-        if settings.save_models:
-            record["model"] = save_finetuned(model, trial_dir, task_info)
-            shutil.copyfile(pretrained.vocab_file, os.path.join(trial_dir, "vocab.txt"))
-        record["predictions"] = {}
+        train_seconds = time.perf_counter() - started
+        started = time.perf_counter()
+        predictions = {}
         for name, encoded in test.items():
-            path = os.path.join(trial_dir, f"{name}.tsv")
-            os.makedirs(trial_dir, exist_ok=True)
+            path = trial_dir.file(f"{name}.tsv")
+            os.makedirs(trial_dir.path, exist_ok=True)
             write_predictions(path, encoded.split,
                               predict(model, encoded, task, settings.eval_batch_size, pad_id), task)
-            record["predictions"][name] = path
-        results["trials"] = sorted(results["trials"] + [record], key=lambda t: t["trial"])
-        results["median"], results["all"] = summarize(results["trials"])
-        results["glue_score_metric"] = task.glue_score_metric
-        write_json(results_path, results)
-        print_fn(f"Trial {trial}: {format_duration(record['train_seconds'])}; results in "
-                 f"{results_path}")
-    if results["trials"]:
-        results["median"], results["all"] = summarize(results["trials"])
-        results["glue_score_metric"] = task.glue_score_metric
-        write_json(results_path, results)
+            predictions[name] = path
+        task_info = {"task": task.to_dict(), "max_seq_length": settings.max_seq_length,
+                     "do_lower_case": config.do_lower_case,
+                     "strip_accents": config.resolved_strip_accents,
+                     "regression_output_scale": task.label_scale}
+        model_file = None
+        if settings.save_models:
+            model_file = save_finetuned(model, trial_dir.path, task_info)
+            shutil.copyfile(pretrained.vocab_file, trial_dir.vocab_file)
+        trials.append({"trial": trial, "seed": seed, "steps": total_steps,
+                       "dev": epoch_end.history[-1]["dev"] if epoch_end.history else {},
+                       "epochs": epoch_end.history, "train_seconds": round(train_seconds, 1),
+                       "predict_seconds": round(time.perf_counter() - started, 1),
+                       "model": model_file, "predictions": predictions})
+        write_results(results_path, make_results(identity, data_counts, task.glue_score_metric,
+                                                 trials))
+        print_fn(f"Trial {trial}: {format_duration(train_seconds)}; results in {results_path}")
+    results = make_results(identity, data_counts, task.glue_score_metric, trials)
+    if trials:
+        write_results(results_path, results)
     return results

@@ -1,19 +1,12 @@
 """SQuAD fine-tuning runs: windows, training with layer-wise decay, decoding, official scores.
 
-Layout of an output directory:
-
-    results.json            settings, every finished trial's scores, the
-                            median (exact_match, f1, and for 2.0 the
-                            HasAns/NoAns breakdowns and best thresholds)
-    predictions.json        trial 0's answers {question id: text}
-    null_odds.json          (2.0) trial 0's null odds {question id: float}
-    trial_<k>/              predictions.json, null_odds.json,
-                            nbest_predictions.json, the fine-tuned model,
-                            checkpoints/ while training, tensorboard/
-
-results.json is rewritten after every trial and training checkpoints every
-`save_checkpoints_steps`, so re-running the same command skips finished
-trials and resumes an interrupted one from its last checkpoint.
+The output directory and results.json are described in
+`electra_tf.artifacts.finetuning_dir` and `electra_tf.artifacts.results`; the
+dev metrics are exact_match and f1 (and for 2.0 the HasAns/NoAns breakdowns
+and best thresholds). results.json is rewritten after every trial and
+training checkpoints every `save_checkpoints_steps`, so re-running the same
+command skips finished trials and resumes an interrupted one from its last
+checkpoint.
 """
 
 from __future__ import annotations
@@ -26,19 +19,22 @@ import time
 from typing import Optional
 
 import keras
-import numpy as np
 import tensorflow as tf
 
+from electra_tf.artifacts.files import copy_file, write_json
+from electra_tf.artifacts.finetuning_dir import FinetuningDir, TrialDir
+from electra_tf.artifacts.pretrained import Pretrained, load_discriminator
+from electra_tf.artifacts.results import (finished_trials, make_results, squad_task,
+                                          write_results)
+from electra_tf.errors import RunError
 from electra_tf.finetuning import squad_decoding, squad_features, squad_metrics
 from electra_tf.finetuning.optimization import (DEFAULT_LAYERWISE_DECAY, DEFAULT_LEARNING_RATES,
                                                 create_optimizer, learning_rate_schedule)
 from electra_tf.finetuning.qa_model import build_qa_model, save_qa_model
-from electra_tf.training.finetuning_run import (Pretrained, RunError, check_settings, check_vocab,
-                                       finished_trials, write_json)
+from electra_tf.training.finetuning_run import check_settings, check_vocab
 from electra_tf.finetuning.squad_data import SquadSplit
 from electra_tf.training.callbacks import CheckpointSaver, ProgressMonitor, format_duration
 
-RESULTS_FILE = "results.json"
 PREDICTIONS_FILE = "predictions.json"
 NULL_ODDS_FILE = "null_odds.json"
 NBEST_FILE = "nbest_predictions.json"
@@ -111,25 +107,18 @@ def predict_and_score(model, examples, features, settings: SquadSettings, direct
     outputs = model.predict(dataset, verbose=0)
     predictions, null_odds, nbest = squad_decoding.decode(
         examples, features, outputs, settings.n_best_size, settings.max_answer_length)
+    trial = TrialDir(directory)
     os.makedirs(directory, exist_ok=True)
-    write_json(os.path.join(directory, NBEST_FILE), nbest)
+    write_json(trial.file(NBEST_FILE), nbest)
     if settings.version == "2.0":
         submission = squad_decoding.apply_null_threshold(predictions, null_odds,
                                                          settings.null_score_threshold)
-        write_json(os.path.join(directory, NULL_ODDS_FILE), null_odds)
+        write_json(trial.file(NULL_ODDS_FILE), null_odds)
     else:
         submission = predictions
-    write_json(os.path.join(directory, PREDICTIONS_FILE), submission)
+    write_json(trial.file(PREDICTIONS_FILE), submission)
     return score(settings.version, examples, predictions, null_odds,
                  settings.null_score_threshold)
-
-
-def _summarize(trials: list[dict]) -> dict:
-    names = []
-    for trial in trials:
-        names.extend(k for k in trial["scores"] if k not in names)
-    return {n: float(np.median([t["scores"][n] for t in trials if n in t["scores"]]))
-            for n in names}
 
 
 def train_trial(model, encoder, features, settings: SquadSettings, total_steps: int,
@@ -146,7 +135,7 @@ def train_trial(model, encoder, features, settings: SquadSettings, total_steps: 
     optimizer.build(model.trainable_variables)
     model.compile(optimizer=optimizer, jit_compile=False)
     checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer)
-    manager = tf.train.CheckpointManager(checkpoint, os.path.join(trial_dir, "checkpoints"),
+    manager = tf.train.CheckpointManager(checkpoint, TrialDir(trial_dir).checkpoints,
                                          max_to_keep=1)
     if manager.latest_checkpoint:
         checkpoint.restore(manager.latest_checkpoint).assert_existing_objects_matched()
@@ -158,7 +147,7 @@ def train_trial(model, encoder, features, settings: SquadSettings, total_steps: 
     started = time.perf_counter()
     schedule = learning_rate_schedule(settings.learning_rate, total_steps,
                                       settings.warmup_proportion)
-    writer = tf.summary.create_file_writer(os.path.join(trial_dir, "tensorboard"))
+    writer = tf.summary.create_file_writer(TrialDir(trial_dir).tensorboard)
     progress = ProgressMonitor(writer, total_steps, settings.train_batch_size,
                                settings.log_every_steps, schedule, print_fn=print_fn,
                                console_keys=("loss", "span_loss", "answerable_loss"))
@@ -189,7 +178,6 @@ def run_squad(train: Optional[SquadSplit], evaluation: Optional[SquadSplit],
     Raises:
         RunError: inconsistent settings, vocabulary or output directory.
     """
-    from electra_tf.artifacts.export_dir import load_discriminator
     from electra_tf.tokenization import VocabError, WordPieceTokenizer
 
     config = pretrained.config
@@ -209,16 +197,16 @@ def run_squad(train: Optional[SquadSplit], evaluation: Optional[SquadSplit],
         raise RunError("SQuAD runs need training data (--train_file or TFDS).")
 
     os.makedirs(settings.output_dir, exist_ok=True)
-    results_path = os.path.join(settings.output_dir, RESULTS_FILE)
-    identity = {"task": "squad", "squad_version": settings.version,
-                "train_data": train.source,
-                "predict_data": evaluation.source if evaluation else None,
+    output = FinetuningDir(settings.output_dir)
+    results_path = output.results_file
+    identity = {"task": squad_task(settings.version, train.source,
+                                   evaluation.source if evaluation else None),
                 "init_checkpoint": pretrained.model_file,
                 "vocab_file": os.path.abspath(pretrained.vocab_file),
+                # The version is part of the task.
                 "settings": {k: v for k, v in dataclasses.asdict(settings).items()
-                             if k not in _RESUMABLE}}
-    results = {**identity,
-               "trials": finished_trials(results_path, identity, settings.num_trials)}
+                             if k not in _RESUMABLE and k != "version"}}
+    trials = finished_trials(results_path, identity, settings.num_trials)
 
     started = time.perf_counter()
     offsets = squad_features.OffsetTokenizer(tokenizer)
@@ -239,8 +227,8 @@ def run_squad(train: Optional[SquadSplit], evaluation: Optional[SquadSplit],
              "context)"
              + (f"; {len(evaluation):,} questions to predict -> {len(eval_features):,} windows"
                 if evaluation else "") + f" [{format_duration(time.perf_counter() - started)}]")
-    results.update(num_train_questions=len(train), num_train_windows=len(train_features),
-                   skipped_train_questions=train.skipped + train_features.skipped)
+    data_counts = {"num_train_questions": len(train), "num_train_windows": len(train_features),
+                   "skipped_train_questions": train.skipped + train_features.skipped}
 
     steps_per_epoch = math.ceil(len(train_features) / settings.train_batch_size)
     total_steps = max(1, int(round(steps_per_epoch * settings.num_train_epochs)))
@@ -248,57 +236,56 @@ def run_squad(train: Optional[SquadSplit], evaluation: Optional[SquadSplit],
              f"{settings.layerwise_lr_decay:g}, batch {settings.train_batch_size}, "
              f"{settings.num_train_epochs:g} epochs = {total_steps} steps, "
              f"{settings.num_trials} trial(s).")
-    finished = {t["trial"] for t in results["trials"]}
+    finished = {t["trial"] for t in trials}
     for trial in range(settings.num_trials):
         if trial in finished:
             print_fn(f"Trial {trial}: already finished (in {results_path}), skipped.")
             continue
         seed = settings.seed + trial
-        trial_dir = os.path.join(settings.output_dir, f"trial_{trial}")
+        trial_dir = output.trial(trial)
         print_fn(f"--- Trial {trial + 1}/{settings.num_trials} (seed {seed}) ---")
         keras.backend.clear_session()
         keras.utils.set_random_seed(seed)
         encoder = load_discriminator(pretrained.model_file).encoder
         check_vocab(encoder, tokenizer, vocab_flag_given)
         model = build_qa_model(encoder, settings.beam_size, seed)
-        seconds = train_trial(model, encoder, train_features, settings, total_steps, trial_dir,
-                              seed, print_fn)
-        record = {"trial": trial, "seed": seed, "train_seconds": round(seconds, 1),
-                  "steps": total_steps, "scores": {}}
+        seconds = train_trial(model, encoder, train_features, settings, total_steps,
+                              trial_dir.path, seed, print_fn)
+        predict_started = time.perf_counter()
+        scores, predictions = {}, {}
         if evaluation is not None:
-            predict_started = time.perf_counter()
-            record["scores"] = predict_and_score(model, evaluation.examples, eval_features,
-                                                 settings, trial_dir)
-            record["predict_seconds"] = round(time.perf_counter() - predict_started, 1)
-            shown = ", ".join(f"{k} {v:.2f}" for k, v in record["scores"].items()
+            scores = predict_and_score(model, evaluation.examples, eval_features, settings,
+                                       trial_dir.path)
+            shown = ", ".join(f"{k} {v:.2f}" for k, v in scores.items()
                               if k in ("exact_match", "f1", "best_exact", "best_f1"))
             print_fn(f"Trial {trial}: {shown}")
+            names = [PREDICTIONS_FILE, NBEST_FILE] + (
+                [NULL_ODDS_FILE] if settings.version == "2.0" else [])
+            predictions = {name: trial_dir.file(name) for name in names}
             if trial == 0:
-                names = [PREDICTIONS_FILE] + ([NULL_ODDS_FILE] if settings.version == "2.0" else [])
                 for name in names:
-                    shutil.copyfile(os.path.join(trial_dir, name),
-                                    os.path.join(settings.output_dir, name + ".tmp"))
-                    os.replace(os.path.join(settings.output_dir, name + ".tmp"),
-                               os.path.join(settings.output_dir, name))
+                    if name != NBEST_FILE:
+                        copy_file(trial_dir.file(name), output.file(name))
+        model_file = None
         if settings.save_models:
-            record["model"] = save_qa_model(model, trial_dir, {
+            model_file = save_qa_model(model, trial_dir.path, {
                 "squad_version": settings.version, "max_seq_length": settings.max_seq_length,
                 "doc_stride": settings.doc_stride, "max_query_length": settings.max_query_length,
                 "max_answer_length": settings.max_answer_length,
                 "null_score_threshold": settings.null_score_threshold,
                 "do_lower_case": config.do_lower_case,
-                "strip_accents": config.resolved_strip_accents, "vocab_file": "vocab.txt"})
-            shutil.copyfile(pretrained.vocab_file, os.path.join(trial_dir, "vocab.txt"))
-        results["trials"] = sorted(results["trials"] + [record], key=lambda t: t["trial"])
-        results["median"] = _summarize(results["trials"])
-        results.update({k: v for k, v in results["median"].items()})
-        write_json(results_path, results)
+                "strip_accents": config.resolved_strip_accents})
+            shutil.copyfile(pretrained.vocab_file, trial_dir.vocab_file)
+        trials.append({"trial": trial, "seed": seed, "steps": total_steps, "dev": scores,
+                       "epochs": [], "train_seconds": round(seconds, 1),
+                       "predict_seconds": round(time.perf_counter() - predict_started, 1),
+                       "model": model_file, "predictions": predictions})
+        write_results(results_path, make_results(identity, data_counts, "f1", trials))
         # Only once the trial is on record: a crash before this point resumes.
-        shutil.rmtree(os.path.join(trial_dir, "checkpoints"), ignore_errors=True)
+        shutil.rmtree(trial_dir.checkpoints, ignore_errors=True)
         print_fn(f"Trial {trial}: trained in {format_duration(seconds)}; results in "
                  f"{results_path}")
-    if results["trials"]:
-        results["median"] = _summarize(results["trials"])
-        results.update({k: v for k, v in results["median"].items()})
-        write_json(results_path, results)
+    results = make_results(identity, data_counts, "f1", trials)
+    if trials:
+        write_results(results_path, results)
     return results
