@@ -117,3 +117,20 @@ def sum_over_replicas(grads):
     present = [g for g in grads if g is not None]
     reduced = iter(context.all_reduce(tf.distribute.ReduceOp.SUM, present))
     return [None if g is None else next(reduced) for g in grads]
+
+
+def global_batch_size(per_example):
+    """The examples of a step over all replicas: this replica's [B] times the replica count.
+
+    Exact when every replica holds as many examples, as with a global batch
+    divisible by the replica count.
+
+    Args:
+        per_example: [B] per-example losses of this replica.
+
+    Returns:
+        float32 scalar, the divisor that makes a replica's loss sum its share
+        of the mean over the global batch.
+    """
+    replicas = tf.distribute.get_strategy().num_replicas_in_sync
+    return tf.cast(tf.shape(per_example)[0] * replicas, tf.float32)

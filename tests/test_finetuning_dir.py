@@ -11,7 +11,7 @@ IDENTITY = {"task": {"name": "toy"}, "init_checkpoint": "/d.keras", "vocab_file"
 
 def _save_placeholder_model(trial):
     os.makedirs(trial.path, exist_ok=True)
-    for path in (trial.keras_file, trial.task_file):
+    for path in (trial.description_file, trial.weights_file):
         with open(path, "w", encoding="utf-8") as f:
             f.write("{}")
 

@@ -3,7 +3,7 @@
 1. Builds sample requests (English, accented, Korean and Chinese text, an
    empty string, text longer than `max_seq_length`, invalid UTF-8) and the
    answers expected from the in-process model: the Keras model in
-   `assets.extra/model.keras` fed by the Python tokenization path of
+   `assets.extra/` fed by the Python tokenization path of
    fine-tuning (`finetuning.features.encode`). Question-answering exports
    are compared with the fine-tuning path instead: windows from
    `squad_features.convert_examples`, answers from `squad_decoding.decode`
@@ -35,13 +35,19 @@ import sys
 import tempfile
 from typing import Optional
 
+import keras
 import numpy as np
 
-from electra_tf.artifacts.finetuning_dir import SavedModelDir
+from electra_tf.artifacts.finetuning_dir import holds_saved_model
 from electra_tf.artifacts.serving_dir import VersionDir, read_serving_config
+from electra_tf.finetuning import features
+from electra_tf.finetuning.saving import load_finetuned
+# Registers the discriminator's classes, so that load_model finds them.
+from electra_tf.modeling import electra as _electra  # noqa: F401
 from electra_tf.serving.check_requests import bytes_spec, decode_output, ids_spec
 from electra_tf.serving.classifier import IDS_SIGNATURE, TEXT_SIGNATURE
 from electra_tf.serving.exporter import DISCRIMINATOR, QUESTION_ANSWERING
+from electra_tf.tokenization import WordPieceTokenizer
 
 STANDALONE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "standalone.py")
 DEFAULT_TOLERANCE = 1e-5
@@ -73,12 +79,6 @@ class Reference:
 
     @classmethod
     def load(cls, version_dir: str) -> "Reference":
-        import keras
-
-        from electra_tf.finetuning import model as _model  # noqa: F401  (registers classes)
-        from electra_tf.modeling import electra as _electra  # noqa: F401
-        from electra_tf.tokenization import WordPieceTokenizer
-
         version = VersionDir(version_dir)
         if not os.path.isfile(version.saved_model_file):
             raise CheckError(f"{version_dir}: no saved_model.pb; pass a version directory "
@@ -86,21 +86,18 @@ class Reference:
         config = read_serving_config(version_dir)
         tokenizer = WordPieceTokenizer(version.vocab_file, config["do_lower_case"],
                                        config["strip_accents"])
-        if config["kind"] == QUESTION_ANSWERING:
-            from electra_tf.finetuning.qa_model import load_qa_model
-
-            if not SavedModelDir(version.extra).holds_qa_model:
-                raise CheckError(f"{version_dir}: no question-answering model in assets.extra/ "
-                                 "to compare with.")
-            return cls(config, load_qa_model(version.extra)[0], tokenizer)
-        if not os.path.isfile(version.keras_file):
-            raise CheckError(f"{version_dir}: no model.keras in assets.extra/ to compare with.")
-        return cls(config, keras.saving.load_model(version.keras_file), tokenizer)
+        if config["kind"] == DISCRIMINATOR:
+            if not os.path.isfile(version.keras_file):
+                raise CheckError(f"{version_dir}: no model.keras in assets.extra/ to compare "
+                                 "with.")
+            return cls(config, keras.saving.load_model(version.keras_file), tokenizer)
+        if not holds_saved_model(version.extra):
+            raise CheckError(f"{version_dir}: no fine-tuned model in assets.extra/ to compare "
+                             "with.")
+        return cls(config, load_finetuned(version.extra)[0], tokenizer)
 
     def encode(self, texts_a: list, texts_b: Optional[list]) -> dict:
         """Python-side tokenization and packing, padded to the longest example: int32 [B, L]."""
-        from electra_tf.finetuning import features
-
         encoded = features.encode(self.tokenizer, texts_a, texts_b, self.config["max_seq_length"])
         length = max(len(ids) for ids, _ in encoded)
         ids = np.full((len(encoded), length), self.tokenizer.pad_id, np.int32)

@@ -2,8 +2,8 @@
 
 * `pretraining_loop`: a pre-training run under a distribution strategy:
   resume, fit, checkpoint, held-out evaluation, export.
-* `finetuning_run`, `squad_run`: fine-tuning trials of a classification or
-  regression task, and of SQuAD.
+* `finetuning_loop`: the trials of any fine-tuning task (classification,
+  regression, SQuAD): seeds, resuming, results, saved models.
 * `callbacks`: progress with ETA and TensorBoard scalars, checkpoints and
   signals, held-out evaluation.
 """
