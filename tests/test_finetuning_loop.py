@@ -102,42 +102,19 @@ class _Crash(keras.callbacks.Callback):
             raise RuntimeError("simulated crash")
 
 
+def _leaves(tree, path=""):
+    """(path, value) of every leaf of a JSON-like tree, in a stable order."""
+    if isinstance(tree, dict):
+        return [leaf for k in sorted(tree) for leaf in _leaves(tree[k], f"{path}/{k}")]
+    if isinstance(tree, list):
+        return [leaf for i, v in enumerate(tree) for leaf in _leaves(v, f"{path}/{i}")]
+    return [(path, tree)]
+
+
 def _comparable(trial):
-    """A trial record without what may differ between two runs of it (timings, paths)."""
-    return {k: v for k, v in trial.items()
-            if k not in ("train_seconds", "predict_seconds", "model", "predictions")}
-
-
-def test_interrupted_trial_resumes_to_the_uninterrupted_result(pretrained, tmp_path):
-    """Crashed at step 5 of 8 with a checkpoint at step 4, resumed: the same trial, bit for bit.
-
-    The tiny pre-trained model has dropout, so this also checks that the
-    dropout masks continue where they stopped.
-    """
-    def settings(name):
-        return FinetuneSettings(output_dir=str(tmp_path / name), train_batch_size=4,
-                                learning_rate=3e-3, num_train_epochs=2, log_every_steps=100,
-                                save_checkpoints_steps=2)
-
-    straight = run_trials(_toy_task(16), pretrained, settings("straight"), print_fn=lambda _: None)
-    with pytest.raises(RuntimeError, match="simulated crash"):
-        run_trials(_toy_task(16), pretrained, settings("crashed"), print_fn=lambda _: None,
-                   extra_callbacks=[_Crash(5)])
-    assert os.path.isdir(tmp_path / "crashed" / "trial_0" / "checkpoints")
-    assert not os.path.exists(tmp_path / "crashed" / "results.json")
-    lines = []
-    resumed = run_trials(_toy_task(16), pretrained, settings("crashed"), print_fn=lines.append)
-    assert any("(step 4)" in line for line in lines)
-    assert [_comparable(t) for t in resumed["trials"]] == \
-        [_comparable(t) for t in straight["trials"]]
-    assert resumed["trials"][0]["epochs"][0]["step"] == 4  # recorded before the crash
-    a, _ = load_finetuned(str(tmp_path / "straight" / "trial_0"))
-    b, _ = load_finetuned(str(tmp_path / "crashed" / "trial_0"))
-    for x, y in zip(a.weights, b.weights):
-        np.testing.assert_array_equal(x.numpy(), y.numpy(), err_msg=x.path)
-    with open(tmp_path / "straight" / "trial_0" / "SST-2.tsv", encoding="utf-8") as f, \
-            open(tmp_path / "crashed" / "trial_0" / "SST-2.tsv", encoding="utf-8") as g:
-        assert f.read() == g.read()
+    """A trial's leaves but what may differ between two runs of it (timings, paths)."""
+    return _leaves({k: v for k, v in trial.items()
+                    if k not in ("train_seconds", "predict_seconds", "model", "predictions")})
 
 
 def _squad_split(count):
@@ -151,6 +128,52 @@ def _squad_split(count):
     return SquadSplit(examples, "memory")
 
 
+def _squad_task(count, version="1.1"):
+    return SquadTask(_squad_split(count), _squad_split(count), version, max_seq_length=16,
+                     doc_stride=8, max_query_length=4, beam_size=3)
+
+
+@pytest.mark.parametrize("make_task", [_toy_task, _squad_task], ids=["sst2", "squad"])
+def test_interrupted_trial_resumes_to_the_uninterrupted_result(pretrained, tmp_path, make_task):
+    """Crashed at step 5 of 8 with a checkpoint at step 4, resumed: the same trial.
+
+    The tiny pre-trained model has dropout, so this also checks that the
+    dropout masks continue where they stopped.
+    """
+    def settings(name):
+        return FinetuneSettings(output_dir=str(tmp_path / name), train_batch_size=4,
+                                learning_rate=3e-3, num_train_epochs=2, log_every_steps=100,
+                                save_checkpoints_steps=2)
+
+    straight = run_trials(make_task(16), pretrained, settings("straight"),
+                          print_fn=lambda _: None)
+    assert straight["trials"][0]["steps"] == 8
+    with pytest.raises(RuntimeError, match="simulated crash"):
+        run_trials(make_task(16), pretrained, settings("crashed"), print_fn=lambda _: None,
+                   extra_callbacks=[_Crash(5)])
+    assert os.path.isdir(tmp_path / "crashed" / "trial_0" / "checkpoints")
+    assert not os.path.exists(tmp_path / "crashed" / "results.json")
+    lines = []
+    resumed = run_trials(make_task(16), pretrained, settings("crashed"), print_fn=lines.append)
+    assert any("(step 4)" in line for line in lines)
+    expected = _comparable(straight["trials"][0])
+    got = _comparable(resumed["trials"][0])
+    assert [path for path, _ in got] == [path for path, _ in expected]
+    assert [value for _, value in got] == pytest.approx([value for _, value in expected],
+                                                        rel=1e-5, abs=1e-6)
+    assert resumed["trials"][0]["epochs"][0]["step"] == 4  # recorded before the crash
+    a, _ = load_finetuned(str(tmp_path / "straight" / "trial_0"))
+    b, _ = load_finetuned(str(tmp_path / "crashed" / "trial_0"))
+    for x, y in zip(a.weights, b.weights):
+        np.testing.assert_allclose(x.numpy(), y.numpy(), rtol=1e-5, atol=1e-6, err_msg=x.path)
+    files = straight["trials"][0]["predictions"]
+    assert files and set(files) == set(resumed["trials"][0]["predictions"])
+    for name, path in files.items():
+        with open(path, encoding="utf-8") as f, \
+                open(resumed["trials"][0]["predictions"][name], encoding="utf-8") as g:
+            assert f.read() == g.read(), name
+
+
 def test_squad_and_classification_write_the_same_schema(pretrained, tmp_path):
     def settings(name):
         return FinetuneSettings(output_dir=str(tmp_path / name), train_batch_size=4,
@@ -158,10 +181,8 @@ def test_squad_and_classification_write_the_same_schema(pretrained, tmp_path):
 
     classification = run_trials(_toy_task(8), pretrained, settings("sst2"),
                                 print_fn=lambda _: None)
-    squad = SquadTask(_squad_split(6), _squad_split(6), "2.0", max_seq_length=16, doc_stride=8,
-                      max_query_length=4, beam_size=3)
     lines = []
-    qa = run_trials(squad, pretrained, settings("squad"), print_fn=lines.append)
+    qa = run_trials(_squad_task(6, "2.0"), pretrained, settings("squad"), print_fn=lines.append)
     assert list(qa) == list(classification)
     assert list(qa["trials"][0]) == list(classification["trials"][0])
     assert qa["task"]["name"] == "squad20" and qa["primary_metric"] == "f1"

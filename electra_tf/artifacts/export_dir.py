@@ -26,6 +26,7 @@ from electra_tf.artifacts.run_dir import CONFIG_FILE, VOCAB_FILE
 from electra_tf.modeling import electra as _electra  # noqa: F401
 
 DISCRIMINATOR_FILE = "discriminator.keras"
+DISCRIMINATOR_SAVEDMODEL = "discriminator_savedmodel"
 GENERATOR_FILE = "generator.keras"
 
 
@@ -41,7 +42,7 @@ class ExportDir:
 
     @property
     def discriminator_savedmodel(self) -> str:
-        return os.path.join(self.path, "discriminator_savedmodel")
+        return os.path.join(self.path, DISCRIMINATOR_SAVEDMODEL)
 
     @property
     def generator_file(self) -> str:
@@ -58,7 +59,7 @@ class ExportDir:
     def contents(self) -> list[str]:
         """The models present, as names to show (`discriminator_savedmodel/` for the directory)."""
         return [name + ("/" if os.path.isdir(os.path.join(self.path, name)) else "")
-                for name in (DISCRIMINATOR_FILE, "discriminator_savedmodel", GENERATOR_FILE)
+                for name in (DISCRIMINATOR_FILE, DISCRIMINATOR_SAVEDMODEL, GENERATOR_FILE)
                 if os.path.exists(os.path.join(self.path, name))]
 
 
