@@ -85,8 +85,6 @@ flags.DEFINE_integer("n_best_size", 20, "SQuAD: candidate answers kept per quest
 flags.DEFINE_integer("beam_size", 20, "SQuAD: start positions (and ends per start) searched.")
 flags.DEFINE_float("null_score_threshold", -2.75, "SQuAD 2.0: a question whose null odds exceed "
                    "it is answered with the empty string (the original code's -2.75).")
-flags.DEFINE_integer("save_checkpoints_steps", 500, "SQuAD: training checkpoint interval; an "
-                     "interrupted trial resumes from the last one.")
 # --- run
 flags.DEFINE_string("output_dir", None, "Default: runs/finetune/<task>-<checkpoint name>.")
 flags.DEFINE_integer("num_trials", 1, "Fine-tuning runs with seeds seed, seed+1, ...; the median "
@@ -111,7 +109,10 @@ flags.DEFINE_integer("max_train_examples", None, "Train on this many examples dr
 flags.DEFINE_boolean("double_unordered", False, "Pair tasks: also train on every pair in the "
                      "B, A order (the original does this for MRPC and STS-B).")
 flags.DEFINE_integer("log_every_steps", 50, "Console / TensorBoard interval in steps.")
-flags.DEFINE_boolean("save_models", True, "Save each trial's fine-tuned model (model.keras).")
+flags.DEFINE_integer("save_checkpoints_steps", 500, "Training checkpoint interval in steps; an "
+                     "interrupted trial resumes from the last one.")
+flags.DEFINE_boolean("save_models", True, "Save each trial's fine-tuned model (model.json + "
+                     "model.weights.h5).")
 flags.DEFINE_string("export_model_name", None, "TF Serving model name of the export written to "
                     "<output_dir>/export/<name>/<version>/ from the best trial (default: the "
                     "task name; needs --save_models).")
@@ -158,6 +159,8 @@ def _imported_if_foreign(path: str) -> str:
     """
     import hashlib
 
+    from electra_tf.artifacts.finetuning_dir import FinetuningDir
+    from electra_tf.artifacts.run_dir import RunDir, read_import_source, write_import_source
     from electra_tf.interop import checkpoints
 
     try:
@@ -170,13 +173,12 @@ def _imported_if_foreign(path: str) -> str:
         return path
     source = os.path.abspath(path)
     digest = hashlib.sha256(source.encode()).hexdigest()[:8]
-    target = (os.path.join(FLAGS.output_dir, "imported_checkpoint") if FLAGS.output_dir else
+    target = (FinetuningDir(FLAGS.output_dir).imported_checkpoint if FLAGS.output_dir else
               os.path.join(PROJECT_DIR, "runs", "imported",
                            f"{os.path.basename(source.rstrip('/'))}-{digest}"))
-    marker = os.path.join(target, "imported_from.txt")
-    if os.path.exists(os.path.join(target, "config.json")) and os.path.exists(marker):
-        with open(marker, encoding="utf-8") as f:
-            previous = f.read().strip()
+    imported = RunDir(target)
+    previous = read_import_source(imported)
+    if os.path.exists(imported.config_file) and previous is not None:
         if previous != source:
             raise checkpoints.CheckpointError(
                 f"{target} holds a conversion of {previous}, not of --init_checkpoint={source}; "
@@ -186,8 +188,7 @@ def _imported_if_foreign(path: str) -> str:
     _say(f"--init_checkpoint: converting the {kind} checkpoint {source} into {target} ...")
     checkpoints.write_run_dir(checkpoints.load_checkpoint(source), target,
                               vocab_file=FLAGS.vocab_file, print_fn=_say)
-    with open(marker, "w", encoding="utf-8") as f:
-        f.write(source + "\n")
+    write_import_source(imported, source)
     return target
 
 
@@ -196,14 +197,30 @@ def _default(value, fallback):
 
 
 def _output_dir(task_name: str, model_file: str) -> str:
-    name = os.path.basename(os.path.dirname(model_file))
-    if name == "export":
-        name = os.path.basename(os.path.dirname(os.path.dirname(model_file)))
-    return FLAGS.output_dir or os.path.join(PROJECT_DIR, "runs", "finetune", f"{task_name}-{name}")
+    from electra_tf.artifacts.pretrained import run_name
+
+    return FLAGS.output_dir or os.path.join(PROJECT_DIR, "runs", "finetune",
+                                            f"{task_name}-{run_name(model_file)}")
 
 
-def _main_squad() -> None:
-    from electra_tf.finetuning import run, squad_data, squad_run
+def _settings(output_dir: str):
+    from electra_tf.finetuning.settings import FinetuneSettings
+
+    return FinetuneSettings(
+        output_dir=output_dir, train_batch_size=FLAGS.train_batch_size,
+        eval_batch_size=FLAGS.eval_batch_size, learning_rate=FLAGS.learning_rate,
+        num_train_epochs=FLAGS.num_train_epochs, warmup_proportion=FLAGS.warmup_proportion,
+        layerwise_lr_decay=FLAGS.layerwise_lr_decay,
+        layerwise_lr_decay_quirk=FLAGS.layerwise_lr_decay_quirk,
+        weight_decay_rate=FLAGS.weight_decay_rate, num_trials=FLAGS.num_trials, seed=FLAGS.seed,
+        log_every_steps=FLAGS.log_every_steps,
+        save_checkpoints_steps=FLAGS.save_checkpoints_steps, save_models=FLAGS.save_models)
+
+
+def _squad_task():
+    """The SQuAD task of the flags (SQuAD JSON files, or TFDS without --train_file)."""
+    from electra_tf.finetuning import squad_data
+    from electra_tf.finetuning.squad_task import SquadTask
 
     for flag in ("dev_file", "test_file", "data_dir"):
         if getattr(FLAGS, flag):
@@ -212,106 +229,78 @@ def _main_squad() -> None:
     if FLAGS.predict_file and not FLAGS.train_file:
         raise app.UsageError("--predict_file needs --train_file (or drop both to use TFDS).")
     version = FLAGS.squad_version
-    from electra_tf.interop.checkpoints import CheckpointError
-
-    try:
-        pretrained = run.resolve_pretrained(_imported_if_foreign(FLAGS.init_checkpoint),
-                                            FLAGS.vocab_file, FLAGS.model_size)
-        if FLAGS.train_file:
-            train = squad_data.read_squad_json(FLAGS.train_file, version, True, warn=_say)
-            evaluation = (squad_data.read_squad_json(FLAGS.predict_file, version, False, warn=_say)
-                          if FLAGS.predict_file else None)
-        else:
-            train = squad_data.load_tfds_squad(version, "train", FLAGS.tfds_data_dir, True, _say)
-            evaluation = squad_data.load_tfds_squad(version, "validation", FLAGS.tfds_data_dir,
-                                                    False, _say)
-    except (run.RunError, squad_data.SquadDataError, CheckpointError) as error:
-        raise app.UsageError(str(error))
-    output_dir = _output_dir(f"squad{version.replace('.', '')}", pretrained.model_file)
-    settings = squad_run.SquadSettings(
-        output_dir=output_dir, version=version,
-        max_seq_length=_default(FLAGS.max_seq_length, 512), doc_stride=FLAGS.doc_stride,
-        max_query_length=FLAGS.max_query_length,
-        train_batch_size=FLAGS.train_batch_size, eval_batch_size=FLAGS.eval_batch_size,
-        learning_rate=FLAGS.learning_rate,
-        num_train_epochs=_default(FLAGS.num_train_epochs, 2.0),
-        warmup_proportion=FLAGS.warmup_proportion, layerwise_lr_decay=FLAGS.layerwise_lr_decay,
-        layerwise_lr_decay_quirk=FLAGS.layerwise_lr_decay_quirk,
-        weight_decay_rate=FLAGS.weight_decay_rate, beam_size=FLAGS.beam_size,
-        n_best_size=FLAGS.n_best_size, max_answer_length=FLAGS.max_answer_length,
-        null_score_threshold=FLAGS.null_score_threshold, num_trials=FLAGS.num_trials,
-        seed=FLAGS.seed, log_every_steps=FLAGS.log_every_steps,
-        save_checkpoints_steps=FLAGS.save_checkpoints_steps, save_models=FLAGS.save_models)
-    try:
-        results = squad_run.run_squad(train, evaluation, pretrained, settings,
-                                      vocab_flag_given=FLAGS.vocab_file is not None, print_fn=_say)
-    except run.RunError as error:
-        raise app.UsageError(str(error))
-    if results.get("median"):
-        _say("")
-        _say(f"SQuAD {version} (median over {len(results['trials'])} trial(s), percent): "
-             + ", ".join(f"{k} {v:.2f}" for k, v in results["median"].items()
-                         if not k.endswith("total")))
-    _say(f"Results: {os.path.join(output_dir, squad_run.RESULTS_FILE)}")
-    _export_best_trial(output_dir, results, f"squad{version.replace('.', '')}")
+    if FLAGS.train_file:
+        train = squad_data.read_squad_json(FLAGS.train_file, version, True, warn=_say)
+        evaluation = (squad_data.read_squad_json(FLAGS.predict_file, version, False, warn=_say)
+                      if FLAGS.predict_file else None)
+    else:
+        train = squad_data.load_tfds_squad(version, "train", FLAGS.tfds_data_dir, True, _say)
+        evaluation = squad_data.load_tfds_squad(version, "validation", FLAGS.tfds_data_dir,
+                                                False, _say)
+    return SquadTask(train, evaluation, version,
+                     max_seq_length=_default(FLAGS.max_seq_length, 512),
+                     doc_stride=FLAGS.doc_stride, max_query_length=FLAGS.max_query_length,
+                     beam_size=FLAGS.beam_size, n_best_size=FLAGS.n_best_size,
+                     max_answer_length=FLAGS.max_answer_length,
+                     null_score_threshold=FLAGS.null_score_threshold)
 
 
-def _export_best_trial(output_dir: str, results: dict, default_name: str) -> None:
+def _classification_task():
+    """The classification or regression task of the flags (GLUE or the user's files)."""
+    from electra_tf.finetuning.classification import ClassificationTask
+
+    definition, data = _load_task()
+    if not data.dev:
+        _say("No dev set: training only (give --dev_file to score every epoch).")
+    return ClassificationTask(definition, data, _default(FLAGS.max_seq_length, 128),
+                              FLAGS.double_unordered, FLAGS.max_train_examples)
+
+
+def _export_best_trial(output_dir: str, default_name: str) -> None:
     """Writes the TF Serving export of the best trial (unless --noexport / --nosave_models)."""
-    if not (FLAGS.export and FLAGS.save_models and results.get("trials")):
-        return
-    from electra_tf.serving.exporter import best_trial_dir, export_finetuned_dir
+    from electra_tf.artifacts.finetuning_dir import FinetuningDir, best_saved_trial
+    from electra_tf.serving.exporter import export_finetuned_dir
 
-    trial_dir = best_trial_dir(output_dir)
-    version_dir = export_finetuned_dir(trial_dir, os.path.join(output_dir, "export"),
+    trial = best_saved_trial(output_dir)
+    if not (FLAGS.export and FLAGS.save_models) or trial is None:
+        return
+    version_dir = export_finetuned_dir(trial.path, FinetuningDir(output_dir).export_base,
                                        FLAGS.export_model_name or default_name)
-    _say(f"TF Serving export of {os.path.basename(trial_dir)}: {version_dir}")
+    _say(f"TF Serving export of {os.path.basename(trial.path)}: {version_dir}")
 
 
 def main(argv):
     del argv
     logging.set_verbosity(logging.WARNING)
+    from electra_tf.artifacts.finetuning_dir import FinetuningDir
+    from electra_tf.artifacts.pretrained import resolve_pretrained
+    from electra_tf.errors import RunError
+    from electra_tf.finetuning.classification import format_table
+    from electra_tf.finetuning.squad_data import SquadDataError
+    from electra_tf.finetuning.tasks import TaskDataError
     from electra_tf.modeling import kernels
+    from electra_tf.interop.checkpoints import CheckpointError
+    from electra_tf.training.finetuning_loop import run_trials
 
     kernels.set_kernels(FLAGS.kernels)  # before any model is built
-    if FLAGS.task == "squad":
-        _main_squad()
-        return
-    from electra_tf.finetuning import run, tasks
-    from electra_tf.interop.checkpoints import CheckpointError
-
     try:
-        init_checkpoint = _imported_if_foreign(FLAGS.init_checkpoint)
-        pretrained = run.resolve_pretrained(init_checkpoint, FLAGS.vocab_file,
-                                            FLAGS.model_size)
-        task, data = _load_task()
-    except (run.RunError, tasks.TaskDataError, CheckpointError) as error:
-        raise app.UsageError(str(error))
-    if FLAGS.double_unordered and not task.is_pair:
-        raise app.UsageError(f"--double_unordered: task {task.name} has single texts.")
-    if not data.dev:
-        _say("No dev set: training only (give --dev_file to score every epoch).")
-    output_dir = _output_dir(task.name, pretrained.model_file)
-    settings = run.FinetuneSettings(
-        output_dir=output_dir, max_seq_length=_default(FLAGS.max_seq_length, 128),
-        train_batch_size=FLAGS.train_batch_size, eval_batch_size=FLAGS.eval_batch_size,
-        learning_rate=FLAGS.learning_rate, num_train_epochs=FLAGS.num_train_epochs,
-        warmup_proportion=FLAGS.warmup_proportion, layerwise_lr_decay=FLAGS.layerwise_lr_decay,
-        layerwise_lr_decay_quirk=FLAGS.layerwise_lr_decay_quirk,
-        weight_decay_rate=FLAGS.weight_decay_rate, num_trials=FLAGS.num_trials, seed=FLAGS.seed,
-        double_unordered=FLAGS.double_unordered, log_every_steps=FLAGS.log_every_steps,
-        save_models=FLAGS.save_models, max_train_examples=FLAGS.max_train_examples)
-    try:
-        results = run.run_finetuning(task, data, pretrained, settings,
-                                     vocab_flag_given=FLAGS.vocab_file is not None, print_fn=_say)
-    except (run.RunError, tasks.TaskDataError) as error:
+        pretrained = resolve_pretrained(_imported_if_foreign(FLAGS.init_checkpoint),
+                                        FLAGS.vocab_file, FLAGS.model_size)
+        task = _squad_task() if FLAGS.task == "squad" else _classification_task()
+        output_dir = _output_dir(task.name, pretrained.model_file)
+        results = run_trials(task, pretrained, _settings(output_dir),
+                             vocab_flag_given=FLAGS.vocab_file is not None, print_fn=_say)
+    except (RunError, TaskDataError, SquadDataError, CheckpointError) as error:
         raise app.UsageError(str(error))
     _say("")
-    if results.get("median"):
-        _say(f"Dev results ({task.name}, percent; GLUE metric: {task.glue_score_metric}):")
-        _say(run.format_table(results))
-    _say(f"Results: {os.path.join(output_dir, run.RESULTS_FILE)}")
-    _export_best_trial(output_dir, results, task.name)
+    if results["median"] and FLAGS.task == "squad":
+        _say(f"SQuAD {FLAGS.squad_version} (median over {len(results['trials'])} trial(s), "
+             f"percent): {task.format_metrics(results['median'])}")
+    elif results["median"]:
+        _say(f"Dev results ({task.name}, percent; primary metric: {task.primary_metric}):")
+        _say(format_table(results))
+    _say(f"Results: {FinetuningDir(output_dir).results_file}")
+    _export_best_trial(output_dir, task.name)
 
 
 if __name__ == "__main__":

@@ -15,7 +15,6 @@ from __future__ import annotations
 import dataclasses
 import glob
 import hashlib
-import json
 import os
 import re
 import sys
@@ -203,7 +202,7 @@ def main(argv):
     except ConfigError as error:
         raise app.UsageError(str(error))
 
-    from electra_tf.training.strategy import create_strategy, is_chief, split_cpu, task_name
+    from electra_tf.distribute import create_strategy, is_chief, split_cpu, task_name
 
     split_cpu(FLAGS.num_cpu_devices)  # before anything initialises TensorFlow's devices
     try:
@@ -321,7 +320,10 @@ def main(argv):
             eval_shard_dir = None
 
     # -------------------------------------------------------------- training
-    from electra_tf.training.loop import RunError, run_pretraining
+    from electra_tf.artifacts.export_dir import ExportDir
+    from electra_tf.artifacts.run_dir import RunDir, write_result
+    from electra_tf.errors import RunError
+    from electra_tf.training.pretraining_loop import run_pretraining
 
     run_name = f"{FLAGS.model_size}-{'builtin' if builtin else _corpus_key(corpus)}"
     run_dir = FLAGS.output_dir or os.path.join(PROJECT_DIR, "runs", run_name)
@@ -332,18 +334,16 @@ def main(argv):
     except RunError as error:
         raise app.UsageError(str(error))
     if is_chief(strategy):  # the other workers wrote nothing to the run directory
-        with open(os.path.join(run_dir, "result.json"), "w", encoding="utf-8") as f:
-            json.dump({"steps_done": result.steps_done, "finished": result.finished,
-                       "metrics": result.metrics, "evaluation": result.evaluation,
-                       "seconds": result.seconds}, f, indent=2)
+        run = RunDir(run_dir)
+        write_result(run, {"steps_done": result.steps_done, "finished": result.finished,
+                           "metrics": result.metrics, "evaluation": result.evaluation,
+                           "seconds": result.seconds})
         _say("")
-        _say(f"TensorBoard:  tensorboard --logdir {os.path.join(run_dir, 'tensorboard')}")
-        _say(f"Checkpoints:  {os.path.join(run_dir, 'checkpoints')}")
+        _say(f"TensorBoard:  tensorboard --logdir {run.tensorboard}")
+        _say(f"Checkpoints:  {run.checkpoints}")
         if result.export_dir:
-            files = ["discriminator.keras", "discriminator_savedmodel/"] + (
-                ["generator.keras"] if os.path.exists(
-                    os.path.join(result.export_dir, "generator.keras")) else [])
-            _say(f"Export:       {result.export_dir} ({', '.join(files)})")
+            _say(f"Export:       {result.export_dir} "
+                 f"({', '.join(ExportDir(result.export_dir).contents())})")
     if result.interrupted:
         sys.exit(130)
 

@@ -39,7 +39,7 @@ from electra_tf.huge_pages import transparent_huge_page_mode  # noqa: E402
 from electra_tf.modeling import kernels  # noqa: E402
 from electra_tf.pretraining.optimization import create_optimizer  # noqa: E402
 from electra_tf.pretraining.pretrainer import ElectraPretrainer  # noqa: E402
-from electra_tf.training.strategy import set_precision_policy  # noqa: E402
+from electra_tf.distribute import set_precision_policy  # noqa: E402
 
 flags.DEFINE_enum("model_size", "small", MODEL_SIZES, "Size preset.")
 flags.DEFINE_integer("train_batch_size", 32, "Global batch size.")

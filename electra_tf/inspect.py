@@ -43,16 +43,14 @@ def inspect_texts(path: str, texts: list, *, replace: bool = True, mask_rate=Non
     import numpy as np
     import tensorflow as tf
 
+    from electra_tf.artifacts.pretrained import locate_pretrained
     from electra_tf.data.masking import mask_example
     from electra_tf.interop.checkpoints import load_run_models
     from electra_tf.pretraining import objective
     from electra_tf.tokenization import WordPieceTokenizer
 
     config, generator, discriminator, where = load_run_models(path)
-    vocab_file = next((v for v in (os.path.join(path, "vocab.txt"),
-                                   os.path.join(path, "export", "vocab.txt"),
-                                   os.path.join(os.path.dirname(path), "vocab.txt"))
-                       if os.path.isfile(v)), None)
+    vocab_file = locate_pretrained(path).vocab_file
     if vocab_file is None:
         raise FileNotFoundError(f"{path}: no vocab.txt in the run or its export/.")
     tokenizer = WordPieceTokenizer(vocab_file, config.do_lower_case, config.resolved_strip_accents)

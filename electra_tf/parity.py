@@ -54,7 +54,7 @@ from electra_tf.pretraining.evaluation import (PretrainingEvaluator, evaluation_
 from electra_tf.pretraining.optimization import create_optimizer, learning_rate_schedule  # noqa: E402
 from electra_tf.pretraining.pretrainer import ElectraPretrainer  # noqa: E402
 from electra_tf.study import sample_corpus  # noqa: E402
-from electra_tf.training.loop import dummy_batch  # noqa: E402
+from electra_tf.data.pipeline import dummy_batch  # noqa: E402
 
 PROJECT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PEER_SCRIPT = os.path.join(PROJECT_DIR, "peers", "hf_electra_pretraining.py")

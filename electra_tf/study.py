@@ -58,6 +58,11 @@ from typing import Optional
 
 import numpy as np
 
+from electra_tf.artifacts.files import read_json
+from electra_tf.artifacts.finetuning_dir import FinetuningDir
+from electra_tf.artifacts.results import read_results
+from electra_tf.artifacts.run_dir import RunDir, read_result
+
 PROJECT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 REDUCED_SCALE = {
@@ -225,7 +230,7 @@ def check_cell(directory: str, arguments: list[str]) -> None:
     """
     path = os.path.join(directory, "study_cell.json")
     command = arguments[1:]  # not the interpreter
-    previous = _read_json(path)
+    previous = read_json(path)
     if previous is not None and previous["command"] != command:
         changed = sorted(set(command) ^ set(previous["command"]))
         raise StudyError(f"{directory} was run with other settings (differing arguments: "
@@ -259,18 +264,15 @@ def pretrain_cell(spec: dict, variant: str, budget: float, corpus: str, output_d
 
 
 def _finished_pretraining(run_dir: str) -> bool:
-    path = os.path.join(run_dir, "result.json")
-    if not os.path.exists(path):
-        return False
-    with open(path, encoding="utf-8") as f:
-        return bool(json.load(f).get("finished"))
+    result = read_result(RunDir(run_dir))
+    return bool(result and result.get("finished"))
 
 
 def finetune_cell(spec: dict, cell: str, task, run_dir: str, output_dir: str) -> dict:
     """Fine-tunes one pre-trained model on one task with every seed. Returns results.json."""
     name = task_name(task)
     out = os.path.join(output_dir, "finetune", cell, name)
-    results_path = os.path.join(out, "results.json")
+    results_path = FinetuningDir(out).results_file
     flags = dict(spec["finetune"])
     flags.update(spec["task_flags"].get(name, {}))
     if isinstance(task, str):
@@ -282,30 +284,23 @@ def finetune_cell(spec: dict, cell: str, task, run_dir: str, output_dir: str) ->
     arguments = [sys.executable, os.path.join(PROJECT_DIR, "finetune.py"), *flag_arguments(flags)]
     # The seed count may grow (more trials are added), so it is not part of the identity.
     check_cell(out, [a for a in arguments if not a.startswith("--num_trials=")])
-    results = _read_json(results_path)
-    if results and len(results.get("trials", [])) >= spec["seeds"]:
+    results = read_results(results_path)
+    if results and len(results["trials"]) >= spec["seeds"]:
         print(f"finetune {cell} on {name}: finished earlier", flush=True)
         return results
     log = os.path.join(output_dir, "logs", f"finetune-{cell}-{name}.log")
     print(f"finetune {cell} on {name}: {spec['seeds']} seed(s) (log: {log})", flush=True)
     run_command(arguments, log, f"fine-tuning {cell} on {name}")
-    return _read_json(results_path) or {}
-
-
-def _read_json(path: str) -> Optional[dict]:
-    if not os.path.exists(path):
-        return None
-    with open(path, encoding="utf-8") as f:
-        return json.load(f)
+    return read_results(results_path) or {}
 
 
 # ---------------------------------------------------------------------------- results
 
 def task_scores(results: dict, seeds: int) -> tuple[str, list[float]]:
     """(metric, dev scores in percent of the first `seeds` trials) of a fine-tuning results.json."""
-    metric = results.get("glue_score_metric") or next(iter(results.get("median", {})), None)
-    trials = sorted(results.get("trials", []), key=lambda t: t["trial"])[:seeds]
-    scores = [100.0 * t["dev"][metric] for t in trials if metric in t.get("dev", {})]
+    metric = results["primary_metric"]
+    trials = results["trials"][:seeds]
+    scores = [100.0 * t["dev"][metric] for t in trials if metric in t["dev"]]
     return metric, scores
 
 
@@ -315,14 +310,14 @@ def collect_rows(spec: dict, output_dir: str) -> list[dict]:
     for budget in spec["budgets"]:
         for variant in spec["variants"]:
             cell = cell_name(variant, budget, spec["budgets"])
-            run_dir = os.path.join(output_dir, "pretrain", cell)
-            config = _read_json(os.path.join(run_dir, "config.json")) or {}
+            run = RunDir(os.path.join(output_dir, "pretrain", cell))
+            config = read_json(run.config_file) or {}
             steps = config.get("num_train_steps")
-            flops = _last_logged(os.path.join(run_dir, "metrics.jsonl"), "train_flops")
+            flops = _last_logged(run.metrics_log, "train_flops")
             for task in spec["tasks"]:
                 name = task_name(task)
-                results = _read_json(os.path.join(output_dir, "finetune", cell, name,
-                                                  "results.json"))
+                results = read_results(FinetuningDir(
+                    os.path.join(output_dir, "finetune", cell, name)).results_file)
                 if not results:
                     continue
                 metric, scores = task_scores(results, spec["seeds"])
@@ -450,7 +445,7 @@ def plot(rows: list[dict], spec: dict, output_dir: str) -> list[str]:
     for budget in spec["budgets"]:
         for variant in spec["variants"]:
             cell = cell_name(variant, budget, spec["budgets"])
-            path = os.path.join(output_dir, "pretrain", cell, "metrics.jsonl")
+            path = RunDir(os.path.join(output_dir, "pretrain", cell)).metrics_log
             if os.path.exists(path):
                 records: dict = {}
                 with open(path, encoding="utf-8") as f:
@@ -485,7 +480,7 @@ def run_study(spec: dict, output_dir: str) -> dict:
     """Runs every cell that is not finished, then writes the tables and plots."""
     os.makedirs(output_dir, exist_ok=True)
     spec_copy = os.path.join(output_dir, "spec.json")
-    previous = _read_json(spec_copy)
+    previous = read_json(spec_copy)
     if previous is not None and previous != spec:
         print(f"note: {spec_copy} differs from this spec; cells whose commands changed are "
               "refused (finished cells of unchanged commands are kept).")

@@ -8,7 +8,7 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from electra_tf.training.strategy import split_cpu  # noqa: E402
+from electra_tf.distribute import split_cpu  # noqa: E402
 
 # Must happen before any test touches a TensorFlow device.
 split_cpu(2)

@@ -2,7 +2,7 @@
 
     TF_CONFIG=... python multi_worker_support.py <shard_dir> <vocab> <run_dir> <weights.npz>
 
-Trains the tiny configuration of tests/test_training_loop.py with dropout off
+Trains the tiny configuration of tests/test_pretraining_loop.py with dropout off
 and writes this worker's final trainable weights to <weights.npz>.
 """
 
@@ -13,7 +13,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 
 def main(shard_dir, vocab, run_dir, weights_file):
-    from electra_tf.training.strategy import create_strategy
+    from electra_tf.distribute import create_strategy
 
     # The collective runtime is configured when the strategy is created, so
     # it must exist before any other TensorFlow work.
@@ -23,10 +23,10 @@ def main(shard_dir, vocab, run_dir, weights_file):
     import numpy as np
 
     from electra_tf.tokenization import WordPieceTokenizer
-    from electra_tf.training.loop import run_pretraining
+    from electra_tf.training.pretraining_loop import run_pretraining
 
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    from test_training_loop import tiny
+    from test_pretraining_loop import tiny
 
     class DumpWeights(keras.callbacks.Callback):
         def on_train_end(self, logs=None):

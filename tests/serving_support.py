@@ -12,10 +12,9 @@ SERVING_VOCAB = VOCAB + ["한국어", "문장", "##도", "cafe", "creme", "中",
 def make_trial_dir(directory, pretrained_dir, label_names=("neg", "pos"), is_pair=True,
                    max_seq_length=16, seed=0):
     """A fine-tuning trial directory as `save_finetuned` writes it (head untrained)."""
-    import shutil
-
-    from electra_tf.export import load_discriminator
-    from electra_tf.finetuning.model import build_classifier, save_finetuned
+    from electra_tf.artifacts.pretrained import load_discriminator
+    from electra_tf.finetuning.model import build_classifier
+    from electra_tf.finetuning.saving import save_finetuned
     from electra_tf.finetuning.tasks import CLASSIFICATION, REGRESSION, Task
 
     regression = label_names is None
@@ -26,11 +25,10 @@ def make_trial_dir(directory, pretrained_dir, label_names=("neg", "pos"), is_pai
                 label_scale=5.0 if regression else 1.0)
     encoder = load_discriminator(pretrained_dir).encoder
     model = build_classifier(encoder, task.num_outputs, regression, seed)
-    info = {"task": task.to_dict(), "max_seq_length": max_seq_length, "do_lower_case": True,
-            "strip_accents": True, "vocab_file": "vocab.txt",
+    info = {"kind": "classifier", "task": task.to_dict(), "max_seq_length": max_seq_length,
+            "do_lower_case": True, "strip_accents": True,
             "regression_output_scale": task.label_scale}
-    save_finetuned(model, directory, info)
-    shutil.copyfile(os.path.join(pretrained_dir, "vocab.txt"), os.path.join(directory, "vocab.txt"))
+    save_finetuned(model, directory, info, os.path.join(pretrained_dir, "vocab.txt"))
     return directory
 
 

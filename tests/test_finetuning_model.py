@@ -1,17 +1,15 @@
-"""Classifier, layer-wise learning rates, saving, and a tiny end-to-end fine-tune."""
-
-import json
+"""The classifier, its losses, and the layer-wise learning rates."""
 
 import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from finetuning_support import make_pretrained_dir, toy_sentences
+from finetuning_support import make_pretrained_dir
 
-from electra_tf.export import load_discriminator
-from electra_tf.finetuning import optimization, run, tasks
-from electra_tf.finetuning.model import build_classifier, load_finetuned, save_finetuned
+from electra_tf.artifacts.pretrained import load_discriminator
+from electra_tf.finetuning import optimization
+from electra_tf.finetuning.model import build_classifier
 
 
 @pytest.fixture(scope="module")
@@ -82,7 +80,7 @@ def test_layerwise_update_matches_formula():
                                rtol=1e-5)
 
 
-def test_head_output_and_save_reload(pretrained_dir, tmp_path):
+def test_head_output(pretrained_dir):
     encoder = load_discriminator(pretrained_dir).encoder
     model = build_classifier(encoder, 3, seed=3)
     kernel = model.get_layer("task_head").kernel.numpy()
@@ -95,10 +93,6 @@ def test_head_output_and_save_reload(pretrained_dir, tmp_path):
     head = model.get_layer("task_head")
     np.testing.assert_allclose(logits, cls @ head.kernel.numpy() + head.bias.numpy(), rtol=1e-5,
                                atol=1e-6)
-    save_finetuned(model, str(tmp_path / "ft"), {"label_names": ["a", "b", "c"]})
-    reloaded, info = load_finetuned(str(tmp_path / "ft"))
-    assert info["label_names"] == ["a", "b", "c"]
-    np.testing.assert_array_equal(reloaded(batch, training=False).numpy(), logits)
 
 
 def test_regression_head_shape(pretrained_dir):
@@ -106,71 +100,16 @@ def test_regression_head_shape(pretrained_dir):
     assert model(_inputs([[2, 5, 3]]), training=False).shape == (1,)
 
 
-def _toy_task_data(count):
-    rows = toy_sentences(count)
-    texts = [r[0] for r in rows]
-    labels = np.array([r[1] for r in rows], np.int64)
-    indices = [str(i) for i in range(count)]
-    train = tasks.Split("train", "memory", texts, None, labels, indices)
-    # Dev = the training set: the check is that the rule is learned at all.
-    dev = tasks.Split("dev", "memory", texts, None, labels, indices)
-    test = tasks.Split("test", "memory", texts, None, None, indices)
-    return tasks.TaskData(train, {"dev": dev}, {"SST-2": test})
-
-
-def test_end_to_end_learns_toy_rule_and_resumes(pretrained_dir, tmp_path):
-    data = _toy_task_data(16)
-    task = tasks.glue_task("sst2")
-    pretrained = run.resolve_pretrained(pretrained_dir)
-    settings = run.FinetuneSettings(output_dir=str(tmp_path / "out"), train_batch_size=8,
-                                    learning_rate=3e-3, num_train_epochs=10, log_every_steps=100)
-    lines = []
-    results = run.run_finetuning(task, data, pretrained, settings, print_fn=lines.append)
-    trial = results["trials"][0]
-    assert trial["dev"]["accuracy"] >= 0.9
-    assert len(trial["epochs"]) == 10 and trial["epochs"][-1]["step"] == 20
-    assert results["median"]["accuracy"] == trial["dev"]["accuracy"]
-    assert results["all"]["accuracy"] == [trial["dev"]["accuracy"]]
-    assert any("ETA" in line for line in lines)
-    assert any(line.startswith("epoch 10/10") for line in lines)
-    with open(tmp_path / "out" / "results.json", encoding="utf-8") as f:
-        assert json.load(f)["trials"][0]["dev"] == trial["dev"]
-
-    # Test predictions in the GLUE format agree with the reloaded model.
-    trial_dir = tmp_path / "out" / "trial_0"
-    with open(trial_dir / "SST-2.tsv", encoding="utf-8") as f:
-        written = [line.rstrip("\n").split("\t") for line in f]
-    assert written[0] == ["index", "prediction"]
-    assert [row[0] for row in written[1:]] == [str(i) for i in range(16)]
-    reloaded, info = load_finetuned(str(trial_dir))
-    assert info["task"]["label_names"] == ["0", "1"]
-    from electra_tf.tokenization import WordPieceTokenizer
-    from electra_tf.finetuning import features
-
-    tokenizer = WordPieceTokenizer(str(trial_dir / "vocab.txt"))
-    encoded = features.encode(tokenizer, data.train.texts_a, None, 128)
-    logits = reloaded.predict(features.make_dataset(encoded, None, 32), verbose=0)
-    assert [str(int(i)) for i in np.argmax(logits, -1)] == [row[1] for row in written[1:]]
-
-    # Re-running with one more trial keeps trial 0 and runs only trial 1.
-    lines.clear()
-    more = run.run_finetuning(task, data, pretrained,
-                              run.FinetuneSettings(**{**settings.__dict__, "num_trials": 2,
-                                                      "num_train_epochs": 10}),
-                              print_fn=lines.append)
-    assert any("Trial 0: already finished" in line for line in lines)
-    assert [t["trial"] for t in more["trials"]] == [0, 1]
-    assert more["trials"][0] == json.loads(json.dumps(trial))
-    values = more["all"]["accuracy"]
-    assert more["median"]["accuracy"] == pytest.approx((values[0] + values[1]) / 2)
-
-    # Other hyperparameters in the same directory are refused.
-    with pytest.raises(run.RunError, match="learning_rate"):
-        run.run_finetuning(task, data, pretrained,
-                           run.FinetuneSettings(**{**settings.__dict__, "learning_rate": 1e-4}),
-                           print_fn=lines.append)
-
-
-def test_model_size_mismatch(pretrained_dir):
-    with pytest.raises(run.RunError, match="--model_size=base.*'tiny'"):
-        run.resolve_pretrained(pretrained_dir, model_size="base")
+def test_per_example_losses_match_numpy(pretrained_dir):
+    encoder = load_discriminator(pretrained_dir).encoder
+    classifier = build_classifier(encoder, 3)
+    logits = np.array([[2.0, -1.0, 0.5], [0.0, 0.0, 3.0]], np.float32)
+    labels = np.array([0, 1])
+    shifted = logits - logits.max(-1, keepdims=True)
+    log_probs = shifted - np.log(np.exp(shifted).sum(-1, keepdims=True))
+    np.testing.assert_allclose(classifier.per_example_loss(labels, logits),
+                               -log_probs[[0, 1], labels], rtol=1e-6)
+    regressor = build_classifier(encoder, 1, regression=True)
+    np.testing.assert_allclose(regressor.per_example_loss(np.array([0.5, 1.0]),
+                                                          np.array([0.1, 1.5], np.float32)),
+                               [0.16, 0.25], rtol=1e-6)

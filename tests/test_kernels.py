@@ -198,7 +198,7 @@ def test_reference_dropout_masks_differ_across_steps_and_layers():
 
 
 def test_exports_are_traced_with_the_reference_kernels(tmp_path):
-    from electra_tf.export import export_pretrained
+    from electra_tf.artifacts.export_dir import export_pretrained
     from electra_tf.modeling.electra import build_generator_and_discriminator
     from electra_tf.serving.exporter import export_discriminator
 

@@ -3,8 +3,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from electra_tf.pretraining.optimization import (AdamWeightDecay, WarmupLinearDecay,
-                                                 sum_over_replicas)
+from electra_tf.optimization import AdamWeightDecay, WarmupLinearDecay
 
 
 @pytest.mark.parametrize("step, expected", [
@@ -54,16 +53,3 @@ def test_adam_weight_decay_matches_the_original_update(rng):
                                            decay_mask=[True, False, False])
     for var, exp in zip(variables, expected):
         np.testing.assert_allclose(var.numpy(), exp, rtol=1e-5, atol=1e-6)
-
-
-def test_sum_over_replicas_adds_per_replica_values(two_replica_strategy):
-    strategy = two_replica_strategy
-
-    def fn():
-        replica = tf.distribute.get_replica_context().replica_id_in_sync_group
-        return sum_over_replicas([tf.cast(replica + 1, tf.float32) * tf.ones(2), None])
-
-    result = strategy.run(fn)
-    for value in strategy.experimental_local_results(result[0]):
-        np.testing.assert_array_equal(value.numpy(), [3.0, 3.0])
-    assert result[1] is None

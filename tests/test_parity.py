@@ -19,7 +19,7 @@ from electra_tf.pretraining.evaluation import evaluation_dataset, roc_auc
 from electra_tf.pretraining.optimization import AdamWeightDecay, WarmupLinearDecay
 from electra_tf.pretraining.pretrainer import ElectraPretrainer
 from electra_tf.tokenization import WordPieceTokenizer
-from electra_tf.training.loop import dummy_batch
+from electra_tf.data.pipeline import dummy_batch
 
 WORDS = ["the", "cat", "sat", "on", "a", "mat", "dog", "ran", "to", "park", "big", "small",
          "red", "blue", "and", "with", "house", "tree", "bird", "sang"]

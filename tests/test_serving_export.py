@@ -43,11 +43,11 @@ def test_classifier_signatures_dtypes_shapes_and_assets(serving_exports):
         config = json.load(f)
     assert config["kind"] == "classifier" and config["is_pair"] and config["max_seq_length"] == 16
     assert config["model"]["hidden_size"] == 32 and config["label_names"] == ["neg", "pos"]
-    assert os.path.isfile(os.path.join(version_dir, "assets.extra", "model.keras"))
+    assert os.path.isfile(os.path.join(version_dir, "assets.extra", "model.json"))
 
 
 def test_regression_signature_returns_scaled_scores(serving_exports):
-    from electra_tf.finetuning.model import load_finetuned
+    from electra_tf.finetuning.saving import load_finetuned
 
     loaded = tf.saved_model.load(serving_exports["regression"])
     text_in, text_out = _signature_io(loaded.signatures["serving_default"])

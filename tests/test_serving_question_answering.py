@@ -28,9 +28,10 @@ PAIRS = [
 
 
 def _make_trial(directory, pretrained, version, seed):
-    """A SQuAD trial directory as `run_squad` saves it, head weights drawn wide."""
-    from electra_tf.export import load_discriminator
-    from electra_tf.finetuning.qa_model import build_qa_model, save_qa_model
+    """A SQuAD trial directory as the trial loop saves it, head weights drawn wide."""
+    from electra_tf.artifacts.pretrained import load_discriminator
+    from electra_tf.finetuning.qa_model import build_qa_model
+    from electra_tf.finetuning.saving import save_finetuned
 
     encoder = load_discriminator(pretrained).encoder
     model = build_qa_model(encoder, beam_size=5, seed=seed)
@@ -38,12 +39,11 @@ def _make_trial(directory, pretrained, version, seed):
     # Near-equal logits (the init's 0.02) would make the best span a near-tie.
     for variable in model.task_head.weights:
         variable.assign(rng.normal(0, 0.3, variable.shape).astype(np.float32))
-    save_qa_model(model, directory, {
-        "squad_version": version, "max_seq_length": MAX_SEQ_LENGTH, "doc_stride": 8,
-        "max_query_length": MAX_QUERY_LENGTH, "max_answer_length": MAX_ANSWER_LENGTH,
-        "null_score_threshold": THRESHOLD, "do_lower_case": True, "strip_accents": True,
-        "vocab_file": "vocab.txt"})
-    shutil.copyfile(os.path.join(pretrained, "vocab.txt"), os.path.join(directory, "vocab.txt"))
+    save_finetuned(model, directory, {
+        "kind": "question_answering", "squad_version": version,
+        "max_seq_length": MAX_SEQ_LENGTH, "doc_stride": 8, "max_query_length": MAX_QUERY_LENGTH,
+        "max_answer_length": MAX_ANSWER_LENGTH, "null_score_threshold": THRESHOLD,
+        "do_lower_case": True, "strip_accents": True}, os.path.join(pretrained, "vocab.txt"))
     return directory
 
 
@@ -76,12 +76,12 @@ def _io(function):
 def _python_answers(trial_dir, pairs):
     """The project's own path: windows, the Keras model's outputs, `squad_decoding.decode`."""
     from electra_tf.finetuning import squad_decoding, squad_features
-    from electra_tf.finetuning.qa_model import load_qa_model
+    from electra_tf.finetuning.saving import load_finetuned
     from electra_tf.finetuning.squad_data import QAExample
     from electra_tf.serving.check_qa import first_windows
     from electra_tf.tokenization import WordPieceTokenizer
 
-    model, info = load_qa_model(trial_dir)
+    model, info = load_finetuned(trial_dir)
     tokenizer = WordPieceTokenizer(os.path.join(trial_dir, "vocab.txt"), True, True)
     examples = [QAExample(str(i), q, c, []) for i, (q, c) in enumerate(pairs)]
     features = first_windows(squad_features.convert_examples(
@@ -123,7 +123,7 @@ def test_signatures_dtypes_shapes_and_config(qa_exports):
         assert (config["max_seq_length"], config["max_query_length"],
                 config["max_answer_length"]) == (MAX_SEQ_LENGTH, MAX_QUERY_LENGTH,
                                                  MAX_ANSWER_LENGTH)
-        assert os.path.isfile(os.path.join(qa_exports[kind], "assets.extra", "qa_model.json"))
+        assert os.path.isfile(os.path.join(qa_exports[kind], "assets.extra", "model.json"))
 
 
 @pytest.mark.parametrize("kind", ["v1", "v2"])
@@ -149,10 +149,10 @@ def test_raw_text_answers_equal_the_python_decoding(qa_exports, kind):
 
 
 def test_token_id_signature_equals_the_keras_model(qa_exports):
-    from electra_tf.finetuning.qa_model import load_qa_model
+    from electra_tf.finetuning.saving import load_finetuned
 
     _, _, _, features = _python_answers(qa_exports["v2_trial"], PAIRS[:2])
-    model, _ = load_qa_model(qa_exports["v2_trial"])
+    model, _ = load_finetuned(qa_exports["v2_trial"])
     expected = {k: np.asarray(v) for k, v in model(features.inputs()).items()}
     loaded = tf.saved_model.load(qa_exports["v2"])
     served = loaded.signatures["token_ids"](**{k: tf.constant(v) for k, v in
@@ -193,16 +193,15 @@ def test_check_passes_and_catches_tampered_weights(qa_exports, tmp_path):
     assert sum("outputs" in r for r in responses) == 4
     assert sum("error" in r for r in responses) == len(responses) - 4
 
-    from electra_tf.finetuning.qa_model import load_qa_model, save_qa_model
+    from electra_tf.finetuning.saving import load_finetuned, save_finetuned
 
     tampered = str(tmp_path / "tampered" / "1")
     shutil.copytree(qa_exports["v1"], tampered)
     # The served weights no longer match the model they were exported from.
     extra = os.path.join(tampered, "assets.extra")
-    model, info = load_qa_model(extra)
+    model, info = load_finetuned(extra)
     model.task_head.start_kernel.assign(-model.task_head.start_kernel)
-    save_qa_model(model, extra, {k: v for k, v in info.items()
-                                 if k not in ("encoder", "beam_size", "hidden_units")})
+    save_finetuned(model, extra, info)
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
     result = subprocess.run([sys.executable, "-m", "electra_tf.serving.check", tampered],
                             cwd=PROJECT, env=env, capture_output=True, text=True, timeout=600)

@@ -56,8 +56,8 @@ def test_squad_v2_writes_official_files_and_resumes(files):
         results = json.load(f)
     for key in ("exact_match", "f1", "HasAns_exact", "HasAns_f1", "NoAns_exact", "NoAns_f1",
                 "best_exact", "best_exact_thresh", "best_f1", "best_f1_thresh"):
-        assert key in results, key
-    assert results["HasAns_total"] == 3 and results["NoAns_total"] == 3
+        assert key in results["median"], key
+    assert results["median"]["HasAns_total"] == 3 and results["median"]["NoAns_total"] == 3
     assert results["settings"]["num_train_epochs"] == 1.0
     with open(out / "predictions.json", encoding="utf-8") as f:
         predictions = json.load(f)

@@ -10,7 +10,8 @@ import tensorflow as tf
 from electra_tf.finetuning import squad_decoding
 from electra_tf.finetuning.optimization import create_optimizer, layerwise_multipliers
 from electra_tf.finetuning.qa_model import (ElectraQA, QAHead, answer_mask, build_qa_model,
-                                            load_qa_model, qa_losses, save_qa_model)
+                                            qa_losses)
+from electra_tf.finetuning.saving import load_finetuned, save_finetuned
 from electra_tf.finetuning.squad_data import QAExample
 from electra_tf.finetuning.squad_features import QAFeatures, convert_examples, make_dataset
 from electra_tf.finetuning.squad_metrics import evaluate_v1
@@ -214,46 +215,9 @@ def test_tiny_model_learns_a_handful_of_questions(toy, tmp_path):
     scores = evaluate_v1(gold, predictions)
     assert scores["exact_match"] == 100.0, (losses[-1], predictions, gold)
 
-    save_qa_model(model, str(tmp_path / "saved"), {"max_seq_length": 16})
-    loaded, info = load_qa_model(str(tmp_path / "saved"))
+    save_finetuned(model, str(tmp_path / "saved"), {"max_seq_length": 16})
+    loaded, info = load_finetuned(str(tmp_path / "saved"))
     assert info["max_seq_length"] == 16 and isinstance(loaded, ElectraQA)
     again = loaded.predict(make_dataset(eval_features, 8, with_labels=False), verbose=0)
     np.testing.assert_array_equal(again["start_top_index"], outputs["start_top_index"])
     np.testing.assert_allclose(again["answerable_logit"], outputs["answerable_logit"], atol=1e-5)
-
-
-class _Crash(keras.callbacks.Callback):
-    def on_train_batch_end(self, batch, logs=None):
-        if int(self.model.optimizer.iterations.numpy()) == 3:
-            raise RuntimeError("simulated crash")
-
-
-def test_interrupted_training_resumes_from_its_checkpoint(toy, tmp_path):
-    from electra_tf.finetuning.squad_run import SquadSettings, train_trial
-
-    _, tokenizer = toy
-    features = convert_examples(_toy_examples(8, seed=5), tokenizer, max_seq_length=16,
-                                doc_stride=8, max_query_length=4, is_training=True)
-    settings = SquadSettings(output_dir=str(tmp_path), train_batch_size=4, learning_rate=1e-3,
-                             layerwise_lr_decay=0.8, save_checkpoints_steps=2,
-                             log_every_steps=100).resolve("tiny")
-
-    def trained(directory, callbacks=()):
-        encoder = _tiny_encoder(seed=1)  # no dropout: runs are deterministic
-        model = build_qa_model(encoder, beam_size=4, seed=1)
-        train_trial(model, encoder, features, settings, 5, str(directory), seed=1,
-                    print_fn=lambda _: None, extra_callbacks=callbacks)
-        return model
-
-    reference = trained(tmp_path / "straight")
-    with pytest.raises(RuntimeError, match="simulated crash"):
-        trained(tmp_path / "crashed", [_Crash()])
-    messages = []
-    encoder = _tiny_encoder(seed=1)
-    resumed = build_qa_model(encoder, beam_size=4, seed=1)
-    train_trial(resumed, encoder, features, settings, 5, str(tmp_path / "crashed"), seed=1,
-                print_fn=messages.append)
-    assert any("(step 2)" in m for m in messages)
-    assert int(resumed.optimizer.iterations.numpy()) == 5
-    for a, b in zip(reference.trainable_variables, resumed.trainable_variables):
-        np.testing.assert_allclose(a.numpy(), b.numpy(), atol=1e-5, err_msg=a.path)

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from electra_tf import study
+from electra_tf.artifacts.results import make_results, write_results
 
 
 @pytest.fixture
@@ -62,8 +63,10 @@ class FakeCommands:
             metric = "mcc" if task == "cola" else "accuracy"
             trials = [{"trial": i, "seed": i, "dev": {metric: s}}
                       for i, s in enumerate(SCORES[(variant, task)])]
-            with open(os.path.join(out, "results.json"), "w") as f:
-                json.dump({"trials": trials, "glue_score_metric": metric}, f)
+            identity = {"task": {"name": task}, "init_checkpoint": flags["init_checkpoint"],
+                        "vocab_file": "vocab.txt", "settings": {}}
+            write_results(os.path.join(out, "results.json"),
+                          make_results(identity, {}, metric, trials))
 
 
 def test_runs_every_cell_then_resumes_without_recomputing(tmp_path, corpus, monkeypatch):

@@ -23,6 +23,7 @@ import json
 import os
 import time
 
+import numpy as np
 import tensorflow as tf
 
 from electra_tf.data.masking import mask_batch
@@ -288,3 +289,21 @@ def pipeline_throughput(dataset, num_batches, warmup_batches=10):
         raise PipelineError(
             f"The dataset ended before {warmup_batches} + {num_batches} batches.") from e
     return num_batches / elapsed
+
+
+def dummy_batch(config) -> dict:
+    """A one-example batch of the pipeline's structure, to build the models.
+
+    Args:
+        config: a `PretrainingConfig` (sequence length and masked slots).
+
+    Returns:
+        NumPy arrays keyed like the batches of `make_pretraining_dataset`.
+    """
+    length, slots = config.max_seq_length, config.resolved_max_predictions_per_seq
+    ints = lambda n: np.zeros((1, n), np.int32)  # noqa: E731
+    return {"input_ids": ints(length), "input_mask": np.ones((1, length), np.int32),
+            "segment_ids": ints(length), "masked_input_ids": ints(length),
+            "masked_lm_positions": ints(slots), "masked_lm_ids": ints(slots),
+            "masked_lm_weights": np.zeros((1, slots), np.float32),
+            "sampling_uniforms": np.zeros((1, slots), np.float32)}

@@ -1,10 +1,18 @@
-"""Fine-tuning a pre-trained ELECTRA discriminator on classification and regression tasks.
+"""Fine-tuning tasks: their data, models, losses and metrics.
 
 * `tasks`: GLUE task definitions and readers (GLUE TSV layout, TFDS, or the
   user's own CSV / TSV / JSONL files).
 * `features`: text -> `[CLS] A [SEP] B [SEP]` ids with BERT-style truncation.
 * `model`: the encoder with a [CLS] classification / regression head.
+* `classification`: classification and regression as a task of the trial loop.
+* `squad_data`, `squad_features`, `qa_model`, `squad_decoding`, `squad_metrics`:
+  SQuAD reading, windows with character offsets, the QA head, answer
+  decoding and the official scores.
+* `squad_task`: SQuAD as a task of the trial loop.
 * `optimization`: AdamW with layer-wise learning-rate decay.
+* `settings`: the hyperparameters every run shares.
+* `saving`: one format for every fine-tuned model.
 * `metrics`: accuracy, F1, Matthews correlation, Pearson, Spearman.
-* `run`: training, dev evaluation, repeated trials and the results file.
+
+The trial loop itself is `electra_tf.training.finetuning_loop`.
 """

@@ -2,19 +2,14 @@
 
 from __future__ import annotations
 
-import json
-import os
-
 import keras
 import tensorflow as tf
 
+from electra_tf.distribute import global_batch_size, sum_over_replicas
 from electra_tf.modeling.encoder import INPUT_NAMES, ElectraEncoder
 from electra_tf.modeling.layers import truncated_normal
-from electra_tf.pretraining.optimization import sum_over_replicas
 
 HEAD_NAME = "task_head"
-MODEL_FILE = "model.keras"
-TASK_FILE = "task.json"
 
 
 @keras.saving.register_keras_serializable(package="electra_tf")
@@ -72,35 +67,35 @@ class ElectraClassifier(keras.Model):
         self.dropout_rate = dropout_rate
         self.initializer_range = initializer_range
 
-    def compute_task_loss(self, labels, outputs):
-        """Mean softmax cross-entropy, or mean squared error for regression.
+    def per_example_loss(self, labels, outputs):
+        """Softmax cross-entropy, or squared error for regression, of every example.
 
         Args:
             labels: [B] int class ids, or float targets (already scaled).
             outputs: the model output for the batch.
 
         Returns:
-            Scalar float32 loss over the batch.
+            float32 [B].
         """
         outputs = tf.cast(outputs, tf.float32)
         if self.regression:
-            return tf.reduce_mean(tf.square(outputs - tf.cast(labels, tf.float32)))
-        return tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
-            labels=tf.cast(labels, tf.int32), logits=outputs))
+            return tf.square(outputs - tf.cast(labels, tf.float32))
+        return tf.nn.sparse_softmax_cross_entropy_with_logits(
+            labels=tf.cast(labels, tf.int32), logits=outputs)
 
     def train_step(self, data):
         inputs, labels = data
         with tf.GradientTape() as tape:
             outputs = self(inputs, training=True)
-            loss = self.compute_task_loss(labels, outputs)
-            # The replica's share of the global mean, so that summing
-            # gradients over replicas gives the gradient of the global mean.
-            replicas = tf.distribute.get_strategy().num_replicas_in_sync
-            scaled = self.optimizer.scale_loss(loss / replicas)
+            per_example = self.per_example_loss(labels, outputs)
+            # The replica's share of the mean over the global batch: summing
+            # gradients over replicas gives the gradient of that mean.
+            loss = tf.reduce_sum(per_example) / global_batch_size(per_example)
+            scaled = self.optimizer.scale_loss(loss)
         variables = self.trainable_variables
         grads = sum_over_replicas(tape.gradient(scaled, variables))
         self.optimizer.apply(grads, variables)
-        stats = {"loss": loss}
+        stats = {"loss": tf.reduce_mean(per_example)}
         if not self.regression:
             predictions = tf.argmax(outputs, axis=-1, output_type=tf.int32)
             stats["accuracy"] = tf.reduce_mean(
@@ -127,29 +122,3 @@ def build_classifier(encoder: ElectraEncoder, num_outputs: int, regression: bool
     model = ElectraClassifier(encoder, num_outputs, regression=regression,
                               initializer_range=encoder.initializer_range, name="classifier")
     return model
-
-
-def save_finetuned(model: ElectraClassifier, directory: str, task_info: dict) -> str:
-    """Writes `model.keras` (float32, no optimizer state) and `task.json` into `directory`.
-
-    Returns:
-        Path of the `.keras` file.
-    """
-    from electra_tf.export import float32_copy
-
-    os.makedirs(directory, exist_ok=True)
-    path = os.path.join(directory, MODEL_FILE)
-    tmp = path + ".tmp.keras"
-    float32_copy(model).save(tmp)
-    os.replace(tmp, path)
-    with open(os.path.join(directory, TASK_FILE), "w", encoding="utf-8") as f:
-        json.dump(task_info, f, indent=2, ensure_ascii=False)
-        f.write("\n")
-    return path
-
-
-def load_finetuned(directory: str) -> tuple[ElectraClassifier, dict]:
-    """Loads what `save_finetuned` wrote: (model, task info with `label_names` etc.)."""
-    model = keras.saving.load_model(os.path.join(directory, MODEL_FILE))
-    with open(os.path.join(directory, TASK_FILE), encoding="utf-8") as f:
-        return model, json.load(f)

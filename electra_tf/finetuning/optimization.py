@@ -23,7 +23,7 @@ from typing import Optional
 
 import keras
 
-from electra_tf.pretraining.optimization import AdamWeightDecay, WarmupLinearDecay
+from electra_tf.optimization import AdamWeightDecay, WarmupLinearDecay
 
 # Learning rates of Table 7 (paper) by model size; tiny follows small.
 DEFAULT_LEARNING_RATES = {"tiny": 3e-4, "small": 3e-4, "base": 1e-4, "large": 5e-5}

@@ -19,19 +19,14 @@ Loss per window: (start CE + end CE) / 2 + 0.5 * answerability CE.
 
 from __future__ import annotations
 
-import json
-import os
-
 import keras
 import tensorflow as tf
 
+from electra_tf.distribute import global_batch_size, sum_over_replicas
 from electra_tf.modeling.encoder import INPUT_NAMES, ElectraEncoder
 from electra_tf.modeling.layers import exact_gelu, truncated_normal
-from electra_tf.pretraining.optimization import sum_over_replicas
 
 HEAD_NAME = "task_head"  # places the head at the top of the layer-wise decay
-WEIGHTS_FILE = "model.weights.h5"
-CONFIG_FILE = "qa_model.json"
 ANSWERABLE_WEIGHT = 0.5
 _MASK_PENALTY = 1000.0
 
@@ -176,6 +171,7 @@ def qa_losses(outputs: dict, labels: dict):
     return span, answerable
 
 
+@keras.saving.register_keras_serializable(package="electra_tf")
 class ElectraQA(keras.Model):
     """Extractive question answering on an `ElectraEncoder`.
 
@@ -216,25 +212,40 @@ class ElectraQA(keras.Model):
         self(dummy)
         self._run(dummy, False, tf.zeros((1,), tf.int32))
 
-    def compute_qa_loss(self, inputs, labels, training=True):
-        """(mean total loss, mean span loss, mean answerability loss) over the batch."""
+    def per_example_loss(self, inputs, labels, training=True):
+        """(total, span, answerability) losses of every window, float32 [B] each."""
         outputs = self._run(inputs, training, labels["start_positions"])
         span, answerable = qa_losses(outputs, labels)
-        span, answerable = tf.reduce_mean(span), tf.reduce_mean(answerable)
         return span + self.answerable_weight * answerable, span, answerable
 
     def train_step(self, data):
         inputs, labels = data
         with tf.GradientTape() as tape:
-            loss, span, answerable = self.compute_qa_loss(inputs, labels)
-            # The replica's share of the global mean: gradients are summed
-            # over replicas.
-            replicas = tf.distribute.get_strategy().num_replicas_in_sync
-            scaled = self.optimizer.scale_loss(loss / replicas)
+            per_example, span, answerable = self.per_example_loss(inputs, labels)
+            # The replica's share of the mean over the global batch: summing
+            # gradients over replicas gives the gradient of that mean.
+            loss = tf.reduce_sum(per_example) / global_batch_size(per_example)
+            scaled = self.optimizer.scale_loss(loss)
         variables = self.trainable_variables
         grads = sum_over_replicas(tape.gradient(scaled, variables))
         self.optimizer.apply(grads, variables)
-        return {"loss": loss, "span_loss": span, "answerable_loss": answerable}
+        return {"loss": tf.reduce_mean(per_example), "span_loss": tf.reduce_mean(span),
+                "answerable_loss": tf.reduce_mean(answerable)}
+
+    def get_config(self):
+        return {"name": self.name, "trainable": self.trainable,
+                "encoder": keras.saving.serialize_keras_object(self.encoder),
+                "beam_size": self.task_head.beam_size,
+                "hidden_units": self.task_head.hidden_units,
+                "answerable_weight": self.answerable_weight}
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        config["encoder"] = keras.saving.deserialize_keras_object(config["encoder"])
+        model = cls(**config)
+        model.build_for()
+        return model
 
 
 def build_qa_model(encoder: ElectraEncoder, beam_size: int = 20, seed: int = 0,
@@ -244,35 +255,3 @@ def build_qa_model(encoder: ElectraEncoder, beam_size: int = 20, seed: int = 0,
     model = ElectraQA(encoder, beam_size=beam_size, name="qa")
     model.build_for(seq_length)
     return model
-
-
-def save_qa_model(model: ElectraQA, directory: str, info: dict) -> str:
-    """Writes the weights and a JSON description (encoder config, head, `info`).
-
-    Returns:
-        Path of the weights file.
-    """
-    os.makedirs(directory, exist_ok=True)
-    path = os.path.join(directory, WEIGHTS_FILE)
-    tmp = path + ".tmp.weights.h5"
-    model.save_weights(tmp)
-    os.replace(tmp, path)
-    config = {"encoder": keras.saving.serialize_keras_object(model.encoder),
-              "beam_size": model.task_head.beam_size,
-              "hidden_units": model.task_head.hidden_units, **info}
-    with open(os.path.join(directory, CONFIG_FILE), "w", encoding="utf-8") as f:
-        json.dump(config, f, indent=2, ensure_ascii=False)
-        f.write("\n")
-    return path
-
-
-def load_qa_model(directory: str) -> tuple[ElectraQA, dict]:
-    """Loads what `save_qa_model` wrote: (model, its JSON description)."""
-    with open(os.path.join(directory, CONFIG_FILE), encoding="utf-8") as f:
-        config = json.load(f)
-    encoder = keras.saving.deserialize_keras_object(config["encoder"])
-    model = ElectraQA(encoder, beam_size=config["beam_size"],
-                      hidden_units=config["hidden_units"], name="qa")
-    model.build_for()
-    model.load_weights(os.path.join(directory, WEIGHTS_FILE))
-    return model, config

@@ -25,6 +25,8 @@ from electra_tf.finetuning.squad_features import QAFeatures
 
 N_BEST_SIZE = 20
 MAX_ANSWER_LENGTH = 30
+# The original code's null-odds threshold for SQuAD 2.0 predictions.
+DEFAULT_NULL_THRESHOLD = -2.75
 
 
 @dataclasses.dataclass

@@ -18,10 +18,13 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
+import shutil
 from typing import Optional
 
 import numpy as np
 
+from electra_tf.artifacts.pretrained import locate_pretrained
+from electra_tf.artifacts.run_dir import RunDir
 from electra_tf.config import MODEL_SIZES, ModelConfig, PretrainingConfig, preset
 from electra_tf.interop import huggingface, tf1
 from electra_tf.interop.weight_names import (WeightMismatch, assign_weights,
@@ -75,7 +78,7 @@ def detect_format(path: str) -> str:
     if os.path.isdir(path):
         if huggingface.is_hf_dir(path):
             return "huggingface"
-        if _run_config_path(path) is not None:
+        if locate_pretrained(path).is_run:
             return "electra-tf"
     try:
         tf1.checkpoint_prefix(path)
@@ -222,55 +225,42 @@ def architecture_differences(wanted: ModelConfig, found: ModelConfig) -> list[st
 # ---------------------------------------------------------------------------
 # Readers.
 
-def _run_config_path(path: str) -> Optional[str]:
-    """config.json of an electra-tf run directory or its export/ directory."""
-    for candidate in (path, os.path.dirname(path)):
-        config = os.path.join(candidate, "config.json")
-        if os.path.isfile(config) and (
-                os.path.isdir(os.path.join(candidate, "export"))
-                or os.path.isdir(os.path.join(candidate, "checkpoints"))
-                or os.path.isfile(os.path.join(candidate, "discriminator.keras"))):
-            return config
-    return None
-
-
 def load_run_models(path: str):
     """An electra-tf run's config and models: the export if present, else the latest checkpoint.
 
+    Args:
+        path: a run directory, its export/ directory or the discriminator `.keras` file.
+
     Returns:
-        (PretrainingConfig, generator or None, discriminator, description).
+        (PretrainingConfig, generator or None, discriminator, where the weights came from).
     """
     import keras
     import tensorflow as tf
 
-    from electra_tf.export import float32_copy
+    from electra_tf.artifacts.export_dir import float32_copy
+    from electra_tf.data.pipeline import dummy_batch
+    from electra_tf.modeling.electra import plain_discriminator
+    from electra_tf.pretraining.pretrainer import ElectraPretrainer
 
-    config_path = _run_config_path(path)
-    if config_path is None:
+    files = locate_pretrained(path)
+    if not files.is_run:
         raise CheckpointError(f"{path}: not an electra-tf run directory (config.json with "
                               "export/ or checkpoints/).")
-    run_dir = os.path.dirname(config_path)
-    config = PretrainingConfig.load_json(config_path)
-    export_dir = run_dir if os.path.isfile(os.path.join(run_dir, "discriminator.keras")) \
-        else os.path.join(run_dir, "export")
-    disc_file = os.path.join(export_dir, "discriminator.keras")
-    if os.path.isfile(disc_file):
-        discriminator = keras.saving.load_model(disc_file)
-        gen_file = os.path.join(export_dir, "generator.keras")
-        generator = keras.saving.load_model(gen_file) if os.path.isfile(gen_file) else None
-        return config, generator, discriminator, disc_file
-    latest = tf.train.latest_checkpoint(os.path.join(run_dir, "checkpoints"))
+    config = PretrainingConfig.load_json(files.config_file)
+    if files.discriminator_file is not None:
+        discriminator = keras.saving.load_model(files.discriminator_file)
+        generator = files.generator_file and keras.saving.load_model(files.generator_file)
+        return config, generator, discriminator, files.discriminator_file
+    latest = tf.train.latest_checkpoint(files.checkpoint_dir)
     if latest is None:
-        raise CheckpointError(f"{run_dir}: neither export/discriminator.keras nor a checkpoint "
-                              "in checkpoints/.")
-    from electra_tf.pretraining.pretrainer import ElectraPretrainer
-    from electra_tf.training.loop import dummy_batch
-
+        raise CheckpointError(f"{os.path.dirname(files.config_file)}: neither "
+                              "export/discriminator.keras nor a checkpoint in checkpoints/.")
     pretrainer = ElectraPretrainer(config)
     pretrainer.build_from_batch(dummy_batch(config))
     tf.train.Checkpoint(model=pretrainer).restore(latest).expect_partial()
     generator = pretrainer.generator  # None for the mlm objective or a uniform generator
-    return (config, generator and float32_copy(generator), float32_copy(pretrainer.discriminator),
+    return (config, generator and float32_copy(generator),
+            float32_copy(plain_discriminator(pretrainer.discriminator)),
             latest)
 
 
@@ -283,14 +273,10 @@ def _load_run(path: str) -> LoadedCheckpoint:
         generator = None
         notes.append(f"the generator (--weight_sharing={config.weight_sharing}) is not carried "
                      "over; only the discriminator is")
-    run_dir = os.path.dirname(_run_config_path(path))
-    vocab = next((v for v in (os.path.join(run_dir, "vocab.txt"),
-                              os.path.join(run_dir, "export", "vocab.txt")) if os.path.isfile(v)),
-                 None)
     return LoadedCheckpoint(
         source=path, format="electra-tf", model=config.model,
         weights=read_weights(model_entries(generator, discriminator)),
-        has_generator=generator is not None, vocab_file=vocab,
+        has_generator=generator is not None, vocab_file=locate_pretrained(path).vocab_file,
         do_lower_case=config.do_lower_case, strip_accents=config.resolved_strip_accents,
         model_size=config.model_size, notes=notes)
 
@@ -319,7 +305,7 @@ def _load_tf1(path: str, num_heads: Optional[int]) -> LoadedCheckpoint:
     except CheckpointError as error:
         raise CheckpointError(f"{path}: {error}")
     directory = path if os.path.isdir(path) else os.path.dirname(path)
-    vocab = os.path.join(directory, "vocab.txt")
+    vocab = os.path.join(directory, tf1.VOCAB_FILE)
     return LoadedCheckpoint(source=path, format="tf1", model=model, weights=weights,
                             has_generator=has_generator,
                             vocab_file=vocab if os.path.isfile(vocab) else None,
@@ -383,7 +369,7 @@ def _load_hf(path: str, generator_dir: Optional[str]) -> LoadedCheckpoint:
             raise CheckpointError(f"{path}: config.json says {key}={fields[key]} but the weights "
                                   f"have {getattr(model, key)}.")
     do_lower_case, strip_accents = huggingface.read_casing(path)
-    vocab = os.path.join(path, "vocab.txt")
+    vocab = os.path.join(path, huggingface.VOCAB_FILE)
     return LoadedCheckpoint(
         source=path, format="huggingface", model=model, weights=weights,
         has_generator=has_generator, vocab_file=vocab if os.path.isfile(vocab) else None,
@@ -488,7 +474,7 @@ def write_run_dir(loaded: LoadedCheckpoint, run_dir: str, vocab_file: Optional[s
         do_lower_case: casing (default: the recorded one; else True, as the
             original code).
     """
-    from electra_tf.export import export_pretrained
+    from electra_tf.artifacts.export_dir import export_pretrained
     from electra_tf.tokenization import load_vocab
 
     vocab = vocab_file or loaded.vocab_file
@@ -500,7 +486,8 @@ def write_run_dir(loaded: LoadedCheckpoint, run_dir: str, vocab_file: Optional[s
         raise CheckpointError(f"{vocab} has {len(tokens)} tokens but the checkpoint's embeddings "
                               f"have {loaded.model.vocab_size} rows; pass the matching "
                               "--vocab_file.")
-    if os.path.exists(os.path.join(run_dir, "config.json")):
+    run = RunDir(run_dir)
+    if os.path.exists(run.config_file):
         raise CheckpointError(f"{run_dir} already holds a run (config.json); choose an empty "
                               "directory.")
     lower = do_lower_case if do_lower_case is not None else (
@@ -515,14 +502,11 @@ def write_run_dir(loaded: LoadedCheckpoint, run_dir: str, vocab_file: Optional[s
     config.validate()
     generator, discriminator = build_models(loaded)
     os.makedirs(run_dir, exist_ok=True)
-    config_path = os.path.join(run_dir, "config.json.tmp")
+    config_path = run.config_file + ".tmp"
     config.save_json(config_path)
-    import shutil
-
-    shutil.copyfile(vocab, os.path.join(run_dir, "vocab.txt"))
-    export_pretrained(generator, discriminator, os.path.join(run_dir, "export"), vocab,
-                      config_path)
-    os.replace(config_path, os.path.join(run_dir, "config.json"))  # last: marks it complete
+    shutil.copyfile(vocab, run.vocab_file)
+    export_pretrained(generator, discriminator, run.export, vocab, config_path)
+    os.replace(config_path, run.config_file)  # last: marks it complete
     for note in loaded.notes:
         print_fn(f"  note: {note}")
     return run_dir

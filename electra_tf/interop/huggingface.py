@@ -25,6 +25,8 @@ from electra_tf.config import ModelConfig
 from electra_tf.interop.weight_names import hf_key, is_generator_weight
 
 GENERATOR_SUBDIR = "generator"
+CONFIG_FILE = "config.json"
+VOCAB_FILE = "vocab.txt"
 WEIGHTS_FILE = "model.safetensors"
 INDEX_FILE = "model.safetensors.index.json"
 _SPECIAL_TOKENS = {"unk_token": "[UNK]", "sep_token": "[SEP]", "pad_token": "[PAD]",
@@ -37,7 +39,7 @@ class HFFormatError(ValueError):
 
 def is_hf_dir(path: str) -> bool:
     """True for a directory with an ELECTRA `config.json` in Hugging Face's format."""
-    config_path = os.path.join(path, "config.json")
+    config_path = os.path.join(path, CONFIG_FILE)
     if not os.path.isfile(config_path):
         return False
     try:
@@ -58,7 +60,7 @@ def read_hf_dir(path: str) -> tuple[dict, dict[str, np.ndarray]]:
 
     if not is_hf_dir(path):
         raise HFFormatError(f"{path}: no config.json with \"model_type\": \"electra\".")
-    with open(os.path.join(path, "config.json"), encoding="utf-8") as f:
+    with open(os.path.join(path, CONFIG_FILE), encoding="utf-8") as f:
         config = json.load(f)
     single, index = os.path.join(path, WEIGHTS_FILE), os.path.join(path, INDEX_FILE)
     if os.path.isfile(single):
@@ -127,7 +129,7 @@ def canonical_from_hf(state: dict[str, np.ndarray], generator: bool,
 
 def model_config_from_hf(config: dict) -> dict:
     """The `ModelConfig` fields a Hugging Face `config.json` gives (checked for support)."""
-    source = "config.json"
+    source = CONFIG_FILE
     activation = config.get("hidden_act", "gelu")
     if activation != "gelu":
         raise HFFormatError(f"{source}: hidden_act={activation!r}; ELECTRA and electra-tf use the "
@@ -196,14 +198,14 @@ def _write_model_dir(directory: str, config: dict, state: dict[str, np.ndarray],
     from safetensors.numpy import save_file
 
     os.makedirs(directory, exist_ok=True)
-    with open(os.path.join(directory, "config.json"), "w", encoding="utf-8") as f:
+    with open(os.path.join(directory, CONFIG_FILE), "w", encoding="utf-8") as f:
         json.dump(config, f, indent=2, sort_keys=True)
         f.write("\n")
     weights_path = os.path.join(directory, WEIGHTS_FILE)
     save_file({k: np.ascontiguousarray(v, np.float32) for k, v in state.items()}, weights_path,
               metadata={"format": "pt"})
     os.chmod(weights_path, 0o644)  # safetensors creates it owner-only
-    shutil.copyfile(vocab_file, os.path.join(directory, "vocab.txt"))
+    shutil.copyfile(vocab_file, os.path.join(directory, VOCAB_FILE))
     tokenizer = {"tokenizer_class": "ElectraTokenizer", "do_lower_case": do_lower_case,
                  # HF's None means "follow do_lower_case", as here.
                  "strip_accents": None if strip_accents == do_lower_case else strip_accents,

@@ -13,6 +13,8 @@ import os
 import numpy as np
 import tensorflow as tf
 
+# Released checkpoints ship their vocabulary beside the checkpoint files.
+VOCAB_FILE = "vocab.txt"
 MODEL_PREFIXES = ("electra/", "generator/", "discriminator_predictions/",
                   "generator_predictions/")
 _OPTIMIZER_SUFFIXES = ("/adam_m", "/adam_v", "/Adam", "/Adam_1")

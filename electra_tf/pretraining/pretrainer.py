@@ -6,11 +6,10 @@ import keras
 import tensorflow as tf
 
 from electra_tf.config import PretrainingConfig
+from electra_tf.distribute import in_multi_worker_mode, sum_over_replicas
 from electra_tf.modeling.electra import build_generator_and_discriminator
 from electra_tf.modeling.heads import MaskedLMHead
 from electra_tf.pretraining import objective
-from electra_tf.pretraining.optimization import sum_over_replicas
-from electra_tf.training.strategy import in_multi_worker_mode
 
 # TensorBoard / console names of the default objective, as in the original code.
 METRIC_NAMES = ("total_loss", "masked_lm_loss", "disc_loss", "masked_lm_accuracy",

@@ -3,7 +3,7 @@
 1. Builds sample requests (English, accented, Korean and Chinese text, an
    empty string, text longer than `max_seq_length`, invalid UTF-8) and the
    answers expected from the in-process model: the Keras model in
-   `assets.extra/model.keras` fed by the Python tokenization path of
+   `assets.extra/` fed by the Python tokenization path of
    fine-tuning (`finetuning.features.encode`). Question-answering exports
    are compared with the fine-tuning path instead: windows from
    `squad_features.convert_examples`, answers from `squad_decoding.decode`
@@ -36,10 +36,20 @@ import sys
 import tempfile
 from typing import Optional
 
+import keras
 import numpy as np
 
+from electra_tf.artifacts.finetuning_dir import holds_saved_model
+from electra_tf.artifacts.serving_dir import VersionDir, read_serving_config
+from electra_tf.finetuning import features
+from electra_tf.finetuning.saving import load_finetuned
+# Registers the discriminator's classes, so that load_model finds them.
+from electra_tf.modeling import electra as _electra  # noqa: F401
 from electra_tf.modeling import kernels
+from electra_tf.serving.check_requests import bytes_spec, decode_output, ids_spec
 from electra_tf.serving.classifier import IDS_SIGNATURE, TEXT_SIGNATURE
+from electra_tf.serving.exporter import DISCRIMINATOR, QUESTION_ANSWERING
+from electra_tf.tokenization import WordPieceTokenizer
 
 STANDALONE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "standalone.py")
 DEFAULT_TOLERANCE = 1e-5
@@ -61,26 +71,6 @@ class CheckError(ValueError):
     """The export cannot be checked; the message names the path."""
 
 
-def _bytes_spec(values) -> dict:
-    def walk(value):
-        if isinstance(value, list):
-            return [walk(v) for v in value]
-        raw = value if isinstance(value, bytes) else value.encode("utf-8")
-        return base64.b64encode(raw).decode("ascii")
-    return {"dtype": "string", "values": walk(list(values))}
-
-
-def _ids_spec(array) -> dict:
-    return {"dtype": "int32", "values": np.asarray(array, np.int32).tolist()}
-
-
-def _decode_output(entry: dict) -> np.ndarray:
-    if entry["dtype"] == "string":
-        values = [base64.b64decode(v) for v in entry["values"]]
-        return np.array(values, dtype=object).reshape(entry["shape"])
-    return np.array(entry["values"], dtype=entry["dtype"]).reshape(entry["shape"])
-
-
 @dataclasses.dataclass
 class Reference:
     """The in-process model of an export and what it answers."""
@@ -91,37 +81,25 @@ class Reference:
 
     @classmethod
     def load(cls, version_dir: str) -> "Reference":
-        import keras
-
-        from electra_tf.finetuning import model as _model  # noqa: F401  (registers classes)
-        from electra_tf.modeling import electra as _electra  # noqa: F401
-        from electra_tf.serving.exporter import (KERAS_FILE, QUESTION_ANSWERING,
-                                                 read_serving_config)
-        from electra_tf.tokenization import WordPieceTokenizer
-
-        keras_file = os.path.join(version_dir, "assets.extra", KERAS_FILE)
-        if not os.path.isfile(os.path.join(version_dir, "saved_model.pb")):
+        version = VersionDir(version_dir)
+        if not os.path.isfile(version.saved_model_file):
             raise CheckError(f"{version_dir}: no saved_model.pb; pass a version directory "
                              "(<export_base>/<model_name>/<version>).")
         config = read_serving_config(version_dir)
-        tokenizer = WordPieceTokenizer(os.path.join(version_dir, "assets", "vocab.txt"),
-                                       config["do_lower_case"], config["strip_accents"])
-        if config["kind"] == QUESTION_ANSWERING:
-            from electra_tf.finetuning.qa_model import CONFIG_FILE, load_qa_model
-
-            extra = os.path.join(version_dir, "assets.extra")
-            if not os.path.isfile(os.path.join(extra, CONFIG_FILE)):
-                raise CheckError(f"{version_dir}: no {CONFIG_FILE} in assets.extra/ to compare "
+        tokenizer = WordPieceTokenizer(version.vocab_file, config["do_lower_case"],
+                                       config["strip_accents"])
+        if config["kind"] == DISCRIMINATOR:
+            if not os.path.isfile(version.keras_file):
+                raise CheckError(f"{version_dir}: no model.keras in assets.extra/ to compare "
                                  "with.")
-            return cls(config, load_qa_model(extra)[0], tokenizer)
-        if not os.path.isfile(keras_file):
-            raise CheckError(f"{version_dir}: no {KERAS_FILE} in assets.extra/ to compare with.")
-        return cls(config, keras.saving.load_model(keras_file), tokenizer)
+            return cls(config, keras.saving.load_model(version.keras_file), tokenizer)
+        if not holds_saved_model(version.extra):
+            raise CheckError(f"{version_dir}: no fine-tuned model in assets.extra/ to compare "
+                             "with.")
+        return cls(config, load_finetuned(version.extra)[0], tokenizer)
 
     def encode(self, texts_a: list, texts_b: Optional[list]) -> dict:
         """Python-side tokenization and packing, padded to the longest example: int32 [B, L]."""
-        from electra_tf.finetuning import features
-
         encoded = features.encode(self.tokenizer, texts_a, texts_b, self.config["max_seq_length"])
         length = max(len(ids) for ids, _ in encoded)
         ids = np.full((len(encoded), length), self.tokenizer.pad_id, np.int32)
@@ -136,7 +114,7 @@ class Reference:
     def predict(self, inputs: dict, with_tokens: bool) -> dict:
         """What the signatures should return for these inputs."""
         outputs = self.model({k: np.asarray(v) for k, v in inputs.items()}, training=False)
-        if self.config["kind"] == "discriminator":
+        if self.config["kind"] == DISCRIMINATOR:
             logits = np.asarray(outputs["logits"], np.float32)
             mask = inputs["input_mask"]
             result = {"logits": logits,
@@ -159,28 +137,28 @@ class Reference:
 
 def build_requests(reference: Reference) -> tuple[list[dict], list[Optional[dict]], list[str]]:
     """(requests, expected outputs or None for "must fail", a description of each)."""
-    if reference.config["kind"] == "question_answering":
+    if reference.config["kind"] == QUESTION_ANSWERING:
         from electra_tf.serving import check_qa
 
         return check_qa.build_requests(reference)
     pair = reference.config["is_pair"]
     texts_a = [t.encode() for t in SAMPLE_TEXTS] + [INVALID_UTF8]
     texts_b = [t.encode() for t in SAMPLE_PAIRS] + [INVALID_UTF8] if pair else None
-    text_inputs = {"text": _bytes_spec(texts_a)}
+    text_inputs = {"text": bytes_spec(texts_a)}
     if pair:
-        text_inputs["text_pair"] = _bytes_spec(texts_b)
+        text_inputs["text_pair"] = bytes_spec(texts_b)
     encoded = reference.encode(texts_a, texts_b)
     expected_text = reference.predict(encoded, with_tokens=True)
     expected_ids = reference.predict(encoded, with_tokens=False)
-    single = {"text": _bytes_spec([texts_a[0]])}
+    single = {"text": bytes_spec([texts_a[0]])}
     if pair:
-        single["text_pair"] = _bytes_spec([texts_b[0]])
+        single["text_pair"] = bytes_spec([texts_b[0]])
     expected_single = reference.predict(
         reference.encode(texts_a[:1], texts_b[:1] if pair else None), with_tokens=True)
     requests = [
         {"signature": TEXT_SIGNATURE, "inputs": text_inputs},
         {"signature": TEXT_SIGNATURE, "inputs": single},
-        {"signature": IDS_SIGNATURE, "inputs": {k: _ids_spec(v) for k, v in encoded.items()}},
+        {"signature": IDS_SIGNATURE, "inputs": {k: ids_spec(v) for k, v in encoded.items()}},
     ]
     expected = [expected_text, expected_single, expected_ids]
     names = [f"{TEXT_SIGNATURE}: {len(texts_a)} sample texts", f"{TEXT_SIGNATURE}: one text",
@@ -188,20 +166,20 @@ def build_requests(reference: Reference) -> tuple[list[dict], list[Optional[dict
     # Malformed requests: each must come back as an error, not a crash.
     bad_ids = dict(encoded, input_ids=np.full_like(encoded["input_ids"],
                                                    reference.tokenizer.vocab_size))
-    wrong_text_dtype = {k: _ids_spec(np.zeros(2)) for k in text_inputs}
-    wrong_text_rank = {k: _bytes_spec([[b"a", b"b"]]) for k in text_inputs}
+    wrong_text_dtype = {k: ids_spec(np.zeros(2)) for k in text_inputs}
+    wrong_text_rank = {k: bytes_spec([[b"a", b"b"]]) for k in text_inputs}
     bad = [("text as int32", TEXT_SIGNATURE, wrong_text_dtype),
            ("text of rank 2", TEXT_SIGNATURE, wrong_text_rank),
-           ("ids out of the vocabulary", IDS_SIGNATURE, {k: _ids_spec(v) for k, v in
+           ("ids out of the vocabulary", IDS_SIGNATURE, {k: ids_spec(v) for k, v in
                                                          bad_ids.items()}),
            ("ids with a [B, L+1] mask", IDS_SIGNATURE,
-            {"input_ids": _ids_spec(encoded["input_ids"]),
-             "input_mask": _ids_spec(np.pad(encoded["input_mask"], ((0, 0), (0, 1)))),
-             "segment_ids": _ids_spec(encoded["segment_ids"])}),
-           ("ids as strings", IDS_SIGNATURE, {k: _bytes_spec([[b"1"]]) for k in encoded})]
+            {"input_ids": ids_spec(encoded["input_ids"]),
+             "input_mask": ids_spec(np.pad(encoded["input_mask"], ((0, 0), (0, 1)))),
+             "segment_ids": ids_spec(encoded["segment_ids"])}),
+           ("ids as strings", IDS_SIGNATURE, {k: bytes_spec([[b"1"]]) for k in encoded})]
     if pair:
         bad.append(("text_pair of another batch size", TEXT_SIGNATURE,
-                    {"text": _bytes_spec([b"a", b"b"]), "text_pair": _bytes_spec([b"a"])}))
+                    {"text": bytes_spec([b"a", b"b"]), "text_pair": bytes_spec([b"a"])}))
     for name, signature, inputs in bad:
         requests.append({"signature": signature, "inputs": inputs, "expect_error": True})
         expected.append(None)
@@ -246,7 +224,7 @@ def compare(expected: dict, outputs: dict, tolerance: float) -> tuple[list[str],
         problems.append(f"missing outputs {missing}")
     for name in sorted(set(expected) & set(outputs)):
         want = np.asarray(expected[name])
-        got = _decode_output(outputs[name])
+        got = decode_output(outputs[name])
         if want.shape != got.shape:
             problems.append(f"{name}: shape {got.shape}, expected {want.shape}")
         elif want.dtype.kind == "f":
@@ -281,7 +259,7 @@ def check_export(version_dir: str, tolerance: float = DEFAULT_TOLERANCE,
     # With the kernels the export was traced with.
     with kernels.use("reference"):
         requests, expected, names = build_requests(reference)
-    if benchmark and reference.config["kind"] == "question_answering" and \
+    if benchmark and reference.config["kind"] == QUESTION_ANSWERING and \
             "texts" not in benchmark:
         from electra_tf.serving import check_qa
 

@@ -14,6 +14,7 @@ from typing import Optional
 
 import numpy as np
 
+from electra_tf.serving.check_requests import bytes_spec, ids_spec
 from electra_tf.serving.classifier import IDS_SIGNATURE, TEXT_SIGNATURE
 
 SAMPLE_QA = [
@@ -122,15 +123,13 @@ def python_scores(reference, inputs: dict) -> dict:
 
 def build_requests(reference) -> tuple[list[dict], list[Optional[dict]], list[str]]:
     """(requests, expected outputs or None for "must fail", a description of each)."""
-    from electra_tf.serving.check import _bytes_spec, _ids_spec
-
     pairs = list(SAMPLE_QA)
     expected_text, inputs = python_answers(reference, pairs)
     single, _ = python_answers(reference, pairs[:1])
     clean, _ = python_answers(reference, [("bad  bytes ", INVALID_QUESTION_CONTEXT)])
 
     def text_inputs(questions, contexts):
-        return {"question": _bytes_spec(questions), "context": _bytes_spec(contexts)}
+        return {"question": bytes_spec(questions), "context": bytes_spec(contexts)}
 
     requests = [
         {"signature": TEXT_SIGNATURE, "inputs": text_inputs([q for q, _ in pairs],
@@ -138,7 +137,7 @@ def build_requests(reference) -> tuple[list[dict], list[Optional[dict]], list[st
         {"signature": TEXT_SIGNATURE, "inputs": text_inputs([pairs[0][0]], [pairs[0][1]])},
         {"signature": TEXT_SIGNATURE, "inputs": text_inputs([INVALID_QUESTION],
                                                             [INVALID_QUESTION_CONTEXT])},
-        {"signature": IDS_SIGNATURE, "inputs": {k: _ids_spec(v) for k, v in inputs.items()}},
+        {"signature": IDS_SIGNATURE, "inputs": {k: ids_spec(v) for k, v in inputs.items()}},
     ]
     expected = [expected_text, single, clean, python_scores(reference, inputs)]
     names = [f"{TEXT_SIGNATURE}: {len(pairs)} sample question/context pairs",
@@ -147,16 +146,16 @@ def build_requests(reference) -> tuple[list[dict], list[Optional[dict]], list[st
     bad_ids = dict(inputs, input_ids=np.full_like(inputs["input_ids"],
                                                   reference.tokenizer.vocab_size))
     bad = [("question as int32", TEXT_SIGNATURE,
-            {"question": _ids_spec([1]), "context": _ids_spec([2])}),
+            {"question": ids_spec([1]), "context": ids_spec([2])}),
            ("texts of rank 2", TEXT_SIGNATURE, text_inputs([[b"a", b"b"]], [[b"a", b"b"]])),
            ("context of another batch size", TEXT_SIGNATURE,
             text_inputs([b"a", b"b"], [b"a"])),
            ("ids out of the vocabulary", IDS_SIGNATURE,
-            {k: _ids_spec(v) for k, v in bad_ids.items()}),
+            {k: ids_spec(v) for k, v in bad_ids.items()}),
            ("ids with a [B, L+1] mask", IDS_SIGNATURE,
-            {"input_ids": _ids_spec(inputs["input_ids"]),
-             "input_mask": _ids_spec(np.pad(inputs["input_mask"], ((0, 0), (0, 1)))),
-             "segment_ids": _ids_spec(inputs["segment_ids"])})]
+            {"input_ids": ids_spec(inputs["input_ids"]),
+             "input_mask": ids_spec(np.pad(inputs["input_mask"], ((0, 0), (0, 1)))),
+             "segment_ids": ids_spec(inputs["segment_ids"])})]
     for name, signature, request in bad:
         requests.append({"signature": signature, "inputs": request, "expect_error": True})
         expected.append(None)

@@ -1,25 +1,13 @@
 """Writing a TF Serving version directory from a fine-tuning or pre-training run.
 
-A version directory is a SavedModel:
-
-    saved_model.pb, variables/          graph, signatures and weights
-    assets/vocab.txt                    the WordPiece vocabulary
-    assets/labels.txt                   class names, one per line (classifiers)
-    assets/serving_config.json          model kind, tokenizer flags, task, model config
-    assets.extra/model.keras            the Keras model, for `electra_tf.serving.check`
-                                        (question answering: qa_model.json and
-                                        model.weights.h5, as fine-tuning saves it)
-
-TF Serving loads only the first three; `assets.extra/` is the conventional
-place for files beside a SavedModel that the graph does not read. The graph
-is traced with the reference kernels (`electra_tf.modeling.kernels`),
-whichever set the model was trained with.
+The layout of a version directory is in `electra_tf.artifacts.serving_dir`;
+`assets.extra/` holds the Keras model, so that `electra_tf.serving.check` can
+compare the SavedModel with it.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import shutil
 import tempfile
@@ -27,11 +15,24 @@ from typing import Callable, Optional
 
 import tensorflow as tf
 
+from electra_tf.artifacts.export_dir import float32_copy
+from electra_tf.artifacts.files import write_json
+from electra_tf.artifacts.finetuning_dir import (FinetuningDir, SavedModelDir, best_saved_trial,
+                                                 holds_saved_model)
+from electra_tf.artifacts.pretrained import locate_pretrained
+from electra_tf.artifacts.run_dir import VOCAB_FILE
+from electra_tf.artifacts.serving_dir import (LABELS_FILE, SERVING_CONFIG, VersionDir,
+                                              publish_version)
+from electra_tf.finetuning.saving import load_finetuned, save_finetuned
+from electra_tf.finetuning.squad_decoding import DEFAULT_NULL_THRESHOLD, MAX_ANSWER_LENGTH
+from electra_tf.finetuning.tasks import REGRESSION, Task
+from electra_tf.interop.checkpoints import CheckpointError, load_run_models
 from electra_tf.modeling import kernels
-from electra_tf.serving.layout import publish_version
+from electra_tf.serving.classifier import ClassifierServing
+from electra_tf.serving.discriminator import DiscriminatorServing
+from electra_tf.serving.question_answering import QuestionAnsweringServing
+from electra_tf.tokenization import WordPieceTokenizer
 
-SERVING_CONFIG = "serving_config.json"
-KERAS_FILE = "model.keras"
 FORMAT_VERSION = 1
 CLASSIFIER = "classifier"
 DISCRIMINATOR = "discriminator"
@@ -48,48 +49,44 @@ def _encoder_config(encoder) -> dict:
     return {name: getattr(encoder, name) for name in names if hasattr(encoder, name)}
 
 
-def _write(module, keras_model, staging: str, vocab_file: str, serving_config: dict,
-           label_names: Optional[list],
-           save_extra: Optional[Callable[[str], None]] = None) -> None:
+def _write(module, staging: str, vocab_file: str, serving_config: dict,
+           label_names: Optional[list], save_extra: Callable[[VersionDir], None]) -> None:
     """Saves `module`, its `signatures()` and assets into the empty directory `staging`.
 
-    `save_extra(directory)` writes the model into `assets.extra/` (default:
-    `model.keras`).
+    The signatures are traced with the reference kernels
+    (`electra_tf.modeling.kernels`), whichever set the model was trained
+    with, so the SavedModel is plain TensorFlow on any hardware.
+    `save_extra(version)` writes the Keras model into `version.extra`.
     """
+    # The saver copies tracked Asset files into assets/ under their own names.
     sources = tempfile.mkdtemp(prefix=".assets-", dir=os.path.dirname(staging))
     try:
-        shutil.copyfile(vocab_file, os.path.join(sources, "vocab.txt"))
-        with open(os.path.join(sources, SERVING_CONFIG), "w", encoding="utf-8") as f:
-            json.dump(serving_config, f, indent=2, ensure_ascii=False)
-            f.write("\n")
-        files = ["vocab.txt", SERVING_CONFIG]
+        shutil.copyfile(vocab_file, os.path.join(sources, VOCAB_FILE))
+        write_json(os.path.join(sources, SERVING_CONFIG), serving_config)
+        files = [VOCAB_FILE, SERVING_CONFIG]
         if label_names is not None:
-            with open(os.path.join(sources, "labels.txt"), "w", encoding="utf-8") as f:
+            with open(os.path.join(sources, LABELS_FILE), "w", encoding="utf-8") as f:
                 f.write("".join(f"{name}\n" for name in label_names))
-            files.append("labels.txt")
-        # Tracked Asset objects are copied into assets/ by the saver.
+            files.append(LABELS_FILE)
         module.assets = {name.replace(".", "_"): tf.saved_model.Asset(os.path.join(sources, name))
                          for name in files}
         with kernels.use("reference"):
             tf.saved_model.save(module, staging, signatures=module.signatures())
     finally:
         shutil.rmtree(sources, ignore_errors=True)
-    extra = os.path.join(staging, "assets.extra")
-    os.makedirs(extra, exist_ok=True)
-    if save_extra is None:
-        keras_model.save(os.path.join(extra, KERAS_FILE))
-    else:
-        save_extra(extra)
+    version = VersionDir(staging)
+    os.makedirs(version.extra, exist_ok=True)
+    save_extra(version)
 
 
-def export_classifier(model, task_info: dict, vocab_file: str, export_base: str,
-                      model_name: str, version: Optional[int] = None) -> str:
+def export_classifier(model, info: dict, vocab_file: str, export_base: str, model_name: str,
+                      version: Optional[int] = None) -> str:
     """Exports a fine-tuned `ElectraClassifier` as a new version.
 
     Args:
         model: the classifier (any dtype policy; a float32 copy is exported).
-        task_info: what `save_finetuned` writes to `task.json` (task, casing,
-            max_seq_length, regression scale).
+        info: what fine-tuning saves with it (task, casing, max_seq_length,
+            regression scale).
         vocab_file: the vocabulary it was fine-tuned with.
         export_base: the directory holding one sub-directory per model name.
         model_name: TF Serving's model name.
@@ -98,28 +95,24 @@ def export_classifier(model, task_info: dict, vocab_file: str, export_base: str,
     Returns:
         The version directory.
     """
-    from electra_tf.export import float32_copy
-    from electra_tf.finetuning.tasks import REGRESSION, Task
-    from electra_tf.serving.classifier import ClassifierServing
-    from electra_tf.tokenization import WordPieceTokenizer
-
-    task = Task.from_dict(task_info["task"])
+    task = Task.from_dict(info["task"])
     regression = task.task_type == REGRESSION
     label_names = None if regression else list(task.label_names)
-    tokenizer = WordPieceTokenizer(vocab_file, task_info["do_lower_case"],
-                                   task_info.get("strip_accents"))
+    scale = info.get("regression_output_scale", 1.0)
+    tokenizer = WordPieceTokenizer(vocab_file, info["do_lower_case"], info.get("strip_accents"))
     copy = float32_copy(model)
-    module = ClassifierServing(copy, tokenizer, task_info["max_seq_length"], task.is_pair,
-                               label_names, task_info.get("regression_output_scale", 1.0))
+    module = ClassifierServing(copy, tokenizer, info["max_seq_length"], task.is_pair,
+                               label_names, scale)
     config = {"format_version": FORMAT_VERSION, "kind": CLASSIFIER,
-              "max_seq_length": task_info["max_seq_length"], "is_pair": task.is_pair,
+              "max_seq_length": info["max_seq_length"], "is_pair": task.is_pair,
               "do_lower_case": tokenizer.do_lower_case, "strip_accents": tokenizer.strip_accents,
-              "label_names": label_names,
-              "label_scale": task_info.get("regression_output_scale", 1.0),
-              "task": task.to_dict(), "model": _encoder_config(copy.encoder)}
+              "label_names": label_names, "label_scale": scale, "task": task.to_dict(),
+              "model": _encoder_config(copy.encoder)}
     return publish_version(
         os.path.join(export_base, model_name),
-        lambda staging: _write(module, copy, staging, vocab_file, config, label_names), version)
+        lambda staging: _write(module, staging, vocab_file, config,
+                               label_names, lambda saved: save_finetuned(copy, saved.extra, info)),
+        version)
 
 
 def export_discriminator(discriminator, pretraining_config, vocab_file: str, export_base: str,
@@ -137,10 +130,6 @@ def export_discriminator(discriminator, pretraining_config, vocab_file: str, exp
     Returns:
         The version directory.
     """
-    from electra_tf.export import float32_copy
-    from electra_tf.serving.discriminator import DiscriminatorServing
-    from electra_tf.tokenization import WordPieceTokenizer
-
     length = max_seq_length or pretraining_config.max_seq_length
     tokenizer = WordPieceTokenizer(vocab_file, pretraining_config.do_lower_case,
                                    pretraining_config.resolved_strip_accents)
@@ -152,153 +141,67 @@ def export_discriminator(discriminator, pretraining_config, vocab_file: str, exp
               "model": dataclasses.asdict(pretraining_config.model)}
     return publish_version(
         os.path.join(export_base, model_name),
-        lambda staging: _write(module, copy, staging, vocab_file, config, None), version)
+        lambda staging: _write(module, staging, vocab_file, config, None,
+                               lambda saved: copy.save(saved.keras_file)),
+        version)
 
 
-def qa_float32_copy(model):
-    """A float32 `ElectraQA` with the weights of `model` (which has no `get_config`)."""
-    from electra_tf.export import float32_copy
-    from electra_tf.finetuning.qa_model import ElectraQA
-
-    encoder = float32_copy(model.encoder)
-    head = model.task_head
-    copy = ElectraQA(encoder, beam_size=head.beam_size, hidden_units=head.hidden_units, name="qa")
-    copy.build_for()
-    copy.task_head.set_weights(head.get_weights())
-    return copy
-
-
-def export_question_answering(model, qa_info: dict, vocab_file: str, export_base: str,
+def export_question_answering(model, info: dict, vocab_file: str, export_base: str,
                               model_name: str, version: Optional[int] = None) -> str:
     """Exports a fine-tuned SQuAD `ElectraQA` as a new version.
 
     Args:
         model: the QA model (any dtype policy; a float32 copy is exported).
-        qa_info: what `save_qa_model` writes to `qa_model.json` (squad_version,
-            max_seq_length, max_query_length, casing; optionally
-            max_answer_length and null_score_threshold, else the defaults).
+        info: what fine-tuning saves with it (squad_version, max_seq_length,
+            max_query_length, casing; max_answer_length and
+            null_score_threshold, else the defaults).
         vocab_file: the vocabulary it was fine-tuned with.
         export_base, model_name, version: as in `export_classifier`.
 
     Returns:
         The version directory.
     """
-    from electra_tf.finetuning.qa_model import save_qa_model
-    from electra_tf.finetuning.squad_decoding import MAX_ANSWER_LENGTH
-    from electra_tf.finetuning.squad_run import DEFAULT_NULL_THRESHOLD
-    from electra_tf.serving.question_answering import QuestionAnsweringServing
-    from electra_tf.tokenization import WordPieceTokenizer
-
-    tokenizer = WordPieceTokenizer(vocab_file, qa_info["do_lower_case"],
-                                   qa_info.get("strip_accents"))
-    copy = qa_float32_copy(model)
-    squad_version = str(qa_info.get("squad_version", "1.1"))
-    settings = {"max_seq_length": int(qa_info["max_seq_length"]),
-                "max_query_length": int(qa_info.get("max_query_length", 64)),
-                "max_answer_length": int(qa_info.get("max_answer_length", MAX_ANSWER_LENGTH)),
-                "null_score_threshold": float(qa_info.get("null_score_threshold",
-                                                          DEFAULT_NULL_THRESHOLD))}
+    tokenizer = WordPieceTokenizer(vocab_file, info["do_lower_case"], info.get("strip_accents"))
+    copy = float32_copy(model)
+    squad_version = str(info.get("squad_version", "1.1"))
+    settings = {"max_seq_length": int(info["max_seq_length"]),
+                "max_query_length": int(info.get("max_query_length", 64)),
+                "max_answer_length": int(info.get("max_answer_length", MAX_ANSWER_LENGTH)),
+                "null_score_threshold": float(info.get("null_score_threshold",
+                                                       DEFAULT_NULL_THRESHOLD))}
     module = QuestionAnsweringServing(copy, tokenizer, version_2=squad_version == "2.0",
                                       **settings)
     config = {"format_version": FORMAT_VERSION, "kind": QUESTION_ANSWERING,
               "squad_version": squad_version, "version_2": squad_version == "2.0", **settings,
-              "doc_stride": qa_info.get("doc_stride"), "is_pair": True,
+              "doc_stride": info.get("doc_stride"), "is_pair": True,
               "do_lower_case": tokenizer.do_lower_case, "strip_accents": tokenizer.strip_accents,
               "label_names": None, "beam_size": copy.task_head.beam_size,
               "model": _encoder_config(copy.encoder)}
-    info = {k: v for k, v in qa_info.items() if k not in ("encoder", "beam_size", "hidden_units")}
-
-    def save_extra(extra):
-        save_qa_model(copy, extra, {**info, **settings, "squad_version": squad_version})
-
+    extra_info = {**info, **settings, "squad_version": squad_version}
     return publish_version(
         os.path.join(export_base, model_name),
-        lambda staging: _write(module, copy, staging, vocab_file, config, None, save_extra),
+        lambda staging: _write(module, staging, vocab_file, config, None,
+                               lambda saved: save_finetuned(copy, saved.extra, extra_info)),
         version)
-
-
-def _qa_trial_info(trial_dir: str) -> dict:
-    """`qa_model.json` of a SQuAD trial, completed from its run's results.json settings."""
-    from electra_tf.finetuning.qa_model import CONFIG_FILE
-
-    with open(os.path.join(trial_dir, CONFIG_FILE), encoding="utf-8") as f:
-        info = json.load(f)
-    results_path = os.path.join(os.path.dirname(os.path.abspath(trial_dir)), "results.json")
-    if os.path.isfile(results_path):
-        with open(results_path, encoding="utf-8") as f:
-            settings = json.load(f).get("settings", {})
-        for key in ("max_answer_length", "null_score_threshold"):
-            if key in settings:
-                info.setdefault(key, settings[key])
-    return info
-
-
-def export_squad_trial_dir(trial_dir: str, export_base: str, model_name: str,
-                           version: Optional[int] = None) -> str:
-    """Exports what a SQuAD trial saved (qa_model.json, model.weights.h5, vocab.txt)."""
-    from electra_tf.finetuning.qa_model import load_qa_model
-
-    vocab_file = os.path.join(trial_dir, "vocab.txt")
-    if not os.path.isfile(vocab_file):
-        raise ExportError(f"{trial_dir}: no vocab.txt beside qa_model.json.")
-    model, _ = load_qa_model(trial_dir)
-    return export_question_answering(model, _qa_trial_info(trial_dir), vocab_file, export_base,
-                                     model_name, version)
-
-
-def _is_squad_trial(path: str) -> bool:
-    from electra_tf.finetuning.qa_model import CONFIG_FILE, WEIGHTS_FILE
-
-    return all(os.path.isfile(os.path.join(path, name)) for name in (CONFIG_FILE, WEIGHTS_FILE))
-
-
-def best_trial_dir(output_dir: str) -> str:
-    """The saved trial of a fine-tuning run with the best dev score (trial 0 without dev data).
-
-    The score is the task's GLUE metric (SQuAD: f1) from `results.json`; ties
-    go to the lower trial number.
-
-    Raises:
-        ExportError: no trial with a saved model.
-    """
-    results_path = os.path.join(output_dir, "results.json")
-    with open(results_path, encoding="utf-8") as f:
-        results = json.load(f)
-    squad = results.get("task") == "squad"
-    metric = "f1" if squad else results.get("glue_score_metric")
-    # SQuAD trials record their dev scores under "scores", classifiers under "dev".
-    scores = "scores" if squad else "dev"
-    saved = _is_squad_trial if squad else (lambda d: os.path.isfile(os.path.join(d, KERAS_FILE)))
-    trials = [t for t in results.get("trials", [])
-              if saved(os.path.join(output_dir, f"trial_{t['trial']}"))]
-    if not trials:
-        raise ExportError(f"{results_path}: no finished trial with a saved model "
-                          "(was the run made with --nosave_models?).")
-    best = max(trials, key=lambda t: (t.get(scores, {}).get(metric, float("-inf")), -t["trial"]))
-    return os.path.join(output_dir, f"trial_{best['trial']}")
 
 
 def export_finetuned_dir(trial_dir: str, export_base: str, model_name: str,
                          version: Optional[int] = None) -> str:
-    """Exports what `save_finetuned` wrote to `trial_dir` (model.keras, task.json, vocab.txt),
-    or a SQuAD trial (qa_model.json, model.weights.h5, vocab.txt)."""
-    from electra_tf.finetuning.model import load_finetuned
-
-    if _is_squad_trial(trial_dir):
-        return export_squad_trial_dir(trial_dir, export_base, model_name, version)
-
-    vocab_file = os.path.join(trial_dir, "vocab.txt")
+    """Exports the model a fine-tuning trial saved (with vocab.txt beside it)."""
+    vocab_file = SavedModelDir(trial_dir).vocab_file
     if not os.path.isfile(vocab_file):
-        raise ExportError(f"{trial_dir}: no vocab.txt beside model.keras.")
-    model, task_info = load_finetuned(trial_dir)
-    return export_classifier(model, task_info, vocab_file, export_base, model_name, version)
+        raise ExportError(f"{trial_dir}: no vocab.txt beside the saved model.")
+    model, info = load_finetuned(trial_dir)
+    export = export_question_answering if info["kind"] == QUESTION_ANSWERING \
+        else export_classifier
+    return export(model, info, vocab_file, export_base, model_name, version)
 
 
 def export_checkpoint(path: str, export_base: str, model_name: str,
                       version: Optional[int] = None,
                       max_seq_length: Optional[int] = None) -> str:
-    """Exports any run: a fine-tuning output directory (its best trial), one trial directory
-    (classifier or SQuAD), or a pre-training run (its export/ or latest checkpoint).
+    """Exports any run: a fine-tuning output directory (its best trial), one trial directory,
+    or a pre-training run (its export/ or latest checkpoint).
 
     Raises:
         ExportError: `path` is none of these.
@@ -308,33 +211,25 @@ def export_checkpoint(path: str, export_base: str, model_name: str,
         path = os.path.dirname(path)
     if not os.path.isdir(path):
         raise ExportError(f"--checkpoint={path}: no such directory.")
-    if os.path.isfile(os.path.join(path, "task.json")) and \
-            os.path.isfile(os.path.join(path, KERAS_FILE)) or _is_squad_trial(path):
+    if holds_saved_model(path):
         return export_finetuned_dir(path, export_base, model_name, version)
-    if os.path.isfile(os.path.join(path, "results.json")):
-        return export_finetuned_dir(best_trial_dir(path), export_base, model_name, version)
-    from electra_tf.interop.checkpoints import CheckpointError, _run_config_path, load_run_models
-
-    if _run_config_path(path) is None:
+    run = FinetuningDir(path)
+    if os.path.isfile(run.results_file):
+        trial = best_saved_trial(path)
+        if trial is None:
+            raise ExportError(f"{run.results_file}: no finished trial with a saved model (was "
+                              "the run made with --nosave_models?).")
+        return export_finetuned_dir(trial.path, export_base, model_name, version)
+    files = locate_pretrained(path)
+    if not files.is_run:
         raise ExportError(f"--checkpoint={path}: not a fine-tuning output directory "
-                          "(results.json), a trial directory (model.keras + task.json, or "
-                          "qa_model.json + model.weights.h5) or a "
-                          "pre-training run (config.json with export/ or checkpoints/).")
+                          "(results.json), a trial directory (model.json + model.weights.h5) "
+                          "or a pre-training run (config.json with export/ or checkpoints/).")
+    if files.vocab_file is None:
+        raise ExportError(f"--checkpoint={path}: no vocab.txt in the run or its export/.")
     try:
         config, _, discriminator, _ = load_run_models(path)
     except CheckpointError as error:
         raise ExportError(f"--checkpoint: {error}")
-    run_dir = os.path.dirname(_run_config_path(path))
-    vocab_file = next((v for v in (os.path.join(run_dir, "vocab.txt"),
-                                   os.path.join(run_dir, "export", "vocab.txt"))
-                       if os.path.isfile(v)), None)
-    if vocab_file is None:
-        raise ExportError(f"--checkpoint={path}: no vocab.txt in {run_dir} or its export/.")
-    return export_discriminator(discriminator, config, vocab_file, export_base, model_name,
-                                max_seq_length, version)
-
-
-def read_serving_config(version_dir: str) -> dict:
-    """The `assets/serving_config.json` of an export."""
-    with open(os.path.join(version_dir, "assets", SERVING_CONFIG), encoding="utf-8") as f:
-        return json.load(f)
+    return export_discriminator(discriminator, config, files.vocab_file, export_base,
+                                model_name, max_seq_length, version)

@@ -1,4 +1,18 @@
-"""The directory layout TF Serving polls: `<export_base>/<model_name>/<version>/`.
+"""The directories TF Serving polls: `<export_base>/<model_name>/<version>/`.
+
+A version directory is a SavedModel:
+
+    saved_model.pb, variables/          graph, signatures and weights
+    assets/vocab.txt                    the WordPiece vocabulary
+    assets/labels.txt                   class names, one per line (classifiers)
+    assets/serving_config.json          model kind, tokenizer flags, task, model config
+    assets.extra/                       the Keras model, for `electra_tf.serving.check`:
+                                        model.keras (a discriminator), or a
+                                        fine-tuned model saved as in its trial
+                                        directory (see `finetuning_dir`)
+
+TF Serving loads only the first three; `assets.extra/` is the conventional
+place for files beside a SavedModel that the graph does not read.
 
 TF Serving's file-system source treats every child of `--model_base_path`
 whose name is a non-negative integer as a version and ignores all other
@@ -11,16 +25,66 @@ next integer.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import tempfile
 from typing import Callable, Optional
 
+from electra_tf.artifacts.files import read_json
+from electra_tf.artifacts.run_dir import VOCAB_FILE
+
 STAGING_PREFIX = ".staging-"
+SERVING_CONFIG = "serving_config.json"
+LABELS_FILE = "labels.txt"
 
 
 class ExportLayoutError(ValueError):
     """A version directory cannot be created; the message names the path."""
+
+
+@dataclasses.dataclass(frozen=True)
+class VersionDir:
+    """The paths of one version directory (nothing is created or checked)."""
+
+    path: str
+
+    @property
+    def saved_model_file(self) -> str:
+        return os.path.join(self.path, "saved_model.pb")
+
+    @property
+    def assets(self) -> str:
+        return os.path.join(self.path, "assets")
+
+    @property
+    def vocab_file(self) -> str:
+        return os.path.join(self.assets, VOCAB_FILE)
+
+    @property
+    def serving_config_file(self) -> str:
+        return os.path.join(self.assets, SERVING_CONFIG)
+
+    @property
+    def extra(self) -> str:
+        return os.path.join(self.path, "assets.extra")
+
+    @property
+    def keras_file(self) -> str:
+        """The discriminator in `assets.extra/`."""
+        return os.path.join(self.extra, "model.keras")
+
+
+def read_serving_config(version_dir: str) -> dict:
+    """The `assets/serving_config.json` of a version directory.
+
+    Raises:
+        FileNotFoundError: there is none.
+    """
+    config = read_json(VersionDir(version_dir).serving_config_file)
+    if config is None:
+        raise FileNotFoundError(f"{version_dir}: no assets/{SERVING_CONFIG}.")
+    return config
 
 
 def list_versions(model_base: str) -> list[int]:

@@ -1,4 +1,4 @@
-"""Choosing the tf.distribute strategy and the mixed-precision policy."""
+"""Distribution helpers: the tf.distribute strategy, the precision policy, replica sums."""
 
 from __future__ import annotations
 
@@ -100,3 +100,37 @@ def in_multi_worker_mode(strategy: tf.distribute.Strategy) -> bool:
     """True when `strategy` spans several worker processes."""
     check = getattr(strategy.extended, "_in_multi_worker_mode", None)  # no public equivalent
     return bool(check and check())
+
+
+def sum_over_replicas(grads):
+    """All-reduces (sums) gradients across replicas; identity on one replica.
+
+    Args:
+        grads: per-replica gradients, None for variables without one.
+
+    Returns:
+        The sums, in the same order (None stays None).
+    """
+    context = tf.distribute.get_replica_context()
+    if context is None or context.num_replicas_in_sync == 1:
+        return grads
+    present = [g for g in grads if g is not None]
+    reduced = iter(context.all_reduce(tf.distribute.ReduceOp.SUM, present))
+    return [None if g is None else next(reduced) for g in grads]
+
+
+def global_batch_size(per_example):
+    """The examples of a step over all replicas: this replica's [B] times the replica count.
+
+    Exact when every replica holds as many examples, as with a global batch
+    divisible by the replica count.
+
+    Args:
+        per_example: [B] per-example losses of this replica.
+
+    Returns:
+        float32 scalar, the divisor that makes a replica's loss sum its share
+        of the mean over the global batch.
+    """
+    replicas = tf.distribute.get_strategy().num_replicas_in_sync
+    return tf.cast(tf.shape(per_example)[0] * replicas, tf.float32)

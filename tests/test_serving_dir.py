@@ -4,8 +4,9 @@ import os
 
 import pytest
 
-from electra_tf.serving.layout import (STAGING_PREFIX, ExportLayoutError, latest_version_dir,
-                                       list_versions, next_version, publish_version)
+from electra_tf.artifacts.serving_dir import (STAGING_PREFIX, ExportLayoutError,
+                                              latest_version_dir, list_versions, next_version,
+                                              publish_version)
 
 
 def _write_marker(text):

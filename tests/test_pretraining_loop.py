@@ -7,14 +7,16 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from electra_tf.artifacts.pretrained import load_discriminator
 from electra_tf.config import preset
+from electra_tf.data.pipeline import dummy_batch
 from electra_tf.data.shards import write_shards
-from electra_tf.export import load_discriminator
+from electra_tf.errors import RunError
 from electra_tf.flops import train_flops_per_step
 from electra_tf.modeling import kernels
 from electra_tf.pretraining.pretrainer import ElectraPretrainer
 from electra_tf.tokenization import WordPieceTokenizer
-from electra_tf.training.loop import RunConfigMismatch, RunError, dummy_batch, run_pretraining
+from electra_tf.training.pretraining_loop import RunConfigMismatch, run_pretraining
 
 WORDS = ["the", "cat", "sat", "on", "a", "mat", "dog", "ran", "to", "park", "big", "small",
          "red", "blue", "and", "with", "house", "tree", "bird", "sang"]

@@ -1,15 +1,8 @@
 """The pre-training run: build under a strategy, resume, fit, checkpoint, export.
 
-A run directory holds everything a run produces:
-
-    config.json      the resolved PretrainingConfig
-    vocab.txt        the vocabulary the run was trained with
-    checkpoints/     tf.train checkpoints (model, optimizer, data position), last K kept
-    tensorboard/     scalars (`tensorboard --logdir <run_dir>/tensorboard`)
-    metrics.jsonl    the same reports, one JSON object per line (step, losses, FLOPs)
-    export/          discriminator and generator (see electra_tf.export)
-
-Re-running with the same run directory resumes from the latest checkpoint.
+Everything a run produces goes to its run directory (see
+`electra_tf.artifacts.run_dir`). Re-running with the same run directory
+resumes from the latest checkpoint.
 """
 
 from __future__ import annotations
@@ -24,12 +17,14 @@ import time
 from typing import Callable, Optional, Sequence
 
 import keras
-import numpy as np
 import tensorflow as tf
 
+from electra_tf.artifacts.export_dir import export_pretrained
+from electra_tf.artifacts.run_dir import RunDir, read_config, write_run_files
 from electra_tf.config import ConfigError, PretrainingConfig, config_differences
-from electra_tf.data.pipeline import make_pretraining_dataset
-from electra_tf.export import export_pretrained
+from electra_tf.data.pipeline import dummy_batch, make_pretraining_dataset
+from electra_tf.distribute import in_multi_worker_mode, is_chief, set_precision_policy, task_name
+from electra_tf.errors import RunError
 from electra_tf.flops import steps_within_budget, train_flops
 from electra_tf.modeling import kernels
 from electra_tf.pretraining.optimization import create_optimizer, learning_rate_schedule
@@ -39,8 +34,6 @@ from electra_tf.pretraining.evaluation import (PretrainingEvaluator, evaluation_
 from electra_tf.training.callbacks import (CheckpointSaver, HeldOutEvaluation, ProgressMonitor,
                                            format_duration)
 from electra_tf.tokenization import load_vocab, vocab_fingerprint
-from electra_tf.training.strategy import (in_multi_worker_mode, is_chief, set_precision_policy,
-                                          task_name)
 
 # Fields a resumed run may change: they do not alter what a checkpoint means.
 RESUMABLE_FIELDS = ("num_train_steps", "save_checkpoints_steps", "keep_checkpoint_max",
@@ -50,10 +43,6 @@ RESUMABLE_FIELDS = ("num_train_steps", "save_checkpoints_steps", "keep_checkpoin
 
 # Consecutive skipped (non-finite) steps after which a run is declared diverged.
 MAX_SKIPPED_BATCHES = 64
-
-
-class RunError(ValueError):
-    """A run cannot start as asked; the message names the flag or directory."""
 
 
 class RunConfigMismatch(RunError):
@@ -73,17 +62,6 @@ class PretrainingResult:
     evaluation: Optional[dict] = None
 
 
-def dummy_batch(config: PretrainingConfig) -> dict:
-    """A one-example batch of the pipeline's structure, to build the models."""
-    length, slots = config.max_seq_length, config.resolved_max_predictions_per_seq
-    ints = lambda n: np.zeros((1, n), np.int32)  # noqa: E731
-    return {"input_ids": ints(length), "input_mask": np.ones((1, length), np.int32),
-            "segment_ids": ints(length), "masked_input_ids": ints(length),
-            "masked_lm_positions": ints(slots), "masked_lm_ids": ints(slots),
-            "masked_lm_weights": np.zeros((1, slots), np.float32),
-            "sampling_uniforms": np.zeros((1, slots), np.float32)}
-
-
 def check_run_dir(config: PretrainingConfig, run_dir: str, vocab_file: str) -> bool:
     """Checks that `run_dir` is empty or holds this same run. Returns True when resuming.
 
@@ -91,20 +69,20 @@ def check_run_dir(config: PretrainingConfig, run_dir: str, vocab_file: str) -> b
         RunConfigMismatch: the directory holds a run with another configuration
             or vocabulary (nothing in it is modified).
     """
-    config_path = os.path.join(run_dir, "config.json")
-    vocab_copy = os.path.join(run_dir, "vocab.txt")
-    if not os.path.exists(config_path):
+    run = RunDir(run_dir)
+    previous = read_config(run)
+    if previous is None:
         return False
-    previous = PretrainingConfig.load_json(config_path)
     differences = config_differences(previous, config, ignore=RESUMABLE_FIELDS)
     if differences:
         raise RunConfigMismatch(
             f"{run_dir} holds a run with a different configuration:\n  "
             + "\n  ".join(differences)
             + "\nUse another --output_dir for a new run, or pass the same flags to resume.")
-    if os.path.exists(vocab_copy) and not filecmp.cmp(vocab_copy, vocab_file, shallow=False):
+    if os.path.exists(run.vocab_file) and not filecmp.cmp(run.vocab_file, vocab_file,
+                                                           shallow=False):
         raise RunConfigMismatch(
-            f"{run_dir} was trained with the vocabulary {vocab_copy}, which differs from "
+            f"{run_dir} was trained with the vocabulary {run.vocab_file}, which differs from "
             f"{vocab_file}. Use another --output_dir or the same --vocab_file.")
     return True
 
@@ -124,15 +102,6 @@ def check_same_on_all_workers(strategy: tf.distribute.Strategy, values: dict) ->
 
 def _labelled(print_fn: Callable[[str], None], label: str) -> Callable[[str], None]:
     return lambda message: print_fn(f"[{label}] {message}")
-
-
-def write_run_files(config: PretrainingConfig, run_dir: str, vocab_file: str) -> None:
-    """Writes config.json (always the latest resolved config) and a copy of the vocabulary."""
-    os.makedirs(run_dir, exist_ok=True)
-    config.save_json(os.path.join(run_dir, "config.json"))
-    vocab_copy = os.path.join(run_dir, "vocab.txt")
-    if not os.path.exists(vocab_copy):
-        shutil.copyfile(vocab_file, vocab_copy)
 
 
 def resolve_steps(config: PretrainingConfig, run_dir: str,
@@ -157,9 +126,8 @@ def resolve_steps(config: PretrainingConfig, run_dir: str,
         print_fn(f"--max_train_flops={config.max_train_flops:.3g}: {steps:,} steps "
                  f"({train_flops(config):.3g} FLOPs; --num_train_steps is set by the budget).")
     if config.training == "two_stage" and config.two_stage_generator_steps is None:
-        saved = os.path.join(run_dir, "config.json")
-        previous = (PretrainingConfig.load_json(saved).two_stage_generator_steps
-                    if os.path.exists(saved) else None)
+        saved = read_config(RunDir(run_dir))
+        previous = saved.two_stage_generator_steps if saved is not None else None
         config = dataclasses.replace(
             config, two_stage_generator_steps=previous or config.resolved_two_stage_generator_steps)
     try:
@@ -257,7 +225,8 @@ def run_pretraining(config: PretrainingConfig, run_dir: str, shard_dir: str, voc
     chief = is_chief(strategy)
     if not chief:  # progress lines of other workers are labelled; their files go nowhere
         print_fn = _labelled(print_fn, task_name(strategy))
-    checkpoint_dir = os.path.join(run_dir, "checkpoints")
+    run = RunDir(run_dir)
+    checkpoint_dir = run.checkpoints
     # Every worker takes part in saving (the variables are read collectively);
     # only the chief's copy is kept. The others write to a scratch directory.
     own_checkpoint_dir = checkpoint_dir if chief else tempfile.mkdtemp(prefix="electra-ckpt-")
@@ -302,12 +271,12 @@ def run_pretraining(config: PretrainingConfig, run_dir: str, shard_dir: str, voc
     # Only now that the model and optimizer exist is the run directory written,
     # so a configuration that fails to build never locks it.
     if chief:
-        write_run_files(config, run_dir, vocab_file)
+        write_run_files(run, config, vocab_file)
 
     steps_done = int(optimizer.iterations.numpy())
     interrupted = False
     metrics: dict = {}
-    writer = (tf.summary.create_file_writer(os.path.join(run_dir, "tensorboard")) if chief
+    writer = (tf.summary.create_file_writer(run.tensorboard) if chief
               else tf.summary.create_noop_writer())
     evaluation = None
     if eval_shard_dir is not None:
@@ -315,7 +284,7 @@ def run_pretraining(config: PretrainingConfig, run_dir: str, shard_dir: str, voc
             PretrainingEvaluator(model, evaluation_dataset(eval_shard_dir, config, special_ids)),
             0 if eval_only else config.resolved_eval_every_steps, writer,
             load_vocab(vocab_file), print_fn=print_fn,
-            log_file=os.path.join(run_dir, "metrics.jsonl") if chief else None)
+            log_file=run.metrics_log if chief else None)
         evaluation.set_model(model)
     elif eval_only:
         raise RunError("--eval_only needs held-out text (--eval_fraction > 0 or --eval_corpus).")
@@ -325,12 +294,11 @@ def run_pretraining(config: PretrainingConfig, run_dir: str, shard_dir: str, voc
                                   config.log_every_steps, learning_rate_schedule(config),
                                   print_fn=print_fn,
                                   train_flops=lambda step: train_flops(config, step),
-                                  log_file=os.path.join(run_dir, "metrics.jsonl") if chief
-                                  else None)
+                                  log_file=run.metrics_log if chief else None)
         saver = CheckpointSaver(manager, config.save_checkpoints_steps, print_fn=print_fn)
         print_fn(f"Training steps {steps_done + 1}..{config.num_train_steps} "
                  f"({replicas} replica(s), global batch {global_batch}). "
-                 f"TensorBoard: tensorboard --logdir {os.path.join(run_dir, 'tensorboard')}")
+                 f"TensorBoard: tensorboard --logdir {run.tensorboard}")
         for stage, stage_end in training_stages(config):
             if steps_done >= stage_end or interrupted:
                 continue
@@ -362,9 +330,8 @@ def run_pretraining(config: PretrainingConfig, run_dir: str, shard_dir: str, voc
         shutil.rmtree(own_checkpoint_dir, ignore_errors=True)
     export_dir = None
     if finished and export and chief and not eval_only:
-        export_dir = export_pretrained(model.generator, model.discriminator,
-                                       os.path.join(run_dir, "export"), vocab_file,
-                                       os.path.join(run_dir, "config.json"))
+        export_dir = export_pretrained(model.generator, model.discriminator, run.export,
+                                       vocab_file, run.config_file)
     seconds = time.perf_counter() - started
     if interrupted:
         print_fn(f"Stopped at step {steps_done}. Re-run the same command to resume.")

@@ -1,0 +1,120 @@
+"""The export directory of a pre-trained ELECTRA: the discriminator and the generator.
+
+Layout of `<run_dir>/export/`:
+
+    discriminator.keras          Keras file; `keras.saving.load_model` gives an
+                                 `ElectraDiscriminator` (fine-tuning uses `.encoder`)
+    discriminator_savedmodel/    TF SavedModel (signature `serving_default`:
+                                 input_ids / input_mask / segment_ids int32 [B, L]
+                                 -> sequence_output [B, L, H], logits [B, L])
+    generator.keras              the generator, for continued pre-training or inspection
+                                 (absent when a discriminator alone was imported)
+    vocab.txt, config.json       what is needed to tokenize and rebuild
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+from typing import Optional
+
+import keras
+
+from electra_tf.artifacts.run_dir import CONFIG_FILE, VOCAB_FILE
+# Registers the custom classes so load_model finds them.
+from electra_tf.modeling import kernels
+from electra_tf.modeling.electra import plain_discriminator
+
+DISCRIMINATOR_FILE = "discriminator.keras"
+DISCRIMINATOR_SAVEDMODEL = "discriminator_savedmodel"
+GENERATOR_FILE = "generator.keras"
+
+
+@dataclasses.dataclass(frozen=True)
+class ExportDir:
+    """The paths of one export directory (nothing is created or checked)."""
+
+    path: str
+
+    @property
+    def discriminator_file(self) -> str:
+        return os.path.join(self.path, DISCRIMINATOR_FILE)
+
+    @property
+    def discriminator_savedmodel(self) -> str:
+        return os.path.join(self.path, DISCRIMINATOR_SAVEDMODEL)
+
+    @property
+    def generator_file(self) -> str:
+        return os.path.join(self.path, GENERATOR_FILE)
+
+    @property
+    def vocab_file(self) -> str:
+        return os.path.join(self.path, VOCAB_FILE)
+
+    @property
+    def config_file(self) -> str:
+        return os.path.join(self.path, CONFIG_FILE)
+
+    def contents(self) -> list[str]:
+        """The models present, as names to show (`discriminator_savedmodel/` for the directory)."""
+        return [name + ("/" if os.path.isdir(os.path.join(self.path, name)) else "")
+                for name in (DISCRIMINATOR_FILE, DISCRIMINATOR_SAVEDMODEL, GENERATOR_FILE)
+                if os.path.exists(os.path.join(self.path, name))]
+
+
+def export_pretrained(generator: Optional[keras.Model], discriminator: keras.Model,
+                      export_dir: str, vocab_file: str, config_json: str) -> str:
+    """Writes the export directory atomically (a temporary sibling, then a rename).
+
+    Args:
+        generator: the generator, or None (a discriminator imported on its own).
+        discriminator: the discriminator.
+        export_dir: the directory to (re)write, usually `RunDir.export`.
+        vocab_file: the vocabulary to copy beside the models.
+        config_json: the run's config.json to copy beside them.
+
+    Returns:
+        The export directory.
+    """
+    parent = os.path.dirname(os.path.abspath(export_dir))
+    os.makedirs(parent, exist_ok=True)
+    tmp = ExportDir(os.path.join(parent, f".tmp-export-{os.getpid()}"))
+    shutil.rmtree(tmp.path, ignore_errors=True)
+    os.makedirs(tmp.path)
+    # A discriminator trained with gradient-disentangled embeddings is saved
+    # with the plain table E + ΔE: nothing downstream needs to know.
+    float32_copy(plain_discriminator(discriminator)).save(tmp.discriminator_file)
+    if generator is not None:
+        float32_copy(generator).save(tmp.generator_file)
+    reloaded = keras.saving.load_model(tmp.discriminator_file)
+    # Traced with the plain kernels, so the SavedModel suits any hardware.
+    with kernels.use("reference"):
+        reloaded.export(tmp.discriminator_savedmodel, format="tf_saved_model", verbose=False)
+    shutil.copyfile(vocab_file, tmp.vocab_file)
+    shutil.copyfile(config_json, tmp.config_file)
+    if os.path.exists(export_dir):
+        old = f"{export_dir}.old-{os.getpid()}"
+        os.replace(export_dir, old)
+        os.replace(tmp.path, export_dir)
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        os.replace(tmp.path, export_dir)
+    return export_dir
+
+
+def float32_copy(model: keras.Model) -> keras.Model:
+    """A float32 copy of a model (which may have trained under a mixed-precision policy).
+
+    Exports compute and return float32 whatever precision training used, and
+    hold plain (not distributed) variables.
+    """
+    previous = keras.config.dtype_policy()
+    keras.config.set_dtype_policy("float32")
+    try:
+        copy = model.__class__.from_config(model.get_config())
+    finally:
+        keras.config.set_dtype_policy(previous)
+    copy.set_weights(model.get_weights())
+    return copy

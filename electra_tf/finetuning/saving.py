@@ -1,0 +1,60 @@
+"""Saving and loading a fine-tuned model, classifier or question answering, in one format.
+
+`save_finetuned` writes the model's Keras config with what its text path
+needs (`model.json`) and its float32 weights (`model.weights.h5`); see
+`electra_tf.artifacts.finetuning_dir`. `load_finetuned` rebuilds the model
+from the config and loads the weights, for any task, including models
+saved in the formats used before.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Optional
+
+import keras
+
+from electra_tf.artifacts.export_dir import float32_copy
+from electra_tf.artifacts.files import copy_file
+from electra_tf.artifacts.finetuning_dir import SavedModelDir, read_saved_model, write_description
+# Register the model classes with Keras, so that their configs deserialize.
+from electra_tf.finetuning import model as _classifier  # noqa: F401
+from electra_tf.finetuning import qa_model as _qa_model  # noqa: F401
+
+
+def save_finetuned(model: keras.Model, directory: str, info: dict,
+                   vocab_file: Optional[str] = None) -> str:
+    """Writes `model` (as float32, without optimizer state) into `directory`.
+
+    Args:
+        model: an `ElectraClassifier` or `ElectraQA` (any dtype policy).
+        directory: a trial directory, or `assets.extra/` of a serving version.
+        info: what the text path needs (see `ClassificationTask.model_info`,
+            `SquadTask.model_info`, plus the casing).
+        vocab_file: a vocabulary to copy beside the model (None: none).
+
+    Returns:
+        The path of the model's description file.
+    """
+    saved = SavedModelDir(directory)
+    os.makedirs(directory, exist_ok=True)
+    copy = float32_copy(model)
+    tmp = saved.weights_file + ".tmp.weights.h5"
+    copy.save_weights(tmp)
+    os.replace(tmp, saved.weights_file)
+    write_description(saved, keras.saving.serialize_keras_object(copy), info)
+    if vocab_file is not None:
+        copy_file(vocab_file, saved.vocab_file)
+    return saved.description_file
+
+
+def load_finetuned(directory: str) -> tuple[keras.Model, dict]:
+    """The model saved in `directory` and what its text path needs.
+
+    Raises:
+        FileNotFoundError: no fine-tuned model is saved there.
+    """
+    saved = read_saved_model(directory)
+    model = keras.saving.deserialize_keras_object(saved.model_config)
+    model.load_weights(saved.weights_file)
+    return model, saved.info

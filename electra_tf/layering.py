@@ -1,0 +1,29 @@
+"""The layers of electra-tf, lowest first: a module imports only from its own layer or below.
+
+Each layer lists module prefixes: `electra_tf.modeling` covers the package
+and every module in it; the longest listed prefix decides where a module
+sits, so a command inside a package (`electra_tf.serving.check`) can sit
+above the rest of it. `tests/test_layering.py` reads this list and fails on
+any import from a lower layer to a higher one and on any import cycle.
+"""
+
+LAYERS = (
+    # Foundations: configuration, text, distribution and precision, cost models, errors.
+    ("electra_tf.config", "electra_tf.tokenization", "electra_tf.distribute", "electra_tf.flops",
+     "electra_tf.errors", "electra_tf.huge_pages", "electra_tf.layering", "electra_tf.fileio"),
+    # Models, input pipelines and the optimiser every training run uses.
+    ("electra_tf.modeling", "electra_tf.data", "electra_tf.optimization"),
+    # What is on disk: run, export, trial and results layouts, serving versions.
+    ("electra_tf.artifacts",),
+    # Objectives and tasks: pre-training, and fine-tuning data, heads, losses and metrics.
+    ("electra_tf.pretraining", "electra_tf.finetuning"),
+    # Other implementations' checkpoints.
+    ("electra_tf.interop",),
+    # Loops, callbacks and checkpoints; serving exports and clients.
+    ("electra_tf.training", "electra_tf.serving"),
+    # Command lines.
+    ("electra_tf.cli", "electra_tf.convert", "electra_tf.study", "electra_tf.benchmark",
+     "electra_tf.inspect", "electra_tf.export", "electra_tf.parity", "electra_tf.serving.check",
+     "electra_tf.serving.predict", "electra_tf.data.beam_shards", "pretrain", "finetune"),
+)
+

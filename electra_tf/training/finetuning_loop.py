@@ -1,0 +1,312 @@
+"""One trial loop for every fine-tuning task: seeds, resuming, results, saved models.
+
+`run_trials` runs `settings.num_trials` trials of a task (classification and
+regression: `electra_tf.finetuning.classification`; SQuAD:
+`electra_tf.finetuning.squad_task`) from one pre-trained checkpoint. Trial k
+
+* starts from the pre-trained encoder with a new head, seeded with `seed + k`;
+* trains with progress lines (ETA) and TensorBoard scalars, saving a
+  checkpoint every `save_checkpoints_steps` steps and on SIGINT / SIGTERM;
+* records every epoch's end, with dev metrics when the task evaluates every
+  epoch, evaluates and writes its predictions at the end, saves its model.
+
+results.json (see `electra_tf.artifacts.results`) is rewritten after every
+trial. Running the same command again skips the trials it lists and resumes
+an interrupted trial from its last checkpoint, with the same batches and
+dropout masks as an uninterrupted trial.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from typing import Optional, Protocol
+
+import keras
+import tensorflow as tf
+
+from electra_tf.artifacts.files import copy_file
+from electra_tf.artifacts.finetuning_dir import (FinetuningDir, TrialDir, clear_progress,
+                                                 read_history, write_history)
+from electra_tf.artifacts.pretrained import Pretrained, load_discriminator
+from electra_tf.artifacts.results import finished_trials, make_results, write_results
+from electra_tf.errors import RunError
+from electra_tf.finetuning.optimization import create_optimizer, learning_rate_schedule
+from electra_tf.finetuning.saving import save_finetuned
+from electra_tf.finetuning.settings import FinetuneSettings
+from electra_tf.tokenization import VocabError, WordPieceTokenizer
+from electra_tf.training.callbacks import CheckpointSaver, ProgressMonitor, format_duration
+
+
+class FinetuningTask(Protocol):
+    """What the trial loop needs of a task.
+
+    Attributes:
+        name: the task's name (messages, the default export name).
+        primary_metric: the dev metric trials are compared by.
+        default_epochs: training length when --num_train_epochs is not given.
+        max_seq_length: tokens per example (at most the checkpoint's positions).
+        console_keys: values of the train step shown on progress lines.
+        evaluate_every_epoch: evaluate on dev at every epoch's end, not only the last.
+        run_files: prediction files of trial 0 also copied into the output directory.
+        num_train_examples: examples per epoch (known after `prepare`).
+    """
+
+    name: str
+    primary_metric: str
+    default_epochs: float
+    max_seq_length: int
+    console_keys: tuple[str, ...]
+    evaluate_every_epoch: bool
+    run_files: tuple[str, ...]
+    num_train_examples: int
+
+    def describe(self) -> dict:
+        """results.json's `task`: part of the run's identity."""
+
+    def settings(self) -> dict:
+        """The task's own settings: part of the run's identity."""
+
+    def model_info(self) -> dict:
+        """Saved with the model: what its text path needs (kind, task, lengths)."""
+
+    def prepare(self, tokenizer: WordPieceTokenizer, print_fn) -> dict:
+        """Tokenizes the data; returns the training data counts."""
+
+    def train_dataset(self, batch_size: int, seed: int) -> tf.data.Dataset:
+        """(inputs, labels) batches, reshuffled every epoch with `seed`, repeated forever."""
+
+    def build_model(self, encoder, seed: int) -> keras.Model:
+        """The encoder with a fresh head; its `train_step` computes the task's loss."""
+
+    def evaluate(self, model, batch_size: int,
+                 trial: Optional[TrialDir] = None) -> tuple[dict, dict]:
+        """(dev metrics, {name: prediction file written into `trial`, when given})."""
+
+    def format_metrics(self, scores: dict) -> str:
+        """Dev metrics for the console."""
+
+
+def checkpoint_tokenizer(pretrained: Pretrained, max_seq_length: int,
+                         vocab_flag_given: bool = False) -> WordPieceTokenizer:
+    """The tokenizer of the checkpoint's vocabulary and casing, checked against the checkpoint.
+
+    Raises:
+        RunError: the vocabulary cannot be read or does not fit the embeddings,
+            or `max_seq_length` exceeds the position embeddings.
+    """
+    config = pretrained.config
+    flag = "--vocab_file" if vocab_flag_given else "the checkpoint's vocab.txt"
+    try:
+        tokenizer = WordPieceTokenizer(pretrained.vocab_file, config.do_lower_case,
+                                       config.resolved_strip_accents)
+    except VocabError as error:
+        raise RunError(f"{flag}: {error}")
+    if config.model.vocab_size != tokenizer.vocab_size:
+        raise RunError(f"{flag} ({tokenizer.vocab_file}) has {tokenizer.vocab_size} tokens but the "
+                       f"checkpoint was pre-trained with {config.model.vocab_size}; use the "
+                       "vocab.txt the model was pre-trained with.")
+    if max_seq_length > config.model.max_position_embeddings:
+        raise RunError(f"--max_seq_length={max_seq_length} exceeds the checkpoint's "
+                       f"{config.model.max_position_embeddings} position embeddings.")
+    return tokenizer
+
+
+def trial_steps(task: FinetuningTask, settings: FinetuneSettings) -> tuple[int, int]:
+    """(steps per epoch, total steps) of a trial; the last epoch may be cut short."""
+    steps_per_epoch = math.ceil(task.num_train_examples / settings.train_batch_size)
+    return steps_per_epoch, max(1, int(round(steps_per_epoch * settings.num_train_epochs)))
+
+
+def _report(entry: dict, num_epochs: int, task: FinetuningTask, writer, print_fn) -> None:
+    """An epoch's end on the console, and its dev metrics in TensorBoard."""
+    if not entry["dev"]:
+        print_fn(f"epoch {entry['epoch']}/{num_epochs} (step {entry['step']}) done")
+        return
+    with writer.as_default(step=entry["step"]):
+        for name, value in entry["dev"].items():
+            tf.summary.scalar(f"dev/{name}", value)
+    writer.flush()
+    print_fn(f"epoch {entry['epoch']}/{num_epochs} (step {entry['step']}) dev: "
+             f"{task.format_metrics(entry['dev'])}")
+
+
+class _EpochEnds(keras.callbacks.Callback):
+    """Records every epoch's end in the trial's history (dev metrics if the task asks).
+
+    The last epoch is evaluated after training, with the predictions.
+    """
+
+    def __init__(self, task: FinetuningTask, batch_size: int, steps_per_epoch: int,
+                 total_steps: int, history: list, trial: TrialDir, writer, print_fn):
+        super().__init__()
+        self.task = task
+        self.batch_size = batch_size
+        self.steps_per_epoch = steps_per_epoch
+        self.total_steps = total_steps
+        self.history = history
+        self.trial = trial
+        self.writer = writer
+        self.print_fn = print_fn
+
+    def on_train_batch_end(self, batch, logs=None):
+        step = int(self.model.optimizer.iterations.numpy())
+        if step % self.steps_per_epoch and step != self.total_steps:
+            return
+        entry = {"epoch": math.ceil(step / self.steps_per_epoch), "step": step,
+                 "train": {k: float(v) for k, v in (logs or {}).items()}, "dev": {}}
+        if step != self.total_steps:
+            if self.task.evaluate_every_epoch:
+                entry["dev"], _ = self.task.evaluate(self.model, self.batch_size)
+            _report(entry, math.ceil(self.total_steps / self.steps_per_epoch), self.task,
+                    self.writer, self.print_fn)
+        self.history.append(entry)
+        write_history(self.trial, self.history)
+
+
+def run_trial(model, task: FinetuningTask, settings: FinetuneSettings, trial: TrialDir,
+              seed: int, print_fn=print, extra_callbacks=()) -> dict:
+    """Trains one trial (resuming from its checkpoint), evaluates it, writes its predictions.
+
+    Args:
+        model: `task.build_model(...)`, fresh from the pre-trained encoder.
+        task: the task, prepared.
+        settings: resolved settings.
+        trial: the trial's directory.
+        seed: the trial's seed (shuffling).
+        print_fn: console output.
+        extra_callbacks: more Keras callbacks for `fit`.
+
+    Returns:
+        The trial's record for results.json but its number; `model` is None.
+    """
+    steps_per_epoch, total_steps = trial_steps(task, settings)
+    schedule = learning_rate_schedule(settings.learning_rate, total_steps,
+                                      settings.warmup_proportion)
+    optimizer = create_optimizer(
+        model, model.encoder.num_layers, settings.learning_rate, total_steps,
+        settings.warmup_proportion, settings.layerwise_lr_decay, settings.weight_decay_rate,
+        settings.layerwise_lr_decay_quirk, settings.clip_norm)
+    optimizer.build(model.trainable_variables)
+    model.compile(optimizer=optimizer, jit_compile=False)
+    # Dropout's random state lives in Keras SeedGenerators, which tf.train does
+    # not track: checkpointed with the rest, a resumed trial draws the same masks.
+    rng_state = [v for v in model.non_trainable_variables if "seed_generator" in v.path]
+    checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer, rng_state=rng_state)
+    manager = tf.train.CheckpointManager(checkpoint, trial.checkpoints, max_to_keep=1)
+    if manager.latest_checkpoint:
+        checkpoint.restore(manager.latest_checkpoint).assert_existing_objects_matched()
+        print_fn(f"Resumed from {manager.latest_checkpoint} "
+                 f"(step {int(optimizer.iterations.numpy())}).")
+    done = int(optimizer.iterations.numpy())
+    # Entries recorded after the checkpoint are recorded again.
+    history = [entry for entry in read_history(trial) if entry["step"] <= done]
+    writer = tf.summary.create_file_writer(trial.tensorboard)
+    started = time.perf_counter()
+    if done < total_steps:
+        progress = ProgressMonitor(writer, total_steps, settings.train_batch_size,
+                                   settings.log_every_steps, schedule, print_fn=print_fn,
+                                   console_keys=task.console_keys)
+        epoch_ends = _EpochEnds(task, settings.eval_batch_size, steps_per_epoch, total_steps,
+                                history, trial, writer, print_fn)
+        saver = CheckpointSaver(manager, settings.save_checkpoints_steps, print_fn=print_fn)
+        # The batch stream of an uninterrupted trial: the batches done are skipped.
+        data = task.train_dataset(settings.train_batch_size, seed).skip(done)
+        model.fit(data, epochs=1, steps_per_epoch=total_steps - done, verbose=0,
+                  callbacks=[*extra_callbacks, progress, epoch_ends, saver])
+        if saver.stop_signal is not None:
+            raise KeyboardInterrupt
+        saver.save()
+    train_seconds = time.perf_counter() - started
+
+    started = time.perf_counter()
+    scores, predictions = task.evaluate(model, settings.eval_batch_size, trial)
+    if not history or history[-1]["step"] != total_steps:
+        history.append({"epoch": math.ceil(total_steps / steps_per_epoch), "step": total_steps,
+                        "train": {}, "dev": {}})
+    history[-1]["dev"] = scores
+    _report(history[-1], history[-1]["epoch"], task, writer, print_fn)
+    writer.close()
+    return {"seed": seed, "steps": total_steps, "dev": scores,
+            "epochs": history, "train_seconds": round(train_seconds, 1),
+            "predict_seconds": round(time.perf_counter() - started, 1), "model": None,
+            "predictions": predictions}
+
+
+def check_vocab(encoder, tokenizer: WordPieceTokenizer, vocab_flag_given: bool) -> None:
+    """Refuses a vocabulary whose size differs from the loaded encoder's embedding table."""
+    if encoder.vocab_size != tokenizer.vocab_size:
+        flag = "--vocab_file" if vocab_flag_given else "the checkpoint's vocab.txt"
+        raise RunError(f"{flag} ({tokenizer.vocab_file}) has {tokenizer.vocab_size} tokens but the "
+                       f"checkpoint's embeddings have {encoder.vocab_size}; use the vocab.txt the "
+                       "model was pre-trained with.")
+
+
+def run_trials(task: FinetuningTask, pretrained: Pretrained, settings: FinetuneSettings,
+               vocab_flag_given: bool = False, print_fn=print, extra_callbacks=()) -> dict:
+    """Runs the trials of `task` not yet in results.json; returns the results (also written).
+
+    Args:
+        task: the task (not yet prepared).
+        pretrained: the checkpoint to start every trial from.
+        settings: hyperparameters and the output directory (defaults unresolved).
+        vocab_flag_given: whether the vocabulary came from --vocab_file (messages).
+        print_fn: console output.
+        extra_callbacks: more Keras callbacks for every trial's `fit`.
+
+    Raises:
+        RunError: the settings, the vocabulary or the output directory do not
+            fit (nothing is written then).
+    """
+    config = pretrained.config
+    settings = settings.resolve(config.model_size, task.default_epochs)
+    tokenizer = checkpoint_tokenizer(pretrained, task.max_seq_length, vocab_flag_given)
+    output = FinetuningDir(settings.output_dir)
+    identity = {"task": task.describe(), "init_checkpoint": pretrained.model_file,
+                "vocab_file": os.path.abspath(pretrained.vocab_file),
+                "settings": {**settings.identity(), **task.settings()}}
+    trials = finished_trials(output.results_file, identity, settings.num_trials)
+    os.makedirs(output.path, exist_ok=True)
+    data = task.prepare(tokenizer, print_fn)
+    _, total_steps = trial_steps(task, settings)
+    print_fn(f"{settings.model_size} model, lr {settings.learning_rate:g}, layer-wise decay "
+             f"{settings.layerwise_lr_decay:g}"
+             + (" (original code's top-layer decay^2)" if settings.layerwise_lr_decay_quirk else "")
+             + f", weight decay {settings.weight_decay_rate:g}, batch {settings.train_batch_size},"
+             f" {settings.num_train_epochs:g} epochs = {total_steps} steps, "
+             f"{settings.num_trials} trial(s).")
+    info = {**task.model_info(), "do_lower_case": config.do_lower_case,
+            "strip_accents": config.resolved_strip_accents}
+    finished = {t["trial"] for t in trials}
+    for number in range(settings.num_trials):
+        if number in finished:
+            print_fn(f"Trial {number}: already finished (in {output.results_file}), skipped.")
+            continue
+        seed = settings.seed + number
+        trial = output.trial(number)
+        print_fn(f"--- Trial {number + 1}/{settings.num_trials} (seed {seed}) ---")
+        keras.backend.clear_session()
+        keras.utils.set_random_seed(seed)
+        encoder = load_discriminator(pretrained.model_file).encoder
+        check_vocab(encoder, tokenizer, vocab_flag_given)
+        model = task.build_model(encoder, seed)
+        record = {"trial": number,
+                  **run_trial(model, task, settings, trial, seed, print_fn, extra_callbacks)}
+        if settings.save_models:
+            record["model"] = save_finetuned(model, trial.path, info, pretrained.vocab_file)
+        if number == 0:
+            for name in task.run_files:
+                if name in record["predictions"]:
+                    copy_file(record["predictions"][name], output.file(name))
+        trials.append(record)
+        write_results(output.results_file,
+                      make_results(identity, data, task.primary_metric, trials))
+        # Only once the trial is on record: a crash before this point resumes it.
+        clear_progress(trial)
+        print_fn(f"Trial {number}: trained in {format_duration(record['train_seconds'])}; "
+                 f"results in {output.results_file}")
+    results = make_results(identity, data, task.primary_metric, trials)
+    if trials:
+        write_results(output.results_file, results)
+    return results

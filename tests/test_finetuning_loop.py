@@ -1,0 +1,202 @@
+"""The trial loop: a tiny classifier learns, trials resume, every task writes one schema."""
+
+import json
+import os
+
+import keras
+import numpy as np
+import pytest
+
+from finetuning_support import make_pretrained_dir, toy_sentences
+
+from electra_tf.artifacts.pretrained import resolve_pretrained
+from electra_tf.errors import RunError
+from electra_tf.finetuning import features, tasks
+from electra_tf.finetuning.classification import ClassificationTask
+from electra_tf.finetuning.saving import load_finetuned
+from electra_tf.finetuning.settings import FinetuneSettings
+from electra_tf.finetuning.squad_data import QAExample, SquadSplit
+from electra_tf.finetuning.squad_task import SquadTask
+from electra_tf.tokenization import WordPieceTokenizer
+from electra_tf.training.finetuning_loop import run_trials
+
+
+@pytest.fixture(scope="module")
+def pretrained(tmp_path_factory):
+    return resolve_pretrained(make_pretrained_dir(str(tmp_path_factory.mktemp("pretrained"))))
+
+
+def _toy_task(count):
+    rows = toy_sentences(count)
+    texts = [r[0] for r in rows]
+    labels = np.array([r[1] for r in rows], np.int64)
+    indices = [str(i) for i in range(count)]
+    train = tasks.Split("train", "memory", texts, None, labels, indices)
+    # Dev = the training set: the check is that the rule is learned at all.
+    dev = tasks.Split("dev", "memory", texts, None, labels, indices)
+    test = tasks.Split("test", "memory", texts, None, None, indices)
+    return ClassificationTask(tasks.glue_task("sst2"),
+                              tasks.TaskData(train, {"dev": dev}, {"SST-2": test}))
+
+
+def test_classifier_learns_the_toy_rule_and_later_trials_are_added(pretrained, tmp_path):
+    settings = FinetuneSettings(output_dir=str(tmp_path / "out"), train_batch_size=8,
+                                learning_rate=3e-3, num_train_epochs=10, log_every_steps=100)
+    lines = []
+    results = run_trials(_toy_task(16), pretrained, settings, print_fn=lines.append)
+    trial = results["trials"][0]
+    assert trial["dev"]["accuracy"] >= 0.9
+    assert len(trial["epochs"]) == 10 and trial["epochs"][-1]["step"] == 20
+    assert all(entry["dev"] for entry in trial["epochs"])  # classification: every epoch
+    assert results["median"]["accuracy"] == trial["dev"]["accuracy"]
+    assert results["all"]["accuracy"] == [trial["dev"]["accuracy"]]
+    assert results["best_trial"] == 0 and results["primary_metric"] == "accuracy"
+    assert any("ETA" in line for line in lines)
+    assert any(line.startswith("epoch 10/10") for line in lines)
+    with open(tmp_path / "out" / "results.json", encoding="utf-8") as f:
+        assert json.load(f)["trials"][0]["dev"] == trial["dev"]
+
+    # Test predictions in the GLUE format agree with the reloaded model.
+    trial_dir = tmp_path / "out" / "trial_0"
+    assert trial["predictions"] == {"SST-2": str(trial_dir / "SST-2.tsv")}
+    with open(trial_dir / "SST-2.tsv", encoding="utf-8") as f:
+        written = [line.rstrip("\n").split("\t") for line in f]
+    assert written[0] == ["index", "prediction"]
+    assert [row[0] for row in written[1:]] == [str(i) for i in range(16)]
+    reloaded, info = load_finetuned(str(trial_dir))
+    assert info["kind"] == "classifier" and info["task"]["label_names"] == ["0", "1"]
+    assert trial["model"] == str(trial_dir / "model.json")
+    tokenizer = WordPieceTokenizer(str(trial_dir / "vocab.txt"))
+    encoded = features.encode(tokenizer, _toy_task(16).data.train.texts_a, None, 128)
+    logits = reloaded.predict(features.make_dataset(encoded, None, 32), verbose=0)
+    assert [str(int(i)) for i in np.argmax(logits, -1)] == [row[1] for row in written[1:]]
+    # What is kept only while a trial runs is gone.
+    assert not os.path.exists(trial_dir / "checkpoints")
+    assert not os.path.exists(trial_dir / "history.json")
+
+    # Re-running with one more trial keeps trial 0 and runs only trial 1.
+    lines.clear()
+    more = run_trials(_toy_task(16), pretrained,
+                      FinetuneSettings(**{**settings.__dict__, "num_trials": 2}),
+                      print_fn=lines.append)
+    assert any("Trial 0: already finished" in line for line in lines)
+    assert [t["trial"] for t in more["trials"]] == [0, 1]
+    assert more["trials"][0] == json.loads(json.dumps(trial))
+    values = more["all"]["accuracy"]
+    assert more["median"]["accuracy"] == pytest.approx((values[0] + values[1]) / 2)
+
+    # Other hyperparameters in the same directory are refused.
+    with pytest.raises(RunError, match="learning_rate"):
+        run_trials(_toy_task(16), pretrained,
+                   FinetuneSettings(**{**settings.__dict__, "learning_rate": 1e-4}),
+                   print_fn=lines.append)
+
+
+class _Crash(keras.callbacks.Callback):
+    def __init__(self, step):
+        super().__init__()
+        self.step = step
+
+    def on_train_batch_end(self, batch, logs=None):
+        if int(self.model.optimizer.iterations.numpy()) == self.step:
+            raise RuntimeError("simulated crash")
+
+
+def _leaves(tree, path=""):
+    """(path, value) of every leaf of a JSON-like tree, in a stable order."""
+    if isinstance(tree, dict):
+        return [leaf for k in sorted(tree) for leaf in _leaves(tree[k], f"{path}/{k}")]
+    if isinstance(tree, list):
+        return [leaf for i, v in enumerate(tree) for leaf in _leaves(v, f"{path}/{i}")]
+    return [(path, tree)]
+
+
+def _comparable(trial):
+    """A trial's leaves but what may differ between two runs of it (timings, paths)."""
+    return _leaves({k: v for k, v in trial.items()
+                    if k not in ("train_seconds", "predict_seconds", "model", "predictions")})
+
+
+def _squad_split(count):
+    """Questions are a word of the context; the answer is that word."""
+    words = ["movie", "film", "plot", "actor", "story", "good", "bad", "fun"]
+    examples = []
+    for i in range(count):
+        context = " ".join(words[i % 4:i % 4 + 4])
+        answer = words[i % 4 + 1]
+        examples.append(QAExample(f"q{i}", answer, context, [(answer, context.index(answer))]))
+    return SquadSplit(examples, "memory")
+
+
+def _squad_task(count, version="1.1"):
+    return SquadTask(_squad_split(count), _squad_split(count), version, max_seq_length=16,
+                     doc_stride=8, max_query_length=4, beam_size=3)
+
+
+@pytest.mark.parametrize("make_task", [_toy_task, _squad_task], ids=["sst2", "squad"])
+def test_interrupted_trial_resumes_to_the_uninterrupted_result(pretrained, tmp_path, make_task):
+    """Crashed at step 5 of 8 with a checkpoint at step 4, resumed: the same trial.
+
+    The tiny pre-trained model has dropout, so this also checks that the
+    dropout masks continue where they stopped.
+    """
+    def settings(name):
+        return FinetuneSettings(output_dir=str(tmp_path / name), train_batch_size=4,
+                                learning_rate=3e-3, num_train_epochs=2, log_every_steps=100,
+                                save_checkpoints_steps=2)
+
+    straight = run_trials(make_task(16), pretrained, settings("straight"),
+                          print_fn=lambda _: None)
+    assert straight["trials"][0]["steps"] == 8
+    with pytest.raises(RuntimeError, match="simulated crash"):
+        run_trials(make_task(16), pretrained, settings("crashed"), print_fn=lambda _: None,
+                   extra_callbacks=[_Crash(5)])
+    assert os.path.isdir(tmp_path / "crashed" / "trial_0" / "checkpoints")
+    assert not os.path.exists(tmp_path / "crashed" / "results.json")
+    lines = []
+    resumed = run_trials(make_task(16), pretrained, settings("crashed"), print_fn=lines.append)
+    assert any("(step 4)" in line for line in lines)
+    expected = _comparable(straight["trials"][0])
+    got = _comparable(resumed["trials"][0])
+    assert [path for path, _ in got] == [path for path, _ in expected]
+    assert [value for _, value in got] == pytest.approx([value for _, value in expected],
+                                                        rel=1e-5, abs=1e-6)
+    assert resumed["trials"][0]["epochs"][0]["step"] == 4  # recorded before the crash
+    a, _ = load_finetuned(str(tmp_path / "straight" / "trial_0"))
+    b, _ = load_finetuned(str(tmp_path / "crashed" / "trial_0"))
+    for x, y in zip(a.weights, b.weights):
+        np.testing.assert_allclose(x.numpy(), y.numpy(), rtol=1e-5, atol=1e-6, err_msg=x.path)
+    files = straight["trials"][0]["predictions"]
+    assert files and set(files) == set(resumed["trials"][0]["predictions"])
+    for name, path in files.items():
+        with open(path, encoding="utf-8") as f, \
+                open(resumed["trials"][0]["predictions"][name], encoding="utf-8") as g:
+            assert f.read() == g.read(), name
+
+
+def test_squad_and_classification_write_the_same_schema(pretrained, tmp_path):
+    def settings(name):
+        return FinetuneSettings(output_dir=str(tmp_path / name), train_batch_size=4,
+                                num_train_epochs=1, log_every_steps=100)
+
+    classification = run_trials(_toy_task(8), pretrained, settings("sst2"),
+                                print_fn=lambda _: None)
+    lines = []
+    qa = run_trials(_squad_task(6, "2.0"), pretrained, settings("squad"), print_fn=lines.append)
+    assert list(qa) == list(classification)
+    assert list(qa["trials"][0]) == list(classification["trials"][0])
+    assert qa["task"]["name"] == "squad20" and qa["primary_metric"] == "f1"
+    assert qa["data"] == {"num_train_questions": 6, "num_train_windows": 6,
+                          "skipped_train_questions": 0}
+    assert set(qa["median"]) >= {"exact_match", "f1", "HasAns_exact", "best_f1"}
+    assert any(line.startswith("epoch 1/1") and "f1" in line for line in lines)
+    # Trial 0's answers are also where the official scripts expect them.
+    for name in ("predictions.json", "null_odds.json"):
+        assert qa["trials"][0]["predictions"][name] == str(tmp_path / "squad" / "trial_0" / name)
+        with open(tmp_path / "squad" / name, encoding="utf-8") as f, \
+                open(tmp_path / "squad" / "trial_0" / name, encoding="utf-8") as g:
+            assert json.load(f) == json.load(g)
+    assert "nbest_predictions.json" in qa["trials"][0]["predictions"]
+    model, info = load_finetuned(str(tmp_path / "squad" / "trial_0"))
+    assert type(model).__name__ == "ElectraQA"
+    assert info["kind"] == "question_answering" and info["squad_version"] == "2.0"

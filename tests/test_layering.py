@@ -1,0 +1,143 @@
+"""Imports point one way: down the layers of `electra_tf.layering.LAYERS`, with no cycle."""
+
+import ast
+import os
+
+from electra_tf.layering import LAYERS
+
+PROJECT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PACKAGE = "electra_tf"
+COMMANDS = ("pretrain.py", "finetune.py")
+
+
+def _modules() -> dict:
+    """{module name: source path} of the package and the top-level commands."""
+    modules = {}
+    for root, _, files in os.walk(os.path.join(PROJECT, PACKAGE)):
+        for name in files:
+            if not name.endswith(".py"):
+                continue
+            path = os.path.join(root, name)
+            parts = os.path.relpath(path, PROJECT)[:-3].split(os.sep)
+            if parts[-1] == "__init__":
+                parts.pop()
+            modules[".".join(parts)] = path
+    for name in COMMANDS:
+        modules[name[:-3]] = os.path.join(PROJECT, name)
+    return modules
+
+
+def _imports(path: str, module: str, modules: dict) -> list:
+    """(line, imported module) of every import of ours, at any depth of the file."""
+    with open(path, encoding="utf-8") as f:
+        tree = ast.parse(f.read(), path)
+    package = module if path.endswith("__init__.py") else module.rpartition(".")[0]
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[:len(package.split(".")) - node.level + 1]
+                base = ".".join(anchor + ([base] if base else []))
+            # `from package import module` imports the module; otherwise a name of `base`.
+            names = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base
+                     for alias in node.names]
+        else:
+            continue
+        for name in names:
+            # `import a.b.c` needs a.b.c itself; keep the longest name that is ours.
+            while name and name not in modules:
+                name = name.rpartition(".")[0]
+            if name and name != module:
+                found.append((node.lineno, name))
+    return found
+
+
+def _layer(module: str):
+    """Index in LAYERS of the longest prefix covering `module` (None: not placed)."""
+    best, best_length = None, -1
+    for index, prefixes in enumerate(LAYERS):
+        for prefix in prefixes:
+            covers = module == prefix or module.startswith(prefix + ".")
+            if covers and len(prefix) > best_length:
+                best, best_length = index, len(prefix)
+    return best
+
+
+def _graph():
+    modules = _modules()
+    return modules, {m: _imports(path, m, modules) for m, path in modules.items()}
+
+
+def test_every_module_has_a_layer():
+    modules, graph = _graph()
+    unplaced = [m for m in modules if m != PACKAGE and _layer(m) is None]
+    assert not unplaced, f"modules in no layer of electra_tf/layering.py: {unplaced}"
+    # The package's own __init__ sits below everything: it may import nothing of ours.
+    assert graph[PACKAGE] == []
+
+
+def test_no_import_points_up():
+    modules, graph = _graph()
+    upward = []
+    for module, imports in graph.items():
+        for line, target in imports:
+            if module != PACKAGE and target != PACKAGE and _layer(target) > _layer(module):
+                upward.append(f"{os.path.relpath(modules[module], PROJECT)}:{line} imports "
+                              f"{target} (layer {_layer(target)} > {_layer(module)})")
+    assert not upward, "imports from a lower layer to a higher one:\n" + "\n".join(upward)
+
+
+def test_no_import_cycle():
+    modules, graph = _graph()
+    edges = {m: sorted({t for _, t in imports}) for m, imports in graph.items()}
+    # Tarjan's strongly connected components; any component of two or more is a cycle.
+    index, low, stack, on_stack, components = {}, {}, [], set(), []
+
+    def visit(node):
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in edges[node]:
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                components.append(sorted(component))
+
+    for node in edges:
+        if node not in index:
+            visit(node)
+    described = []
+    for component in components:
+        inside = set(component)
+        described.append("; ".join(
+            f"{os.path.relpath(modules[m], PROJECT)}:{line} imports {t}"
+            for m in component for line, t in graph[m] if t in inside))
+    assert not components, "import cycles:\n" + "\n".join(described)
+
+
+def test_the_checker_sees_upward_and_function_level_imports(tmp_path):
+    """The graph builder finds imports inside functions and resolves `from a import b`."""
+    source = tmp_path / "probe.py"
+    source.write_text("from electra_tf.finetuning import tasks\n\n"
+                      "def f():\n    import electra_tf.serving.exporter as e\n"
+                      "    from electra_tf.config import preset\n", encoding="utf-8")
+    modules = _modules()
+    found = _imports(str(source), "electra_tf.modeling.probe", modules)
+    assert found == [(1, "electra_tf.finetuning.tasks"), (4, "electra_tf.serving.exporter"),
+                     (5, "electra_tf.config")]
+    assert _layer("electra_tf.serving.check") > _layer("electra_tf.serving.exporter")
+    assert _layer("electra_tf.modeling.probe") < _layer("electra_tf.finetuning.tasks")

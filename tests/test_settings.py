@@ -1,0 +1,42 @@
+"""Fine-tuning settings: defaults by model size and task, checks naming the flag, identity."""
+
+import pytest
+
+from electra_tf.errors import RunError
+from electra_tf.finetuning.settings import FinetuneSettings
+
+
+def test_defaults_follow_the_model_size_and_the_task():
+    small = FinetuneSettings(output_dir="out").resolve("small", default_epochs=10.0)
+    assert (small.learning_rate, small.layerwise_lr_decay, small.num_train_epochs) == \
+        (3e-4, 0.8, 10.0)  # paper Table 7
+    large = FinetuneSettings(output_dir="out", num_train_epochs=2).resolve("large", 3.0)
+    assert (large.learning_rate, large.layerwise_lr_decay, large.num_train_epochs) == \
+        (5e-5, 0.9, 2)
+    given = FinetuneSettings(output_dir="out", learning_rate=1e-3).resolve("base", 3.0)
+    assert given.learning_rate == 1e-3 and given.model_size == "base"
+
+
+@pytest.mark.parametrize("field, value, message", [
+    ("train_batch_size", 0, "--train_batch_size=0: must be a positive integer"),
+    ("save_checkpoints_steps", -1, "--save_checkpoints_steps=-1: must be a positive integer"),
+    ("warmup_proportion", 1.0, "--warmup_proportion=1.0: must be in [0, 1)"),
+    ("layerwise_lr_decay", 0.0, "--layerwise_lr_decay=0.0: must be in (0, 1]"),
+    ("learning_rate", -1e-4, "--learning_rate=-0.0001: must be > 0"),
+    ("seed", 2 ** 31, "--seed=2147483648: must be in [0, 2**31)"),
+])
+def test_an_impossible_value_names_its_flag(field, value, message):
+    with pytest.raises(RunError) as error:
+        FinetuneSettings(output_dir="out", **{field: value}).resolve("small", 3.0)
+    assert str(error.value) == message + "."
+
+
+def test_identity_leaves_out_what_a_resumed_run_may_change():
+    settings = FinetuneSettings(output_dir="out", num_trials=5, eval_batch_size=64,
+                                log_every_steps=7, save_checkpoints_steps=9,
+                                save_models=False).resolve("small", 3.0)
+    identity = settings.identity()
+    assert set(identity) == {"model_size", "train_batch_size", "learning_rate",
+                             "num_train_epochs", "warmup_proportion", "layerwise_lr_decay",
+                             "layerwise_lr_decay_quirk", "weight_decay_rate", "clip_norm", "seed"}
+    assert identity["learning_rate"] == 3e-4
