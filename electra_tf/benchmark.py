@@ -12,6 +12,7 @@ printed beside them.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import platform
@@ -19,6 +20,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from typing import Optional
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 if __name__ == "__main__":  # before TensorFlow allocates anything
@@ -54,12 +56,21 @@ flags.DEFINE_enum("kernels", "auto", KERNELS, "The model's kernels, as pretrain.
 flags.DEFINE_integer("steps_per_execution", 1, "Training steps per call into the compiled "
                      "function, as pretrain.py's flag; --steps and --warmup_steps must be "
                      "multiples of it.")
+flags.DEFINE_enum("mode", "pretrain", ["pretrain", "finetune", "inference"],
+                  "pretrain: the pre-training step (and the input pipeline and shard building); "
+                  "finetune: a classification fine-tuning step; inference: the exported raw-text "
+                  "classifier, text in, probabilities out (latency at batch 1, throughput at "
+                  "--train_batch_size).")
+flags.DEFINE_integer("inference_requests", 100, "Inference mode: single-text requests timed.")
+flags.DEFINE_integer("inference_batches", 20, "Inference mode: batches timed.")
 flags.DEFINE_integer("pipeline_batches", 200, "Batches timed for the input pipeline (0: skip).")
 flags.DEFINE_float("shard_megabytes", 4.0, "Text size for the shard-building benchmark (0: skip).")
 flags.DEFINE_string("json", None, "Also write the results to this JSON file.")
-flags.DEFINE_string("peer_script", None, "A peer implementation's benchmark script taking "
-                    "--size/--batch/--seq/--steps and printing JSON with tokens_per_sec(ond) "
-                    "(e.g. Hugging Face transformers on PyTorch), run in the same session.")
+flags.DEFINE_string("peer_script", None, "A peer implementation's script doing the same work, "
+                    "run in the same session, printing JSON (pretrain and finetune: taking "
+                    "--size/--batch/--seq/--steps, reporting tokens_per_second). Default for the "
+                    "finetune and inference modes: the scripts in peers/ (Hugging Face "
+                    "transformers on PyTorch), when --peer_python is given.")
 flags.DEFINE_string("peer_python", None, "The interpreter for --peer_script (its own "
                     "virtualenv: the peer's packages are not requirements of this project).")
 FLAGS = flags.FLAGS
@@ -181,6 +192,17 @@ def benchmark_train_step(config, steps: int, warmup_steps: int, jit_compile: boo
     model.build_from_batch({k: v[:1] for k, v in features.items()})
     model.compile(optimizer=create_optimizer(config, config.mixed_precision),
                   jit_compile=jit_compile, steps_per_execution=group)
+    return {"kernels": kernels.active_name(),
+            **time_fit(model, dataset, steps, warmup_steps, config, peak_probe)}
+
+
+def time_fit(model, dataset, steps: int, warmup_steps: int, config, peak_probe=None) -> dict:
+    """Runs `fit` for `warmup_steps + steps` steps and measures the window of the last `steps`.
+
+    Returns:
+        `seconds` of the window, sequences, tokens and seconds per step over
+        it, `warmup_seconds`, and the peak readings with a probe.
+    """
     timer = _WindowTimer(warmup_steps, peak_probe)
     started = time.perf_counter()
     model.fit(dataset, steps_per_epoch=warmup_steps + steps, epochs=1, verbose=0, shuffle=False,
@@ -192,8 +214,7 @@ def benchmark_train_step(config, steps: int, warmup_steps: int, jit_compile: boo
     if measured != steps:
         raise RuntimeError(f"the window spanned {measured} steps instead of --steps={steps}")
     sequences = measured * config.train_batch_size
-    result = {"kernels": kernels.active_name(), "measured_steps": measured,
-              "warmup_steps": timer.steps_before,
+    result = {"measured_steps": measured, "warmup_steps": timer.steps_before,
               "warmup_seconds": timer.warmup_end - started, "seconds": seconds,
               "sequences_per_second": sequences / seconds,
               "tokens_per_second": sequences * config.max_seq_length / seconds,
@@ -201,6 +222,111 @@ def benchmark_train_step(config, steps: int, warmup_steps: int, jit_compile: boo
     if peak_probe is not None:
         result.update(bracketing_peak(timer.probe_result, peak_probe()))
     return result
+
+
+def _classifier(config, num_labels: int = 2):
+    """An ELECTRA classifier of `config.model`'s size with random weights."""
+    from electra_tf.finetuning.model import build_classifier
+    from electra_tf.modeling.electra import build_generator_and_discriminator
+
+    _, discriminator = build_generator_and_discriminator(config.model, with_generator=False)
+    return build_classifier(discriminator.encoder, num_labels)
+
+
+def benchmark_finetune_step(config, steps: int, warmup_steps: int, jit_compile: bool) -> dict:
+    """Throughput of a classification fine-tuning step (the paper's optimiser) on random data.
+
+    The window rules are the pre-training step's: tokens over the wall time
+    of `steps` whole steps after `warmup_steps`.
+    """
+    from electra_tf.finetuning.optimization import create_optimizer as finetuning_optimizer
+
+    set_precision_policy(config.mixed_precision)
+    kernels.set_kernels(config.kernels)
+    keras.utils.set_random_seed(0)
+    rng = np.random.default_rng(0)
+    batch, length = config.train_batch_size, config.max_seq_length
+    ids = rng.integers(5, config.model.vocab_size, size=(4 * batch, length)).astype(np.int32)
+    inputs = {"input_ids": ids, "input_mask": np.ones_like(ids), "segment_ids": np.zeros_like(ids)}
+    labels = rng.integers(0, 2, size=4 * batch).astype(np.int32)
+    dataset = tf.data.Dataset.from_tensor_slices((inputs, labels)).batch(
+        batch, drop_remainder=True).cache().repeat().prefetch(2)
+    model = _classifier(config)
+    total = warmup_steps + steps
+    model.compile(optimizer=finetuning_optimizer(
+        model, model.encoder.num_layers, 1e-4, total, 0.1, 0.8, 0.0, False, 1.0),
+        jit_compile=jit_compile)
+    return {"kernels": kernels.active_name(),
+            **time_fit(model, dataset, steps, warmup_steps, config)}
+
+
+def synthetic_texts(count: int, seed: int = 3) -> tuple[list, list]:
+    """(vocabulary, texts): about 3,000 random words and `count` sentences of 5-40 of them."""
+    rng = np.random.default_rng(seed)
+    words = sorted({"".join(rng.choice(list("abcdefghijklmnopqrstuvwxyz"),
+                                       size=rng.integers(2, 9))) for _ in range(3000)})
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", ".", *words]
+    texts = [" ".join(rng.choice(words, size=rng.integers(5, 41))) + " ." for _ in range(count)]
+    return vocab, texts
+
+
+def benchmark_inference(config, requests: int, batches: int, peer_python: Optional[str] = None,
+                        peer_script: Optional[str] = None, size: str = "small") -> dict:
+    """Latency and throughput of the exported raw-text classifier: text in, probabilities out.
+
+    A classifier of the preset's size with random weights is exported as a TF
+    Serving version (`electra_tf.serving.exporter`), loaded back with
+    `tf.saved_model.load` and called through its `serving_default` signature:
+    `requests` single texts one at a time (their median latency), then
+    `batches` batches of `config.train_batch_size` texts (texts per second).
+    A peer script gets the same texts and vocabulary.
+    """
+    from electra_tf.serving.exporter import export_classifier
+
+    set_precision_policy("none")
+    keras.utils.set_random_seed(0)
+    batch = config.train_batch_size
+    vocab, texts = synthetic_texts(max(requests, batches * batch, 64))
+    results = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        vocab_file = os.path.join(tmp, "vocab.txt")
+        texts_file = os.path.join(tmp, "texts.txt")
+        for path, lines in ((vocab_file, vocab), (texts_file, texts)):
+            with open(path, "w", encoding="utf-8") as f:
+                f.write("\n".join(lines) + "\n")
+        model = _classifier(dataclasses.replace(
+            config, model=dataclasses.replace(config.model, vocab_size=len(vocab))))
+        info = {"task": {"name": "benchmark", "task_type": "classification",
+                         "label_names": ["0", "1"], "metrics": ["accuracy"],
+                         "glue_score_metric": "accuracy", "is_pair": False},
+                "max_seq_length": config.max_seq_length, "do_lower_case": True,
+                "strip_accents": True}
+        version = export_classifier(model, info, vocab_file, os.path.join(tmp, "export"), "bench")
+        predict = tf.saved_model.load(version).signatures["serving_default"]
+
+        def call(some):
+            return predict(text=tf.constant(some))["probabilities"].numpy()
+
+        for i in range(5):  # warm-up
+            call(texts[i:i + 1])
+            call(texts[:batch])
+        latencies = []
+        for i in range(requests):
+            start = time.perf_counter()
+            call(texts[i:i + 1])
+            latencies.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        for i in range(batches):
+            call(texts[i * batch:(i + 1) * batch])
+        seconds = time.perf_counter() - start
+        results.update(latency_ms_batch1_median=1000 * float(np.median(latencies)),
+                       texts_per_second_batched=batch * batches / seconds)
+        if peer_python and peer_script:
+            results["peer"] = _run_peer([
+                peer_python, peer_script, "--vocab_file", vocab_file, "--texts", texts_file,
+                "--size", size, "--seq", str(config.max_seq_length), "--batch", str(batch),
+                "--requests", str(requests), "--batches", str(batches)])
+    return results
 
 
 def bracketing_peak(before: float, after: float) -> dict:
@@ -226,14 +352,18 @@ def bracketing_peak(before: float, after: float) -> dict:
             "peak_drift": abs(after - before) / min(before, after)}
 
 
-def benchmark_peer(python: str, script: str, config, steps: int, size: str) -> dict:
-    """Runs a peer implementation's benchmark script on the same shapes and reads its JSON."""
-    command = [python, script, "--size", size, "--batch", str(config.train_batch_size),
-               "--seq", str(config.max_seq_length), "--steps", str(steps)]
+def _run_peer(command: list) -> dict:
+    """Runs a peer's script and returns the last JSON object it printed."""
     done = subprocess.run(command, capture_output=True, text=True)
     if done.returncode != 0:
         raise RuntimeError(f"{' '.join(command)} failed:\n{done.stderr[-2000:]}")
-    report = json.loads([line for line in done.stdout.splitlines() if line.startswith("{")][-1])
+    return json.loads([line for line in done.stdout.splitlines() if line.startswith("{")][-1])
+
+
+def benchmark_peer(python: str, script: str, config, steps: int, size: str) -> dict:
+    """Runs a peer implementation's training-step script on the same shapes and reads its JSON."""
+    report = _run_peer([python, script, "--size", size, "--batch", str(config.train_batch_size),
+                        "--seq", str(config.max_seq_length), "--steps", str(steps)])
     rate = report.get("tokens_per_second", report.get("tokens_per_sec"))
     return {"peer": report, "peer_tokens_per_second": float(rate)}
 
@@ -338,6 +468,13 @@ def main(argv):
                             "kernels": kernels.resolve(FLAGS.kernels),
                             "steps_per_execution": config.steps_per_execution}}
     print(json.dumps(results, indent=2), flush=True)
+    if FLAGS.mode != "pretrain":
+        results["settings"]["mode"] = FLAGS.mode
+        results.update(_finetune_or_inference(config))
+        if FLAGS.json:
+            with open(FLAGS.json, "w") as f:
+                json.dump(results, f, indent=2)
+        return
     peak_dtype = tf.float32 if config.mixed_precision == "none" else (
         tf.float16 if config.mixed_precision == "float16" else tf.bfloat16)
     step = benchmark_train_step(config, FLAGS.steps, FLAGS.warmup_steps, FLAGS.jit_compile,
@@ -379,6 +516,49 @@ def main(argv):
     if FLAGS.json:
         with open(FLAGS.json, "w") as f:
             json.dump(results, f, indent=2)
+
+
+PEERS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "peers")
+PEER_SCRIPTS = {"finetune": "hf_finetune_step.py", "inference": "hf_text_classification_inference.py"}
+
+
+def _finetune_or_inference(config) -> dict:
+    """The finetune and inference modes, with the peer beside them and the ratios printed."""
+    peer_script = FLAGS.peer_script or (
+        os.path.join(PEERS, PEER_SCRIPTS[FLAGS.mode]) if FLAGS.peer_python else None)
+    peer_python = FLAGS.peer_python or sys.executable
+    if FLAGS.mode == "finetune":
+        results = benchmark_finetune_step(config, FLAGS.steps, FLAGS.warmup_steps,
+                                          FLAGS.jit_compile)
+        print(f"fine-tuning step ({results['kernels']} kernels): "
+              f"{results['tokens_per_second']:.0f} tokens/s, {results['seconds_per_step']:.3f} "
+              f"s/step over {results['measured_steps']} steps", flush=True)
+        if peer_script:
+            results.update(benchmark_peer(peer_python, peer_script, config, FLAGS.steps,
+                                          FLAGS.model_size))
+            results["speedup_vs_peer"] = (results["tokens_per_second"]
+                                          / results["peer_tokens_per_second"])
+            print(f"peer ({os.path.basename(peer_script)}): "
+                  f"{results['peer_tokens_per_second']:.0f} tokens/s; this implementation is "
+                  f"{results['speedup_vs_peer']:.2f}x that", flush=True)
+        return results
+    results = benchmark_inference(config, FLAGS.inference_requests, FLAGS.inference_batches,
+                                  peer_python if peer_script else None, peer_script,
+                                  FLAGS.model_size)
+    print(f"exported classifier: median latency {results['latency_ms_batch1_median']:.1f} ms "
+          f"at batch 1; {results['texts_per_second_batched']:.1f} texts/s at batch "
+          f"{config.train_batch_size}", flush=True)
+    if "peer" in results:
+        peer = results["peer"]
+        results["latency_ratio_peer_over_ours"] = (peer["latency_ms_batch1_median"]
+                                                   / results["latency_ms_batch1_median"])
+        results["throughput_ratio_vs_peer"] = (results["texts_per_second_batched"]
+                                               / peer["texts_per_second_batched"])
+        print(f"peer ({os.path.basename(peer_script)}): median latency "
+              f"{peer['latency_ms_batch1_median']:.1f} ms, {peer['texts_per_second_batched']:.1f} "
+              f"texts/s; the peer's latency is {results['latency_ratio_peer_over_ours']:.2f}x "
+              f"ours, our throughput {results['throughput_ratio_vs_peer']:.2f}x its", flush=True)
+    return results
 
 
 if __name__ == "__main__":

@@ -104,12 +104,20 @@ def overrides_from_flags(flag_values=flags.FLAGS) -> dict[str, Any]:
             if flag_values[name].value is not None}
 
 
-def run(main: Callable) -> None:
+def run(main: Callable, flags_module: str) -> None:
     """`absl.app.run(main)`, with a usage error printed as one line plus a pointer to the help.
 
     absl prints the whole flag listing before the message; a user looking for
     what went wrong should see the message.
+
+    Args:
+        main: the command's main(argv).
+        flags_module: the module that defines the command's flags; they are
+            what `--helpshort` lists, whichever script started the process.
     """
+    for flag in flags.FLAGS.get_key_flags_for_module(flags_module):
+        flags.FLAGS.register_key_flag_for_module(sys.argv[0], flag)
+
     def checked(argv):
         try:
             return main(argv)

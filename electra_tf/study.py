@@ -229,10 +229,12 @@ def check_cell(directory: str, arguments: list[str]) -> None:
         StudyError: the directory holds a cell run with another command.
     """
     path = os.path.join(directory, "study_cell.json")
-    command = arguments[1:]  # not the interpreter
+    # The flags identify a cell, not how the program is started.
+    command = [a for a in arguments if a.startswith("--")]
     previous = read_json(path)
-    if previous is not None and previous["command"] != command:
-        changed = sorted(set(command) ^ set(previous["command"]))
+    previous_flags = previous and [a for a in previous["command"] if a.startswith("--")]
+    if previous is not None and previous_flags != command:
+        changed = sorted(set(command) ^ set(previous_flags))
         raise StudyError(f"{directory} was run with other settings (differing arguments: "
                          f"{' '.join(changed)}). Use another --output_dir for the new study, or "
                          "delete that directory to recompute it.")
@@ -247,7 +249,7 @@ def pretrain_cell(spec: dict, variant: str, budget: float, corpus: str, output_d
     cell = cell_name(variant, budget, spec["budgets"])
     run_dir = os.path.join(output_dir, "pretrain", cell)
     flags = {**spec["pretrain"], **spec["variants"][variant], "max_train_flops": budget}
-    arguments = [sys.executable, os.path.join(PROJECT_DIR, "pretrain.py"),
+    arguments = [sys.executable, "-m", "electra_tf.commands.pretrain",
                  f"--model_size={spec['model_size']}", f"--corpus={corpus}",
                  f"--data_dir={os.path.join(output_dir, 'data')}", f"--output_dir={run_dir}",
                  *flag_arguments(flags)]
@@ -281,7 +283,7 @@ def finetune_cell(spec: dict, cell: str, task, run_dir: str, output_dir: str) ->
         flags.update({k: v for k, v in task.items() if k != "name"})
     flags.update(init_checkpoint=run_dir, output_dir=out, num_trials=spec["seeds"],
                  save_models=False, export=False)
-    arguments = [sys.executable, os.path.join(PROJECT_DIR, "finetune.py"), *flag_arguments(flags)]
+    arguments = [sys.executable, "-m", "electra_tf.commands.finetune", *flag_arguments(flags)]
     # The seed count may grow (more trials are added), so it is not part of the identity.
     check_cell(out, [a for a in arguments if not a.startswith("--num_trials=")])
     results = read_results(results_path)

@@ -119,3 +119,37 @@ def test_window_needs_a_step_and_a_warm_up_step(steps, warmup_steps, flag):
     with pytest.raises(ValueError, match=flag):
         benchmark.benchmark_train_step(config, steps=steps, warmup_steps=warmup_steps,
                                        jit_compile=False)
+
+
+def test_finetune_step_throughput_is_work_over_the_measured_window():
+    config = preset("tiny", vocab_size=64, hidden_size=32, num_layers=1, embedding_size=16,
+                    num_heads=2, max_seq_length=16, train_batch_size=4)
+    result = benchmark.benchmark_finetune_step(config, steps=3, warmup_steps=1,
+                                               jit_compile=False)
+    assert result["measured_steps"] == 3
+    assert result["tokens_per_second"] == pytest.approx(3 * 4 * 16 / result["seconds"])
+
+
+def test_inference_sends_the_same_texts_and_vocabulary_to_the_peer(tmp_path):
+    import sys
+
+    script = tmp_path / "peer.py"
+    script.write_text(
+        "import argparse, json\n"
+        "p = argparse.ArgumentParser()\n"
+        "for name in ('--vocab_file', '--texts', '--size', '--seq', '--batch', '--requests',\n"
+        "             '--batches'): p.add_argument(name)\n"
+        "a = p.parse_args()\n"
+        "texts = open(a.texts).read().splitlines()\n"
+        "vocab = open(a.vocab_file).read().splitlines()\n"
+        "print(json.dumps({'latency_ms_batch1_median': 5.0, 'texts_per_second_batched': 9.0,\n"
+        "                  'texts': len(texts), 'vocab': len(vocab), 'batch': int(a.batch)}))\n")
+    config = preset("tiny", hidden_size=32, num_layers=1, embedding_size=16, num_heads=2,
+                    max_seq_length=16, train_batch_size=4)
+    result = benchmark.benchmark_inference(config, requests=3, batches=2,
+                                           peer_python=sys.executable, peer_script=str(script),
+                                           size="tiny")
+    vocab, texts = benchmark.synthetic_texts(64)
+    assert result["latency_ms_batch1_median"] > 0 and result["texts_per_second_batched"] > 0
+    assert (result["peer"]["texts"], result["peer"]["vocab"], result["peer"]["batch"]) == (
+        len(texts), len(vocab), 4)

@@ -121,3 +121,24 @@ def test_electric_needs_its_generator():
         tiny_config(objective="electric", uniform_generator=True)
     with pytest.raises(ConfigError, match="--objective=electric"):
         tiny_config(objective="electric", weight_sharing="all", generator_hidden_fraction=1.0)
+
+
+def test_exported_electric_discriminator_gives_the_pseudo_log_likelihood(tmp_path):
+    from finetuning_support import VOCAB, write_vocab
+
+    from electra_tf.serving.exporter import export_discriminator
+
+    vocab = write_vocab(str(tmp_path / "vocab.txt"))
+    config = tiny_config(objective="electric", vocab_size=len(VOCAB), max_seq_length=16)
+    _, discriminator = build_generator_and_discriminator(config.model,
+                                                         generator_kind="two_tower_cloze")
+    version = export_discriminator(discriminator, config, vocab, str(tmp_path / "export"), "m")
+    serve = tf.saved_model.load(version).signatures["serving_default"]
+    out = serve(text=tf.constant(["the movie was good", "a very dull plot"]))
+    ids, mask = out["input_ids"].numpy(), out["input_mask"].numpy()
+    energy = discriminator({"input_ids": ids, "input_mask": mask,
+                            "segment_ids": np.zeros_like(ids)})["logits"].numpy()
+    content = (mask > 0) & (ids != VOCAB.index("[CLS]")) & (ids != VOCAB.index("[SEP]"))
+    np.testing.assert_allclose(out["pseudo_log_likelihood"].numpy(),
+                               -(energy * content).sum(-1), rtol=1e-5, atol=1e-5)
+    assert content.sum(-1).tolist() == [4, 4]

@@ -75,8 +75,10 @@ def test_every_module_has_a_layer():
     modules, graph = _graph()
     unplaced = [m for m in modules if m != PACKAGE and _layer(m) is None]
     assert not unplaced, f"modules in no layer of electra_tf/layering.py: {unplaced}"
-    # The package's own __init__ sits below everything: it may import nothing of ours.
-    assert graph[PACKAGE] == []
+    # The package's own __init__ only imports the modules that register Keras classes.
+    assert {target for _, target in graph[PACKAGE]} == {
+        "electra_tf.optimization", "electra_tf.finetuning.model", "electra_tf.finetuning.qa_model",
+        "electra_tf.modeling.electra"}
 
 
 def test_no_import_points_up():

@@ -80,3 +80,34 @@ def test_a_tiny_run_completes_and_reports_where_everything_is(tmp_path):
     for name in ("discriminator.keras", "generator.keras", "vocab.txt", "config.json"):
         assert (run_dir / "export" / name).exists(), name
     assert (run_dir / "export" / "discriminator_savedmodel" / "saved_model.pb").exists()
+
+
+def test_training_on_shards_built_elsewhere(tmp_path):
+    """--shard_dir takes a finished build (e.g. from the Beam pipeline) with its vocabulary."""
+    from electra_tf.data.shards import write_shards
+
+    words = "the cat sat on a mat and the dog ran to the park".split()
+    text = tmp_path / "corpus.txt"
+    text.write_text("\n\n".join(" ".join(words[i:] + words[:i]) for i in range(8)) + "\n")
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *sorted(set(words))]))
+    write_shards([str(text)], str(tmp_path / "shards"), {"vocab_file": str(vocab)},
+                 max_seq_length=16, num_shards=2, seed=0)
+    write_shards([str(text)], str(tmp_path / "held_out"), {"vocab_file": str(vocab)},
+                 max_seq_length=16, num_shards=1, seed=0)
+    run_dir = tmp_path / "run"
+    result = run_cli(f"--shard_dir={tmp_path}/shards", f"--eval_shard_dir={tmp_path}/held_out",
+                     f"--output_dir={run_dir}", "--model_size=tiny", "--hidden_size=32",
+                     "--num_layers=1", "--embedding_size=16", "--num_heads=2",
+                     "--train_batch_size=4", "--num_train_steps=2", "--num_warmup_steps=1",
+                     "--log_every_steps=1")
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output
+    assert "Held-out evaluation at step 2" in output and "DEMO" not in output
+    config = json.load(open(run_dir / "config.json"))
+    assert config["max_seq_length"] == 16 and config["model"]["vocab_size"] == len(set(words)) + 5
+    # A length other than the build's is refused, naming both.
+    result = run_cli(f"--shard_dir={tmp_path}/shards", "--max_seq_length=32",
+                     f"--output_dir={tmp_path}/run2")
+    assert result.returncode == 2
+    assert "--max_seq_length=32 but --shard_dir" in result.stderr and "max_seq_length=16" in result.stderr

@@ -1,6 +1,6 @@
 """The study runner: spec checks, resume of finished cells, tables and plots.
 
-The commands a study runs (pretrain.py, finetune.py) are replaced by a stand-in
+The commands a study runs (pretrain, finetune) are replaced by a stand-in
 that writes what they would write, so these tests check the runner alone;
 tests/test_pretrain_cli.py and tests/test_finetune_cli.py cover the commands.
 """
@@ -36,7 +36,7 @@ SCORES = {("electra", "sst2"): [0.81, 0.79, 0.80], ("electra", "cola"): [0.20, 0
 
 
 class FakeCommands:
-    """Stands in for pretrain.py / finetune.py: records each call, writes their outputs."""
+    """Stands in for the pretrain / finetune commands: records each call, writes their outputs."""
 
     def __init__(self, output_dir):
         self.output_dir = output_dir
@@ -44,10 +44,12 @@ class FakeCommands:
 
     def __call__(self, arguments, log_path, label):
         flags = dict(a[2:].split("=", 1) for a in arguments if a.startswith("--") and "=" in a)
-        self.calls.append((os.path.basename(arguments[1]), flags))
+        assert arguments[1] == "-m"  # python -m electra_tf.commands.<command>
+        command = arguments[2].rsplit(".", 1)[-1]
+        self.calls.append((command, flags))
         out = flags["output_dir"]
         os.makedirs(out, exist_ok=True)
-        if arguments[1].endswith("pretrain.py"):
+        if command == "pretrain":
             steps = 100 if flags.get("objective") == "mlm" else 80
             with open(os.path.join(out, "config.json"), "w") as f:
                 json.dump({"num_train_steps": steps}, f)
@@ -76,9 +78,9 @@ def test_runs_every_cell_then_resumes_without_recomputing(tmp_path, corpus, monk
     spec = make_spec(corpus)
     study.run_study(spec, out)
     names = [(script, flags.get("objective"), flags.get("task")) for script, flags in fake.calls]
-    assert names == [("pretrain.py", None, None), ("finetune.py", None, "sst2"),
-                     ("finetune.py", None, "cola"), ("pretrain.py", "mlm", None),
-                     ("finetune.py", None, "sst2"), ("finetune.py", None, "cola")]
+    assert names == [("pretrain", None, None), ("finetune", None, "sst2"),
+                     ("finetune", None, "cola"), ("pretrain", "mlm", None),
+                     ("finetune", None, "sst2"), ("finetune", None, "cola")]
     pretrain_flags = fake.calls[0][1]
     assert float(pretrain_flags["max_train_flops"]) == 1e12
     assert pretrain_flags["model_size"] == "tiny"
@@ -92,7 +94,7 @@ def test_runs_every_cell_then_resumes_without_recomputing(tmp_path, corpus, monk
 
     os.remove(os.path.join(out, "finetune", "bert", "cola", "results.json"))
     study.run_study(spec, out)
-    assert [(s, f.get("task")) for s, f in fake.calls] == [("finetune.py", "cola")]
+    assert [(s, f.get("task")) for s, f in fake.calls] == [("finetune", "cola")]
 
 
 def test_tables_hold_medians_spreads_and_the_average(tmp_path, corpus, monkeypatch):

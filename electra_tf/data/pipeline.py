@@ -26,6 +26,7 @@ import time
 import numpy as np
 import tensorflow as tf
 
+from electra_tf import fileio
 from electra_tf.data.masking import mask_batch
 
 FEATURE_NAMES = ("input_ids", "input_mask", "segment_ids")
@@ -61,14 +62,14 @@ def load_shard_metadata(shard_dir):
       PipelineError: if the directory, metadata or a listed shard is missing,
         or the metadata is malformed or inconsistent.
     """
-    if not os.path.isdir(shard_dir):
+    if not fileio.isdir(shard_dir):
         raise PipelineError(f"Shard directory {shard_dir!r} does not exist.")
     meta_path = os.path.join(shard_dir, "metadata.json")
-    if not os.path.isfile(meta_path):
+    if not fileio.isfile(meta_path):
         raise PipelineError(
             f"{meta_path!r} not found: {shard_dir!r} is not a directory of pre-training shards.")
     try:
-        with open(meta_path, encoding="utf-8") as f:
+        with fileio.open_file(meta_path, "r") as f:
             meta = json.load(f)
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
         raise PipelineError(f"Cannot read {meta_path!r}: {e}") from e
@@ -88,9 +89,9 @@ def load_shard_metadata(shard_dir):
                 f"{meta_path!r}: shard entry {i} must be {{'path': str, 'num_examples': int >= 0}}, "
                 f"got {shard!r}.")
         path = os.path.join(shard_dir, shard["path"])
-        if not os.path.isfile(path):
+        if not fileio.isfile(path):
             raise PipelineError(f"Shard {path!r} listed in {meta_path!r} does not exist.")
-        paths.append(os.path.abspath(path))
+        paths.append(fileio.abspath(path))
         counts.append(shard["num_examples"])
     total = sum(counts)
     if "num_examples" in meta and meta["num_examples"] != total:

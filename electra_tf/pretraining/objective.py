@@ -184,6 +184,32 @@ def electric_logits(energy, cloze_logits, input_ids, mask_rate: float):
     return tf.cast(energy, tf.float32) + log_q + math.log(mask_rate / (1.0 - mask_rate))
 
 
+def electric_score(energy, input_ids, input_mask, cls_id: int, sep_id: int):
+    """Electric's pseudo-log-likelihood score of each sequence: -sum_t E(x_t).
+
+    An Electric discriminator's head gives the energy E(x_t) of every token
+    given the rest of the sequence (see `electric_logits`); -E(x_t) is the
+    token's log-probability up to a constant of its context, so the sum over
+    a sequence's tokens scores how well it reads (higher is better), from one
+    forward pass, where a masked LM needs one pass per token. [CLS], [SEP]
+    and padding are left out. Used to re-rank candidates (e.g. ASR or MT
+    n-best lists).
+
+    Args:
+        energy: float [B, L], the discriminator head's output.
+        input_ids: int32 [B, L].
+        input_mask: int [B, L], 1 = real token.
+        cls_id, sep_id: the vocabulary's [CLS] and [SEP] ids.
+
+    Returns:
+        float32 [B].
+    """
+    content = (tf.cast(input_mask, tf.float32)
+               * tf.cast(tf.not_equal(input_ids, cls_id), tf.float32)
+               * tf.cast(tf.not_equal(input_ids, sep_id), tf.float32))
+    return -tf.reduce_sum(tf.cast(energy, tf.float32) * content, axis=-1)
+
+
 def all_tokens_sums(logits, copy_logits, input_ids, target_ids, input_mask):
     """All-Tokens MLM with the paper's copy mechanism, as sums over non-pad tokens.
 

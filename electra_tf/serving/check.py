@@ -119,6 +119,10 @@ class Reference:
             mask = inputs["input_mask"]
             result = {"logits": logits,
                       "replaced_probability": (1 / (1 + np.exp(-logits))) * mask}
+            if self.config.get("objective") == "electric":
+                ids = inputs["input_ids"]
+                content = mask * (ids != self.tokenizer.cls_id) * (ids != self.tokenizer.sep_id)
+                result["pseudo_log_likelihood"] = -(logits * content).sum(axis=-1)
             if with_tokens:
                 vocab = np.array([t.encode() for t in self.tokenizer.vocab], dtype=object)
                 result["tokens"] = np.where(mask > 0, vocab[inputs["input_ids"]], b"")

@@ -13,12 +13,19 @@ everywhere) and for spotting edited words in a text.
 `token_ids`:
     inputs:  `input_ids`, `input_mask`, `segment_ids` int32 [B, L]
     outputs: `replaced_probability`, `logits` float32 [B, L].
+
+A discriminator pre-trained with Electric (`--objective=electric`) gives
+energies as `logits` and both signatures also return
+`pseudo_log_likelihood` float32 [B], the re-ranking score -sum_t E(x_t) over
+the tokens other than [CLS], [SEP] and padding (see
+`electra_tf.pretraining.objective.electric_score`).
 """
 
 from __future__ import annotations
 
 import tensorflow as tf
 
+from electra_tf.pretraining.objective import electric_score
 from electra_tf.serving import text as text_ops
 from electra_tf.serving.classifier import IDS_SIGNATURE, TEXT_SIGNATURE, TOKEN_ID_SPECS
 
@@ -30,13 +37,16 @@ class DiscriminatorServing(tf.Module):
         model: an `ElectraDiscriminator` (float32).
         tokenizer: the pre-training `WordPieceTokenizer`.
         max_seq_length: truncation length of raw text.
+        electric: the model was pre-trained with Electric: add the
+            pseudo-log-likelihood output.
     """
 
-    def __init__(self, model, tokenizer, max_seq_length: int):
+    def __init__(self, model, tokenizer, max_seq_length: int, electric: bool = False):
         super().__init__(name="discriminator_serving")
         self.model = model
         self.tokenizer = tokenizer
         self._max_seq_length = int(max_seq_length)
+        self._electric = bool(electric)
         encoder = model.encoder
         self._vocab_size = int(encoder.vocab_size)
         self._max_positions = int(encoder.max_position_embeddings)
@@ -45,7 +55,12 @@ class DiscriminatorServing(tf.Module):
     def _scores(self, inputs: dict) -> dict:
         logits = tf.cast(self.model(inputs, training=False)["logits"], tf.float32)
         mask = tf.cast(inputs["input_mask"], tf.float32)
-        return {"logits": logits, "replaced_probability": tf.sigmoid(logits) * mask}
+        scores = {"logits": logits, "replaced_probability": tf.sigmoid(logits) * mask}
+        if self._electric:
+            scores["pseudo_log_likelihood"] = electric_score(
+                logits, inputs["input_ids"], inputs["input_mask"], self.tokenizer.cls_id,
+                self.tokenizer.sep_id)
+        return scores
 
     def signatures(self) -> dict:
         """`{signature name: concrete function}` for `tf.saved_model.save`."""

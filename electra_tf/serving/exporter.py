@@ -134,10 +134,12 @@ def export_discriminator(discriminator, pretraining_config, vocab_file: str, exp
     tokenizer = WordPieceTokenizer(vocab_file, pretraining_config.do_lower_case,
                                    pretraining_config.resolved_strip_accents)
     copy = float32_copy(discriminator)
-    module = DiscriminatorServing(copy, tokenizer, length)
+    electric = pretraining_config.objective == "electric"
+    module = DiscriminatorServing(copy, tokenizer, length, electric=electric)
     config = {"format_version": FORMAT_VERSION, "kind": DISCRIMINATOR, "max_seq_length": length,
               "is_pair": False, "do_lower_case": tokenizer.do_lower_case,
               "strip_accents": tokenizer.strip_accents, "label_names": None,
+              "objective": pretraining_config.objective,
               "model": dataclasses.asdict(pretraining_config.model)}
     return publish_version(
         os.path.join(export_base, model_name),

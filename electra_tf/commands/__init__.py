@@ -1,0 +1,1 @@
+"""The command lines: `pretrain.py` and `finetune.py` (also `electra-pretrain`, `electra-finetune`)."""
