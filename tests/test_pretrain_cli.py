@@ -111,3 +111,31 @@ def test_training_on_shards_built_elsewhere(tmp_path):
                      f"--output_dir={tmp_path}/run2")
     assert result.returncode == 2
     assert "--max_seq_length=32 but --shard_dir" in result.stderr and "max_seq_length=16" in result.stderr
+
+
+@pytest.mark.parametrize("variant", [["--weight_sharing=gdes"], ["--objective=electric"]])
+def test_gdes_and_electric_runs_resume_and_export(variant, tmp_path):
+    words = "the cat sat on a mat and the dog ran to the park".split()
+    text = tmp_path / "corpus.txt"
+    text.write_text("\n\n".join(" ".join(words[i:] + words[:i]) for i in range(12)) + "\n")
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *sorted(set(words))]))
+    run_dir = tmp_path / "run"
+    common = [f"--corpus={text}", f"--vocab_file={vocab}", f"--data_dir={tmp_path}/data",
+              f"--output_dir={run_dir}", "--model_size=tiny", "--hidden_size=32",
+              "--num_layers=1", "--embedding_size=16", "--num_heads=2", "--max_seq_length=16",
+              "--train_batch_size=4", "--num_warmup_steps=1", "--log_every_steps=1",
+              "--save_checkpoints_steps=1", "--num_shard_workers=1", "--eval_fraction=0",
+              *variant]
+    first = run_cli(*common, "--num_train_steps=2")
+    assert first.returncode == 0, first.stdout + first.stderr
+    second = run_cli(*common, "--num_train_steps=3")
+    output = second.stdout + second.stderr
+    assert second.returncode == 0, output
+    assert "Resumed from" in output and "(step 2)" in output and "step 3/3" in output
+    config = json.load(open(run_dir / "config.json"))
+    assert (config["weight_sharing"], config["objective"]) == (
+        ("gdes", "electra") if "gdes" in variant[0] else ("embeddings", "electric"))
+    for name in ("discriminator.keras", "generator.keras", "vocab.txt", "config.json"):
+        assert (run_dir / "export" / name).exists(), name
+    assert (run_dir / "export" / "discriminator_savedmodel" / "saved_model.pb").exists()
