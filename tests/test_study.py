@@ -153,6 +153,25 @@ def test_reduced_scale_fills_defaults_and_spec_errors_name_the_key(tmp_path, cor
         make_spec(corpus, glue_data_dir=None)
 
 
+def test_cpu_scale_samples_at_temperature_two_unless_a_variant_says_otherwise(tmp_path, corpus,
+                                                                               monkeypatch):
+    spec = make_spec(corpus, scale="cpu", budgets=[6e14], tasks=["cola"], seeds=5,
+                     variants={"electra": {}, "electra_paper": {"temperature": 1.0},
+                               "bert": {"objective": "mlm"}})
+    assert spec["pretrain"]["max_seq_length"] == 128 and spec["finetune"]["max_seq_length"] == 128
+    out = str(tmp_path / "study")
+    fake = FakeCommands(out)
+    monkeypatch.setattr(study, "run_command", fake)
+    for variant in ("electra", "bert", "electra_paper"):
+        monkeypatch.setitem(SCORES, (variant, "cola"), [0.1] * 5)
+    study.run_study(spec, out)
+    temperatures = {flags["output_dir"].split("/")[-1]: flags.get("temperature")
+                    for command, flags in fake.calls if command == "pretrain"}
+    assert temperatures == {"electra": "2.0", "electra_paper": "1.0", "bert": "2.0"}
+    assert all(flags["learning_rate"] == "0.001" and float(flags["max_train_flops"]) == 6e14
+               for command, flags in fake.calls if command == "pretrain")
+
+
 def test_a_failing_command_names_its_log(tmp_path):
     log = str(tmp_path / "logs" / "x.log")
     with pytest.raises(study.StudyError, match="exit code 3.*x.log"):
