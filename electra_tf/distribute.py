@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import json
 import os
+from typing import Callable
 
 import keras
 import tensorflow as tf
+
+from electra_tf.errors import RunError
 
 STRATEGIES = ("auto", "mirrored", "multi_worker", "default")
 
@@ -102,6 +105,28 @@ def in_multi_worker_mode(strategy: tf.distribute.Strategy) -> bool:
     return bool(check and check())
 
 
+def worker_print(print_fn: Callable[[str], None],
+                 strategy: tf.distribute.Strategy) -> Callable[[str], None]:
+    """`print_fn` for this process: the chief's as it is, another worker's lines labelled."""
+    if is_chief(strategy):
+        return print_fn
+    label = task_name(strategy)
+    return lambda message: print_fn(f"[{label}] {message}")
+
+
+def check_same_on_all_workers(strategy: tf.distribute.Strategy, values: dict) -> None:
+    """Raises RunError unless every worker holds the same integer for each named value."""
+    names = list(values)
+    local = tf.constant([values[n] for n in names], tf.int64)
+
+    gathered = strategy.run(
+        lambda: tf.distribute.get_replica_context().all_gather(local[None], axis=0))
+    every = strategy.experimental_local_results(gathered)[0].numpy()  # [replicas, values]
+    differing = [n for n, column in zip(names, every.T) if len(set(column.tolist())) > 1]
+    if differing:
+        raise RunError("The workers disagree on " + "; ".join(differing) + ".")
+
+
 def sum_over_replicas(grads):
     """All-reduces (sums) gradients across replicas; identity on one replica.
 
@@ -126,7 +151,8 @@ def global_batch_size(per_example):
     divisible by the replica count.
 
     Args:
-        per_example: [B] per-example losses of this replica.
+        per_example: [B] per-example losses of this replica, or any [B, ...]
+            tensor of its batch.
 
     Returns:
         float32 scalar, the divisor that makes a replica's loss sum its share
@@ -134,3 +160,43 @@ def global_batch_size(per_example):
     """
     replicas = tf.distribute.get_strategy().num_replicas_in_sync
     return tf.cast(tf.shape(per_example)[0] * replicas, tf.float32)
+
+
+def micro_batch_sums(compute, batch, steps: int, variables, zero_stats):
+    """Sums the gradients and statistics of `compute` over `steps` micro-batches of `batch`.
+
+    The micro-batches run one after the other in a `tf.while_loop`, so only
+    one micro-batch's activations are alive at a time. When `compute`
+    normalises each micro-batch's loss by the size of the whole batch, the
+    sums are the gradients of the whole batch: the same update, less memory.
+
+    Args:
+        compute: micro-batch -> (gradients in the order of `variables`, None
+            for a variable without one; a nest of float32 statistics shaped
+            like `zero_stats`).
+        batch: a nest of [B, ...] tensors; B divisible by `steps`. Micro-batch
+            i holds rows [i * B / steps, (i + 1) * B / steps).
+        steps: number of micro-batches; 1 calls `compute(batch)` alone.
+        variables: the variables differentiated (shapes and dtypes of the sums).
+        zero_stats: zeros in the structure of the statistics.
+
+    Returns:
+        (gradients, statistics), each summed over the micro-batches. Gradients
+        are dense when steps > 1 (embedding gradients arrive as IndexedSlices),
+        and zeros where `compute` gives None.
+    """
+    if steps == 1:
+        return compute(batch)
+    micro = tf.nest.map_structure(
+        lambda t: tf.reshape(t, tf.concat([[steps, -1], tf.shape(t)[1:]], 0)), batch)
+
+    def body(i, grad_sums, stat_sums):
+        grads, stats = compute(tf.nest.map_structure(lambda t: t[i], micro))
+        return (i + 1, [a if g is None else a + tf.convert_to_tensor(g)
+                        for a, g in zip(grad_sums, grads)],
+                tf.nest.map_structure(tf.add, stat_sums, stats))
+
+    zeros = [tf.zeros(v.shape, v.dtype) for v in variables]
+    _, grads, stats = tf.while_loop(lambda i, *_: i < steps, body,
+                                    (tf.constant(0), zeros, zero_stats))
+    return grads, stats

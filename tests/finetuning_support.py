@@ -13,8 +13,11 @@ def write_vocab(path, tokens=VOCAB):
     return path
 
 
-def make_pretrained_dir(directory, num_layers=2, seed=0):
-    """A randomly initialised tiny discriminator saved like a pre-training export."""
+def make_pretrained_dir(directory, num_layers=2, seed=0, **overrides):
+    """A randomly initialised tiny discriminator saved like a pre-training export.
+
+    `overrides` change the tiny configuration (e.g. dropout_rate=0.0).
+    """
     import keras
 
     from electra_tf.config import preset
@@ -23,7 +26,7 @@ def make_pretrained_dir(directory, num_layers=2, seed=0):
     os.makedirs(directory, exist_ok=True)
     write_vocab(os.path.join(directory, "vocab.txt"))
     config = preset("tiny", vocab_size=len(VOCAB), hidden_size=32, num_layers=num_layers,
-                    embedding_size=16, num_heads=2, intermediate_size=64)
+                    embedding_size=16, num_heads=2, intermediate_size=64, **overrides)
     config.save_json(os.path.join(directory, "config.json"))
     keras.utils.set_random_seed(seed)
     _, discriminator = build_generator_and_discriminator(config.model)
@@ -44,3 +47,36 @@ def toy_sentences(count, seed=0):
         words.insert(rng.randrange(5), "good" if label else "bad")
         rows.append((" ".join(words), label))
     return rows
+
+
+def toy_regression_task(count, dev_count):
+    """A one-text regression task on `toy_sentences`, its head without dropout.
+
+    Targets in [0, 1.2] make the dev metrics (Pearson, Spearman) continuous:
+    any dev example lost or scored twice moves them. With a pre-trained
+    model without dropout, one device and several replicas compute the same.
+    """
+    import numpy as np
+
+    from electra_tf.finetuning import tasks
+    from electra_tf.finetuning.classification import ClassificationTask
+
+    rows = toy_sentences(count)
+    texts = [r[0] for r in rows]
+    targets = np.array([r[1] + 0.1 * (i % 3) for i, r in enumerate(rows)], np.float64)
+    indices = [str(i) for i in range(count)]
+    definition = tasks.Task("toyreg", tasks.REGRESSION, None, ("pearson", "spearman"),
+                            "pearson", False)
+    train = tasks.Split("train", "memory", texts, None, targets, indices)
+    dev = tasks.Split("dev", "memory", texts[:dev_count], None, targets[:dev_count],
+                      indices[:dev_count])
+    task = ClassificationTask(definition, tasks.TaskData(train, {"dev": dev}, {}))
+    build = task.build_model
+
+    def build_model(encoder, seed):
+        model = build(encoder, seed)
+        model.head_dropout.rate = 0.0
+        return model
+
+    task.build_model = build_model
+    return task

@@ -76,3 +76,38 @@ def test_vocab_size_mismatch_error(files):
     assert result.returncode != 0
     assert "--vocab_file" in result.stderr and f"has {len(VOCAB) + 1} tokens" in result.stderr
     assert not os.path.exists(root / "out_vocab")
+
+
+def test_two_replicas_in_bfloat16_with_accumulation(files):
+    root, pretrained = files
+    out = root / "out_mirrored"
+    result = _run(f"--init_checkpoint={pretrained}", f"--train_file={root / 'train.tsv'}",
+                  f"--dev_file={root / 'train.tsv'}", "--task=reviews", "--text_column=document",
+                  "--num_train_epochs=1", "--train_batch_size=4", f"--output_dir={out}",
+                  "--strategy=mirrored", "--num_cpu_devices=2", "--mixed_precision=bfloat16",
+                  "--gradient_accumulation_steps=2", "--loss_reduction=sum")
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "2 replica(s), bfloat16" in result.stdout
+    assert "(summed loss, as the original code)" in result.stdout
+    with open(out / "results.json", encoding="utf-8") as f:
+        results = json.load(f)
+    assert results["settings"]["mixed_precision"] == "bfloat16"
+    assert results["settings"]["loss_reduction"] == "sum"
+    assert set(results["median"]) == {"accuracy", "f1", "mcc"}
+    # The saved model and its TF Serving export are float32.
+    assert "bfloat16" not in (out / "trial_0" / "model.json").read_text(encoding="utf-8")
+    assert (out / "export" / "reviews" / "1" / "saved_model.pb").is_file()
+
+
+def test_a_batch_the_replicas_do_not_divide_is_one_line_naming_the_flags(files):
+    root, pretrained = files
+    result = _run(f"--init_checkpoint={pretrained}", f"--train_file={root / 'train.tsv'}",
+                  "--text_column=document", "--train_batch_size=6",
+                  "--gradient_accumulation_steps=2", "--strategy=mirrored",
+                  "--num_cpu_devices=2", f"--output_dir={root / 'out_indivisible'}")
+    assert result.returncode == 2
+    errors = [line for line in result.stderr.splitlines() if line.startswith("finetune.py")]
+    assert errors == [
+        "finetune.py: error: --train_batch_size=6 is not divisible by the 2 replicas of the "
+        "distribution strategy times --gradient_accumulation_steps=2."]
+    assert not os.path.exists(root / "out_indivisible")

@@ -6,8 +6,9 @@ import os
 import keras
 import numpy as np
 import pytest
+import tensorflow as tf
 
-from finetuning_support import make_pretrained_dir, toy_sentences
+from finetuning_support import make_pretrained_dir, toy_regression_task, toy_sentences
 
 from electra_tf.artifacts.pretrained import resolve_pretrained
 from electra_tf.errors import RunError
@@ -200,3 +201,138 @@ def test_squad_and_classification_write_the_same_schema(pretrained, tmp_path):
     model, info = load_finetuned(str(tmp_path / "squad" / "trial_0"))
     assert type(model).__name__ == "ElectraQA"
     assert info["kind"] == "question_answering" and info["squad_version"] == "2.0"
+
+
+# --- Devices and precision -------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def pretrained_without_dropout(tmp_path_factory):
+    return resolve_pretrained(make_pretrained_dir(
+        str(tmp_path_factory.mktemp("pretrained_without_dropout")), dropout_rate=0.0,
+        attention_dropout_rate=0.0))
+
+
+def test_two_replicas_train_like_one_device_and_score_every_dev_example_once(
+        pretrained_without_dropout, tmp_path, two_replica_strategy):
+    # 13 dev examples in batches of 4: a last batch of 1, which two replicas cannot share.
+    def run(name, strategy):
+        settings = FinetuneSettings(output_dir=str(tmp_path / name), train_batch_size=4,
+                                    eval_batch_size=4, learning_rate=3e-3, num_train_epochs=2,
+                                    log_every_steps=100)
+        return run_trials(toy_regression_task(16, 13), pretrained_without_dropout, settings,
+                          print_fn=lambda _: None, strategy=strategy)
+
+    one, two = run("one", None), run("two", two_replica_strategy)
+    one_trial, two_trial = one["trials"][0], two["trials"][0]
+    assert [e["step"] for e in two_trial["epochs"]] == [4, 8]
+    # The same training, up to the rounding of sums taken in another order...
+    for a, b in zip(one_trial["epochs"], two_trial["epochs"]):
+        assert b["train"] == pytest.approx(a["train"], rel=1e-4)
+        assert b["dev"] == pytest.approx(a["dev"], rel=1e-4)
+    assert two_trial["dev"] == pytest.approx(one_trial["dev"], rel=1e-4)
+    assert set(two_trial["dev"]) == {"pearson", "spearman"}
+    # ...and they are exactly those of the saved model scoring every dev example
+    # once on one device.
+    model, _ = load_finetuned(str(tmp_path / "two" / "trial_0"))
+    task = toy_regression_task(16, 13)
+    task.prepare(WordPieceTokenizer(str(tmp_path / "two" / "trial_0" / "vocab.txt")),
+                 lambda _: None)
+    assert task.evaluate(model, 4)[0] == two_trial["dev"]
+
+
+class _Inspect(keras.callbacks.Callback):
+    """Records what the trial trains with."""
+
+    def on_train_begin(self, logs=None):
+        self.optimizer = self.model.optimizer
+        self.compute_dtype = self.model.compute_dtype
+
+
+@pytest.mark.parametrize("make_task, precision, reduction",
+                         [(_toy_task, "float16", "mean"), (_squad_task, "bfloat16", "sum")],
+                         ids=["sst2-float16", "squad-bfloat16-sum"])
+def test_mixed_precision_on_two_replicas_with_accumulation(pretrained, tmp_path, make_task,
+                                                           precision, reduction,
+                                                           two_replica_strategy):
+    settings = FinetuneSettings(output_dir=str(tmp_path / "out"), train_batch_size=4,
+                                num_train_epochs=2, log_every_steps=100,
+                                gradient_accumulation_steps=2, mixed_precision=precision,
+                                loss_reduction=reduction)
+    inspect, lines = _Inspect(), []
+    results = run_trials(make_task(16), pretrained, settings, print_fn=lines.append,
+                         extra_callbacks=[inspect], strategy=two_replica_strategy)
+    trial = results["trials"][0]
+    # float16 scales the loss (a LossScaleOptimizer); bfloat16 needs no scaling.
+    is_scaled = isinstance(inspect.optimizer, keras.optimizers.LossScaleOptimizer)
+    assert is_scaled == (precision == "float16")
+    assert inspect.compute_dtype == precision
+    # A skipped float16 step is made up for: the trial still takes all its steps.
+    assert trial["steps"] == 8 and [e["step"] for e in trial["epochs"]] == [4, 8]
+    assert int(inspect.optimizer.iterations.numpy()) == 8
+    assert all(np.isfinite(v) for v in trial["dev"].values()) and trial["dev"]
+    assert results["settings"]["mixed_precision"] == precision
+    assert results["settings"].get("loss_reduction", "mean") == reduction
+    assert any("2 replica(s), " + precision in line for line in lines)
+    # The saved model is float32, and the caller's precision policy is back.
+    model, _ = load_finetuned(str(tmp_path / "out" / "trial_0"))
+    assert model.compute_dtype == "float32"
+    assert {v.dtype for v in model.weights} == {"float32"}
+    assert keras.config.dtype_policy().name == "float32"
+
+
+def test_a_batch_the_replicas_and_micro_batches_do_not_divide_is_refused(
+        pretrained, tmp_path, two_replica_strategy):
+    settings = FinetuneSettings(output_dir=str(tmp_path / "out"), train_batch_size=6,
+                                gradient_accumulation_steps=2)
+    with pytest.raises(RunError) as error:
+        run_trials(_toy_task(8), pretrained, settings, strategy=two_replica_strategy)
+    assert str(error.value) == (
+        "--train_batch_size=6 is not divisible by the 2 replicas of the distribution strategy "
+        "times --gradient_accumulation_steps=2.")
+    assert not os.path.exists(tmp_path / "out")
+
+
+class _DumpWeights(keras.callbacks.Callback):
+    def __init__(self):
+        super().__init__()
+        self.weights = None
+
+    def on_train_end(self, logs=None):
+        self.weights = [v.numpy() for v in self.model.trainable_variables]
+
+
+def test_two_worker_processes_train_in_lockstep_and_only_the_chief_writes(
+        pretrained_without_dropout, tmp_path):
+    """Each worker gets its own --output_dir here, so that a file worker 1 wrote would show."""
+    from multi_worker_support import FINETUNE_SETTINGS, run_workers
+
+    pretrained_dir = os.path.dirname(pretrained_without_dropout.model_file)
+    outputs = run_workers(tmp_path, "finetune", lambda index: (
+        pretrained_dir, tmp_path / f"out{index}", tmp_path / f"weights{index}.npz"))
+    # Both workers hold the same weights and scored the same dev metrics...
+    weights = [np.load(tmp_path / f"weights{i}.npz") for i in range(2)]
+    for name in weights[0].files:
+        np.testing.assert_array_equal(weights[0][name], weights[1][name])
+    dev = [json.loads(next(line for line in out.splitlines() if line.startswith("DEV "))[4:])
+           for out in outputs]
+    assert dev[0] == dev[1]
+    # ...which are those of one process training on the same global batches.
+    dump = _DumpWeights()
+    single = run_trials(toy_regression_task(16, 13), pretrained_without_dropout,
+                        FinetuneSettings(output_dir=str(tmp_path / "single"),
+                                         **FINETUNE_SETTINGS),
+                        print_fn=lambda _: None, extra_callbacks=[dump])
+    for i, expected in enumerate(dump.weights):
+        np.testing.assert_allclose(weights[0][f"arr_{i}"], expected, rtol=1e-4, atol=2e-6)
+    assert dev[0] == pytest.approx(single["trials"][0]["dev"], rel=1e-4)
+    # The chief wrote the results, its trial and TensorBoard logs; worker 1
+    # nothing, and its scratch checkpoints are gone.
+    with open(tmp_path / "out0" / "results.json", encoding="utf-8") as f:
+        assert json.load(f)["trials"][0]["dev"] == dev[0]
+    assert (tmp_path / "out0" / "trial_0" / "model.weights.h5").is_file()
+    assert len(os.listdir(tmp_path / "out0" / "trial_0" / "tensorboard")) == 1
+    assert not os.path.exists(tmp_path / "out1")
+    assert os.listdir(tmp_path / "tmp1") == []
+    assert "results in" in outputs[0] and "results in" not in outputs[1]
+    assert "[worker-1] --- Trial 1/1" in outputs[1]

@@ -239,39 +239,13 @@ def test_a_diverged_float16_run_stops_with_an_error_instead_of_looping(corpus, t
     assert (run_dir / "config.json").exists()
 
 
-def _free_port():
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_two_worker_processes_train_in_lockstep_and_only_the_chief_writes(corpus, tmp_path):
-    import subprocess
-    import sys
-
-    from multi_worker_support import SETTINGS
+    from multi_worker_support import SETTINGS, run_workers
 
     vocab, shard_dir, tokenizer = corpus
     run_dir = tmp_path / "run"
-    ports = [_free_port(), _free_port()]
-    cluster = {"worker": [f"127.0.0.1:{p}" for p in ports]}
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    processes = []
-    for index in range(2):
-        scratch = tmp_path / f"tmp{index}"
-        scratch.mkdir()
-        env = dict(os.environ, TF_CONFIG=json.dumps(
-            {"cluster": cluster, "task": {"type": "worker", "index": index}}),
-            PYTHONPATH=root, TMPDIR=str(scratch), CUDA_VISIBLE_DEVICES="")
-        processes.append(subprocess.Popen(
-            [sys.executable, os.path.join(root, "tests", "multi_worker_support.py"), shard_dir,
-             vocab, str(run_dir), str(tmp_path / f"weights{index}.npz")],
-            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
-    outputs = [p.communicate(timeout=600)[0] for p in processes]
-    for p, out in zip(processes, outputs):
-        assert p.returncode == 0, out
+    outputs = run_workers(tmp_path, "pretrain", lambda index: (
+        shard_dir, vocab, run_dir, tmp_path / f"weights{index}.npz"))
     # Both workers hold the same weights after the steps...
     weights = [np.load(tmp_path / f"weights{i}.npz") for i in range(2)]
     for name in weights[0].files:

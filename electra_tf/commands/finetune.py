@@ -30,7 +30,7 @@ import warnings
 
 from absl import app, flags, logging
 
-from electra_tf.config import KERNELS, MODEL_SIZES
+from electra_tf.config import KERNELS, MIXED_PRECISION_POLICIES, MODEL_SIZES
 
 # Keras warns that fit() ignores shuffle=True for a tf.data input; ours shuffles itself.
 warnings.filterwarnings("ignore", message=".*shuffle=True.*")
@@ -112,6 +112,24 @@ flags.DEFINE_string("export_model_name", None, "TF Serving model name of the exp
                     "<output_dir>/export/<name>/<version>/ from the best trial (default: the "
                     "task name; needs --save_models).")
 flags.DEFINE_boolean("export", True, "Write that TF Serving export at the end.")
+# --- devices, precision and the training step
+flags.DEFINE_enum("strategy", "auto", ["auto", "mirrored", "multi_worker", "default"],
+                  "auto: MultiWorkerMirroredStrategy if TF_CONFIG lists several workers, else "
+                  "MirroredStrategy over all GPUs if any, else one device.")
+flags.DEFINE_integer("num_cpu_devices", 1, "Split the CPU into this many logical devices "
+                     "(with --strategy=mirrored: exercise multi-replica training on a CPU).")
+flags.DEFINE_enum("mixed_precision", "none", MIXED_PRECISION_POLICIES, "none, float16 (with "
+                  "dynamic loss scaling) or bfloat16. Saved models and exports are float32.")
+flags.DEFINE_boolean("jit_compile", False, "Compile the training step with XLA (with several "
+                     "replicas: each replica's forward and backward pass).")
+flags.DEFINE_integer("gradient_accumulation_steps", 1, "Split each batch into this many "
+                     "micro-batches whose gradients are summed before one update (same update, "
+                     "less memory).")
+flags.DEFINE_enum("loss_reduction", "mean", ["mean", "sum"], "mean: the loss is the mean of the "
+                  "per-example losses over the global batch. sum: their sum, as the original "
+                  "code (run_finetuning.py) computes it; the gradient is then batch-size times "
+                  "larger, so the global-norm clip at 1.0 bites on almost every step and sets "
+                  "the step size.")
 flags.DEFINE_enum("kernels", "auto", KERNELS, "The model's kernels: reference (standard "
                   "TensorFlow ops), cpu_fast (faster under XLA on a CPU) or auto (cpu_fast "
                   "without a GPU/TPU, else reference). Exports always use reference.")
@@ -209,7 +227,10 @@ def _settings(output_dir: str):
         layerwise_lr_decay_quirk=FLAGS.layerwise_lr_decay_quirk,
         weight_decay_rate=FLAGS.weight_decay_rate, num_trials=FLAGS.num_trials, seed=FLAGS.seed,
         log_every_steps=FLAGS.log_every_steps,
-        save_checkpoints_steps=FLAGS.save_checkpoints_steps, save_models=FLAGS.save_models)
+        save_checkpoints_steps=FLAGS.save_checkpoints_steps, save_models=FLAGS.save_models,
+        mixed_precision=FLAGS.mixed_precision, loss_reduction=FLAGS.loss_reduction,
+        gradient_accumulation_steps=FLAGS.gradient_accumulation_steps,
+        jit_compile=FLAGS.jit_compile)
 
 
 def _squad_task():
@@ -267,6 +288,14 @@ def _export_best_trial(output_dir: str, default_name: str) -> None:
 def main(argv):
     del argv
     logging.set_verbosity(logging.WARNING)
+    from electra_tf.distribute import create_strategy, is_chief, split_cpu
+
+    split_cpu(FLAGS.num_cpu_devices)  # before anything initialises TensorFlow's devices
+    try:
+        # Before any other TensorFlow work: a multi-worker strategy sets up the runtime.
+        strategy = create_strategy(FLAGS.strategy)
+    except ValueError as error:
+        raise app.UsageError(str(error))
     from electra_tf.artifacts.finetuning_dir import FinetuningDir
     from electra_tf.artifacts.pretrained import resolve_pretrained
     from electra_tf.errors import RunError
@@ -284,9 +313,12 @@ def main(argv):
         task = _squad_task() if FLAGS.task == "squad" else _classification_task()
         output_dir = _output_dir(task.name, pretrained.model_file)
         results = run_trials(task, pretrained, _settings(output_dir),
-                             vocab_flag_given=FLAGS.vocab_file is not None, print_fn=_say)
+                             vocab_flag_given=FLAGS.vocab_file is not None, print_fn=_say,
+                             strategy=strategy)
     except (RunError, TaskDataError, SquadDataError, CheckpointError) as error:
         raise app.UsageError(str(error))
+    if not is_chief(strategy):  # the chief reports and exports
+        return
     _say("")
     if results["median"] and FLAGS.task == "squad":
         _say(f"SQuAD {FLAGS.squad_version} (median over {len(results['trials'])} trial(s), "

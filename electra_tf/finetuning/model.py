@@ -5,9 +5,9 @@ from __future__ import annotations
 import keras
 import tensorflow as tf
 
-from electra_tf.distribute import global_batch_size, sum_over_replicas
+from electra_tf.finetuning.train_step import FinetuningTrainStep
 from electra_tf.modeling.encoder import INPUT_NAMES, ElectraEncoder
-from electra_tf.modeling.layers import truncated_normal
+from electra_tf.modeling.layers import ReplicaDropout, truncated_normal
 
 HEAD_NAME = "task_head"
 
@@ -27,16 +27,18 @@ class FirstToken(keras.layers.Layer):
 
 
 @keras.saving.register_keras_serializable(package="electra_tf")
-class ElectraClassifier(keras.Model):
+class ElectraClassifier(FinetuningTrainStep, keras.Model):
     """Sentence (pair) classification or regression on top of an `ElectraEncoder`.
 
     Inputs: a dict of int32 [B, L] tensors `input_ids`, `input_mask`,
     `segment_ids`. Output: logits [B, num_outputs] (classification) or
     predictions [B] (regression, `num_outputs=1`, in the training scale).
+    `train_step` (see `FinetuningTrainStep`) takes (inputs, labels [B]).
 
     The head is a single linear layer named `task_head` (as in the original
     code, unlike the two-layer head of some other implementations); that name
-    places it at the top of the layer-wise learning-rate decay.
+    places it at the top of the layer-wise learning-rate decay. The dropout
+    before it draws a different mask on every replica, like the encoder's.
 
     Args:
         encoder: a (pre-trained) `ElectraEncoder`.
@@ -51,7 +53,7 @@ class ElectraClassifier(keras.Model):
         # === Layers ===
         self.encoder = encoder
         self.first_token = FirstToken(name="first_token")
-        self.head_dropout = keras.layers.Dropout(dropout_rate, name="head_dropout")
+        self.head_dropout = ReplicaDropout(dropout_rate, name="head_dropout")
         self.task_head = keras.layers.Dense(
             num_outputs, kernel_initializer=truncated_normal(initializer_range), name=HEAD_NAME)
         # === Functional graph ===
@@ -83,24 +85,29 @@ class ElectraClassifier(keras.Model):
         return tf.nn.sparse_softmax_cross_entropy_with_logits(
             labels=tf.cast(labels, tf.int32), logits=outputs)
 
-    def train_step(self, data):
-        inputs, labels = data
-        with tf.GradientTape() as tape:
-            outputs = self(inputs, training=True)
-            per_example = self.per_example_loss(labels, outputs)
-            # The replica's share of the mean over the global batch: summing
-            # gradients over replicas gives the gradient of that mean.
-            loss = tf.reduce_sum(per_example) / global_batch_size(per_example)
-            scaled = self.optimizer.scale_loss(loss)
-        variables = self.trainable_variables
-        grads = sum_over_replicas(tape.gradient(scaled, variables))
-        self.optimizer.apply(grads, variables)
-        stats = {"loss": tf.reduce_mean(per_example)}
+    @property
+    def log_names(self) -> tuple[str, ...]:
+        """The values a train step logs (see `example_losses`)."""
+        return ("loss",) if self.regression else ("loss", "accuracy")
+
+    def example_losses(self, inputs, labels, training=False):
+        """The loss (and, classifying, whether the prediction is right) of every example.
+
+        Args:
+            inputs: the model inputs of a batch.
+            labels: [B] int class ids, or float targets (already scaled).
+            training: run with dropout.
+
+        Returns:
+            {name: float32 [B]} for each of `log_names`.
+        """
+        outputs = self(inputs, training=training)
+        values = {"loss": self.per_example_loss(labels, outputs)}
         if not self.regression:
             predictions = tf.argmax(outputs, axis=-1, output_type=tf.int32)
-            stats["accuracy"] = tf.reduce_mean(
-                tf.cast(tf.equal(predictions, tf.cast(labels, tf.int32)), tf.float32))
-        return stats
+            values["accuracy"] = tf.cast(tf.equal(predictions, tf.cast(labels, tf.int32)),
+                                         tf.float32)
+        return values
 
     def get_config(self):
         return {"name": self.name, "trainable": self.trainable,

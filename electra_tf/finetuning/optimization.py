@@ -142,7 +142,8 @@ def learning_rate_schedule(learning_rate: float, num_train_steps: int,
 def create_optimizer(model, num_layers: int, learning_rate: float, num_train_steps: int,
                      warmup_proportion: float = 0.1, layerwise_decay: float = 0.8,
                      weight_decay_rate: float = 0.0, quirk: bool = False,
-                     clip_norm: float = 1.0) -> LayerwiseAdamWeightDecay:
+                     clip_norm: float = 1.0,
+                     mixed_precision: str = "none") -> keras.optimizers.Optimizer:
     """The fine-tuning optimiser: linear warmup, linear decay to 0, layer-wise rates.
 
     Args:
@@ -155,9 +156,18 @@ def create_optimizer(model, num_layers: int, learning_rate: float, num_train_ste
         weight_decay_rate: decoupled weight decay (paper: 0; original code: 0.01).
         quirk: reproduce the original code's extra decay factor.
         clip_norm: global gradient-norm clip (0 disables).
+        mixed_precision: "float16" wraps the optimiser in a `LossScaleOptimizer`
+            (dynamic loss scaling); "none" and "bfloat16" need none.
+
+    Returns:
+        A `LayerwiseAdamWeightDecay`, or a `LossScaleOptimizer` around one.
     """
     schedule = learning_rate_schedule(learning_rate, num_train_steps, warmup_proportion)
     multipliers = layerwise_multipliers(model.trainable_variables, num_layers, layerwise_decay,
                                         quirk=quirk)
-    return LayerwiseAdamWeightDecay(multipliers, learning_rate=schedule,
-                                    weight_decay=weight_decay_rate, global_clipnorm=clip_norm)
+    optimizer = LayerwiseAdamWeightDecay(multipliers, learning_rate=schedule,
+                                         weight_decay=weight_decay_rate,
+                                         global_clipnorm=clip_norm)
+    if mixed_precision == "float16":
+        optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
+    return optimizer

@@ -22,7 +22,7 @@ from __future__ import annotations
 import keras
 import tensorflow as tf
 
-from electra_tf.distribute import global_batch_size, sum_over_replicas
+from electra_tf.finetuning.train_step import FinetuningTrainStep
 from electra_tf.modeling.encoder import INPUT_NAMES, ElectraEncoder
 from electra_tf.modeling.layers import exact_gelu, truncated_normal
 
@@ -129,6 +129,9 @@ class QAHead(keras.layers.Layer):
             end_top_index [B, K, K], answerable_logit [B]} with
             K = min(beam_size, L).
         """
+        # Keras casts floating inputs to the compute dtype (bfloat16 or
+        # float16 in mixed precision); the masking is done in float32.
+        mask = tf.cast(mask, tf.float32)
         start_logits = self.start_logits(sequence, mask)
         answerable = self.answerable_logit(sequence, start_logits)
         if start_positions is not None:
@@ -172,13 +175,14 @@ def qa_losses(outputs: dict, labels: dict):
 
 
 @keras.saving.register_keras_serializable(package="electra_tf")
-class ElectraQA(keras.Model):
+class ElectraQA(FinetuningTrainStep, keras.Model):
     """Extractive question answering on an `ElectraEncoder`.
 
     Inputs: dict of int32 [B, L] `input_ids`, `input_mask`, `segment_ids`
     (`[CLS] question [SEP] context [SEP]`, context in segment 1). `call`
-    returns the beam search outputs of `QAHead`; `train_step` takes
-    (inputs, labels) with the gold start/end and `is_impossible`.
+    returns the beam search outputs of `QAHead`; `train_step` (see
+    `FinetuningTrainStep`) takes (inputs, labels) with the gold start/end
+    and `is_impossible`.
 
     Args:
         encoder: the (pre-trained) encoder.
@@ -212,25 +216,24 @@ class ElectraQA(keras.Model):
         self(dummy)
         self._run(dummy, False, tf.zeros((1,), tf.int32))
 
-    def per_example_loss(self, inputs, labels, training=True):
-        """(total, span, answerability) losses of every window, float32 [B] each."""
+    # The values a train step logs (see `example_losses`).
+    log_names = ("loss", "span_loss", "answerable_loss")
+
+    def example_losses(self, inputs, labels, training=False):
+        """The total, span and answerability losses of every window.
+
+        Args:
+            inputs: the model inputs of a batch.
+            labels: int {start_positions [B], end_positions [B], is_impossible [B]}.
+            training: run with dropout.
+
+        Returns:
+            {name: float32 [B]} for each of `log_names`.
+        """
         outputs = self._run(inputs, training, labels["start_positions"])
         span, answerable = qa_losses(outputs, labels)
-        return span + self.answerable_weight * answerable, span, answerable
-
-    def train_step(self, data):
-        inputs, labels = data
-        with tf.GradientTape() as tape:
-            per_example, span, answerable = self.per_example_loss(inputs, labels)
-            # The replica's share of the mean over the global batch: summing
-            # gradients over replicas gives the gradient of that mean.
-            loss = tf.reduce_sum(per_example) / global_batch_size(per_example)
-            scaled = self.optimizer.scale_loss(loss)
-        variables = self.trainable_variables
-        grads = sum_over_replicas(tape.gradient(scaled, variables))
-        self.optimizer.apply(grads, variables)
-        return {"loss": tf.reduce_mean(per_example), "span_loss": tf.reduce_mean(span),
-                "answerable_loss": tf.reduce_mean(answerable)}
+        return {"loss": span + self.answerable_weight * answerable, "span_loss": span,
+                "answerable_loss": answerable}
 
     def get_config(self):
         return {"name": self.name, "trainable": self.trainable,

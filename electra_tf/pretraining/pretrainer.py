@@ -6,7 +6,7 @@ import keras
 import tensorflow as tf
 
 from electra_tf.config import PretrainingConfig
-from electra_tf.distribute import in_multi_worker_mode, sum_over_replicas
+from electra_tf.distribute import in_multi_worker_mode, micro_batch_sums, sum_over_replicas
 from electra_tf.modeling.electra import build_generator_and_discriminator
 from electra_tf.modeling.heads import MaskedLMHead
 from electra_tf.pretraining import objective
@@ -407,28 +407,12 @@ class ElectraPretrainer(keras.Model):
     def train_step(self, data):
         variables = self.trainable_variables
         counts = self._global_counts(data)
-        steps = self.config.gradient_accumulation_steps
-        if steps == 1:
-            grads, local = self._replica_gradients(data, counts, variables)
-        else:
-            # The batch is cut into `steps` micro-batches run one after the
-            # other; each one's loss is already divided by the counts of the
-            # whole batch, so the summed gradients are those of the full batch
-            # while only one micro-batch's activations are alive at a time.
-            micro = tf.nest.map_structure(
-                lambda t: tf.reshape(t, tf.concat([[steps, -1], tf.shape(t)[1:]], 0)), data)
-
-            def body(i, grad_sums, local_sum):
-                part = tf.nest.map_structure(lambda t: t[i], micro)
-                grads, local = self._replica_gradients(part, counts, variables)
-                # Dense sums: embedding gradients arrive as IndexedSlices.
-                return (i + 1, [a if g is None else a + tf.convert_to_tensor(g)
-                                for a, g in zip(grad_sums, grads)], local_sum + local)
-
-            zeros = [tf.zeros(v.shape, v.dtype) for v in variables]
-            _, grads, local = tf.while_loop(
-                lambda i, *_: i < steps, body,
-                (tf.constant(0), zeros, tf.zeros([len(self._SUM_NAMES)], tf.float32)))
+        # Every micro-batch's loss is divided by the counts of the whole
+        # batch, so the summed gradients are those of the full batch.
+        grads, local = micro_batch_sums(
+            lambda part: self._replica_gradients(part, counts, variables), data,
+            self.config.gradient_accumulation_steps, variables,
+            tf.zeros([len(self._SUM_NAMES)], tf.float32))
         self.optimizer.apply(sum_over_replicas(grads), variables)
         self.seen_batches.assign_add(1)
         stats = self._stats(local)

@@ -14,29 +14,45 @@ results.json (see `electra_tf.artifacts.results`) is rewritten after every
 trial. Running the same command again skips the trials it lists and resumes
 an interrupted trial from its last checkpoint, with the same batches and
 dropout masks as an uninterrupted trial.
+
+Trials train under a tf.distribute strategy (one device, several, or several
+machines; see `electra_tf.finetuning.train_step` for the step) in the
+precision of `settings.mixed_precision`. Dev metrics and predictions come
+from a float32 single-device copy of the weights, on every worker, so they
+cover every dev example exactly once whatever the number of replicas. Only
+the chief writes files: results.json, trial files, TensorBoard logs (other
+workers write their share of each checkpoint to a scratch directory).
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
 import math
 import os
+import tempfile
 import time
+import zlib
 from typing import Optional, Protocol
 
 import keras
 import tensorflow as tf
 
+from electra_tf.artifacts.export_dir import float32_copy
 from electra_tf.artifacts.files import copy_file
 from electra_tf.artifacts.finetuning_dir import (FinetuningDir, TrialDir, clear_progress,
                                                  read_history, write_history)
 from electra_tf.artifacts.pretrained import Pretrained, load_discriminator
 from electra_tf.artifacts.results import finished_trials, make_results, write_results
+from electra_tf.distribute import (check_same_on_all_workers, in_multi_worker_mode, is_chief,
+                                   set_precision_policy, worker_print)
 from electra_tf.errors import RunError
 from electra_tf.finetuning.optimization import create_optimizer, learning_rate_schedule
 from electra_tf.finetuning.saving import save_finetuned
 from electra_tf.finetuning.settings import FinetuneSettings
 from electra_tf.tokenization import VocabError, WordPieceTokenizer
 from electra_tf.training.callbacks import CheckpointSaver, ProgressMonitor, format_duration
+from electra_tf.training.fitting import fit_until
 
 
 class FinetuningTask(Protocol):
@@ -78,7 +94,7 @@ class FinetuningTask(Protocol):
         """(inputs, labels) batches, reshuffled every epoch with `seed`, repeated forever."""
 
     def build_model(self, encoder, seed: int) -> keras.Model:
-        """The encoder with a fresh head; its `train_step` computes the task's loss."""
+        """The encoder with a fresh head; a `FinetuningTrainStep` model."""
 
     def evaluate(self, model, batch_size: int,
                  trial: Optional[TrialDir] = None) -> tuple[dict, dict]:
@@ -132,21 +148,39 @@ def _report(entry: dict, num_epochs: int, task: FinetuningTask, writer, print_fn
              f"{task.format_metrics(entry['dev'])}")
 
 
+def _evaluate(task: FinetuningTask, model, evaluation_model, batch_size: int,
+              trial: Optional[TrialDir] = None) -> tuple[dict, dict]:
+    """`task.evaluate` with the weights of `model` in its float32 single-device copy.
+
+    Predicting on one device, every dev example is scored exactly once (a
+    last partial batch split among replicas could drop or repeat examples),
+    and every worker computes the same metrics.
+    """
+    evaluation_model.set_weights(model.get_weights())
+    return task.evaluate(evaluation_model, batch_size, trial)
+
+
 class _EpochEnds(keras.callbacks.Callback):
     """Records every epoch's end in the trial's history (dev metrics if the task asks).
 
     The last epoch is evaluated after training, with the predictions.
+
+    Args:
+        evaluate: () -> (dev metrics, prediction files), as `_evaluate`.
+        history_trial: where the history is written (None: nowhere, on
+            workers other than the chief).
     """
 
-    def __init__(self, task: FinetuningTask, batch_size: int, steps_per_epoch: int,
-                 total_steps: int, history: list, trial: TrialDir, writer, print_fn):
+    def __init__(self, task: FinetuningTask, evaluate, steps_per_epoch: int,
+                 total_steps: int, history: list, history_trial: Optional[TrialDir], writer,
+                 print_fn):
         super().__init__()
         self.task = task
-        self.batch_size = batch_size
+        self.evaluate = evaluate
         self.steps_per_epoch = steps_per_epoch
         self.total_steps = total_steps
         self.history = history
-        self.trial = trial
+        self.history_trial = history_trial
         self.writer = writer
         self.print_fn = print_fn
 
@@ -154,84 +188,147 @@ class _EpochEnds(keras.callbacks.Callback):
         step = int(self.model.optimizer.iterations.numpy())
         if step % self.steps_per_epoch and step != self.total_steps:
             return
+        if self.history and self.history[-1]["step"] == step:
+            return  # a float16 step skipped for overflow: this step is recorded
         entry = {"epoch": math.ceil(step / self.steps_per_epoch), "step": step,
                  "train": {k: float(v) for k, v in (logs or {}).items()}, "dev": {}}
         if step != self.total_steps:
             if self.task.evaluate_every_epoch:
-                entry["dev"], _ = self.task.evaluate(self.model, self.batch_size)
+                entry["dev"], _ = self.evaluate()
             _report(entry, math.ceil(self.total_steps / self.steps_per_epoch), self.task,
                     self.writer, self.print_fn)
         self.history.append(entry)
-        write_history(self.trial, self.history)
+        if self.history_trial is not None:
+            write_history(self.history_trial, self.history)
+
+
+class _BatchCounter(keras.callbacks.Callback):
+    """Counts the batches trained on: the data position a resumed trial continues from.
+
+    Ahead of the optimizer's step when float16 skips overflowing steps.
+    """
+
+    def __init__(self, counter: tf.Variable):
+        super().__init__()
+        self.counter = counter
+
+    def on_train_batch_end(self, batch, logs=None):
+        self.counter.assign_add(1)
+
+
+def _training_batches(task: FinetuningTask, batch_size: int, seed: int):
+    """Batch index -> the trial's batch stream from that batch on (for `fit_until`).
+
+    The stream of an uninterrupted trial, the batches done skipped. Under a
+    strategy, Keras splits every global batch among the replicas; across
+    workers each keeps its part of every batch (sharding by element: the
+    stream is not read from files).
+    """
+    options = tf.data.Options()
+    options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.DATA
+
+    def from_batch(start: int) -> tf.data.Dataset:
+        return task.train_dataset(batch_size, seed).skip(start).with_options(options)
+
+    return from_batch
 
 
 def run_trial(model, task: FinetuningTask, settings: FinetuneSettings, trial: TrialDir,
-              seed: int, print_fn=print, extra_callbacks=()) -> dict:
+              seed: int, print_fn=print, extra_callbacks=(),
+              strategy: Optional[tf.distribute.Strategy] = None) -> dict:
     """Trains one trial (resuming from its checkpoint), evaluates it, writes its predictions.
 
     Args:
-        model: `task.build_model(...)`, fresh from the pre-trained encoder.
+        model: `task.build_model(...)`, fresh from the pre-trained encoder,
+            built in `strategy`'s scope.
         task: the task, prepared.
         settings: resolved settings.
         trial: the trial's directory.
         seed: the trial's seed (shuffling).
         print_fn: console output.
         extra_callbacks: more Keras callbacks for `fit`.
+        strategy: the strategy `model` was built under (default: the current one).
 
     Returns:
         The trial's record for results.json but its number; `model` is None.
     """
+    strategy = strategy or tf.distribute.get_strategy()
+    chief = is_chief(strategy)
     steps_per_epoch, total_steps = trial_steps(task, settings)
     schedule = learning_rate_schedule(settings.learning_rate, total_steps,
                                       settings.warmup_proportion)
-    optimizer = create_optimizer(
-        model, model.encoder.num_layers, settings.learning_rate, total_steps,
-        settings.warmup_proportion, settings.layerwise_lr_decay, settings.weight_decay_rate,
-        settings.layerwise_lr_decay_quirk, settings.clip_norm)
-    optimizer.build(model.trainable_variables)
-    model.compile(optimizer=optimizer, jit_compile=False)
+    with strategy.scope():
+        optimizer = create_optimizer(
+            model, model.encoder.num_layers, settings.learning_rate, total_steps,
+            settings.warmup_proportion, settings.layerwise_lr_decay, settings.weight_decay_rate,
+            settings.layerwise_lr_decay_quirk, settings.clip_norm, settings.mixed_precision)
+        optimizer.build(model.trainable_variables)
+        model.set_training_options(settings.loss_reduction, settings.gradient_accumulation_steps,
+                                   settings.jit_compile)
+        # One device compiles the whole step; several replicas compile their
+        # own passes inside it (see set_training_options).
+        model.compile(optimizer=optimizer,
+                      jit_compile=settings.jit_compile and strategy.num_replicas_in_sync == 1)
     # Dropout's random state lives in Keras SeedGenerators, which tf.train does
     # not track: checkpointed with the rest, a resumed trial draws the same masks.
     rng_state = [v for v in model.non_trainable_variables if "seed_generator" in v.path]
-    checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer, rng_state=rng_state)
-    manager = tf.train.CheckpointManager(checkpoint, trial.checkpoints, max_to_keep=1)
-    if manager.latest_checkpoint:
-        checkpoint.restore(manager.latest_checkpoint).assert_existing_objects_matched()
-        print_fn(f"Resumed from {manager.latest_checkpoint} "
-                 f"(step {int(optimizer.iterations.numpy())}).")
-    done = int(optimizer.iterations.numpy())
-    # Entries recorded after the checkpoint are recorded again.
-    history = [entry for entry in read_history(trial) if entry["step"] <= done]
-    writer = tf.summary.create_file_writer(trial.tensorboard)
-    started = time.perf_counter()
-    if done < total_steps:
-        progress = ProgressMonitor(writer, total_steps, settings.train_batch_size,
-                                   settings.log_every_steps, schedule, print_fn=print_fn,
-                                   console_keys=task.console_keys)
-        epoch_ends = _EpochEnds(task, settings.eval_batch_size, steps_per_epoch, total_steps,
-                                history, trial, writer, print_fn)
-        saver = CheckpointSaver(manager, settings.save_checkpoints_steps, print_fn=print_fn)
-        # The batch stream of an uninterrupted trial: the batches done are skipped.
-        data = task.train_dataset(settings.train_batch_size, seed).skip(done)
-        model.fit(data, epochs=1, steps_per_epoch=total_steps - done, verbose=0,
-                  callbacks=[*extra_callbacks, progress, epoch_ends, saver])
-        if saver.stop_signal is not None:
-            raise KeyboardInterrupt
-        saver.save()
-    train_seconds = time.perf_counter() - started
+    seen_batches = tf.Variable(0, dtype=tf.int64, trainable=False, name="seen_batches")
+    checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer, rng_state=rng_state,
+                                     seen_batches=seen_batches)
+    # Every worker takes part in saving (the variables are read collectively);
+    # only the chief's copy is kept. The others write to a scratch directory.
+    own_checkpoints = (contextlib.nullcontext(trial.checkpoints) if chief
+                       else tempfile.TemporaryDirectory(prefix="electra-ckpt-"))
+    with own_checkpoints as checkpoint_dir:
+        manager = tf.train.CheckpointManager(checkpoint, checkpoint_dir, max_to_keep=1)
+        latest = tf.train.latest_checkpoint(trial.checkpoints)
+        if latest:
+            checkpoint.restore(latest).assert_existing_objects_matched()
+            print_fn(f"Resumed from {latest} (step {int(optimizer.iterations.numpy())}).")
+        done = int(optimizer.iterations.numpy())
+        if latest and not any(name.startswith("seen_batches/")
+                              for name, _ in tf.train.list_variables(latest)):
+            seen_batches.assign(done)  # saved before batches were counted: one batch per step
+        if in_multi_worker_mode(strategy):
+            check_same_on_all_workers(strategy, {
+                "the step the trial resumed from (put --output_dir on storage all workers share)":
+                    done})
+        # Entries recorded after the checkpoint are recorded again.
+        history = [entry for entry in read_history(trial) if entry["step"] <= done]
+        writer = (tf.summary.create_file_writer(trial.tensorboard) if chief
+                  else tf.summary.create_noop_writer())
+        evaluation_model = float32_copy(model)
+        started = time.perf_counter()
+        if done < total_steps:
+            progress = ProgressMonitor(writer, total_steps, settings.train_batch_size,
+                                       settings.log_every_steps, schedule, print_fn=print_fn,
+                                       console_keys=task.console_keys)
+            epoch_ends = _EpochEnds(
+                task, lambda: _evaluate(task, model, evaluation_model, settings.eval_batch_size),
+                steps_per_epoch, total_steps, history, trial if chief else None, writer, print_fn)
+            saver = CheckpointSaver(manager, settings.save_checkpoints_steps, print_fn=print_fn)
+            _, interrupted, _ = fit_until(
+                model, total_steps, _training_batches(task, settings.train_batch_size, seed),
+                seen_batches,
+                [_BatchCounter(seen_batches), *extra_callbacks, progress, epoch_ends, saver], saver)
+            if interrupted:
+                raise KeyboardInterrupt
+            saver.save()
+        train_seconds = time.perf_counter() - started
 
-    started = time.perf_counter()
-    scores, predictions = task.evaluate(model, settings.eval_batch_size, trial)
-    if not history or history[-1]["step"] != total_steps:
-        history.append({"epoch": math.ceil(total_steps / steps_per_epoch), "step": total_steps,
-                        "train": {}, "dev": {}})
-    history[-1]["dev"] = scores
-    _report(history[-1], history[-1]["epoch"], task, writer, print_fn)
-    writer.close()
-    return {"seed": seed, "steps": total_steps, "dev": scores,
-            "epochs": history, "train_seconds": round(train_seconds, 1),
-            "predict_seconds": round(time.perf_counter() - started, 1), "model": None,
-            "predictions": predictions}
+        started = time.perf_counter()
+        scores, predictions = _evaluate(task, model, evaluation_model, settings.eval_batch_size,
+                                        trial if chief else None)
+        if not history or history[-1]["step"] != total_steps:
+            history.append({"epoch": math.ceil(total_steps / steps_per_epoch), "step": total_steps,
+                            "train": {}, "dev": {}})
+        history[-1]["dev"] = scores
+        _report(history[-1], history[-1]["epoch"], task, writer, print_fn)
+        writer.close()
+        return {"seed": seed, "steps": total_steps, "dev": scores,
+                "epochs": history, "train_seconds": round(train_seconds, 1),
+                "predict_seconds": round(time.perf_counter() - started, 1), "model": None,
+                "predictions": predictions}
 
 
 def check_vocab(encoder, tokenizer: WordPieceTokenizer, vocab_flag_given: bool) -> None:
@@ -244,7 +341,8 @@ def check_vocab(encoder, tokenizer: WordPieceTokenizer, vocab_flag_given: bool) 
 
 
 def run_trials(task: FinetuningTask, pretrained: Pretrained, settings: FinetuneSettings,
-               vocab_flag_given: bool = False, print_fn=print, extra_callbacks=()) -> dict:
+               vocab_flag_given: bool = False, print_fn=print, extra_callbacks=(),
+               strategy: Optional[tf.distribute.Strategy] = None) -> dict:
     """Runs the trials of `task` not yet in results.json; returns the results (also written).
 
     Args:
@@ -254,6 +352,9 @@ def run_trials(task: FinetuningTask, pretrained: Pretrained, settings: FinetuneS
         vocab_flag_given: whether the vocabulary came from --vocab_file (messages).
         print_fn: console output.
         extra_callbacks: more Keras callbacks for every trial's `fit`.
+        strategy: the tf.distribute strategy to train under (default: the
+            current one). Every worker returns the same results; only the
+            chief writes them.
 
     Raises:
         RunError: the settings, the vocabulary or the output directory do not
@@ -261,52 +362,77 @@ def run_trials(task: FinetuningTask, pretrained: Pretrained, settings: FinetuneS
     """
     config = pretrained.config
     settings = settings.resolve(config.model_size, task.default_epochs)
+    strategy = strategy or tf.distribute.get_strategy()
+    replicas = strategy.num_replicas_in_sync
+    if settings.train_batch_size % (replicas * settings.gradient_accumulation_steps):
+        raise RunError(f"--train_batch_size={settings.train_batch_size} is not divisible by the "
+                       f"{replicas} replicas of the distribution strategy times "
+                       f"--gradient_accumulation_steps={settings.gradient_accumulation_steps}.")
+    chief = is_chief(strategy)
+    print_fn = worker_print(print_fn, strategy)
     tokenizer = checkpoint_tokenizer(pretrained, task.max_seq_length, vocab_flag_given)
     output = FinetuningDir(settings.output_dir)
     identity = {"task": task.describe(), "init_checkpoint": pretrained.model_file,
                 "vocab_file": os.path.abspath(pretrained.vocab_file),
                 "settings": {**settings.identity(), **task.settings()}}
     trials = finished_trials(output.results_file, identity, settings.num_trials)
-    os.makedirs(output.path, exist_ok=True)
+    finished = {t["trial"] for t in trials}
+    if in_multi_worker_mode(strategy):
+        check_same_on_all_workers(strategy, {
+            "the trials already finished (put --output_dir on storage all workers share)":
+                zlib.crc32(json.dumps(sorted(finished)).encode())})
+    if chief:
+        os.makedirs(output.path, exist_ok=True)
     data = task.prepare(tokenizer, print_fn)
     _, total_steps = trial_steps(task, settings)
     print_fn(f"{settings.model_size} model, lr {settings.learning_rate:g}, layer-wise decay "
              f"{settings.layerwise_lr_decay:g}"
              + (" (original code's top-layer decay^2)" if settings.layerwise_lr_decay_quirk else "")
-             + f", weight decay {settings.weight_decay_rate:g}, batch {settings.train_batch_size},"
-             f" {settings.num_train_epochs:g} epochs = {total_steps} steps, "
-             f"{settings.num_trials} trial(s).")
+             + f", weight decay {settings.weight_decay_rate:g}, batch {settings.train_batch_size}"
+             + (" (summed loss, as the original code)" if settings.loss_reduction == "sum" else "")
+             + f", {settings.num_train_epochs:g} epochs = {total_steps} steps, "
+             f"{settings.num_trials} trial(s); {replicas} replica(s)"
+             + (f", {settings.mixed_precision}" if settings.mixed_precision != "none" else "")
+             + ".")
     info = {**task.model_info(), "do_lower_case": config.do_lower_case,
             "strip_accents": config.resolved_strip_accents}
-    finished = {t["trial"] for t in trials}
-    for number in range(settings.num_trials):
-        if number in finished:
-            print_fn(f"Trial {number}: already finished (in {output.results_file}), skipped.")
-            continue
-        seed = settings.seed + number
-        trial = output.trial(number)
-        print_fn(f"--- Trial {number + 1}/{settings.num_trials} (seed {seed}) ---")
-        keras.backend.clear_session()
-        keras.utils.set_random_seed(seed)
-        encoder = load_discriminator(pretrained.model_file).encoder
-        check_vocab(encoder, tokenizer, vocab_flag_given)
-        model = task.build_model(encoder, seed)
-        record = {"trial": number,
-                  **run_trial(model, task, settings, trial, seed, print_fn, extra_callbacks)}
-        if settings.save_models:
-            record["model"] = save_finetuned(model, trial.path, info, pretrained.vocab_file)
-        if number == 0:
-            for name in task.run_files:
-                if name in record["predictions"]:
-                    copy_file(record["predictions"][name], output.file(name))
-        trials.append(record)
-        write_results(output.results_file,
-                      make_results(identity, data, task.primary_metric, trials))
-        # Only once the trial is on record: a crash before this point resumes it.
-        clear_progress(trial)
-        print_fn(f"Trial {number}: trained in {format_duration(record['train_seconds'])}; "
-                 f"results in {output.results_file}")
+    # Each trial trains in the run's precision; the caller's policy is restored after.
+    policy = keras.config.dtype_policy()
+    try:
+        for number in range(settings.num_trials):
+            if number in finished:
+                print_fn(f"Trial {number}: already finished (in {output.results_file}), skipped.")
+                continue
+            seed = settings.seed + number
+            trial = output.trial(number)
+            print_fn(f"--- Trial {number + 1}/{settings.num_trials} (seed {seed}) ---")
+            keras.backend.clear_session()  # which also resets the precision policy
+            set_precision_policy(settings.mixed_precision)
+            keras.utils.set_random_seed(seed)
+            with strategy.scope():
+                encoder = load_discriminator(pretrained.model_file).encoder
+                check_vocab(encoder, tokenizer, vocab_flag_given)
+                model = task.build_model(encoder, seed)
+            record = {"trial": number, **run_trial(model, task, settings, trial, seed, print_fn,
+                                                   extra_callbacks, strategy)}
+            trials.append(record)
+            if not chief:
+                continue
+            if settings.save_models:
+                record["model"] = save_finetuned(model, trial.path, info, pretrained.vocab_file)
+            if number == 0:
+                for name in task.run_files:
+                    if name in record["predictions"]:
+                        copy_file(record["predictions"][name], output.file(name))
+            write_results(output.results_file,
+                          make_results(identity, data, task.primary_metric, trials))
+            # Only once the trial is on record: a crash before this point resumes it.
+            clear_progress(trial)
+            print_fn(f"Trial {number}: trained in {format_duration(record['train_seconds'])}; "
+                     f"results in {output.results_file}")
+    finally:
+        keras.config.set_dtype_policy(policy)
     results = make_results(identity, data, task.primary_metric, trials)
-    if trials:
+    if trials and chief:
         write_results(output.results_file, results)
     return results

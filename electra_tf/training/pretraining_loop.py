@@ -23,7 +23,8 @@ from electra_tf.artifacts.export_dir import export_pretrained
 from electra_tf.artifacts.run_dir import RunDir, read_config, write_run_files
 from electra_tf.config import ConfigError, PretrainingConfig, config_differences
 from electra_tf.data.pipeline import dummy_batch, make_pretraining_dataset
-from electra_tf.distribute import in_multi_worker_mode, is_chief, set_precision_policy, task_name
+from electra_tf.distribute import (check_same_on_all_workers, in_multi_worker_mode, is_chief,
+                                   set_precision_policy, worker_print)
 from electra_tf.errors import RunError
 from electra_tf.flops import steps_within_budget, train_flops
 from electra_tf.modeling import kernels
@@ -33,16 +34,13 @@ from electra_tf.pretraining.evaluation import (PretrainingEvaluator, evaluation_
                                                format_summary)
 from electra_tf.training.callbacks import (CheckpointSaver, HeldOutEvaluation, ProgressMonitor,
                                            format_duration)
+from electra_tf.training.fitting import fit_until
 from electra_tf.tokenization import load_vocab, vocab_fingerprint
 
 # Fields a resumed run may change: they do not alter what a checkpoint means.
 RESUMABLE_FIELDS = ("num_train_steps", "save_checkpoints_steps", "keep_checkpoint_max",
                     "log_every_steps", "steps_per_execution", "gradient_accumulation_steps",
                     "jit_compile", "kernels", "eval_every_steps", "num_eval_examples")
-
-
-# Consecutive skipped (non-finite) steps after which a run is declared diverged.
-MAX_SKIPPED_BATCHES = 64
 
 
 class RunConfigMismatch(RunError):
@@ -87,23 +85,6 @@ def check_run_dir(config: PretrainingConfig, run_dir: str, vocab_file: str) -> b
     return True
 
 
-def check_same_on_all_workers(strategy: tf.distribute.Strategy, values: dict) -> None:
-    """Raises RunError unless every worker holds the same integer for each named value."""
-    names = list(values)
-    local = tf.constant([values[n] for n in names], tf.int64)
-
-    gathered = strategy.run(
-        lambda: tf.distribute.get_replica_context().all_gather(local[None], axis=0))
-    every = strategy.experimental_local_results(gathered)[0].numpy()  # [replicas, values]
-    differing = [n for n, column in zip(names, every.T) if len(set(column.tolist())) > 1]
-    if differing:
-        raise RunError("The workers disagree on " + "; ".join(differing) + ".")
-
-
-def _labelled(print_fn: Callable[[str], None], label: str) -> Callable[[str], None]:
-    return lambda message: print_fn(f"[{label}] {message}")
-
-
 def resolve_steps(config: PretrainingConfig, run_dir: str,
                   print_fn: Callable[[str], None] = print) -> PretrainingConfig:
     """Fixes the step counts a run trains for: from a FLOPs budget, and the two-stage boundary.
@@ -145,43 +126,17 @@ def training_stages(config: PretrainingConfig) -> list[tuple[str, int]]:
     return [("joint", config.num_train_steps)]
 
 
-def _fit_until(model, optimizer, end_step: int, steps_done: int, config: PretrainingConfig,
-               shard_dir: str, special_ids: dict, callbacks, saver, metrics: dict):
-    """Trains until the optimizer reaches `end_step` or a signal stops the run.
-
-    Returns:
-        (steps done, whether interrupted, the last metrics).
-    """
-    global_batch = config.train_batch_size
-    interrupted = False
-    # Usually one pass of this loop. With float16, steps whose gradients
-    # overflow are skipped (the optimizer step does not advance), so more
-    # batches are needed; the data stream continues from `seen_batches`.
-    seen_at_progress = int(model.seen_batches.numpy())
-    while steps_done < end_step and not interrupted:
-        dataset = make_pretraining_dataset(
-            shard_dir, batch_size=global_batch,
+def _pretraining_batches(config: PretrainingConfig, shard_dir: str, special_ids: dict):
+    """Batch index -> the run's batch stream from that batch on (for `fit_until`)."""
+    def from_batch(start: int):
+        return make_pretraining_dataset(
+            shard_dir, batch_size=config.train_batch_size,
             max_predictions_per_seq=config.resolved_max_predictions_per_seq,
             mask_rate=config.mask_rate, special_ids=special_ids, seed=config.seed,
-            start_example=int(model.seen_batches.numpy()) * global_batch,
+            start_example=start * config.train_batch_size,
             shuffle_buffer_size=config.shuffle_buffer_size)
-        history = model.fit(dataset, epochs=1, steps_per_epoch=end_step - steps_done, verbose=0,
-                            shuffle=False, callbacks=callbacks)
-        metrics = {k: float(v[-1]) for k, v in history.history.items()} or metrics
-        interrupted = saver.stop_signal is not None
-        previous, steps_done = steps_done, int(optimizer.iterations.numpy())
-        seen = int(model.seen_batches.numpy())
-        if steps_done > previous:
-            seen_at_progress = seen
-        elif seen - seen_at_progress >= MAX_SKIPPED_BATCHES and not interrupted:
-            # The loss scale halves on every skip, so this many in a row
-            # means the gradients themselves are not finite.
-            saver.save()
-            raise RunError(
-                f"{seen - seen_at_progress} batches in a row gave non-finite gradients at "
-                f"step {steps_done} (the run diverged). Try a lower --learning_rate or "
-                "--mixed_precision=bfloat16/none; the checkpoints are kept.")
-    return steps_done, interrupted, metrics
+
+    return from_batch
 
 
 def run_pretraining(config: PretrainingConfig, run_dir: str, shard_dir: str, vocab_file: str,
@@ -223,8 +178,8 @@ def run_pretraining(config: PretrainingConfig, run_dir: str, shard_dir: str, voc
                        f"--gradient_accumulation_steps={config.gradient_accumulation_steps}.")
     resuming = check_run_dir(config, run_dir, vocab_file)
     chief = is_chief(strategy)
-    if not chief:  # progress lines of other workers are labelled; their files go nowhere
-        print_fn = _labelled(print_fn, task_name(strategy))
+    # Progress lines of other workers are labelled; their files go nowhere.
+    print_fn = worker_print(print_fn, strategy)
     run = RunDir(run_dir)
     checkpoint_dir = run.checkpoints
     # Every worker takes part in saving (the variables are read collectively);
@@ -312,10 +267,11 @@ def run_pretraining(config: PretrainingConfig, run_dir: str, shard_dir: str, voc
                              "weights; the generator is frozen from now on.")
                 else:
                     print_fn(f"Training the {stage} (steps {steps_done + 1}..{stage_end}).")
-            steps_done, interrupted, metrics = _fit_until(
-                model, optimizer, stage_end, steps_done, config, shard_dir, special_ids,
-                [*extra_callbacks, monitor, saver] + ([evaluation] if evaluation else []),
-                saver, metrics)
+            steps_done, interrupted, stage_metrics = fit_until(
+                model, stage_end, _pretraining_batches(config, shard_dir, special_ids),
+                model.seen_batches,
+                [*extra_callbacks, monitor, saver] + ([evaluation] if evaluation else []), saver)
+            metrics = stage_metrics or metrics
         saver.save()
 
     finished = steps_done >= config.num_train_steps
