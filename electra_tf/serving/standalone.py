@@ -1,8 +1,9 @@
 """Loads a SavedModel the way TF Serving does and runs requests on it.
 
 This file is run as a script in a fresh interpreter (`python -I`, so neither
-the current directory nor PYTHONPATH is on `sys.path`) and imports only the
-standard library, NumPy, TensorFlow and TensorFlow Text, never the project:
+the current directory nor PYTHONPATH is on `sys.path`; an installed copy of
+the project is blocked) and imports only the standard library, NumPy,
+TensorFlow and TensorFlow Text, never the project:
 an export that needs project code to load would fail here, as it would in
 TF Serving.
 
@@ -101,6 +102,9 @@ def describe(version_dir):
 
 
 def main(version_dir, requests_path, result_path):
+    # The project may be installed in this interpreter's site-packages: block
+    # its import, so that a SavedModel needing it fails here as in TF Serving.
+    sys.modules[PROJECT_PACKAGE] = None
     result = {"project_importable": importlib.util.find_spec(PROJECT_PACKAGE) is not None,
               "sys_path": sys.path}
     started = time.perf_counter()
