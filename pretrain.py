@@ -1,13 +1,9 @@
-"""Pre-train ELECTRA: text -> WordPiece vocab -> TFRecord shards -> generator + discriminator.
+"""Pre-train ELECTRA on a text corpus (or the built-in demo) and export the discriminator.
 
-    python pretrain.py --model_size=small                      # built-in demo corpus, short run
-    python pretrain.py --model_size=small --corpus='wiki/*.txt' # the paper's recipe on your text
+    python pretrain.py --helpshort
 
-Without --corpus the run uses the documentation text of the installed Python
-packages (found offline on any machine with the requirements installed) and a
-shortened schedule, announced at start. Vocabularies and shards are cached
-under data/ and reused; runs go to runs/<name>/ (config, checkpoints,
-TensorBoard logs, export). Re-running the same command resumes.
+The command lives in `electra_tf/commands/pretrain.py` (its docstring has
+examples); the package also installs it as `electra-pretrain`.
 """
 
 import os

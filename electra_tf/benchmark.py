@@ -151,6 +151,19 @@ class _WindowTimer(keras.callbacks.Callback):
         self.end = time.perf_counter()
 
 
+def _check_window(steps: int, warmup_steps: int, group: int = 1) -> None:
+    """Raises ValueError unless the window is `steps` >= 1 whole calls after >= 1 warm-up step."""
+    if warmup_steps < 1:
+        raise ValueError(f"--warmup_steps must be at least 1 (the first step traces and "
+                         f"compiles), got {warmup_steps}")
+    if steps < 1:
+        raise ValueError(f"--steps must be at least 1, got {steps}")
+    for name, value in (("--warmup_steps", warmup_steps), ("--steps", steps)):
+        if value % group:
+            # The window can only open and close between calls of `group` steps.
+            raise ValueError(f"{name}={value} must be a multiple of --steps_per_execution={group}")
+
+
 def benchmark_train_step(config, steps: int, warmup_steps: int, jit_compile: bool,
                          peak_probe=None) -> dict:
     """Throughput of the training step over a window of `steps` after `warmup_steps`.
@@ -172,16 +185,8 @@ def benchmark_train_step(config, steps: int, warmup_steps: int, jit_compile: boo
         sequences, tokens and seconds per step over it, `warmup_seconds`, and
         the peak readings with a probe.
     """
-    if warmup_steps < 1:
-        raise ValueError(f"--warmup_steps must be at least 1 (the first step traces and "
-                         f"compiles), got {warmup_steps}")
-    if steps < 1:
-        raise ValueError(f"--steps must be at least 1, got {steps}")
     group = config.steps_per_execution
-    for name, value in (("--warmup_steps", warmup_steps), ("--steps", steps)):
-        if value % group:
-            # The window can only open and close between calls of `group` steps.
-            raise ValueError(f"{name}={value} must be a multiple of --steps_per_execution={group}")
+    _check_window(steps, warmup_steps, group)
     set_precision_policy(config.mixed_precision)
     kernels.set_kernels(config.kernels)
     keras.utils.set_random_seed(0)
@@ -241,6 +246,7 @@ def benchmark_finetune_step(config, steps: int, warmup_steps: int, jit_compile: 
     """
     from electra_tf.finetuning.optimization import create_optimizer as finetuning_optimizer
 
+    _check_window(steps, warmup_steps)
     set_precision_policy(config.mixed_precision)
     kernels.set_kernels(config.kernels)
     keras.utils.set_random_seed(0)
@@ -254,8 +260,8 @@ def benchmark_finetune_step(config, steps: int, warmup_steps: int, jit_compile: 
     model = _classifier(config)
     total = warmup_steps + steps
     model.compile(optimizer=finetuning_optimizer(
-        model, model.encoder.num_layers, 1e-4, total, 0.1, 0.8, 0.0, False, 1.0),
-        jit_compile=jit_compile)
+        model, model.encoder.num_layers, learning_rate=1e-4, num_train_steps=total,
+        mixed_precision=config.mixed_precision), jit_compile=jit_compile)
     return {"kernels": kernels.active_name(),
             **time_fit(model, dataset, steps, warmup_steps, config)}
 

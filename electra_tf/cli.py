@@ -15,6 +15,7 @@ from typing import Any, Callable
 from absl import app, flags
 
 from electra_tf.config import ModelConfig, PretrainingConfig
+from electra_tf.distribute import STRATEGIES, create_strategy, split_cpu
 
 _HELP = {
     "vocab_size": "Vocabulary size. With --vocab_file it must match the file; without, the size "
@@ -104,6 +105,38 @@ def overrides_from_flags(flag_values=flags.FLAGS) -> dict[str, Any]:
             if flag_values[name].value is not None}
 
 
+def define_strategy_flags(module_name: str) -> None:
+    """--strategy and --num_cpu_devices, the devices a command trains on.
+
+    Args:
+        module_name: the command's module; the flags count as its own (they
+            are listed by its --helpshort).
+    """
+    flags.DEFINE_enum("strategy", "auto", list(STRATEGIES),
+                      "auto: MultiWorkerMirroredStrategy if TF_CONFIG lists several workers, "
+                      "else MirroredStrategy over all GPUs if any, else one device.",
+                      module_name=module_name)
+    flags.DEFINE_integer("num_cpu_devices", 1, "Split the CPU into this many logical devices "
+                         "(with --strategy=mirrored: exercise multi-replica training on a CPU).",
+                         module_name=module_name)
+
+
+def strategy_from_flags(flag_values=flags.FLAGS):
+    """The tf.distribute strategy of --strategy / --num_cpu_devices.
+
+    Call it before any other TensorFlow work: the CPU split must precede
+    device initialisation, and a multi-worker strategy sets up the runtime.
+
+    Raises:
+        app.UsageError: the strategy cannot be created here.
+    """
+    split_cpu(flag_values.num_cpu_devices)
+    try:
+        return create_strategy(flag_values.strategy)
+    except ValueError as error:
+        raise app.UsageError(str(error))
+
+
 def run(main: Callable, flags_module: str) -> None:
     """`absl.app.run(main)`, with a usage error printed as one line plus a pointer to the help.
 
@@ -112,11 +145,14 @@ def run(main: Callable, flags_module: str) -> None:
 
     Args:
         main: the command's main(argv).
-        flags_module: the module that defines the command's flags; they are
-            what `--helpshort` lists, whichever script started the process.
+        flags_module: the module that defines the command's flags; they and
+            its docstring are what `--helpshort` shows, whichever script
+            started the process.
     """
     for flag in flags.FLAGS.get_key_flags_for_module(flags_module):
         flags.FLAGS.register_key_flag_for_module(sys.argv[0], flag)
+    # absl's help starts with the __main__ module's docstring: show the command's.
+    sys.modules["__main__"].__doc__ = sys.modules[flags_module].__doc__
 
     def checked(argv):
         try:

@@ -144,6 +144,20 @@ def sum_over_replicas(grads):
     return [None if g is None else next(reduced) for g in grads]
 
 
+def check_batch_split(strategy: tf.distribute.Strategy, train_batch_size: int,
+                      gradient_accumulation_steps: int) -> None:
+    """Raises RunError unless the global batch splits evenly into replicas and micro-batches.
+
+    Equal shares are what make the replicas' summed gradients the gradient of
+    the global batch (see `global_batch_size`).
+    """
+    replicas = strategy.num_replicas_in_sync
+    if train_batch_size % (replicas * gradient_accumulation_steps):
+        raise RunError(f"--train_batch_size={train_batch_size} is not divisible by the "
+                       f"{replicas} replicas of the distribution strategy times "
+                       f"--gradient_accumulation_steps={gradient_accumulation_steps}.")
+
+
 def global_batch_size(per_example):
     """The examples of a step over all replicas: this replica's [B] times the replica count.
 

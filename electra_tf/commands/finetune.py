@@ -30,13 +30,14 @@ import warnings
 
 from absl import app, flags, logging
 
+from electra_tf import cli
 from electra_tf.config import KERNELS, MIXED_PRECISION_POLICIES, MODEL_SIZES
 
 # Keras warns that fit() ignores shuffle=True for a tf.data input; ours shuffles itself.
 warnings.filterwarnings("ignore", message=".*shuffle=True.*")
 
 # Caches and runs go under the working directory unless flags say otherwise.
-PROJECT_DIR = os.getcwd()
+WORKING_DIR = os.getcwd()
 GLUE_TASKS = ("cola", "sst2", "mrpc", "stsb", "qqp", "mnli", "qnli", "rte")
 
 # --- what and from where
@@ -113,11 +114,7 @@ flags.DEFINE_string("export_model_name", None, "TF Serving model name of the exp
                     "task name; needs --save_models).")
 flags.DEFINE_boolean("export", True, "Write that TF Serving export at the end.")
 # --- devices, precision and the training step
-flags.DEFINE_enum("strategy", "auto", ["auto", "mirrored", "multi_worker", "default"],
-                  "auto: MultiWorkerMirroredStrategy if TF_CONFIG lists several workers, else "
-                  "MirroredStrategy over all GPUs if any, else one device.")
-flags.DEFINE_integer("num_cpu_devices", 1, "Split the CPU into this many logical devices "
-                     "(with --strategy=mirrored: exercise multi-replica training on a CPU).")
+cli.define_strategy_flags(__name__)
 flags.DEFINE_enum("mixed_precision", "none", MIXED_PRECISION_POLICIES, "none, float16 (with "
                   "dynamic loss scaling) or bfloat16. Saved models and exports are float32.")
 flags.DEFINE_boolean("jit_compile", False, "Compile the training step with XLA (with several "
@@ -187,7 +184,7 @@ def _imported_if_foreign(path: str) -> str:
     source = os.path.abspath(path)
     digest = hashlib.sha256(source.encode()).hexdigest()[:8]
     target = (FinetuningDir(FLAGS.output_dir).imported_checkpoint if FLAGS.output_dir else
-              os.path.join(PROJECT_DIR, "runs", "imported",
+              os.path.join(WORKING_DIR, "runs", "imported",
                            f"{os.path.basename(source.rstrip('/'))}-{digest}"))
     imported = RunDir(target)
     previous = read_import_source(imported)
@@ -212,7 +209,7 @@ def _default(value, fallback):
 def _output_dir(task_name: str, model_file: str) -> str:
     from electra_tf.artifacts.pretrained import run_name
 
-    return FLAGS.output_dir or os.path.join(PROJECT_DIR, "runs", "finetune",
+    return FLAGS.output_dir or os.path.join(WORKING_DIR, "runs", "finetune",
                                             f"{task_name}-{run_name(model_file)}")
 
 
@@ -288,14 +285,9 @@ def _export_best_trial(output_dir: str, default_name: str) -> None:
 def main(argv):
     del argv
     logging.set_verbosity(logging.WARNING)
-    from electra_tf.distribute import create_strategy, is_chief, split_cpu
+    from electra_tf.distribute import is_chief
 
-    split_cpu(FLAGS.num_cpu_devices)  # before anything initialises TensorFlow's devices
-    try:
-        # Before any other TensorFlow work: a multi-worker strategy sets up the runtime.
-        strategy = create_strategy(FLAGS.strategy)
-    except ValueError as error:
-        raise app.UsageError(str(error))
+    strategy = cli.strategy_from_flags()  # before any other TensorFlow work
     from electra_tf.artifacts.finetuning_dir import FinetuningDir
     from electra_tf.artifacts.pretrained import resolve_pretrained
     from electra_tf.errors import RunError
@@ -332,8 +324,6 @@ def main(argv):
 
 def run() -> None:
     """The `finetune.py` / `electra-finetune` command."""
-    from electra_tf import cli
-
     try:
         cli.run(main, __name__)
     except KeyboardInterrupt:

@@ -26,7 +26,7 @@ from electra_tf import cli
 from electra_tf.config import MODEL_SIZES, ConfigError, preset
 
 # Caches and runs go under the working directory unless flags say otherwise.
-PROJECT_DIR = os.getcwd()
+WORKING_DIR = os.getcwd()
 
 flags.DEFINE_enum("model_size", "small", MODEL_SIZES, "Size preset (paper Table 6; tiny is a "
                   "CPU-sized model for tests and quick experiments).")
@@ -59,11 +59,7 @@ flags.DEFINE_list("eval_corpus", None, "Held-out text files or globs to evaluate
                   "a fraction of --corpus (then training reads all of --corpus).")
 flags.DEFINE_boolean("eval_only", False, "Evaluate the run's latest checkpoint on the held-out "
                      "text and stop (no training).")
-flags.DEFINE_enum("strategy", "auto", ["auto", "mirrored", "multi_worker", "default"],
-                  "auto: MultiWorkerMirroredStrategy if TF_CONFIG lists several workers, else "
-                  "MirroredStrategy over all GPUs if any, else one device.")
-flags.DEFINE_integer("num_cpu_devices", 1, "Split the CPU into this many logical devices "
-                     "(with --strategy=mirrored: exercise multi-replica training on a CPU).")
+cli.define_strategy_flags(__name__)
 cli.define_config_flags()
 FLAGS = flags.FLAGS
 
@@ -91,7 +87,7 @@ def _tfds_text(reference: str) -> str:
     try:
         corpus = tfds_corpus.parse(reference)
         name = re.sub(r"[^\w.-]+", "_", f"{corpus.builder_name}-{corpus.split}")
-        path = os.path.join(FLAGS.data_dir or os.path.join(PROJECT_DIR, "data"), "tfds",
+        path = os.path.join(FLAGS.data_dir or os.path.join(WORKING_DIR, "data"), "tfds",
                             f"{name}.txt")
         tfds_corpus.export_text(corpus, path, FLAGS.tfds_text_key, FLAGS.tfds_data_dir,
                                 progress=_say)
@@ -209,14 +205,9 @@ def main(argv):
     except ConfigError as error:
         raise app.UsageError(str(error))
 
-    from electra_tf.distribute import create_strategy, is_chief, split_cpu, task_name
+    from electra_tf.distribute import is_chief, task_name
 
-    split_cpu(FLAGS.num_cpu_devices)  # before anything initialises TensorFlow's devices
-    try:
-        # Before any other TensorFlow work: a multi-worker strategy sets up the runtime.
-        strategy = create_strategy(FLAGS.strategy)
-    except ValueError as error:
-        raise app.UsageError(str(error))
+    strategy = cli.strategy_from_flags()  # before any other TensorFlow work
     # Workers other than the chief build their own (identical) vocabulary and
     # shards, so that concurrent builds never share files; the run checks
     # that every worker ended up with the same vocabulary.
@@ -230,7 +221,7 @@ def main(argv):
         return _train(config, vocab_file, tokenizer, shard_dir, eval_shard_dir, run_name,
                       strategy, None)
     if builtin:
-        data_dir = os.path.join(FLAGS.data_dir or os.path.join(PROJECT_DIR, "data", "builtin"),
+        data_dir = os.path.join(FLAGS.data_dir or os.path.join(WORKING_DIR, "data", "builtin"),
                                 own_copy)
         _say("No --corpus given: running the built-in DEMO — the documentation text of the "
              f"installed Python packages, {config.num_train_steps} steps at batch "
@@ -244,7 +235,7 @@ def main(argv):
     else:
         corpus = _resolve_corpus(FLAGS.corpus)
         data_dir = os.path.join(
-            FLAGS.data_dir or os.path.join(PROJECT_DIR, "data", _corpus_key(corpus)), own_copy)
+            FLAGS.data_dir or os.path.join(WORKING_DIR, "data", _corpus_key(corpus)), own_copy)
         os.makedirs(data_dir, exist_ok=True)
 
     init = _load_init_checkpoint(config, overrides) if config.init_checkpoint else None
@@ -378,7 +369,7 @@ def _prebuilt_shards(config, overrides):
         from electra_tf.data.shards import write_shards
 
         eval_files = _resolve_corpus(FLAGS.eval_corpus, flag="--eval_corpus")
-        eval_shard_dir = os.path.join(FLAGS.data_dir or os.path.join(PROJECT_DIR, "data"),
+        eval_shard_dir = os.path.join(FLAGS.data_dir or os.path.join(WORKING_DIR, "data"),
                                       f"eval-{_corpus_key(eval_files)}-L{config.max_seq_length}-"
                                       f"{meta['vocab_fingerprint'][:8]}-s{config.seed}")
         try:
@@ -404,7 +395,7 @@ def _train(config, vocab_file, tokenizer, shard_dir, eval_shard_dir, run_name, s
     from electra_tf.errors import RunError
     from electra_tf.training.pretraining_loop import run_pretraining
 
-    run_dir = FLAGS.output_dir or os.path.join(PROJECT_DIR, "runs", run_name)
+    run_dir = FLAGS.output_dir or os.path.join(WORKING_DIR, "runs", run_name)
     try:
         result = run_pretraining(config, run_dir, shard_dir, vocab_file, tokenizer.special_ids,
                                  strategy=strategy, print_fn=_say, init_weights=init,

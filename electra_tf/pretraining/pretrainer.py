@@ -18,6 +18,12 @@ METRIC_NAMES = ("total_loss", "masked_lm_loss", "disc_loss", "masked_lm_accuracy
 
 
 @keras.saving.register_keras_serializable(package="electra_tf")
+def _label_counts(labels, mask):
+    """{"replaced": tokens labelled 1, "tokens": non-pad tokens}, float32 sums; mask [B, L]."""
+    return {"replaced": tf.reduce_sum(mask * tf.cast(labels, tf.float32)),
+            "tokens": tf.reduce_sum(mask)}
+
+
 class ElectraPretrainer(keras.Model):
     """Replaced token detection: loss = gen_weight * L_MLM + disc_weight * L_Disc.
 
@@ -141,6 +147,25 @@ class ElectraPretrainer(keras.Model):
             "segment_ids": batch["segment_ids"]}, training=training)
         return sequence, self.mlm_head(sequence, positions)
 
+    def _replace_with_samples(self, batch, gen_logits):
+        """Fills the masked slots with the generator's samples (no gradient flows back).
+
+        Returns:
+            (sampled_ids [B, N], fake_ids [B, L], replaced [B, L] int32: 1
+            where a sample differs from the original, sampled_correct: float32
+            scalar, how many samples equal the original).
+        """
+        weights = batch["masked_lm_weights"]
+        sampled_ids = objective.sample_tokens(
+            gen_logits, batch["sampling_uniforms"], self.config.temperature,
+            disallow_ids=batch["masked_lm_ids"] if self.config.disallow_correct else None)
+        fake_ids, replaced = objective.replace_tokens(
+            batch["input_ids"], batch["masked_lm_positions"], sampled_ids, weights)
+        sampled_correct = tf.reduce_sum(
+            tf.cast(weights, tf.float32)
+            * tf.cast(tf.equal(sampled_ids, batch["masked_lm_ids"]), tf.float32))
+        return sampled_ids, fake_ids, replaced, sampled_correct
+
     def compute_sums(self, batch, training=False):
         """Forward pass over one (per-replica) batch.
 
@@ -171,18 +196,11 @@ class ElectraPretrainer(keras.Model):
         gen_logits = self._generator_logits(batch, training)
         out = {"mlm": objective.masked_lm_sums(gen_logits, batch["masked_lm_ids"], weights),
                "gen_logits": gen_logits}
-        sampled_ids = objective.sample_tokens(
-            gen_logits, batch["sampling_uniforms"], config.temperature,
-            disallow_ids=batch["masked_lm_ids"] if config.disallow_correct else None)
-        fake_ids, labels = objective.replace_tokens(batch["input_ids"], batch["masked_lm_positions"],
-                                                    sampled_ids, weights)
+        sampled_ids, fake_ids, labels, sampled_correct = self._replace_with_samples(
+            batch, gen_logits)
         mask = tf.cast(batch["input_mask"], tf.float32)
         out.update(sampled_ids=sampled_ids, fake_ids=fake_ids, labels=labels,
-                   sampled_correct=tf.reduce_sum(
-                       tf.cast(weights, tf.float32)
-                       * tf.cast(tf.equal(sampled_ids, batch["masked_lm_ids"]), tf.float32)),
-                   replaced=tf.reduce_sum(mask * tf.cast(labels, tf.float32)),
-                   tokens=tf.reduce_sum(mask))
+                   sampled_correct=sampled_correct, **_label_counts(labels, mask))
         if self.stage == "generator":
             return out
         if config.objective == "replace_mlm":
@@ -237,12 +255,7 @@ class ElectraPretrainer(keras.Model):
                    objective.cloze_targets(batch["input_ids"], batch["input_mask"])),
                "mlm": objective.masked_lm_sums(gen_logits, batch["masked_lm_ids"], weights),
                "gen_logits": gen_logits, "cloze_logits": cloze_logits}
-        sampled_ids = objective.sample_tokens(
-            gen_logits, batch["sampling_uniforms"], config.temperature,
-            disallow_ids=batch["masked_lm_ids"] if config.disallow_correct else None)
-        fake_ids, _ = objective.replace_tokens(batch["input_ids"], batch["masked_lm_positions"],
-                                               sampled_ids, weights)
-        mask = tf.cast(batch["input_mask"], tf.float32)
+        sampled_ids, fake_ids, _, sampled_correct = self._replace_with_samples(batch, gen_logits)
         labels = tf.cast(objective.positions_mask(batch["masked_lm_positions"], weights,
                                                   fake_ids.shape[1] or tf.shape(fake_ids)[1]),
                          tf.int32)
@@ -250,12 +263,9 @@ class ElectraPretrainer(keras.Model):
                                      "segment_ids": batch["segment_ids"]},
                                     training=training)["logits"]
         disc_logits = objective.electric_logits(energy, cloze_logits, fake_ids, config.mask_rate)
+        mask = tf.cast(batch["input_mask"], tf.float32)
         out.update(sampled_ids=sampled_ids, fake_ids=fake_ids, labels=labels,
-                   sampled_correct=tf.reduce_sum(
-                       tf.cast(weights, tf.float32)
-                       * tf.cast(tf.equal(sampled_ids, batch["masked_lm_ids"]), tf.float32)),
-                   replaced=tf.reduce_sum(mask * tf.cast(labels, tf.float32)),
-                   tokens=tf.reduce_sum(mask),
+                   sampled_correct=sampled_correct, **_label_counts(labels, mask),
                    disc=objective.discriminator_sums(disc_logits, labels, mask),
                    disc_logits=disc_logits, disc_mask=mask)
         return out

@@ -44,8 +44,9 @@ from electra_tf.artifacts.finetuning_dir import (FinetuningDir, TrialDir, clear_
                                                  read_history, write_history)
 from electra_tf.artifacts.pretrained import Pretrained, load_discriminator
 from electra_tf.artifacts.results import finished_trials, make_results, write_results
-from electra_tf.distribute import (check_same_on_all_workers, in_multi_worker_mode, is_chief,
-                                   set_precision_policy, worker_print)
+from electra_tf.distribute import (check_batch_split, check_same_on_all_workers,
+                                   in_multi_worker_mode, is_chief, set_precision_policy,
+                                   worker_print)
 from electra_tf.errors import RunError
 from electra_tf.finetuning.optimization import create_optimizer, learning_rate_schedule
 from electra_tf.finetuning.saving import save_finetuned
@@ -363,11 +364,8 @@ def run_trials(task: FinetuningTask, pretrained: Pretrained, settings: FinetuneS
     config = pretrained.config
     settings = settings.resolve(config.model_size, task.default_epochs)
     strategy = strategy or tf.distribute.get_strategy()
+    check_batch_split(strategy, settings.train_batch_size, settings.gradient_accumulation_steps)
     replicas = strategy.num_replicas_in_sync
-    if settings.train_batch_size % (replicas * settings.gradient_accumulation_steps):
-        raise RunError(f"--train_batch_size={settings.train_batch_size} is not divisible by the "
-                       f"{replicas} replicas of the distribution strategy times "
-                       f"--gradient_accumulation_steps={settings.gradient_accumulation_steps}.")
     chief = is_chief(strategy)
     print_fn = worker_print(print_fn, strategy)
     tokenizer = checkpoint_tokenizer(pretrained, task.max_seq_length, vocab_flag_given)

@@ -23,8 +23,9 @@ from electra_tf.artifacts.export_dir import export_pretrained
 from electra_tf.artifacts.run_dir import RunDir, read_config, write_run_files
 from electra_tf.config import ConfigError, PretrainingConfig, config_differences
 from electra_tf.data.pipeline import dummy_batch, make_pretraining_dataset
-from electra_tf.distribute import (check_same_on_all_workers, in_multi_worker_mode, is_chief,
-                                   set_precision_policy, worker_print)
+from electra_tf.distribute import (check_batch_split, check_same_on_all_workers,
+                                   in_multi_worker_mode, is_chief, set_precision_policy,
+                                   worker_print)
 from electra_tf.errors import RunError
 from electra_tf.flops import steps_within_budget, train_flops
 from electra_tf.modeling import kernels
@@ -171,11 +172,8 @@ def run_pretraining(config: PretrainingConfig, run_dir: str, shard_dir: str, voc
     keras.utils.set_random_seed(config.seed)
     started = time.perf_counter()
     strategy = strategy or tf.distribute.get_strategy()
+    check_batch_split(strategy, config.train_batch_size, config.gradient_accumulation_steps)
     replicas = strategy.num_replicas_in_sync
-    if config.train_batch_size % (replicas * config.gradient_accumulation_steps):
-        raise RunError(f"--train_batch_size={config.train_batch_size} is not divisible by the "
-                       f"{replicas} replicas of the distribution strategy times "
-                       f"--gradient_accumulation_steps={config.gradient_accumulation_steps}.")
     resuming = check_run_dir(config, run_dir, vocab_file)
     chief = is_chief(strategy)
     # Progress lines of other workers are labelled; their files go nowhere.
