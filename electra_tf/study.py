@@ -31,6 +31,8 @@ seeds. The output directory receives:
 
 Re-running the same command skips every finished cell (a pre-training run
 with result.json, a task with all its seeds) and resumes unfinished ones.
+`--report` writes the tables and plots of the cells finished so far and runs
+nothing (to look at a study that is still running, or was stopped).
 
 `"scale": "reduced"` fills unset fields with `REDUCED_SCALE`: a CPU-sized
 study that runs in about an hour on two cores. It is a smoke-scale
@@ -523,13 +525,29 @@ def run_study(spec: dict, output_dir: str) -> dict:
         for task in spec["tasks"]:
             finetune_cell(spec, cell_name(variant, budget, spec["budgets"]), task, run_dir,
                           output_dir)
+    return report(spec, output_dir)
+
+
+def report(spec: dict, output_dir: str) -> dict:
+    """Writes the tables and plots from the cells finished so far; runs nothing.
+
+    A study that is still running (or was stopped) can be looked at this way;
+    the cells that have no results yet are listed and left out of the tables.
+    """
     rows = collect_rows(spec, output_dir)
+    done = {(r["variant"], r["budget"], r["task"]) for r in rows}
+    missing = [f"{variant} at {budget:.3g} on {task_name(task)}" for budget in spec["budgets"]
+               for variant in spec["variants"] for task in spec["tasks"]
+               if (variant, budget, task_name(task)) not in done]
+    if missing:
+        print(f"not finished yet ({len(missing)}): {'; '.join(missing)}")
     csv_path, md_path = write_tables(rows, spec, output_dir)
     plots = plot(rows, spec, output_dir)
     with open(md_path, encoding="utf-8") as f:
         print("\n" + f.read())
     print(f"Results: {csv_path}, {md_path}; plots: {', '.join(plots)}")
-    return {"rows": rows, "csv": csv_path, "markdown": md_path, "plots": plots}
+    return {"rows": rows, "csv": csv_path, "markdown": md_path, "plots": plots,
+            "missing": missing}
 
 
 def main(argv=None) -> int:
@@ -538,9 +556,17 @@ def main(argv=None) -> int:
         description="Pre-train variants at equal FLOPs, fine-tune each, write tables and plots.")
     parser.add_argument("spec", help="the study's JSON spec (see the module docstring)")
     parser.add_argument("--output_dir", required=True, help="where runs, tables and plots go")
+    parser.add_argument("--report", action="store_true",
+                        help="only write the tables and plots of the cells finished so far")
     args = parser.parse_args(argv)
     try:
-        run_study(load_spec(args.spec), args.output_dir)
+        spec = load_spec(args.spec)
+        if args.report:
+            if not os.path.isdir(args.output_dir):
+                raise StudyError(f"--output_dir={args.output_dir}: no such study directory.")
+            report(spec, args.output_dir)
+        else:
+            run_study(spec, args.output_dir)
     except StudyError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

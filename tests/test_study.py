@@ -205,3 +205,29 @@ def test_a_changed_spec_never_reuses_results_of_other_settings(tmp_path, corpus,
     electra_cola = next(r for r in result["rows"]
                         if (r["variant"], r["task"]) == ("electra", "cola"))
     assert electra_cola["seeds"] == 2 and electra_cola["median"] == pytest.approx(15.0)
+
+
+def test_report_tabulates_finished_cells_and_runs_nothing(tmp_path, corpus, monkeypatch, capsys):
+    out = str(tmp_path / "study")
+    spec = make_spec(corpus)
+    fake = FakeCommands(out)
+    monkeypatch.setattr(study, "run_command", fake)
+    study.run_study(spec, out)
+    os.remove(os.path.join(out, "finetune", "bert", "cola", "results.json"))
+    fake.calls.clear()
+    spec_path = tmp_path / "spec.json"
+    spec_path.write_text(json.dumps(spec))
+
+    assert study.main([str(spec_path), "--output_dir", out, "--report"]) == 0
+    assert fake.calls == []
+    printed = capsys.readouterr().out
+    assert "not finished yet (1): bert at 1e+12 on cola" in printed
+    with open(os.path.join(out, "results.csv")) as f:
+        cells = {(r["variant"], r["task"]) for r in csv.DictReader(f)}
+    assert cells == {("electra", "sst2"), ("electra", "cola"), ("bert", "sst2")}
+    table = open(os.path.join(out, "results.md")).read()
+    bert_line = next(line for line in table.splitlines() if line.startswith("| bert"))
+    assert "| – |" in bert_line  # no CoLA result, hence no average either
+
+    assert study.main([str(spec_path), "--output_dir", str(tmp_path / "nowhere"), "--report"]) == 2
+    assert "--output_dir" in capsys.readouterr().err
