@@ -128,6 +128,7 @@ class AdamWeightDecay(keras.optimizers.Optimizer):
         return config
 
 
+@keras.saving.register_keras_serializable(package="electra_tf")
 class TwoStageSchedule(keras.optimizers.schedules.LearningRateSchedule):
     """Two-stage training: each stage has its own warmup and decay to zero.
 

@@ -36,6 +36,34 @@ def test_import_electra_tf_is_enough_to_load_a_saved_discriminator(tmp_path):
     assert done.returncode != 0 and "ElectraDiscriminator" in done.stderr
 
 
+def test_every_keras_class_of_the_package_is_registered_under_its_own_name():
+    import importlib
+    import inspect
+    import pkgutil
+
+    import electra_tf
+    from keras.optimizers.schedules import LearningRateSchedule
+
+    classes = set()
+    for module in pkgutil.walk_packages(electra_tf.__path__, "electra_tf."):
+        if module.name.startswith(("electra_tf.commands", "electra_tf.data.beam")):
+            continue  # command modules define absl flags; Beam is an optional extra
+        for _, obj in inspect.getmembers(importlib.import_module(module.name), inspect.isclass):
+            if (obj.__module__ == module.name and not obj.__name__.startswith("_")
+                    and issubclass(obj, (keras.layers.Layer, LearningRateSchedule))):
+                classes.add(obj)
+    # Not saved on their own: the pre-training-only GDES layer (an export holds a plain
+    # table) and the parity harness's recording subclass.
+    classes -= {electra_tf.modeling.layers.DisentangledEmbeddings,
+                electra_tf.parity.RecordingPretrainer}
+    names = {cls.__name__ for cls in classes}
+    assert {"ElectraPretrainer", "ElectraDiscriminator"} <= names
+    unregistered = sorted(cls.__name__ for cls in classes
+                          if keras.saving.get_registered_object(f"electra_tf>{cls.__name__}")
+                          is not cls)
+    assert unregistered == []
+
+
 def test_pip_installs_every_module_and_the_commands(tmp_path):
     site = tmp_path / "site"
     install = subprocess.run(

@@ -17,13 +17,13 @@ METRIC_NAMES = ("total_loss", "masked_lm_loss", "disc_loss", "masked_lm_accuracy
                 "replaced_fraction")
 
 
-@keras.saving.register_keras_serializable(package="electra_tf")
 def _label_counts(labels, mask):
     """{"replaced": tokens labelled 1, "tokens": non-pad tokens}, float32 sums; mask [B, L]."""
     return {"replaced": tf.reduce_sum(mask * tf.cast(labels, tf.float32)),
             "tokens": tf.reduce_sum(mask)}
 
 
+@keras.saving.register_keras_serializable(package="electra_tf")
 class ElectraPretrainer(keras.Model):
     """Replaced token detection: loss = gen_weight * L_MLM + disc_weight * L_Disc.
 
