@@ -51,7 +51,8 @@ _HELP = {
     "learning_rate": "Peak learning rate.",
     "num_warmup_steps": "Linear warmup steps.",
     "train_batch_size": "Global batch size (all replicas).",
-    "num_train_steps": "Total optimizer steps.",
+    "num_train_steps": "Total optimizer steps (0: export the randomly initialised model, the "
+                       "no-pre-training baseline).",
     "gradient_accumulation_steps": "Split each batch into this many micro-batches whose "
                                    "gradients are summed before one update (same update, less "
                                    "memory).",

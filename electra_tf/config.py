@@ -220,10 +220,13 @@ class PretrainingConfig:
         if self.model_size not in MODEL_SIZES:
             raise ConfigError(f"--model_size={self.model_size!r}: choose one of {', '.join(MODEL_SIZES)}.")
         self.model.validate()
-        _positive(self, "max_seq_length", "train_batch_size", "num_train_steps",
-                  "gradient_accumulation_steps",
+        _positive(self, "max_seq_length", "train_batch_size", "gradient_accumulation_steps",
                   "save_checkpoints_steps", "log_every_steps", "steps_per_execution",
                   "shuffle_buffer_size")
+        if isinstance(self.num_train_steps, bool) or not isinstance(self.num_train_steps, int) \
+                or self.num_train_steps < 0:
+            raise ConfigError(f"--num_train_steps={self.num_train_steps}: must be >= 0 (0 exports "
+                              "the randomly initialised model: the no-pre-training baseline).")
         if self.max_seq_length < 5:
             raise ConfigError(f"--max_seq_length={self.max_seq_length}: must be at least 5 "
                               "([CLS] A [SEP] B [SEP]).")

@@ -337,13 +337,7 @@ def load_glue_dir(task: Task, data_dir: str, warn=print) -> TaskData:
         TaskDataError: missing train/dev files or malformed content.
     """
     spec = GLUE_SPECS[task.name]
-    folder = os.path.join(data_dir, spec.directory)
-    if not os.path.isdir(folder):
-        if os.path.isfile(os.path.join(data_dir, "train.tsv")):
-            folder = data_dir
-        else:
-            raise TaskDataError(f"--data_dir={data_dir}: no {spec.directory}/ folder (expected "
-                                f"{os.path.join(data_dir, spec.directory, 'train.tsv')}).")
+    folder = _glue_folder(spec, data_dir, "train.tsv")
     train = _glue_tsv(task, spec, os.path.join(folder, "train.tsv"), "train", True, warn)
     if task.name == "mnli":
         dev_files = {"dev": "dev_matched.tsv", "dev_mismatched": "dev_mismatched.tsv"}
@@ -356,6 +350,29 @@ def load_glue_dir(task: Task, data_dir: str, warn=print) -> TaskData:
     test = {name: _glue_tsv(task, spec, os.path.join(folder, file), "test", False, warn)
             for name, file in test_files.items() if os.path.isfile(os.path.join(folder, file))}
     return TaskData(train, dev, test)
+
+
+def read_glue_dev(task: Task, data_dir: str, warn=print) -> Split:
+    """The (matched) dev split of a GLUE task alone, for a task whose train.tsv is absent.
+
+    Raises:
+        TaskDataError: a missing dev file or malformed content.
+    """
+    spec = GLUE_SPECS[task.name]
+    name = "dev_matched.tsv" if task.name == "mnli" else "dev.tsv"
+    return _glue_tsv(task, spec, os.path.join(_glue_folder(spec, data_dir, name), name), "dev",
+                     True, warn)
+
+
+def _glue_folder(spec: _GlueSpec, data_dir: str, expected: str) -> str:
+    """The task's folder: `data_dir`/<task>/, or `data_dir` itself when it holds `expected`."""
+    folder = os.path.join(data_dir, spec.directory)
+    if os.path.isdir(folder):
+        return folder
+    if os.path.isfile(os.path.join(data_dir, expected)):
+        return data_dir
+    raise TaskDataError(f"--data_dir={data_dir}: no {spec.directory}/ folder (expected "
+                        f"{os.path.join(data_dir, spec.directory, expected)}).")
 
 
 # ---------------------------------------------------------------------------
