@@ -117,7 +117,7 @@ def checkpoint_tokenizer(pretrained: Pretrained, max_seq_length: int,
     flag = "--vocab_file" if vocab_flag_given else "the checkpoint's vocab.txt"
     try:
         tokenizer = WordPieceTokenizer(pretrained.vocab_file, config.do_lower_case,
-                                       config.resolved_strip_accents)
+                                       config.resolved_strip_accents, config.normalization)
     except VocabError as error:
         raise RunError(f"{flag}: {error}")
     if config.model.vocab_size != tokenizer.vocab_size:
@@ -392,8 +392,7 @@ def run_trials(task: FinetuningTask, pretrained: Pretrained, settings: FinetuneS
              f"{settings.num_trials} trial(s); {replicas} replica(s)"
              + (f", {settings.mixed_precision}" if settings.mixed_precision != "none" else "")
              + ".")
-    info = {**task.model_info(), "do_lower_case": config.do_lower_case,
-            "strip_accents": config.resolved_strip_accents}
+    info = {**task.model_info(), **tokenizer.text_settings()}
     # Each trial trains in the run's precision; the caller's policy is restored after.
     policy = keras.config.dtype_policy()
     try:
