@@ -72,6 +72,10 @@ flags.DEFINE_enum("quoting", "csv", ["csv", "none"], "CSV/TSV files: csv = field
 # --- question answering (--task=squad)
 flags.DEFINE_enum("squad_version", "1.1", ["1.1", "2.0"], "SQuAD version: 2.0 has unanswerable "
                   "questions (null odds, threshold search).")
+flags.DEFINE_enum("qa_metric", None, ["squad", "korquad", "cmrc2018", "drcd"], "Whose "
+                  "official scores to report: SQuAD's, KorQuAD 1.0's (character F1), CMRC "
+                  "2018's or DRCD's (mixed segmentation, longest common run). Default: the one "
+                  "the --predict_file's version field names (KorQuAD_v1.0_dev), else squad.")
 flags.DEFINE_string("predict_file", None, "SQuAD-format JSON to predict and score (with "
                     "--task=squad; default: TFDS squad validation when --train_file is absent).")
 flags.DEFINE_integer("doc_stride", 128, "SQuAD: tokens between the starts of context windows.")
@@ -250,7 +254,15 @@ def _squad_task():
         train = squad_data.load_tfds_squad(version, "train", FLAGS.tfds_data_dir, True, _say)
         evaluation = squad_data.load_tfds_squad(version, "validation", FLAGS.tfds_data_dir,
                                                 False, _say)
+    from electra_tf.finetuning.qa_metrics import metric_for_version
+
+    metric = FLAGS.qa_metric or metric_for_version(
+        (evaluation or train).dataset_version)
+    if FLAGS.qa_metric is None and metric != "squad":
+        _say(f"Scoring with {metric}'s official metric (the data's version field says "
+             f"{(evaluation or train).dataset_version!r}; --qa_metric overrides).")
     return SquadTask(train, evaluation, version,
+                     qa_metric=metric,
                      max_seq_length=_default(FLAGS.max_seq_length, 512),
                      doc_stride=FLAGS.doc_stride, max_query_length=FLAGS.max_query_length,
                      beam_size=FLAGS.beam_size, n_best_size=FLAGS.n_best_size,
@@ -313,7 +325,9 @@ def main(argv):
         return
     _say("")
     if results["median"] and FLAGS.task == "squad":
-        _say(f"SQuAD {FLAGS.squad_version} (median over {len(results['trials'])} trial(s), "
+        name = ({"korquad": "KorQuAD 1.0", "cmrc2018": "CMRC 2018", "drcd": "DRCD"}.get(
+            task.qa_metric, f"SQuAD {FLAGS.squad_version}"))
+        _say(f"{name} scores (median over {len(results['trials'])} trial(s), "
              f"percent): {task.format_metrics(results['median'])}")
     elif results["median"]:
         _say(f"Dev results ({task.name}, percent; primary metric: {task.primary_metric}):")
