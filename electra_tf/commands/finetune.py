@@ -48,6 +48,9 @@ flags.DEFINE_string("init_checkpoint", None, "Pre-training run directory, its ex
                     "directory or discriminator.keras; or a google-research/electra checkpoint "
                     "or Hugging Face ELECTRA directory (converted once into runs/imported/).")
 flags.DEFINE_string("vocab_file", None, "Vocabulary (default: the checkpoint's vocab.txt).")
+flags.DEFINE_boolean("random_init", False, "No-pre-training baseline: the --init_checkpoint's "
+                     "encoder (architecture, vocabulary, tokenizer) with freshly drawn weights, "
+                     "fine-tuned the same way, to see what pre-training adds.")
 flags.DEFINE_enum("model_size", None, MODEL_SIZES, "Default: the checkpoint's; if given it must "
                   "match it. Selects the default learning rate and layer-wise decay.")
 flags.DEFINE_string("data_dir", None, "GLUE data in the standard layout (CoLA/, SST-2/, ...). "
@@ -65,6 +68,9 @@ flags.DEFINE_string("index_column", None, "Column of the example id written with
                     "predictions (default: the row number).")
 flags.DEFINE_enum("task_type", "classification", ["classification", "regression"],
                   "Your task's kind.")
+flags.DEFINE_float("label_scale", 1.0, "Regression: targets are divided by it for training and "
+                   "predictions multiplied by it (5 for KorSTS's 0-5 scores, as the original "
+                   "code does for STS-B).")
 flags.DEFINE_list("labels", None, "Class names in id order (default: the sorted labels of the "
                   "training file).")
 flags.DEFINE_enum("quoting", "csv", ["csv", "none"], "CSV/TSV files: csv = fields may be "
@@ -152,7 +158,8 @@ def _load_task():
         options = tasks.FileTaskOptions(
             text_column=FLAGS.text_column, text_pair_column=FLAGS.text_pair_column,
             label_column=FLAGS.label_column, index_column=FLAGS.index_column,
-            task_type=FLAGS.task_type, labels=FLAGS.labels, quoting=FLAGS.quoting)
+            task_type=FLAGS.task_type, labels=FLAGS.labels, quoting=FLAGS.quoting,
+            label_scale=FLAGS.label_scale)
         return tasks.load_user_files(FLAGS.task or "custom", options, FLAGS.train_file,
                                      FLAGS.dev_file, FLAGS.test_file)
     if FLAGS.task is None:
@@ -213,8 +220,9 @@ def _default(value, fallback):
 def _output_dir(task_name: str, model_file: str) -> str:
     from electra_tf.artifacts.pretrained import run_name
 
+    suffix = "-random-init" if FLAGS.random_init else ""
     return FLAGS.output_dir or os.path.join(WORKING_DIR, "runs", "finetune",
-                                            f"{task_name}-{run_name(model_file)}")
+                                            f"{task_name}-{run_name(model_file)}{suffix}")
 
 
 def _settings(output_dir: str):
@@ -231,7 +239,7 @@ def _settings(output_dir: str):
         save_checkpoints_steps=FLAGS.save_checkpoints_steps, save_models=FLAGS.save_models,
         mixed_precision=FLAGS.mixed_precision, loss_reduction=FLAGS.loss_reduction,
         gradient_accumulation_steps=FLAGS.gradient_accumulation_steps,
-        jit_compile=FLAGS.jit_compile)
+        jit_compile=FLAGS.jit_compile, random_init=FLAGS.random_init)
 
 
 def _squad_task():
