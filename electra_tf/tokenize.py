@@ -18,12 +18,18 @@ from absl import app, flags
 
 from electra_tf import cli
 
-flags.DEFINE_string("vocab_file", None, "BERT-style vocab.txt.")
-flags.DEFINE_boolean("pieces", False, "Print the tokens instead of their ids.")
-flags.DEFINE_integer("batch_lines", 512, "Lines tokenized per call.")
-cli.define_text_flags(__name__)
-flags.mark_flag_as_required("vocab_file")
 FLAGS = flags.FLAGS
+
+
+def define_flags(module_name: str) -> None:
+    """The command's flags; defined only when it runs, so importing the module defines none."""
+    flags.DEFINE_string("vocab_file", None, "BERT-style vocab.txt.", module_name=module_name)
+    flags.DEFINE_boolean("pieces", False, "Print the tokens instead of their ids.",
+                         module_name=module_name)
+    flags.DEFINE_integer("batch_lines", 512, "Lines tokenized per call.",
+                         module_name=module_name)
+    cli.define_text_flags(module_name)
+    flags.mark_flag_as_required("vocab_file")
 
 
 def _batches(stream, size: int):
@@ -60,4 +66,5 @@ def main(argv):
 
 if __name__ == "__main__":
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    define_flags(__name__)
     cli.run(main, __name__)

@@ -20,14 +20,21 @@ from absl import app, flags
 
 from electra_tf import cli
 
-flags.DEFINE_list("corpus", None, "Text files or globs (comma-separated), UTF-8.")
-flags.DEFINE_string("output", None, "Where to write vocab.txt (one token per line).")
-flags.DEFINE_integer("vocab_size", 30522, "Tokens in the vocabulary, special and unused "
-                     "ones included (the learner may stop up to 5% short).")
-cli.define_text_flags(__name__)
-cli.define_vocab_flags(__name__)
-flags.mark_flags_as_required(["corpus", "output"])
 FLAGS = flags.FLAGS
+
+
+def define_flags(module_name: str) -> None:
+    """The command's flags; defined only when it runs, so importing the module defines none."""
+    flags.DEFINE_list("corpus", None, "Text files or globs (comma-separated), UTF-8.",
+                      module_name=module_name)
+    flags.DEFINE_string("output", None, "Where to write vocab.txt (one token per line).",
+                        module_name=module_name)
+    flags.DEFINE_integer("vocab_size", 30522, "Tokens in the vocabulary, special and unused "
+                         "ones included (the learner may stop up to 5% short).",
+                         module_name=module_name)
+    cli.define_text_flags(module_name)
+    cli.define_vocab_flags(module_name)
+    flags.mark_flags_as_required(["corpus", "output"])
 
 
 def main(argv):
@@ -54,5 +61,6 @@ def main(argv):
 
 if __name__ == "__main__":
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    define_flags(__name__)
     cli.run(main, __name__)
     sys.exit(0)
