@@ -24,6 +24,12 @@ characters, and map Unicode space separators to ASCII space.
   into syllables, because the original leaves them decomposed and a
   syllable vocabulary then maps every uncased Korean word to `[UNK]`.
   Nothing else is recomposed, and cased text is not normalized at all.
+  Where the original and `tokenizers` disagree this follows the original:
+  a word-final capital sigma lower-cases to `ς` (Python's `str.lower`).
+  Left as they are: unassigned code points (RE2 has no `\\p{Cn}`), which
+  the original drops, and the word-length limit, counted in UTF-8 bytes
+  (200) where the original counts characters. Graph ops: core `StringLower`,
+  `UnicodeDecode` and `UnicodeEncode`, and TF Text's `NormalizeUTF8`.
 * `casefold` (the behaviour of runs, shards and exports that record no
   normalization): `do_lower_case` case-folds with NFKC_Casefold (which also
   maps compatibility characters: `，` to `,`, `ﬁ` to `fi`, full-width

@@ -51,8 +51,8 @@ logger = logging.getLogger(__name__)
 
 # Default text budget. The TensorFlow Text learner is pure Python; its time
 # grows with the number of distinct words: on a 2-core machine 4 MB of English
-# takes about a minute for an 8,000-token vocabulary, 4 MB of Korean (470,000
-# words) about three minutes for 16,000 tokens.
+# takes about a minute for an 8,000-token vocabulary; 4 MB of Korean (470,000
+# words) three to eight minutes for 16,000 tokens, depending on the load.
 DEFAULT_MAX_BYTES = 10_000_000
 PRESEGMENTERS = ("none", "kiwi")
 # The automatic alphabet never has fewer characters (small vocabularies still

@@ -147,6 +147,11 @@ def _corpus_key(files: list[str]) -> str:
     return f"{stem}-{digest[:8]}"
 
 
+def _run_name(builtin: bool, corpus: list[str]) -> str:
+    """The run directory's default name under runs/."""
+    return f"{FLAGS.model_size}-{'builtin' if builtin else _corpus_key(corpus)}"
+
+
 def _learned_vocab(corpus: list[str], data_dir: str, config, size: int, casing: str) -> str:
     """The vocabulary learned from the corpus with the --vocab_* flags (cached in data_dir)."""
     from electra_tf import tokenization, vocab_learning
@@ -281,8 +286,17 @@ def main(argv):
             raise app.UsageError(f"--vocab_size={overrides['vocab_size']} but --vocab_file="
                                  f"{vocab_file} has {len(vocab)} tokens; drop one of the flags.")
     else:
+        from electra_tf.artifacts.run_dir import RunDir
+
         size = overrides.get("vocab_size", BUILTIN_VOCAB_SIZE if builtin else 30522)
-        vocab_file = _learned_vocab(corpus, data_dir, config, size, casing)
+        run = RunDir(FLAGS.output_dir or os.path.join(WORKING_DIR, "runs",
+                                                      _run_name(builtin, corpus)))
+        if os.path.isfile(run.config_file) and os.path.isfile(run.vocab_file):
+            # Resuming: the run's vocabulary, whatever the vocabulary flags learn today.
+            vocab_file = run.vocab_file
+            _say(f"Vocabulary: {vocab_file} (the run's own)")
+        else:
+            vocab_file = _learned_vocab(corpus, data_dir, config, size, casing)
     tokenizer = tokenization.WordPieceTokenizer(vocab_file, config.do_lower_case,
                                                 config.resolved_strip_accents,
                                                 config.normalization)
@@ -340,8 +354,8 @@ def main(argv):
                  "a larger --eval_fraction, or --eval_corpus).")
             eval_shard_dir = None
 
-    run_name = f"{FLAGS.model_size}-{'builtin' if builtin else _corpus_key(corpus)}"
-    return _train(config, vocab_file, tokenizer, shard_dir, eval_shard_dir, run_name, strategy,
+    return _train(config, vocab_file, tokenizer, shard_dir, eval_shard_dir,
+                  _run_name(builtin, corpus), strategy,
                   init)
 
 
