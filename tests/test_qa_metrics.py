@@ -103,3 +103,26 @@ def test_squad_scores_are_unchanged_through_the_common_entry_point():
         qa_metrics.evaluate("korquad", {"q1": []}, {}, squad_version="2.0")
     with pytest.raises(ValueError, match="choose one of squad, korquad, cmrc2018, drcd"):
         qa_metrics.evaluate("bleu", {"q1": ["x"]}, {})
+
+
+def test_a_missing_nltk_stops_a_cmrc_run_before_training(monkeypatch):
+    import builtins
+
+    from electra_tf.errors import RunError
+    from electra_tf.finetuning.squad_data import SquadSplit
+    from electra_tf.finetuning.squad_task import SquadTask
+
+    real_import = builtins.__import__
+
+    def no_nltk(name, *args, **kwargs):
+        if name.startswith("nltk"):
+            raise ImportError(name)
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_nltk)
+    split = SquadSplit([], "train.json")
+    with pytest.raises(RunError, match="pip install nltk"):
+        SquadTask(split, split, qa_metric="cmrc2018")
+    SquadTask(split, split, qa_metric="korquad")  # needs nothing more
+    with pytest.raises(RunError, match="--qa_metric=korquad scores answerable questions only"):
+        SquadTask(split, split, version="2.0", qa_metric="korquad")

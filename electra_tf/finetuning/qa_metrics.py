@@ -85,6 +85,12 @@ def _word_tokenize(text: str) -> list[str]:
     return word_tokenize(text, preserve_line=True)
 
 
+def check_available(metric: str) -> None:
+    """Raises ImportError (one line, with the fix) when `metric` needs a missing package."""
+    if metric in ("cmrc2018", "drcd"):
+        _word_tokenize("check")
+
+
 def cmrc_segments(text: str, remove_punctuation: bool = False) -> list[str]:
     """CMRC 2018's mixed segmentation: ideographs and listed punctuation alone, NLTK words between."""
     segments, run = [], ""

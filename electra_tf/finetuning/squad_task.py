@@ -94,6 +94,10 @@ class SquadTask:
         if self.qa_metric not in qa_metrics.METRICS:
             raise RunError(f"--qa_metric={self.qa_metric}: choose one of "
                            f"{', '.join(qa_metrics.METRICS)}.")
+        try:
+            qa_metrics.check_available(self.qa_metric)  # before training, not after it
+        except ImportError as error:
+            raise RunError(str(error)) from None
         if self.qa_metric != "squad" and self.version == "2.0":
             raise RunError(f"--qa_metric={self.qa_metric} scores answerable questions only; use "
                            "--squad_version=1.1 (or --qa_metric=squad for SQuAD 2.0).")
