@@ -19,7 +19,9 @@ JSON (--train_file, --predict_file) or TFDS squad/v1.1 / squad/v2.0, with
 the original code's defaults: length 512, stride 128, question <= 64 tokens,
 2 epochs, beam 20, n-best 20, answers <= 30 tokens. <output_dir> receives
 predictions.json (and null_odds.json for 2.0) and results.json with
-exact_match and f1 (official script definitions, percent).
+exact_match and f1 (official script definitions, percent): SQuAD's, or with
+--qa_metric (default: named by the data's version field) KorQuAD 1.0's, CMRC
+2018's or DRCD's.
 """
 
 from __future__ import annotations
