@@ -37,6 +37,14 @@ WEIGHT_SHARING = ("none", "embeddings", "all", "gdes")
 # The kernel sets of electra_tf.modeling.kernels (its CHOICES), named here so
 # that the configuration needs no TensorFlow.
 KERNELS = ("auto", "reference", "cpu_fast")
+# How text is normalized before WordPiece (electra_tf.tokenization): `bert`,
+# the original BERT/ELECTRA BasicTokenizer (Hangul kept whole), or `casefold`
+# (NFKC_Casefold when lower-casing, NFC). `casefold` is the default of new runs
+# and what every run, shard build and export that records no normalization
+# used; checkpoints imported from the original code or Hugging Face get `bert`.
+NORMALIZATIONS = ("casefold", "bert")
+DEFAULT_NORMALIZATION = "casefold"
+IMPORTED_NORMALIZATION = "bert"
 
 
 class ConfigError(ValueError):
@@ -136,6 +144,7 @@ class PretrainingConfig:
     max_predictions_per_seq: Optional[int] = None  # None: int((mask_rate + 0.005) * L)
     do_lower_case: bool = True
     strip_accents: Optional[bool] = None  # None: same as do_lower_case
+    normalization: str = DEFAULT_NORMALIZATION  # see NORMALIZATIONS
     shuffle_buffer_size: int = 1000
     # Objective (see OBJECTIVES, TRAINING_ALGORITHMS, WEIGHT_SHARING).
     objective: str = "electra"
@@ -283,6 +292,9 @@ class PretrainingConfig:
                               f"{', '.join(MIXED_PRECISION_POLICIES)}.")
         if self.kernels not in KERNELS:
             raise ConfigError(f"--kernels={self.kernels!r}: choose one of {', '.join(KERNELS)}.")
+        if self.normalization not in NORMALIZATIONS:
+            raise ConfigError(f"--normalization={self.normalization!r}: choose one of "
+                              f"{', '.join(NORMALIZATIONS)}.")
 
     def _validate_variant(self) -> None:
         """Checks objective, training algorithm and weight sharing go together."""

@@ -35,11 +35,16 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     casing = dict(type=_bool, default=None, help="Lower-case text (default: what the checkpoint "
                   "records; the original code's true for TF1 checkpoints).")
+    normalization = dict(choices=("bert", "casefold"), default=None,
+                         help="Text normalization before WordPiece (default: bert, the original "
+                              "code's and Hugging Face's BERT tokenizer, so that the model sees "
+                              "the ids it was trained with).")
     tf1 = commands.add_parser("import-tf1", help="google-research/electra checkpoint -> run dir")
     tf1.add_argument("checkpoint", help="Checkpoint directory or prefix (model.ckpt-N).")
     tf1.add_argument("run_dir")
     tf1.add_argument("--vocab_file", help="Default: vocab.txt beside the checkpoint.")
     tf1.add_argument("--do_lower_case", **casing)
+    tf1.add_argument("--normalization", **normalization)
     tf1.add_argument("--num_heads", type=int, help="Attention heads (default hidden // 64, the "
                      "original rule; shapes do not tell).")
     hf = commands.add_parser("import-hf", help="Hugging Face ELECTRA directory -> run dir")
@@ -49,6 +54,7 @@ def _parser() -> argparse.ArgumentParser:
                     "<hf_dir>/generator if present.")
     hf.add_argument("--vocab_file", help="Default: <hf_dir>/vocab.txt.")
     hf.add_argument("--do_lower_case", **casing)
+    hf.add_argument("--normalization", **normalization)
     out = commands.add_parser("export-hf", help="run dir -> Hugging Face directories")
     out.add_argument("run_dir", help="An electra-tf run directory (export/ or checkpoints/).")
     out.add_argument("hf_dir", help="Discriminator here, generator in <hf_dir>/generator.")
@@ -89,7 +95,8 @@ def run(argv: list[str]) -> int:
             print(f"Read {source} ({kind}):")
             _print_summary(loaded)
             checkpoints.write_run_dir(loaded, args.run_dir, vocab_file=args.vocab_file,
-                                      do_lower_case=args.do_lower_case)
+                                      do_lower_case=args.do_lower_case,
+                                      normalization=args.normalization)
             print(f"Wrote {args.run_dir} (config.json, vocab.txt, export/). Fine-tune with "
                   f"`python finetune.py --init_checkpoint={args.run_dir} ...`.")
             return 0
@@ -105,7 +112,7 @@ def run(argv: list[str]) -> int:
         from electra_tf.tokenization import WordPieceTokenizer
 
         tokenizer = WordPieceTokenizer(loaded.vocab_file, loaded.do_lower_case,
-                                       loaded.strip_accents)
+                                       loaded.strip_accents, loaded.normalization)
         tmp = os.path.abspath(args.hf_dir).rstrip("/") + f".tmp-{os.getpid()}"
         shutil.rmtree(tmp, ignore_errors=True)
         huggingface.export_hf(loaded.weights, loaded.model, loaded.has_generator, tmp,

@@ -336,3 +336,28 @@ def test_two_worker_processes_train_in_lockstep_and_only_the_chief_writes(
     assert os.listdir(tmp_path / "tmp1") == []
     assert "results in" in outputs[0] and "results in" not in outputs[1]
     assert "[worker-1] --- Trial 1/1" in outputs[1]
+
+
+def test_random_init_fine_tunes_the_same_encoder_with_fresh_weights(pretrained, tmp_path):
+    from electra_tf.artifacts.pretrained import load_discriminator
+
+    start = load_discriminator(pretrained.model_file).encoder
+    table = next(w for w in start.weights if "word_embeddings" in w.path).numpy()
+    kept = {}
+    for random_init in (False, True):
+        # A negligible learning rate: the saved encoder is where training started.
+        settings = FinetuneSettings(output_dir=str(tmp_path / str(random_init)),
+                                    train_batch_size=8, learning_rate=1e-12,
+                                    num_train_epochs=1, random_init=random_init)
+        lines = []
+        results = run_trials(_toy_task(8), pretrained, settings, print_fn=lines.append)
+        model, _ = load_finetuned(str(tmp_path / str(random_init) / "trial_0"))
+        kept[random_init] = next(w for w in model.encoder.weights
+                                 if "word_embeddings" in w.path).numpy()
+        assert ("random_init" in results["settings"]) is random_init
+        assert any("--random_init: no pre-training" in line for line in lines) is random_init
+    np.testing.assert_allclose(kept[False], table, atol=1e-6)
+    assert kept[True].shape == table.shape
+    assert np.abs(kept[True] - table).mean() > 0.5 * np.abs(table).mean()
+    # Drawn like a fresh model: truncated normal with the configured 0.02 scale.
+    assert 0.01 < kept[True].std() < 0.03

@@ -62,16 +62,19 @@ QUESTION_ANSWERING = "question_answering"
 IDENTITY_KEYS = ("task", "init_checkpoint", "vocab_file", "settings")
 
 
-def squad_task(version: str, train_data: str, predict_data) -> dict:
-    """The `task` entry of a SQuAD run.
+def squad_task(version: str, train_data: str, predict_data, qa_metric: str = "squad") -> dict:
+    """The `task` entry of a SQuAD-format question-answering run.
 
     Args:
         version: "1.1" or "2.0".
         train_data: where the training questions came from.
         predict_data: where the questions predicted and scored came from (or None).
+        qa_metric: whose official scores the run reports (squad, korquad,
+            cmrc2018, drcd); results written before it was recorded are squad.
     """
     return {"name": f"squad{version.replace('.', '')}", "task_type": QUESTION_ANSWERING,
-            "squad_version": version, "train_data": train_data, "predict_data": predict_data}
+            "squad_version": version, "train_data": train_data, "predict_data": predict_data,
+            "qa_metric": qa_metric}
 
 
 def summarize(trials: list[dict], primary_metric: str) -> dict:
@@ -110,6 +113,10 @@ def make_results(identity: dict, data: dict, primary_metric: str, trials: list[d
 def read_results(path: str) -> Optional[dict]:
     """A results.json in this schema (older schemas converted), or None if there is none."""
     results = read_json(path)
+    if results is not None and "format_version" in results:
+        task = results.get("task")
+        if isinstance(task, dict) and task.get("task_type") == QUESTION_ANSWERING:
+            task.setdefault("qa_metric", "squad")  # scored with SQuAD's before it was recorded
     if results is None or "format_version" in results:
         return results
     upgraded = upgrade_results(results)

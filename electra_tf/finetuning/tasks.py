@@ -452,6 +452,9 @@ class FileTaskOptions:
         task_type: `classification` or `regression`.
         labels: class names in id order; None infers them from the training
             file (sorted: numerically when every label is an integer).
+        label_scale: regression targets are divided by it for training and
+            predictions multiplied by it (5 for KorSTS's 0-5 scores, as the
+            original code does for STS-B).
         quoting: `csv` or `none` for CSV / TSV files.
         delimiter: None picks by extension (`.csv` comma, else tab).
     """
@@ -462,6 +465,7 @@ class FileTaskOptions:
     index_column: Optional[str] = None
     task_type: str = CLASSIFICATION
     labels: Optional[list[str]] = None
+    label_scale: float = 1.0
     quoting: str = "csv"
     delimiter: Optional[str] = None
 
@@ -573,8 +577,14 @@ def load_user_files(name: str, options: FileTaskOptions, train_file: str,
         raise TaskDataError(f"--task_type={options.task_type!r}: choose classification or "
                             "regression.")
     pair = bool(options.text_pair_column)
+    if not options.label_scale > 0:
+        raise TaskDataError(f"--label_scale={options.label_scale}: must be > 0.")
+    if options.label_scale != 1.0 and options.task_type != REGRESSION:
+        raise TaskDataError(f"--label_scale={options.label_scale} scales regression targets; "
+                            "add --task_type=regression (or drop it).")
     if options.task_type == REGRESSION:
-        task = Task(name, REGRESSION, None, ("pearson", "spearman"), "spearman", pair)
+        task = Task(name, REGRESSION, None, ("pearson", "spearman"), "spearman", pair,
+                    label_scale=float(options.label_scale))
     else:
         task = Task(name, CLASSIFICATION, None, ("accuracy",), "accuracy", pair)
     train, raw = _file_split(train_file, "train", task, options, labelled=True)
@@ -591,6 +601,8 @@ def load_user_files(name: str, options: FileTaskOptions, train_file: str,
                                 "more (or use --task_type=regression).")
         if len(task.label_names) == 2:
             task.metrics = ("accuracy", "f1", "mcc")
+        else:  # hate-speech and other multi-class benchmarks report macro-F1
+            task.metrics = ("accuracy", "macro_f1")
     train.labels = _labels_array(task, [_parse_label(task, v, w) for w, v in raw])
     dev = {}
     if dev_file:

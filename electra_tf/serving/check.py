@@ -86,8 +86,7 @@ class Reference:
             raise CheckError(f"{version_dir}: no saved_model.pb; pass a version directory "
                              "(<export_base>/<model_name>/<version>).")
         config = read_serving_config(version_dir)
-        tokenizer = WordPieceTokenizer(version.vocab_file, config["do_lower_case"],
-                                       config["strip_accents"])
+        tokenizer = WordPieceTokenizer.from_settings(version.vocab_file, config)
         if config["kind"] == DISCRIMINATOR:
             if not os.path.isfile(version.keras_file):
                 raise CheckError(f"{version_dir}: no model.keras in assets.extra/ to compare "

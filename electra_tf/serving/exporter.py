@@ -99,14 +99,13 @@ def export_classifier(model, info: dict, vocab_file: str, export_base: str, mode
     regression = task.task_type == REGRESSION
     label_names = None if regression else list(task.label_names)
     scale = info.get("regression_output_scale", 1.0)
-    tokenizer = WordPieceTokenizer(vocab_file, info["do_lower_case"], info.get("strip_accents"))
+    tokenizer = WordPieceTokenizer.from_settings(vocab_file, info)
     copy = float32_copy(model)
     module = ClassifierServing(copy, tokenizer, info["max_seq_length"], task.is_pair,
                                label_names, scale)
     config = {"format_version": FORMAT_VERSION, "kind": CLASSIFIER,
               "max_seq_length": info["max_seq_length"], "is_pair": task.is_pair,
-              "do_lower_case": tokenizer.do_lower_case, "strip_accents": tokenizer.strip_accents,
-              "label_names": label_names, "label_scale": scale, "task": task.to_dict(),
+              **tokenizer.text_settings(), "label_names": label_names, "label_scale": scale, "task": task.to_dict(),
               "model": _encoder_config(copy.encoder)}
     return publish_version(
         os.path.join(export_base, model_name),
@@ -132,13 +131,13 @@ def export_discriminator(discriminator, pretraining_config, vocab_file: str, exp
     """
     length = max_seq_length or pretraining_config.max_seq_length
     tokenizer = WordPieceTokenizer(vocab_file, pretraining_config.do_lower_case,
-                                   pretraining_config.resolved_strip_accents)
+                                   pretraining_config.resolved_strip_accents,
+                                   pretraining_config.normalization)
     copy = float32_copy(discriminator)
     electric = pretraining_config.objective == "electric"
     module = DiscriminatorServing(copy, tokenizer, length, electric=electric)
     config = {"format_version": FORMAT_VERSION, "kind": DISCRIMINATOR, "max_seq_length": length,
-              "is_pair": False, "do_lower_case": tokenizer.do_lower_case,
-              "strip_accents": tokenizer.strip_accents, "label_names": None,
+              "is_pair": False, **tokenizer.text_settings(), "label_names": None,
               "objective": pretraining_config.objective,
               "model": dataclasses.asdict(pretraining_config.model)}
     return publish_version(
@@ -163,7 +162,7 @@ def export_question_answering(model, info: dict, vocab_file: str, export_base: s
     Returns:
         The version directory.
     """
-    tokenizer = WordPieceTokenizer(vocab_file, info["do_lower_case"], info.get("strip_accents"))
+    tokenizer = WordPieceTokenizer.from_settings(vocab_file, info)
     copy = float32_copy(model)
     squad_version = str(info.get("squad_version", "1.1"))
     settings = {"max_seq_length": int(info["max_seq_length"]),
@@ -176,8 +175,7 @@ def export_question_answering(model, info: dict, vocab_file: str, export_base: s
     config = {"format_version": FORMAT_VERSION, "kind": QUESTION_ANSWERING,
               "squad_version": squad_version, "version_2": squad_version == "2.0", **settings,
               "doc_stride": info.get("doc_stride"), "is_pair": True,
-              "do_lower_case": tokenizer.do_lower_case, "strip_accents": tokenizer.strip_accents,
-              "label_names": None, "beam_size": copy.task_head.beam_size,
+              **tokenizer.text_settings(), "label_names": None, "beam_size": copy.task_head.beam_size,
               "model": _encoder_config(copy.encoder)}
     extra_info = {**info, **settings, "squad_version": squad_version}
     return publish_version(

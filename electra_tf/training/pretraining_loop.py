@@ -215,7 +215,9 @@ def run_pretraining(config: PretrainingConfig, run_dir: str, shard_dir: str, voc
                     assign_canonical(model.generator, model.discriminator, init_weights)
                 except CheckpointError as error:
                     raise RunError(f"--init_checkpoint: {error}")
-                print_fn(f"Initialised the generator and discriminator from {init_weights.source} "
+                which = ("the generator and discriminator" if init_weights.has_generator
+                         else "the discriminator (the generator is new)")
+                print_fn(f"Initialised {which} from {init_weights.source} "
                          f"({init_weights.format}).")
     if in_multi_worker_mode(strategy):
         check_same_on_all_workers(strategy, {
