@@ -187,8 +187,8 @@ class _EpochEnds(keras.callbacks.Callback):
 
     def on_train_batch_end(self, batch, logs=None):
         step = int(self.model.optimizer.iterations.numpy())
-        if step % self.steps_per_epoch and step != self.total_steps:
-            return
+        if step == 0 or (step % self.steps_per_epoch and step != self.total_steps):
+            return  # (step 0: a first float16 step skipped for overflow ends no epoch)
         if self.history and self.history[-1]["step"] == step:
             return  # a float16 step skipped for overflow: this step is recorded
         entry = {"epoch": math.ceil(step / self.steps_per_epoch), "step": step,
