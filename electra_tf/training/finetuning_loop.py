@@ -2,7 +2,8 @@
 
 `run_trials` runs `settings.num_trials` trials of a task (classification and
 regression: `electra_tf.finetuning.classification`; SQuAD:
-`electra_tf.finetuning.squad_task`) from one pre-trained checkpoint. Trial k
+`electra_tf.finetuning.squad_task`; token classification:
+`electra_tf.finetuning.tagging_task`) from one pre-trained checkpoint. Trial k
 
 * starts from the pre-trained encoder with a new head, seeded with `seed + k`;
 * trains with progress lines (ETA) and TensorBoard scalars, saving a
