@@ -31,7 +31,8 @@ def test_first_pieces_unknown_and_empty_words(tokenizer):
     # A word that tokenizes to nothing becomes [UNK] and keeps its position.
     assert features.input_ids[1] == _ids(tokenizer, "[CLS]", "[UNK]", "한국", "##어", "[SEP]")
     assert features.positions[1] == [1, 2]
-    assert features.input_ids[2] == _ids(tokenizer, "[CLS]", "[SEP]") and features.positions[2] == []
+    assert features.input_ids[2] == _ids(tokenizer, "[CLS]", "[SEP]")
+    assert features.positions[2] == []
     assert features.num_words == [3, 2, 0] and features.num_truncated == 0
 
 

@@ -14,8 +14,7 @@ import numpy as np
 
 from electra_tf.serving.check_requests import bytes_spec, ids_spec
 from electra_tf.serving.classifier import IDS_SIGNATURE, TEXT_SIGNATURE
-
-WORDS_SIGNATURE = "words"  # serving.tagger.WORDS_SIGNATURE, without importing the graph code
+from electra_tf.serving.tagger import WORDS_SIGNATURE
 
 SAMPLE_TAGGING_TEXTS = [
     "The movie was very good.",
