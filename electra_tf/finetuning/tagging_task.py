@@ -131,8 +131,9 @@ class TaggingTask:
                                ("test", encoded.test)):
             if features is not None and features.num_truncated:
                 print_fn(f"{features.num_truncated:,} {name} sentence(s) exceed "
-                         f"--max_seq_length={length} pieces; their last words are predicted "
-                         f"{OUTSIDE!r} (and not trained on).")
+                         f"--max_seq_length={length} pieces; their last words are "
+                         + ("not trained on." if name == "training" else
+                            f"predicted {OUTSIDE!r}."))
         counts = {"num_train_sentences": len(train), "num_train_words": train.num_words}
         if definition.tag_format != PLAIN:
             types = Counter(type_ for tags in train.tags for type_, _, _ in
