@@ -1,4 +1,4 @@
-"""`results.json` of a fine-tuning run: one schema for classification, regression and SQuAD.
+"""`results.json` of a fine-tuning run: one schema for classification, regression, SQuAD, tagging.
 
 It is rewritten (atomically) after every trial, so a crash loses at most the
 trial in progress, and a run of the same command skips the trials it lists.
@@ -11,14 +11,19 @@ Top level:
                      glue_score_metric, is_pair, num_train_epochs, label_scale).
                      SQuAD: name (squad11 / squad20), task_type
                      (question_answering), squad_version, train_data, predict_data.
+                     Tagging: name, task_type (tagging), tag_names, tag_format
+                     (prefix, suffix or plain), metrics, primary_metric,
+                     num_train_epochs.
     init_checkpoint  the pre-trained discriminator file fine-tuned
     vocab_file       the vocabulary
     settings         the hyperparameters that define the run (not the ones a
                      resumed run may change: num_trials, eval_batch_size, ...)
     data             training data counts: num_train_examples (SQuAD:
-                     num_train_questions, num_train_windows, skipped_train_questions)
+                     num_train_questions, num_train_windows, skipped_train_questions;
+                     tagging: num_train_sentences, num_train_words,
+                     num_train_entities {type: count})
     primary_metric   the dev metric trials are compared by (GLUE: the paper's
-                     metric for the task; SQuAD: f1)
+                     metric for the task; SQuAD and tagging: f1; plain tags: accuracy)
     trials           the finished trials in trial order (below)
     median           {metric: median over the trials' final dev metrics}
     all              {metric: every trial's value, in trial order}
@@ -40,8 +45,10 @@ Each trial:
                      --nosave_models)
     predictions      {name: path} of the prediction files written
 
-GLUE metrics are fractions (accuracy and F1 in [0, 1], correlations in
-[-1, 1]); SQuAD's are percentages, as the official scripts print them.
+GLUE and tagging metrics are fractions (accuracy and F1 in [0, 1],
+correlations in [-1, 1]; tagging: precision, recall, f1 micro at the entity
+level, accuracy over words, then `<metric>/<type>` per entity type); SQuAD's
+are percentages, as the official scripts print them.
 
 Results written before this schema (see `upgrade_results`) are still read.
 """

@@ -25,18 +25,23 @@ from electra_tf.artifacts.serving_dir import (LABELS_FILE, SERVING_CONFIG, Versi
                                               publish_version)
 from electra_tf.finetuning.saving import load_finetuned, save_finetuned
 from electra_tf.finetuning.squad_decoding import DEFAULT_NULL_THRESHOLD, MAX_ANSWER_LENGTH
+from electra_tf.finetuning.tagging_data import TaggingDefinition
+from electra_tf.finetuning.tagging_task import TAGGER
 from electra_tf.finetuning.tasks import REGRESSION, Task
 from electra_tf.interop.checkpoints import CheckpointError, load_run_models
 from electra_tf.modeling import kernels
 from electra_tf.serving.classifier import ClassifierServing
 from electra_tf.serving.discriminator import DiscriminatorServing
 from electra_tf.serving.question_answering import QuestionAnsweringServing
+from electra_tf.serving.tagger import TaggerServing
 from electra_tf.tokenization import WordPieceTokenizer
 
 FORMAT_VERSION = 1
 CLASSIFIER = "classifier"
 DISCRIMINATOR = "discriminator"
 QUESTION_ANSWERING = "question_answering"
+# How raw text is cut into words (recorded in a tagger's serving_config.json).
+WORD_SPLITTING = "whitespace; each CJK ideograph a word of its own"
 
 
 class ExportError(ValueError):
@@ -185,6 +190,36 @@ def export_question_answering(model, info: dict, vocab_file: str, export_base: s
         version)
 
 
+def export_tagger(model, info: dict, vocab_file: str, export_base: str, model_name: str,
+                  version: Optional[int] = None) -> str:
+    """Exports a fine-tuned `ElectraTagger` as a new version.
+
+    Args:
+        model: the tagger (any dtype policy; a float32 copy is exported).
+        info: what fine-tuning saves with it (task, casing, max_seq_length).
+        vocab_file: the vocabulary it was fine-tuned with.
+        export_base, model_name, version: as in `export_classifier`.
+
+    Returns:
+        The version directory.
+    """
+    definition = TaggingDefinition.from_dict(info["task"])
+    tokenizer = WordPieceTokenizer(vocab_file, info["do_lower_case"], info.get("strip_accents"))
+    copy = float32_copy(model)
+    module = TaggerServing(copy, tokenizer, info["max_seq_length"], definition.tag_names)
+    config = {"format_version": FORMAT_VERSION, "kind": TAGGER,
+              "max_seq_length": info["max_seq_length"], "is_pair": False,
+              "do_lower_case": tokenizer.do_lower_case, "strip_accents": tokenizer.strip_accents,
+              "label_names": list(definition.tag_names), "tag_format": definition.tag_format,
+              "word_splitting": WORD_SPLITTING, "task": definition.to_dict(),
+              "model": _encoder_config(copy.encoder)}
+    return publish_version(
+        os.path.join(export_base, model_name),
+        lambda staging: _write(module, staging, vocab_file, config, definition.tag_names,
+                               lambda saved: save_finetuned(copy, saved.extra, info)),
+        version)
+
+
 def export_finetuned_dir(trial_dir: str, export_base: str, model_name: str,
                          version: Optional[int] = None) -> str:
     """Exports the model a fine-tuning trial saved (with vocab.txt beside it)."""
@@ -192,8 +227,8 @@ def export_finetuned_dir(trial_dir: str, export_base: str, model_name: str,
     if not os.path.isfile(vocab_file):
         raise ExportError(f"{trial_dir}: no vocab.txt beside the saved model.")
     model, info = load_finetuned(trial_dir)
-    export = export_question_answering if info["kind"] == QUESTION_ANSWERING \
-        else export_classifier
+    export = {QUESTION_ANSWERING: export_question_answering,
+              TAGGER: export_tagger}.get(info["kind"], export_classifier)
     return export(model, info, vocab_file, export_base, model_name, version)
 
 

@@ -2,7 +2,8 @@
 
 `run_trials` runs `settings.num_trials` trials of a task (classification and
 regression: `electra_tf.finetuning.classification`; SQuAD:
-`electra_tf.finetuning.squad_task`) from one pre-trained checkpoint. Trial k
+`electra_tf.finetuning.squad_task`; token classification:
+`electra_tf.finetuning.tagging_task`) from one pre-trained checkpoint. Trial k
 
 * starts from the pre-trained encoder (or, with `settings.random_init`, the
   same encoder with freshly drawn weights) with a new head, seeded with `seed + k`;
@@ -188,8 +189,8 @@ class _EpochEnds(keras.callbacks.Callback):
 
     def on_train_batch_end(self, batch, logs=None):
         step = int(self.model.optimizer.iterations.numpy())
-        if step % self.steps_per_epoch and step != self.total_steps:
-            return
+        if step == 0 or (step % self.steps_per_epoch and step != self.total_steps):
+            return  # (step 0: a first float16 step skipped for overflow ends no epoch)
         if self.history and self.history[-1]["step"] == step:
             return  # a float16 step skipped for overflow: this step is recorded
         entry = {"epoch": math.ceil(step / self.steps_per_epoch), "step": step,
