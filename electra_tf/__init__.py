@@ -16,6 +16,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow is impor
 from electra_tf import optimization as _optimization  # noqa: E402,F401
 from electra_tf.finetuning import model as _classifier  # noqa: E402,F401
 from electra_tf.finetuning import qa_model as _qa_model  # noqa: E402,F401
+from electra_tf.finetuning import tagging_model as _tagging_model  # noqa: E402,F401
 from electra_tf.modeling import electra as _electra  # noqa: E402,F401
 
 __version__ = "0.9.0"

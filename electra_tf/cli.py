@@ -14,8 +14,10 @@ from typing import Any, Callable
 
 from absl import app, flags
 
-from electra_tf.config import ModelConfig, PretrainingConfig
+from electra_tf.config import (DEFAULT_NORMALIZATION, NORMALIZATIONS, ModelConfig,
+                               PretrainingConfig)
 from electra_tf.distribute import STRATEGIES, create_strategy, split_cpu
+from electra_tf.vocab_learning import DEFAULT_MAX_BYTES, PRESEGMENTERS, VocabOptions
 
 _HELP = {
     "vocab_size": "Vocabulary size. With --vocab_file it must match the file; without, the size "
@@ -32,6 +34,10 @@ _HELP = {
     "max_predictions_per_seq": "Masked slots per sequence (default int((mask_rate+0.005)*L)).",
     "do_lower_case": "Lower-case text before WordPiece (Hangul is kept whole either way).",
     "strip_accents": "Strip accents (default: same as --do_lower_case).",
+    "normalization": "Text normalization before WordPiece: bert (the original BERT/ELECTRA "
+                     "tokenizer: lower-case, accents stripped, nothing folded; Hangul kept "
+                     "whole) or casefold (NFKC case folding, NFC). Default: casefold, or the "
+                     "--init_checkpoint's (bert for imported checkpoints).",
     "objective": "electra (replaced token detection), electra_15 (only masked positions), mlm "
                  "(BERT), replace_mlm (MLM on generator samples), all_tokens_mlm (every token, "
                  "with the copy mechanism).",
@@ -51,7 +57,8 @@ _HELP = {
     "learning_rate": "Peak learning rate.",
     "num_warmup_steps": "Linear warmup steps.",
     "train_batch_size": "Global batch size (all replicas).",
-    "num_train_steps": "Total optimizer steps.",
+    "num_train_steps": "Total optimizer steps (0: export the randomly initialised model, the "
+                       "no-pre-training baseline).",
     "gradient_accumulation_steps": "Split each batch into this many micro-batches whose "
                                    "gradients are summed before one update (same update, less "
                                    "memory).",
@@ -103,6 +110,45 @@ def overrides_from_flags(flag_values=flags.FLAGS) -> dict[str, Any]:
     """The config fields the user set on the command line."""
     return {name: flag_values[name].value for name, _ in _fields()
             if flag_values[name].value is not None}
+
+
+def define_text_flags(module_name: str) -> None:
+    """--do_lower_case, --strip_accents and --normalization, as `pretrain.py` has them."""
+    flags.DEFINE_boolean("do_lower_case", True, _HELP["do_lower_case"], module_name=module_name)
+    flags.DEFINE_boolean("strip_accents", None, _HELP["strip_accents"], module_name=module_name)
+    flags.DEFINE_enum("normalization", DEFAULT_NORMALIZATION, list(NORMALIZATIONS),
+                      _HELP["normalization"], module_name=module_name)
+
+
+def text_settings_from_flags(flag_values=flags.FLAGS) -> dict:
+    """`WordPieceTokenizer`'s text arguments from the flags of `define_text_flags`."""
+    return {"do_lower_case": flag_values.do_lower_case,
+            "strip_accents": flag_values.strip_accents,
+            "normalization": flag_values.normalization}
+
+
+def define_vocab_flags(module_name: str) -> None:
+    """How a vocabulary is learned: `python -m electra_tf.vocab` and `pretrain.py` share these."""
+    flags.DEFINE_integer("vocab_alphabet_size", None, "Characters the vocabulary spells words "
+                         "with (each a token, and most also as ##c); words with any other "
+                         "character become [UNK]. Default: the most frequent characters that "
+                         "fit in half of the vocabulary.", module_name=module_name)
+    flags.DEFINE_integer("vocab_max_bytes", DEFAULT_MAX_BYTES, "Text read to learn the "
+                         "vocabulary (whole lines spread over the corpus).",
+                         module_name=module_name)
+    flags.DEFINE_integer("vocab_unused", 0, "[unused0], [unused1], ... slots after the special "
+                         "tokens, for tokens added later.", module_name=module_name)
+    flags.DEFINE_enum("vocab_presegment", "none", list(PRESEGMENTERS), "kiwi: learn pieces "
+                      "along Korean morpheme boundaries (pip install kiwipiepy); tokenization "
+                      "itself needs no analyser.", module_name=module_name)
+
+
+def vocab_options_from_flags(vocab_size: int, flag_values=flags.FLAGS) -> VocabOptions:
+    """The `VocabOptions` of the flags of `define_vocab_flags` and a vocabulary size."""
+    return VocabOptions(vocab_size=vocab_size, alphabet_size=flag_values.vocab_alphabet_size,
+                        max_bytes=flag_values.vocab_max_bytes,
+                        num_unused=flag_values.vocab_unused,
+                        presegment=flag_values.vocab_presegment)
 
 
 def define_strategy_flags(module_name: str) -> None:

@@ -37,6 +37,14 @@ WEIGHT_SHARING = ("none", "embeddings", "all", "gdes")
 # The kernel sets of electra_tf.modeling.kernels (its CHOICES), named here so
 # that the configuration needs no TensorFlow.
 KERNELS = ("auto", "reference", "cpu_fast")
+# How text is normalized before WordPiece (electra_tf.tokenization): `bert`,
+# the original BERT/ELECTRA BasicTokenizer (Hangul kept whole), or `casefold`
+# (NFKC_Casefold when lower-casing, NFC). `casefold` is the default of new runs
+# and what every run, shard build and export that records no normalization
+# used; checkpoints imported from the original code or Hugging Face get `bert`.
+NORMALIZATIONS = ("casefold", "bert")
+DEFAULT_NORMALIZATION = "casefold"
+IMPORTED_NORMALIZATION = "bert"
 
 
 class ConfigError(ValueError):
@@ -136,6 +144,7 @@ class PretrainingConfig:
     max_predictions_per_seq: Optional[int] = None  # None: int((mask_rate + 0.005) * L)
     do_lower_case: bool = True
     strip_accents: Optional[bool] = None  # None: same as do_lower_case
+    normalization: str = DEFAULT_NORMALIZATION  # see NORMALIZATIONS
     shuffle_buffer_size: int = 1000
     # Objective (see OBJECTIVES, TRAINING_ALGORITHMS, WEIGHT_SHARING).
     objective: str = "electra"
@@ -220,10 +229,13 @@ class PretrainingConfig:
         if self.model_size not in MODEL_SIZES:
             raise ConfigError(f"--model_size={self.model_size!r}: choose one of {', '.join(MODEL_SIZES)}.")
         self.model.validate()
-        _positive(self, "max_seq_length", "train_batch_size", "num_train_steps",
-                  "gradient_accumulation_steps",
+        _positive(self, "max_seq_length", "train_batch_size", "gradient_accumulation_steps",
                   "save_checkpoints_steps", "log_every_steps", "steps_per_execution",
                   "shuffle_buffer_size")
+        if isinstance(self.num_train_steps, bool) or not isinstance(self.num_train_steps, int) \
+                or self.num_train_steps < 0:
+            raise ConfigError(f"--num_train_steps={self.num_train_steps}: must be >= 0 (0 exports "
+                              "the randomly initialised model: the no-pre-training baseline).")
         if self.max_seq_length < 5:
             raise ConfigError(f"--max_seq_length={self.max_seq_length}: must be at least 5 "
                               "([CLS] A [SEP] B [SEP]).")
@@ -280,6 +292,9 @@ class PretrainingConfig:
                               f"{', '.join(MIXED_PRECISION_POLICIES)}.")
         if self.kernels not in KERNELS:
             raise ConfigError(f"--kernels={self.kernels!r}: choose one of {', '.join(KERNELS)}.")
+        if self.normalization not in NORMALIZATIONS:
+            raise ConfigError(f"--normalization={self.normalization!r}: choose one of "
+                              f"{', '.join(NORMALIZATIONS)}.")
 
     def _validate_variant(self) -> None:
         """Checks objective, training algorithm and weight sharing go together."""

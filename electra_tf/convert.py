@@ -4,19 +4,29 @@
     python -m electra_tf.convert import-hf electra-base-discriminator/ runs/electra-base \\
         --generator_dir electra-base-generator/
     python -m electra_tf.convert export-hf runs/small-wiki hf/small-wiki
+    python -m electra_tf.convert export-hf runs/finetune/ner-ko hf/ner-ko     # a tagger
+    python -m electra_tf.convert import-hf koelectra-ner/ models/koelectra-ner  # a tagger
 
 An imported run directory (config.json, vocab.txt, export/) is used like a
 run of our own: `finetune.py --init_checkpoint=<run_dir>`,
 `pretrain.py --init_checkpoint=<run_dir>` (continued pre-training needs the
 generator). Both scripts also accept the original checkpoints directly.
+
+Fine-tuned taggers (`finetune.py --task_type=tagging`: a fine-tuning output
+directory, its best trial, or a trial directory) are exported as Hugging
+Face's `ElectraForTokenClassification`; importing one of those writes a
+fine-tuned model directory that `python -m electra_tf.export` serves (see
+`electra_tf.interop.hf_tagger`).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import sys
+from typing import Optional
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -35,11 +45,16 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     casing = dict(type=_bool, default=None, help="Lower-case text (default: what the checkpoint "
                   "records; the original code's true for TF1 checkpoints).")
+    normalization = dict(choices=("bert", "casefold"), default=None,
+                         help="Text normalization before WordPiece (default: bert, the original "
+                              "code's and Hugging Face's BERT tokenizer, so that the model sees "
+                              "the ids it was trained with).")
     tf1 = commands.add_parser("import-tf1", help="google-research/electra checkpoint -> run dir")
     tf1.add_argument("checkpoint", help="Checkpoint directory or prefix (model.ckpt-N).")
     tf1.add_argument("run_dir")
     tf1.add_argument("--vocab_file", help="Default: vocab.txt beside the checkpoint.")
     tf1.add_argument("--do_lower_case", **casing)
+    tf1.add_argument("--normalization", **normalization)
     tf1.add_argument("--num_heads", type=int, help="Attention heads (default hidden // 64, the "
                      "original rule; shapes do not tell).")
     hf = commands.add_parser("import-hf", help="Hugging Face ELECTRA directory -> run dir")
@@ -49,8 +64,12 @@ def _parser() -> argparse.ArgumentParser:
                     "<hf_dir>/generator if present.")
     hf.add_argument("--vocab_file", help="Default: <hf_dir>/vocab.txt.")
     hf.add_argument("--do_lower_case", **casing)
+    hf.add_argument("--normalization", **normalization)
+    hf.add_argument("--max_seq_length", type=int, help="ElectraForTokenClassification: the "
+                    "served model's raw-text length (default 128).")
     out = commands.add_parser("export-hf", help="run dir -> Hugging Face directories")
-    out.add_argument("run_dir", help="An electra-tf run directory (export/ or checkpoints/).")
+    out.add_argument("run_dir", help="An electra-tf run directory (export/ or checkpoints/), or "
+                     "a fine-tuned tagger (fine-tuning output or trial directory).")
     out.add_argument("hf_dir", help="Discriminator here, generator in <hf_dir>/generator.")
     return parser
 
@@ -69,11 +88,55 @@ def _print_summary(loaded) -> None:
         print("  generator:     none")
 
 
+def _tagger_conversion(args) -> Optional[int]:
+    """Converts a fine-tuned tagger (either direction); None when the source is not one."""
+    from electra_tf.artifacts.finetuning_dir import (FinetuningDir, best_saved_trial,
+                                                     holds_saved_model)
+    from electra_tf.interop import hf_tagger, huggingface
+
+    if args.command == "import-hf":
+        if not huggingface.is_hf_dir(args.hf_dir):
+            return None
+        with open(os.path.join(args.hf_dir, huggingface.CONFIG_FILE), encoding="utf-8") as f:
+            if not hf_tagger.is_token_classifier(json.load(f)):
+                return None
+        description = hf_tagger.import_hf_tagger(args.hf_dir, args.run_dir, args.max_seq_length,
+                                                 vocab_file=args.vocab_file,
+                                                 do_lower_case=args.do_lower_case)
+        print(f"Wrote {os.path.dirname(description)} (a fine-tuned tagger). Serve it with "
+              f"`python -m electra_tf.export --checkpoint {args.run_dir} ...`.")
+        return 0
+    if args.command != "export-hf":
+        return None
+    source = args.run_dir
+    if os.path.isfile(FinetuningDir(source).results_file):
+        trial = best_saved_trial(source)
+        if trial is None:
+            raise ValueError(f"{source}: no finished trial with a saved model.")
+        source = trial.path
+    elif not holds_saved_model(source):
+        return None
+    if os.path.isdir(args.hf_dir) and os.listdir(args.hf_dir):
+        raise ValueError(f"{args.hf_dir} is not empty; choose a new directory.")
+    tmp = os.path.abspath(args.hf_dir).rstrip("/") + f".tmp-{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    hf_tagger.export_hf_tagger(source, tmp)
+    if os.path.isdir(args.hf_dir):
+        os.rmdir(args.hf_dir)  # empty, checked above
+    os.replace(tmp, args.hf_dir)
+    print(f"Wrote {args.hf_dir} from {source}: "
+          f"{hf_tagger.ARCHITECTURE}.from_pretrained({args.hf_dir!r})")
+    return 0
+
+
 def run(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
     from electra_tf.interop import checkpoints, huggingface
 
     try:
+        tagger = _tagger_conversion(args)
+        if tagger is not None:
+            return tagger
         if args.command in ("import-tf1", "import-hf"):
             source = args.checkpoint if args.command == "import-tf1" else args.hf_dir
             expected = "tf1" if args.command == "import-tf1" else "huggingface"
@@ -89,7 +152,8 @@ def run(argv: list[str]) -> int:
             print(f"Read {source} ({kind}):")
             _print_summary(loaded)
             checkpoints.write_run_dir(loaded, args.run_dir, vocab_file=args.vocab_file,
-                                      do_lower_case=args.do_lower_case)
+                                      do_lower_case=args.do_lower_case,
+                                      normalization=args.normalization)
             print(f"Wrote {args.run_dir} (config.json, vocab.txt, export/). Fine-tune with "
                   f"`python finetune.py --init_checkpoint={args.run_dir} ...`.")
             return 0
@@ -105,7 +169,7 @@ def run(argv: list[str]) -> int:
         from electra_tf.tokenization import WordPieceTokenizer
 
         tokenizer = WordPieceTokenizer(loaded.vocab_file, loaded.do_lower_case,
-                                       loaded.strip_accents)
+                                       loaded.strip_accents, loaded.normalization)
         tmp = os.path.abspath(args.hf_dir).rstrip("/") + f".tmp-{os.getpid()}"
         shutil.rmtree(tmp, ignore_errors=True)
         huggingface.export_hf(loaded.weights, loaded.model, loaded.has_generator, tmp,

@@ -53,7 +53,8 @@ def inspect_texts(path: str, texts: list, *, replace: bool = True, mask_rate=Non
     vocab_file = locate_pretrained(path).vocab_file
     if vocab_file is None:
         raise FileNotFoundError(f"{path}: no vocab.txt in the run or its export/.")
-    tokenizer = WordPieceTokenizer(vocab_file, config.do_lower_case, config.resolved_strip_accents)
+    tokenizer = WordPieceTokenizer(vocab_file, config.do_lower_case, config.resolved_strip_accents,
+                                   config.normalization)
     notes = [f"weights: {where}"]
     if replace and generator is None:
         notes.append("this run has no generator (MLM objective or uniform generator): the text "

@@ -44,7 +44,7 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from electra_tf import tokenization  # noqa: E402
+from electra_tf import tokenization, vocab_learning  # noqa: E402
 from electra_tf.config import ConfigError, preset  # noqa: E402
 from electra_tf.data.pipeline import make_pretraining_dataset  # noqa: E402
 from electra_tf.data.shards import write_shards  # noqa: E402
@@ -135,10 +135,12 @@ def prepare_data(corpus: str, data_dir: str, config, *, corpus_megabytes: Option
     vocab_file = os.path.join(data_dir, f"vocab-{config.model.vocab_size}.txt")
     if not os.path.exists(vocab_file):
         say(f"Learning a {config.model.vocab_size}-token vocabulary from {text} ...")
-        tokenization.build_vocab([text], vocab_file, config.model.vocab_size,
-                                 config.do_lower_case, config.resolved_strip_accents)
+        vocab_learning.build_vocab([text], vocab_file, config.model.vocab_size,
+                                   config.do_lower_case, config.resolved_strip_accents,
+                                   config.normalization)
     tokenizer = tokenization.WordPieceTokenizer(vocab_file, config.do_lower_case,
-                                                config.resolved_strip_accents)
+                                                config.resolved_strip_accents,
+                                                config.normalization)
     dirs = {}
     for name, text_range in (("shards", (0.0, 1.0 - eval_fraction)),
                              ("eval-shards", (1.0 - eval_fraction, 1.0))):

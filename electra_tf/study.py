@@ -19,15 +19,31 @@ Every variant is pre-trained once per budget with `--max_train_flops`, so
 variants are compared at equal compute (paper accounting, see
 `electra_tf.flops`), not at equal steps: a variant with a cheaper step gets
 more steps. Each pre-trained model is fine-tuned on every task with `seeds`
-seeds. The output directory receives:
+seeds. Optional keys:
+
+    "pretrain_seeds": 3       pre-train every variant with seeds 0, 1, 2; the
+                              tables then show the spread over pre-training
+                              runs (each the median of its fine-tuning seeds)
+    "no_pretraining": true    a baseline row: the same encoder randomly
+                              initialised (a 0-step run), fine-tuned the same way
+    "warmup_fraction": 0.1    warmup = this fraction of each cell's steps, so
+                              every budget has the same schedule shape
+    tasks: {"name": "sst2-probe", "probe": true, "task": "sst2"}
+                              a linear probe (frozen mean-pooled features,
+                              logistic regression; `electra_tf.commands.probe`)
+           {"name": "qnli-probe", "probe": true, "task": "qnli", "dev_halves": true}
+                              a GLUE task without its train file: its dev set
+                              is split in two (seeded), one half trains
+
+The output directory receives:
 
     results.csv, results.md   median and spread per task, the GLUE-style average
-    score_vs_flops.png        average dev score against pre-training FLOPs
+    score_vs_flops.png        dev score against pre-training FLOPs (no pre-training dashed)
     loss_curves.png           pre-training losses against FLOPs
     pretrain/<cell>/          the pre-training runs (resumable, see pretrain.py)
-    finetune/<cell>/<task>/   the fine-tuning runs (results.json per task)
+    finetune/<cell>/<task>/   the fine-tuning (or probe) runs (results.json per task)
     logs/                     the output of every command run
-    data/                     the corpus sample, vocabulary and shards
+    data/                     the corpus sample, vocabulary, shards, dev halves
 
 Re-running the same command skips every finished cell (a pre-training run
 with result.json, a task with all its seeds) and resumes unfinished ones.
@@ -44,19 +60,20 @@ scores far below the paper's; the seeds' spread tells which differences are
 real. At this budget the tiny discriminator is still predicting the majority
 class, so ELECTRA and BERT tie.
 
-`"scale": "cpu"` (`CPU_SCALE`) is the setting where the tiny discriminator
-does learn (held-out AUC 0.85 at the end, where temperature 1 stays at
-0.5): 128-token sequences for 6e14 FLOPs, learning rate 1e-3, the generator
-sampled at temperature 2, five seeds on CoLA, SST-2 (16,000 sentences) and
-MRPC; about 1.5 hours of pre-training per variant on two cores. At that
-budget the masked LM still fine-tunes as well or better (see
-docs/comparisons.md for the results).
+`"scale": "cpu"` (`CPU_SCALE`) is the setting where the tiny discriminator's
+held-out AUC rises well above chance (0.85 at 6e14 FLOPs, where temperature
+1 stays at 0.5): 128-token sequences, learning rate 1e-3, the generator
+sampled at temperature 2. Much of that AUC is token rarity (see
+`disc_auc_rarity` in `electra_tf.pretraining.evaluation`), and at these
+budgets ELECTRA does not fine-tune better than the masked LM beyond the
+seeds' spread (docs/comparisons.md has the tables and their baselines).
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import dataclasses
 import hashlib
 import json
 import os
@@ -88,12 +105,13 @@ REDUCED_SCALE = {
                    "cola": {"num_train_epochs": 3}},
     "seeds": 3,
 }
-# Where replaced token detection beats the masked LM on two cores (about 2 h
-# of pre-training per variant): the tiny model on 128-token sequences for
-# 6e14 FLOPs (11,188 ELECTRA steps at batch 32), a higher learning rate than
-# the preset's, and the generator sampled at temperature 2 (at temperature 1
-# the tiny discriminator stays at the label prior on this budget). A variant
-# may set its own "temperature" (1.0 is the paper's).
+# Where the tiny discriminator learns at all on two cores (about 1.5 h of
+# pre-training per variant at 6e14 FLOPs, 11,188 ELECTRA steps at batch 32):
+# 128-token sequences, a higher learning rate than the preset's, and the
+# generator sampled at temperature 2 (at temperature 1 the discriminator stays
+# at the label prior on this budget). It does not make ELECTRA fine-tune
+# better than the masked LM there (docs/comparisons.md). A variant may set its
+# own "temperature" (1.0 is the paper's).
 CPU_SCALE = {
     "model_size": "tiny",
     "pretrain": {"max_seq_length": 128, "train_batch_size": 32, "vocab_size": 8000,
@@ -108,7 +126,12 @@ CPU_SCALE = {
 }
 SCALES = {"reduced": REDUCED_SCALE, "cpu": CPU_SCALE}
 _KNOWN_KEYS = {"scale", "name", "corpus", "corpus_megabytes", "model_size", "variants", "budgets",
-               "pretrain", "tasks", "glue_data_dir", "finetune", "task_flags", "seeds"}
+               "pretrain", "tasks", "glue_data_dir", "finetune", "task_flags", "seeds",
+               "pretrain_seeds", "no_pretraining", "warmup_fraction"}
+# The variant name of the no-pre-training baseline ("no_pretraining": true).
+BASELINE = "none"
+# Keys of a task object that are the study's, not flags of the command it runs.
+_TASK_KEYS = {"name", "probe", "dev_halves"}
 
 
 class StudyError(ValueError):
@@ -150,6 +173,8 @@ def resolve_spec(spec: dict, source: str = "spec") -> dict:
     resolved.setdefault("finetune", {})
     resolved.setdefault("task_flags", {})
     resolved.setdefault("seeds", 1)
+    resolved.setdefault("pretrain_seeds", 1)
+    resolved.setdefault("no_pretraining", False)
     for key in ("corpus", "variants", "budgets", "tasks"):
         if not resolved.get(key):
             raise StudyError(f"{source}: \"{key}\" is required.")
@@ -167,8 +192,18 @@ def resolve_spec(spec: dict, source: str = "spec") -> dict:
     if not isinstance(budgets, list) or not all(
             isinstance(b, (int, float)) and b > 0 for b in budgets):
         raise StudyError(f"{source}: \"budgets\" is a list of positive FLOPs counts, e.g. [5e13].")
-    if not isinstance(resolved["seeds"], int) or resolved["seeds"] < 1:
-        raise StudyError(f"{source}: \"seeds\": {resolved['seeds']!r}; a positive integer.")
+    for key in ("seeds", "pretrain_seeds"):
+        if (not isinstance(resolved[key], int) or isinstance(resolved[key], bool)
+                or resolved[key] < 1):
+            raise StudyError(f"{source}: \"{key}\": {resolved[key]!r}; a positive integer.")
+    fraction = resolved.get("warmup_fraction")
+    if fraction is not None and not (isinstance(fraction, (int, float)) and 0 <= fraction < 1):
+        raise StudyError(f"{source}: \"warmup_fraction\": {fraction!r}; a number in [0, 1).")
+    if not isinstance(resolved["no_pretraining"], bool):
+        raise StudyError(f"{source}: \"no_pretraining\" is true or false.")
+    if resolved["no_pretraining"] and BASELINE in variants:
+        raise StudyError(f"{source}: variant name {BASELINE!r} is the no-pre-training baseline's; "
+                         "rename the variant.")
     tasks = resolved["tasks"]
     if not isinstance(tasks, list):
         raise StudyError(f"{source}: \"tasks\" is a list of GLUE task names or objects with "
@@ -176,6 +211,10 @@ def resolve_spec(spec: dict, source: str = "spec") -> dict:
     for task in tasks:
         if isinstance(task, str) and not resolved.get("glue_data_dir"):
             raise StudyError(f"{source}: GLUE task {task!r} needs \"glue_data_dir\".")
+        if isinstance(task, dict) and task.get("dev_halves"):
+            if not (task.get("task") and resolved.get("glue_data_dir")):
+                raise StudyError(f"{source}: task {task_name(task)!r}: \"dev_halves\" splits a "
+                                 "GLUE task's dev set; it needs \"task\" and \"glue_data_dir\".")
     return resolved
 
 
@@ -184,15 +223,57 @@ def task_name(task) -> str:
     return task if isinstance(task, str) else str(task.get("name") or task.get("task"))
 
 
-def cell_name(variant: str, budget: float, budgets: list) -> str:
-    """A pre-training cell's directory name: the variant, plus the budget when there are several."""
-    return variant if len(budgets) == 1 else f"{variant}-{budget:.6g}".replace("+", "")
+def cell_name(variant: str, budget: Optional[float], budgets: list, seed: int = 0,
+              pretrain_seeds: int = 1) -> str:
+    """A pre-training cell's directory name.
+
+    The variant, plus the budget when there are several (none for the
+    no-pre-training baseline), plus `-seed<k>` when each variant is
+    pre-trained with several seeds.
+    """
+    name = variant
+    if budget is not None and len(budgets) > 1:
+        name += f"-{budget:.6g}".replace("+", "")
+    return name + (f"-seed{seed}" if pretrain_seeds > 1 else "")
+
+
+@dataclasses.dataclass(frozen=True)
+class Cell:
+    """One pre-training run of a study.
+
+    Attributes:
+        variant: the variant's name (`BASELINE` for no pre-training).
+        budget: its training-FLOPs budget (None for the baseline).
+        seed: which pre-training seed (0 .. pretrain_seeds - 1).
+        name: its directory name (`cell_name`).
+    """
+
+    variant: str
+    budget: Optional[float]
+    seed: int
+    name: str
+
+
+def cells(spec: dict) -> list[Cell]:
+    """Every pre-training run of the study: the baseline first, then budget by budget."""
+    seeds = range(spec["pretrain_seeds"])
+    result = [Cell(BASELINE, None, k, cell_name(BASELINE, None, spec["budgets"], k,
+                                                spec["pretrain_seeds"]))
+              for k in seeds if spec["no_pretraining"]]
+    for budget in spec["budgets"]:
+        for variant in spec["variants"]:
+            for k in seeds:
+                result.append(Cell(variant, budget, k, cell_name(
+                    variant, budget, spec["budgets"], k, spec["pretrain_seeds"])))
+    return result
 
 
 def flag_arguments(flags: dict) -> list[str]:
     """{"objective": "mlm", "disallow_correct": True} -> ["--objective=mlm", "--disallow_correct"]."""
     arguments = []
     for name, value in flags.items():
+        if value is None:  # unset: the command's default
+            continue
         if isinstance(value, bool):
             arguments.append(f"--{name}" if value else f"--no{name}")
         elif isinstance(value, list):
@@ -271,25 +352,51 @@ def check_cell(directory: str, arguments: list[str]) -> None:
             json.dump({"command": command}, f, indent=2)
 
 
-def pretrain_cell(spec: dict, variant: str, budget: float, corpus: str, output_dir: str) -> str:
-    """Pre-trains one variant within one budget (skipped when finished). Returns the run dir."""
-    cell = cell_name(variant, budget, spec["budgets"])
-    run_dir = os.path.join(output_dir, "pretrain", cell)
-    flags = {**spec["pretrain"], **spec["variants"][variant], "max_train_flops": budget}
+def pretrain_cell(spec: dict, cell: Cell, corpus: str, output_dir: str) -> str:
+    """Pre-trains one cell (skipped when finished). Returns the run directory.
+
+    The baseline cell trains for 0 steps: its export is the encoder as
+    initialised, with the same vocabulary, size and seed as the others.
+    """
+    run_dir = os.path.join(output_dir, "pretrain", cell.name)
+    if cell.budget is None:
+        flags = {**spec["pretrain"], "num_train_steps": 0}
+    else:
+        flags = {**spec["pretrain"], **spec["variants"][cell.variant],
+                 "max_train_flops": cell.budget}
+        if spec.get("warmup_fraction") is not None:
+            flags["num_warmup_steps"] = warmup_steps(spec, flags, cell.budget)
+    if spec["pretrain_seeds"] > 1:
+        flags["seed"] = int(flags.get("seed", 0)) + cell.seed
     arguments = [sys.executable, "-m", "electra_tf.commands.pretrain",
                  f"--model_size={spec['model_size']}", f"--corpus={corpus}",
                  f"--data_dir={os.path.join(output_dir, 'data')}", f"--output_dir={run_dir}",
                  *flag_arguments(flags)]
     check_cell(run_dir, arguments)
     if _finished_pretraining(run_dir):
-        print(f"pretrain {cell}: finished earlier ({run_dir})", flush=True)
+        print(f"pretrain {cell.name}: finished earlier ({run_dir})", flush=True)
         return run_dir
-    log = os.path.join(output_dir, "logs", f"pretrain-{cell}.log")
-    print(f"pretrain {cell}: {' '.join(flag_arguments(flags))} (log: {log})", flush=True)
-    run_command(arguments, log, f"pre-training {cell}")
+    log = os.path.join(output_dir, "logs", f"pretrain-{cell.name}.log")
+    print(f"pretrain {cell.name}: {' '.join(flag_arguments(flags))} (log: {log})", flush=True)
+    run_command(arguments, log, f"pre-training {cell.name}")
     if not _finished_pretraining(run_dir):
-        raise StudyError(f"pre-training {cell} stopped before the end; see {log}.")
+        raise StudyError(f"pre-training {cell.name} stopped before the end; see {log}.")
     return run_dir
+
+
+def warmup_steps(spec: dict, flags: dict, budget: float) -> int:
+    """`warmup_fraction` of the steps `budget` buys with these flags: one schedule shape for all.
+
+    The steps are counted with the spec's vocabulary size (the vocabulary
+    learned may hold a few tokens fewer, which changes them by well under 1%).
+    """
+    from electra_tf.config import ModelConfig, PretrainingConfig, preset
+    from electra_tf.flops import steps_within_budget
+
+    fields = {f.name for f in dataclasses.fields(PretrainingConfig)
+              } | {f.name for f in dataclasses.fields(ModelConfig)}
+    config = preset(spec["model_size"], **{k: v for k, v in flags.items() if k in fields})
+    return int(round(spec["warmup_fraction"] * steps_within_budget(config, budget)))
 
 
 def _finished_pretraining(run_dir: str) -> bool:
@@ -297,29 +404,78 @@ def _finished_pretraining(run_dir: str) -> bool:
     return bool(result and result.get("finished"))
 
 
-def finetune_cell(spec: dict, cell: str, task, run_dir: str, output_dir: str) -> dict:
-    """Fine-tunes one pre-trained model on one task with every seed. Returns results.json."""
+def dev_halves(spec: dict, task: dict, output_dir: str) -> dict:
+    """Splits a GLUE task's dev set in two (seeded): flags training on one half, scoring the other.
+
+    For tasks whose training set is not at hand (the shared data has QNLI's
+    dev set only). The halves are written once, as JSONL, under data/.
+    """
+    from electra_tf.finetuning import tasks as glue
+
+    directory = os.path.join(output_dir, "data", f"{task['task']}-dev-halves")
+    paths = {name: os.path.join(directory, f"{name}.jsonl") for name in ("train", "dev")}
+    if not all(os.path.exists(p) for p in paths.values()):
+        definition = glue.glue_task(task["task"])
+        dev = glue.read_glue_dev(definition, spec["glue_data_dir"], warn=lambda _: None)
+        order = np.random.default_rng(0).permutation(len(dev))
+        halves = {"train": order[:len(order) // 2], "dev": order[len(order) // 2:]}
+        os.makedirs(directory, exist_ok=True)
+        for name, rows in halves.items():
+            with open(paths[name] + ".tmp", "w", encoding="utf-8") as f:
+                for i in sorted(rows):
+                    record = {"text": dev.texts_a[i],
+                              "label": definition.label_names[int(dev.labels[i])]}
+                    if dev.texts_b is not None:
+                        record["text_pair"] = dev.texts_b[i]
+                    f.write(json.dumps(record, ensure_ascii=False) + "\n")
+            os.replace(paths[name] + ".tmp", paths[name])
+    flags = {"task": task_name(task), "train_file": paths["train"], "dev_file": paths["dev"],
+             "text_column": "text", "label_column": "label"}
+    if glue.glue_task(task["task"]).is_pair:
+        flags["text_pair_column"] = "text_pair"
+    return flags
+
+
+def task_cell(spec: dict, cell: str, task, run_dir: str, output_dir: str) -> dict:
+    """Fine-tunes (or probes) one pre-trained model on one task. Returns its results.json.
+
+    Fine-tuning runs every seed; a linear probe (a task object with
+    `"probe": true`) is deterministic and runs once.
+    """
     name = task_name(task)
     out = os.path.join(output_dir, "finetune", cell, name)
     results_path = FinetuningDir(out).results_file
-    flags = dict(spec["finetune"])
+    probe = isinstance(task, dict) and bool(task.get("probe"))
+    if probe:
+        flags = {k: v for k, v in spec["finetune"].items() if k == "max_seq_length"}
+    else:
+        flags = dict(spec["finetune"])
     flags.update(spec["task_flags"].get(name, {}))
     if isinstance(task, str):
         flags.update(task=task, data_dir=spec["glue_data_dir"])
+    elif task.get("dev_halves"):
+        flags.update(dev_halves(spec, task, output_dir))
+        flags.update({k: v for k, v in task.items() if k not in _TASK_KEYS | {"task"}})
     else:
-        flags.update({k: v for k, v in task.items() if k != "name"})
-    flags.update(init_checkpoint=run_dir, output_dir=out, num_trials=spec["seeds"],
-                 save_models=False, export=False)
-    arguments = [sys.executable, "-m", "electra_tf.commands.finetune", *flag_arguments(flags)]
+        flags.update({k: v for k, v in task.items() if k not in _TASK_KEYS})
+        if "train_file" not in flags:
+            flags["data_dir"] = spec["glue_data_dir"]
+    runs = 1 if probe else spec["seeds"]
+    flags.update(init_checkpoint=run_dir, output_dir=out)
+    if not probe:
+        flags.update(num_trials=runs, save_models=False, export=False)
+    command = "probe" if probe else "finetune"
+    arguments = [sys.executable, "-m", f"electra_tf.commands.{command}", *flag_arguments(flags)]
     # The seed count may grow (more trials are added), so it is not part of the identity.
     check_cell(out, [a for a in arguments if not a.startswith("--num_trials=")])
     results = read_results(results_path)
-    if results and len(results["trials"]) >= spec["seeds"]:
-        print(f"finetune {cell} on {name}: finished earlier", flush=True)
+    if results and len(results["trials"]) >= runs:
+        print(f"{command} {cell} on {name}: finished earlier", flush=True)
         return results
-    log = os.path.join(output_dir, "logs", f"finetune-{cell}-{name}.log")
-    print(f"finetune {cell} on {name}: {spec['seeds']} seed(s) (log: {log})", flush=True)
-    run_command(arguments, log, f"fine-tuning {cell} on {name}")
+    log = os.path.join(output_dir, "logs", f"{command}-{cell}-{name}.log")
+    print(f"{command} {cell} on {name}" + ("" if probe else f": {runs} seed(s)")
+          + f" (log: {log})", flush=True)
+    run_command(arguments, log, f"{'probing' if probe else 'fine-tuning'} {cell} on {name}")
     return read_results(results_path) or {}
 
 
@@ -334,30 +490,43 @@ def task_scores(results: dict, seeds: int) -> tuple[str, list[float]]:
 
 
 def collect_rows(spec: dict, output_dir: str) -> list[dict]:
-    """One row per (variant, budget, task) from the finished runs in `output_dir`."""
+    """One row per (variant, budget, task) from the finished runs in `output_dir`.
+
+    With one pre-training run per variant the spread is over fine-tuning
+    seeds; with several (`pretrain_seeds`), each run counts once, as the
+    median of its fine-tuning seeds, and the spread is over pre-training runs.
+    """
+    groups: dict = {}
+    for cell in cells(spec):
+        run = RunDir(os.path.join(output_dir, "pretrain", cell.name))
+        config = read_json(run.config_file) or {}
+        for task in spec["tasks"]:
+            name = task_name(task)
+            results = read_results(FinetuningDir(
+                os.path.join(output_dir, "finetune", cell.name, name)).results_file)
+            if not results:
+                continue
+            metric, scores = task_scores(results, spec["seeds"])
+            if scores:
+                groups.setdefault((cell.variant, cell.budget, name), []).append(
+                    {"metric": metric, "scores": scores,
+                     "steps": config.get("num_train_steps"),
+                     "flops": _last_logged(run.metrics_log, "train_flops")})
     rows = []
-    for budget in spec["budgets"]:
-        for variant in spec["variants"]:
-            cell = cell_name(variant, budget, spec["budgets"])
-            run = RunDir(os.path.join(output_dir, "pretrain", cell))
-            config = read_json(run.config_file) or {}
-            steps = config.get("num_train_steps")
-            flops = _last_logged(run.metrics_log, "train_flops")
-            for task in spec["tasks"]:
-                name = task_name(task)
-                results = read_results(FinetuningDir(
-                    os.path.join(output_dir, "finetune", cell, name)).results_file)
-                if not results:
-                    continue
-                metric, scores = task_scores(results, spec["seeds"])
-                if not scores:
-                    continue
-                rows.append({
-                    "variant": variant, "budget": budget, "train_flops": flops,
-                    "pretrain_steps": steps, "task": name, "metric": metric,
-                    "median": float(np.median(scores)), "min": min(scores), "max": max(scores),
-                    "std": float(np.std(scores, ddof=1)) if len(scores) > 1 else 0.0,
-                    "seeds": len(scores), "scores": " ".join(f"{s:.2f}" for s in scores)})
+    for (variant, budget, name), runs in groups.items():
+        over_runs = spec["pretrain_seeds"] > 1
+        values = ([float(np.median(r["scores"])) for r in runs] if over_runs
+                  else runs[0]["scores"])
+        flops = [r["flops"] for r in runs if r["flops"] is not None]
+        rows.append({
+            "variant": variant, "budget": 0.0 if budget is None else budget,
+            "train_flops": float(np.mean(flops)) if flops else (0.0 if budget is None else None),
+            "pretrain_steps": runs[0]["steps"], "task": name, "metric": runs[0]["metric"],
+            "median": float(np.median(values)), "min": min(values), "max": max(values),
+            "std": float(np.std(values, ddof=1)) if len(values) > 1 else 0.0,
+            "seeds": min(len(r["scores"]) for r in runs), "pretrain_runs": len(runs),
+            "spread_over": "pre-training runs" if over_runs else "fine-tuning seeds",
+            "scores": " ".join(f"{v:.2f}" for v in values)})
     return rows
 
 
@@ -379,11 +548,17 @@ def averages(rows: list[dict], tasks: list[str]) -> dict:
             for cell, scores in by_cell.items() if all(t in scores for t in tasks)}
 
 
+def _row_groups(spec: dict) -> list[tuple[str, float]]:
+    """(variant, budget) of every table row, in order: the baseline, then budget by budget."""
+    groups = [(BASELINE, 0.0)] if spec["no_pretraining"] else []
+    return groups + [(v, b) for b in spec["budgets"] for v in spec["variants"]]
+
+
 def write_tables(rows: list[dict], spec: dict, output_dir: str) -> tuple[str, str]:
     """Writes results.csv (one row per variant, budget and task) and results.md."""
     csv_path = os.path.join(output_dir, "results.csv")
     fields = ["variant", "budget", "train_flops", "pretrain_steps", "task", "metric", "median",
-              "min", "max", "std", "seeds", "scores"]
+              "min", "max", "std", "seeds", "pretrain_runs", "spread_over", "scores"]
     with open(csv_path + ".tmp", "w", newline="", encoding="utf-8") as f:
         writer = csv.DictWriter(f, fieldnames=fields)
         writer.writeheader()
@@ -396,22 +571,30 @@ def write_tables(rows: list[dict], spec: dict, output_dir: str) -> tuple[str, st
     lines = ["| variant | budget (FLOPs) | steps | "
              + " | ".join(f"{t} ({metrics.get(t, '?')})" for t in tasks) + " | average |",
              "|---|---|---|" + "---|" * len(tasks) + "---|"]
-    for budget in spec["budgets"]:
-        for variant in spec["variants"]:
-            cells = {r["task"]: r for r in rows if r["variant"] == variant and r["budget"] == budget}
-            if not cells:
-                continue
-            steps = next(iter(cells.values()))["pretrain_steps"]
-            scores = [f"{cells[t]['median']:.2f} ({cells[t]['min']:.2f}–{cells[t]['max']:.2f})"
-                      if t in cells else "–" for t in tasks]
-            mean = average.get((variant, budget))
-            lines.append(f"| {variant} | {budget:.3g} | {steps} | " + " | ".join(scores)
-                         + f" | {'–' if mean is None else f'{mean:.2f}'} |")
+    for variant, budget in _row_groups(spec):
+        group = {r["task"]: r for r in rows if r["variant"] == variant and r["budget"] == budget}
+        if not group:
+            continue
+        steps = next(iter(group.values()))["pretrain_steps"]
+        scores = [f"{group[t]['median']:.2f} ({group[t]['min']:.2f}–{group[t]['max']:.2f})"
+                  if t in group else "–" for t in tasks]
+        mean = average.get((variant, budget))
+        label = "no pre-training" if variant == BASELINE else variant
+        lines.append(f"| {label} | {'–' if variant == BASELINE else f'{budget:.3g}'} | {steps} | "
+                     + " | ".join(scores) + f" | {'–' if mean is None else f'{mean:.2f}'} |")
     seeds = sorted({r["seeds"] for r in rows})
-    lines += ["", f"Dev scores in percent: median over {'/'.join(map(str, seeds)) or 0} "
-              "fine-tuning seed(s), (min–max) in brackets. The average is the mean of the "
-              "task medians (GLUE-style). Every variant had the same pre-training FLOPs budget "
-              "(paper accounting)."]
+    if spec["pretrain_seeds"] > 1:
+        spread = (f"median over {spec['pretrain_seeds']} pre-training runs (each the median of "
+                  f"its {'/'.join(map(str, seeds)) or 0} fine-tuning seed(s); a probe runs "
+                  "once), (min–max) over those runs in brackets")
+    else:
+        spread = (f"median over {'/'.join(map(str, seeds)) or 0} fine-tuning seed(s), (min–max) "
+                  "in brackets")
+    lines += ["", f"Dev scores in percent: {spread}. The average is the mean of the task medians "
+              "(GLUE-style). Every variant had the same pre-training FLOPs budget (paper "
+              "accounting)"
+              + ("; no pre-training is the same encoder randomly initialised, fine-tuned the "
+                 "same way." if spec["no_pretraining"] else ".")]
     md_path = os.path.join(output_dir, "results.md")
     with open(md_path + ".tmp", "w", encoding="utf-8") as f:
         f.write("\n".join(lines) + "\n")
@@ -455,6 +638,11 @@ def plot(rows: list[dict], spec: dict, output_dir: str) -> list[str]:
                 high.append(hi - y)
             if xs:
                 axis.errorbar(xs, ys, yerr=[low, high], marker="o", capsize=4, label=variant)
+        baseline = (average.get((BASELINE, 0.0)) if panel == "average" else
+                    next((r["median"] for r in rows
+                          if (r["variant"], r["task"]) == (BASELINE, panel)), None))
+        if baseline is not None:
+            axis.axhline(baseline, color="grey", linestyle="--", label="no pre-training")
         axis.set_xscale("log")
         axis.set_xlim(budgets[0] / 2, budgets[-1] * 2)
         axis.set_xticks(budgets, [f"{b:.2g}" for b in budgets])
@@ -471,18 +659,16 @@ def plot(rows: list[dict], spec: dict, output_dir: str) -> list[str]:
     plt.close(figure)
 
     curves = {}
-    for budget in spec["budgets"]:
-        for variant in spec["variants"]:
-            cell = cell_name(variant, budget, spec["budgets"])
-            path = RunDir(os.path.join(output_dir, "pretrain", cell)).metrics_log
-            if os.path.exists(path):
-                records: dict = {}
-                with open(path, encoding="utf-8") as f:
-                    # Training and evaluation reports of a step are merged; a resumed
-                    # run may report a step again: its last values win.
-                    for record in map(json.loads, f):
-                        records.setdefault(record["step"], {}).update(record)
-                curves[cell] = [records[step] for step in sorted(records)]
+    for cell in cells(spec):
+        path = RunDir(os.path.join(output_dir, "pretrain", cell.name)).metrics_log
+        if cell.budget is not None and os.path.exists(path):
+            records: dict = {}
+            with open(path, encoding="utf-8") as f:
+                # Training and evaluation reports of a step are merged; a resumed
+                # run may report a step again: its last values win.
+                for record in map(json.loads, f):
+                    records.setdefault(record["step"], {}).update(record)
+            curves[cell.name] = [records[step] for step in sorted(records)]
     panels = [("masked_lm_loss", "masked-LM loss (generator, or the MLM itself)"),
               ("disc_loss", "discriminator loss")]
     figure, axes = plt.subplots(1, len(panels), figsize=(11, 4))
@@ -518,15 +704,19 @@ def run_study(spec: dict, output_dir: str) -> dict:
     corpus = sample_corpus(spec["corpus"], spec.get("corpus_megabytes"),
                            os.path.join(output_dir, "data"))
     started = time.perf_counter()
-    cells = [(v, b) for b in spec["budgets"] for v in spec["variants"]]
-    for index, (variant, budget) in enumerate(cells, 1):
-        print(f"[{index}/{len(cells)}] {variant} at {budget:.3g} FLOPs "
+    todo = cells(spec)
+    for index, cell in enumerate(todo, 1):
+        print(f"[{index}/{len(todo)}] {_describe(cell, spec)} "
               f"({(time.perf_counter() - started) / 60:.0f} min so far)", flush=True)
-        run_dir = pretrain_cell(spec, variant, budget, corpus, output_dir)
+        run_dir = pretrain_cell(spec, cell, corpus, output_dir)
         for task in spec["tasks"]:
-            finetune_cell(spec, cell_name(variant, budget, spec["budgets"]), task, run_dir,
-                          output_dir)
+            task_cell(spec, cell.name, task, run_dir, output_dir)
     return report(spec, output_dir)
+
+
+def _describe(cell: Cell, spec: dict) -> str:
+    text = "no pre-training" if cell.budget is None else f"{cell.variant} at {cell.budget:.3g}"
+    return text + (f" seed {cell.seed}" if spec["pretrain_seeds"] > 1 else "")
 
 
 def report(spec: dict, output_dir: str) -> dict:
@@ -536,10 +726,10 @@ def report(spec: dict, output_dir: str) -> dict:
     the cells that have no results yet are listed and left out of the tables.
     """
     rows = collect_rows(spec, output_dir)
-    done = {(r["variant"], r["budget"], r["task"]) for r in rows}
-    missing = [f"{variant} at {budget:.3g} on {task_name(task)}" for budget in spec["budgets"]
-               for variant in spec["variants"] for task in spec["tasks"]
-               if (variant, budget, task_name(task)) not in done]
+    missing = [f"{_describe(cell, spec)} on {task_name(task)}" for cell in cells(spec)
+               for task in spec["tasks"]
+               if not read_results(FinetuningDir(os.path.join(
+                   output_dir, "finetune", cell.name, task_name(task))).results_file)]
     if missing:
         print(f"not finished yet ({len(missing)}): {'; '.join(missing)}")
     csv_path, md_path = write_tables(rows, spec, output_dir)

@@ -1,4 +1,4 @@
-"""WordPiece tokenization in TensorFlow graph ops, plus vocabulary learning.
+"""WordPiece tokenization in TensorFlow graph ops (learning a vocabulary: `vocab_learning`).
 
 The tokenizer reads a BERT-style `vocab.txt` (one token per line, line number
 = id) and turns raw text into WordPiece ids with TensorFlow Text ops, so the
@@ -8,24 +8,40 @@ SavedModel. Only ops that TensorFlow Text 2.12 already ships are used
 `WordpieceTokenizeWithOffsets`, core string ops and a lookup table), which
 keeps exported models loadable by TF Serving builds of that era.
 
-Normalization differs from TensorFlow Text's `BertTokenizer(lower_case=True)`
-on purpose. That path case-folds, applies NFD and deletes combining marks,
-but never recomposes: Hangul syllables stay decomposed into conjoining jamo,
-which a syllable vocabulary does not contain, so Korean becomes `[UNK]`.
-Here the text is
+Two normalizations (`NORMALIZATIONS`) turn raw text into what WordPiece sees.
+Both decode leniently (invalid UTF-8 bytes are dropped, as the original BERT
+code does), turn tabs and line breaks into spaces, drop control and format
+characters, and map Unicode space separators to ASCII space.
 
-1. decoded leniently (invalid UTF-8 bytes are dropped, as the original BERT
-   code does),
-2. case-folded with NFKC_Casefold when `do_lower_case` (this also maps
-   compatibility characters such as full-width letters and ligatures),
-3. if `strip_accents`: NFD, then every `\\p{Mn}` (non-spacing mark) deleted,
-4. recomposed to NFC, which restores Hangul syllables (conjoining jamo are
-   letters, not marks, so step 3 keeps them),
-5. Unicode space separators mapped to ASCII space.
+* `bert`: the original BERT/ELECTRA `BasicTokenizer` (and the `tokenizers`
+  library's `BertWordPieceTokenizer`), so that imported checkpoints see the
+  ids they were trained with. Every `\\p{C}` character (control, format,
+  private use) is dropped; `do_lower_case` applies Unicode lower-casing
+  (`str.lower`, no compatibility folding: full-width letters and
+  punctuation, ligatures such as `ﬁ` and `…` stay as they are);
+  `strip_accents` applies NFD and deletes every `\\p{Mn}` mark. One
+  deliberate difference: after NFD, Hangul conjoining jamo are recomposed
+  into syllables, because the original leaves them decomposed and a
+  syllable vocabulary then maps every uncased Korean word to `[UNK]`.
+  Nothing else is recomposed, and cased text is not normalized at all.
+  Where the original and `tokenizers` disagree this follows the original:
+  a word-final capital sigma lower-cases to `ς` (Python's `str.lower`).
+  Left as they are: unassigned code points (RE2 has no `\\p{Cn}`), which
+  the original drops, and the word-length limit, counted in UTF-8 bytes
+  (200) where the original counts characters. Graph ops: core `StringLower`,
+  `UnicodeDecode` and `UnicodeEncode`, and TF Text's `NormalizeUTF8`.
+* `casefold` (the behaviour of runs, shards and exports that record no
+  normalization): `do_lower_case` case-folds with NFKC_Casefold (which also
+  maps compatibility characters: `，` to `,`, `ﬁ` to `fi`, full-width
+  letters to ASCII); `strip_accents` applies NFD and deletes `\\p{Mn}`
+  marks; the text is then recomposed to NFC, which restores Hangul.
 
-`BertTokenizer(lower_case=False, normalization_form=None)` then only splits
-on whitespace and punctuation, puts every CJK ideograph in a token of its
-own, and applies greedy longest-match WordPiece.
+TensorFlow Text's `BertTokenizer(lower_case=True)` would case-fold, apply NFD
+and delete combining marks without recomposing: Hangul syllables stay
+decomposed into jamo and Korean becomes `[UNK]`. So normalization happens
+here, and `BertTokenizer(lower_case=False, normalization_form=None)` then
+only splits on whitespace and punctuation, puts every CJK ideograph in a
+token of its own, and applies greedy longest-match WordPiece.
 
 `strip_accents=None` follows the original ELECTRA/BERT behaviour: accents are
 stripped exactly when lower-casing.
@@ -34,10 +50,6 @@ stripped exactly when lower-casing.
 from __future__ import annotations
 
 import hashlib
-import logging
-import math
-import os
-import time
 from typing import Iterable, Optional, Sequence, Union
 
 import numpy as np
@@ -45,8 +57,7 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from electra_tf import fileio
-
-logger = logging.getLogger(__name__)
+from electra_tf.config import DEFAULT_NORMALIZATION, NORMALIZATIONS
 
 PAD_TOKEN = "[PAD]"
 UNK_TOKEN = "[UNK]"
@@ -58,11 +69,6 @@ SPECIAL_TOKENS = (PAD_TOKEN, UNK_TOKEN, CLS_TOKEN, SEP_TOKEN, MASK_TOKEN)
 # The original BERT WordPiece gives up on words longer than 200 characters;
 # TensorFlow Text counts bytes.
 MAX_BYTES_PER_WORD = 200
-
-# Default text budget for `build_vocab`. The TensorFlow Text learner is pure
-# Python; on a 2-core machine 4 MB of English text takes about a minute for
-# an 8000-token vocabulary.
-DEFAULT_VOCAB_MAX_BYTES = 4_000_000
 
 _SENTENCEPIECE_HINT = (
     "SentencePiece vocabularies (tab-separated scores, '<unk>'/'<s>' tokens, "
@@ -151,23 +157,97 @@ def _resolve_strip_accents(do_lower_case: bool, strip_accents: Optional[bool]) -
     return bool(do_lower_case) if strip_accents is None else bool(strip_accents)
 
 
-def normalize_text(texts: tf.Tensor, do_lower_case: bool, strip_accents: bool) -> tf.Tensor:
+def check_normalization(normalization: str) -> str:
+    """Returns `normalization` if it is one of `NORMALIZATIONS`.
+
+    Raises:
+        ValueError: it is not, naming the choices.
+    """
+    if normalization not in NORMALIZATIONS:
+        raise ValueError(f"--normalization={normalization!r}: choose one of "
+                         f"{', '.join(NORMALIZATIONS)}.")
+    return normalization
+
+
+# Hangul conjoining jamo (Unicode section 3.12): 19 leading consonants, 21
+# vowels, 27 trailing consonants; syllable = S_BASE + (L * 21 + V) * 28 + T.
+_L_BASE, _V_BASE, _T_BASE, _S_BASE = 0x1100, 0x1161, 0x11A7, 0xAC00
+_L_COUNT, _V_COUNT, _T_COUNT = 19, 21, 28
+
+
+def compose_hangul(texts: tf.Tensor) -> tf.Tensor:
+    """Recomposes Hangul conjoining jamo into syllables, and nothing else.
+
+    This is the Hangul part of Unicode canonical composition: a leading
+    consonant followed by a vowel (and optionally a trailing consonant)
+    becomes one precomposed syllable. Unlike NFC it leaves every other
+    decomposed character (accents, Indic vowel signs) as it is.
+
+    Args:
+        texts: valid UTF-8 string tensor of any shape.
+
+    Returns:
+        String tensor of the same shape.
+    """
+    shape = tf.shape(texts)
+    flat = tf.reshape(texts, [-1])
+    chars = tf.strings.unicode_decode(flat, "UTF-8")  # [N, (characters)]
+    codes = chars.flat_values
+    rows = chars.value_rowids()
+    count = tf.size(codes)
+    # The next and next-but-one character of the same text (-1 past its end).
+    padded_codes = tf.concat([codes, [-1, -1]], 0)
+    padded_rows = tf.concat([rows, tf.constant([-1, -2], rows.dtype)], 0)
+    following = [tf.where(padded_rows[k:count + k] == rows, padded_codes[k:count + k], -1)
+                 for k in (1, 2)]
+    lead = codes - _L_BASE
+    vowel = following[0] - _V_BASE
+    trail = following[1] - _T_BASE
+    lv = (lead >= 0) & (lead < _L_COUNT) & (vowel >= 0) & (vowel < _V_COUNT)
+    lvt = lv & (trail > 0) & (trail < _T_COUNT)
+    syllables = _S_BASE + (lead * _V_COUNT + vowel) * _T_COUNT + tf.where(lvt, trail, 0)
+    merged = tf.where(lv, syllables, codes)
+    # The vowel (and trailing consonant) now inside a syllable are dropped.
+    padded_lv = tf.concat([[False], lv], 0)[:count]
+    padded_lvt = tf.concat([[False, False], lvt], 0)[:count]
+    keep = ~(padded_lv | padded_lvt)
+    composed = tf.RaggedTensor.from_value_rowids(
+        tf.boolean_mask(merged, keep), tf.boolean_mask(rows, keep),
+        nrows=tf.shape(flat, out_type=rows.dtype)[0])
+    return tf.reshape(tf.strings.unicode_encode(composed, "UTF-8"), shape)
+
+
+def normalize_text(texts: tf.Tensor, do_lower_case: bool, strip_accents: bool,
+                   normalization: str = DEFAULT_NORMALIZATION) -> tf.Tensor:
     """Normalizes UTF-8 strings with graph ops (see the module docstring).
 
     Args:
         texts: string tensor of any shape.
-        do_lower_case: apply Unicode case folding (NFKC_Casefold).
+        do_lower_case: lower-case (`bert`) or case-fold (`casefold`) the text.
         strip_accents: remove non-spacing combining marks after NFD.
+        normalization: one of `NORMALIZATIONS`.
 
     Returns:
-        String tensor of the same shape, in NFC.
+        String tensor of the same shape.
     """
+    check_normalization(normalization)
     texts = tf.strings.unicode_transcode(
         texts, input_encoding="UTF-8", output_encoding="UTF-8", errors="ignore")
     # BERT's text cleaning: tabs and line breaks are spaces; other control and
     # format characters (zero-width space, BOM, ...) and U+FFFD are dropped, so
     # they never glue words together or turn a word into [UNK].
     texts = tf.strings.regex_replace(texts, r"[\t\n\r]", " ")
+    if normalization == "bert":
+        # The original drops every character of a category C* (private use too).
+        texts = tf.strings.regex_replace(texts, r"[\p{C}\x{FFFD}]", "")
+        # The word splitter's "\s" is ASCII-only; BERT also splits on Unicode spaces.
+        texts = tf.strings.regex_replace(texts, r"\p{Z}", " ")
+        if do_lower_case:
+            texts = tf.strings.lower(texts, encoding="utf-8")
+        if strip_accents:
+            texts = tf_text.normalize_utf8(texts, "NFD")
+            texts = compose_hangul(tf.strings.regex_replace(texts, r"\p{Mn}", ""))
+        return texts
     texts = tf.strings.regex_replace(texts, r"[\p{Cc}\p{Cf}\x{FFFD}]", "")
     if do_lower_case:
         texts = tf_text.case_fold_utf8(texts)
@@ -193,24 +273,29 @@ class WordPieceTokenizer(tf.Module):
         vocab: tokens, index = id.
         vocab_size: `len(vocab)`.
         pad_id, unk_id, cls_id, sep_id, mask_id: ids of the special tokens.
-        do_lower_case: whether text is case-folded.
+        do_lower_case: whether text is lower-cased (case-folded).
         strip_accents: whether combining marks are removed (resolved bool).
+        normalization: one of `NORMALIZATIONS` (see the module docstring).
         vocab_file: absolute path (or URL) of the vocab file.
         lookup_table: `tf.lookup.StaticHashTable` token -> int64 id (-1 if
             absent).
     """
 
     def __init__(self, vocab_file: str, do_lower_case: bool = True,
-                 strip_accents: Optional[bool] = None):
+                 strip_accents: Optional[bool] = None,
+                 normalization: str = DEFAULT_NORMALIZATION):
         """Loads and validates `vocab_file` (see `load_vocab`).
 
         Args:
             vocab_file: BERT-style vocab.txt.
-            do_lower_case: case-fold text first (uncased model).
+            do_lower_case: lower-case text first (uncased model).
             strip_accents: remove accents; None means "same as do_lower_case".
+            normalization: `bert` (the original BasicTokenizer's) or
+                `casefold` (see the module docstring).
 
         Raises:
             VocabError: the vocab file is invalid.
+            ValueError: an unknown normalization.
         """
         super().__init__(name="wordpiece_tokenizer")
         vocab = load_vocab(vocab_file)
@@ -221,6 +306,7 @@ class WordPieceTokenizer(tf.Module):
         self.vocab_size = len(vocab)
         self.do_lower_case = bool(do_lower_case)
         self.strip_accents = _resolve_strip_accents(do_lower_case, strip_accents)
+        self.normalization = check_normalization(normalization)
         self.pad_id = self._token_to_id[PAD_TOKEN]
         self.unk_id = self._token_to_id[UNK_TOKEN]
         self.cls_id = self._token_to_id[CLS_TOKEN]
@@ -266,7 +352,7 @@ class WordPieceTokenizer(tf.Module):
             String tensor of the same shape.
         """
         texts = tf.convert_to_tensor(texts, dtype=tf.string)
-        return normalize_text(texts, self.do_lower_case, self.strip_accents)
+        return normalize_text(texts, self.do_lower_case, self.strip_accents, self.normalization)
 
     def tokenize(self, texts: Union[tf.Tensor, Sequence[str], str]) -> Union[tf.RaggedTensor, tf.Tensor]:
         """Tokenizes raw text into WordPiece ids.
@@ -335,202 +421,22 @@ class WordPieceTokenizer(tf.Module):
         """Maps token strings to ids; unknown tokens map to `unk_id`."""
         return [self._token_to_id.get(t, self.unk_id) for t in tokens]
 
+    def text_settings(self) -> dict:
+        """How text is normalized: `do_lower_case`, `strip_accents`, `normalization`.
+
+        Recorded beside every model (export configs, fine-tuned model info);
+        `from_settings` reads them back.
+        """
+        return {"do_lower_case": self.do_lower_case, "strip_accents": self.strip_accents,
+                "normalization": self.normalization}
+
     def get_config(self) -> dict:
         """Arguments that rebuild this tokenizer: `WordPieceTokenizer(**cfg)`."""
-        return {"vocab_file": self.vocab_file, "do_lower_case": self.do_lower_case,
-                "strip_accents": self.strip_accents}
+        return {"vocab_file": self.vocab_file, **self.text_settings()}
 
-
-# ---------------------------------------------------------------------------
-# Vocabulary learning.
-
-_SAMPLE_CHUNK_BYTES = 1 << 16
-
-
-def _read_text_sample(text_files: Sequence[str], max_bytes: int) -> list[str]:
-    """Reads at most ~`max_bytes` of whole lines spread evenly over the files.
-
-    If the files are larger than the budget, they are treated as one stream
-    and read in `ceil(max_bytes / 64 KiB)` chunks at evenly spaced offsets,
-    each trimmed to whole lines, so the sample covers the beginning, middle
-    and end of every large corpus instead of just its first megabytes.
-    """
-    sizes = [os.path.getsize(f) for f in text_files]
-    total = sum(sizes)
-    pieces: list[tuple[int, int, int]] = []  # (file index, offset, length)
-    if total <= max_bytes:
-        pieces = [(i, 0, size) for i, size in enumerate(sizes) if size]
-    else:
-        n_chunks = max(1, math.ceil(max_bytes / _SAMPLE_CHUNK_BYTES))
-        chunk = max_bytes // n_chunks
-        stride = total / n_chunks
-        starts = np.cumsum([0] + sizes)
-        for k in range(n_chunks):
-            pos = int(k * stride)
-            i = int(np.searchsorted(starts, pos, side="right") - 1)
-            offset = pos - int(starts[i])
-            pieces.append((i, offset, min(chunk, sizes[i] - offset)))
-
-    lines: list[str] = []
-    for i, offset, length in pieces:
-        with open(text_files[i], "rb") as f:
-            if offset > 0:
-                f.seek(offset - 1)
-                at_line_start = f.read(1) == b"\n"
-            else:
-                at_line_start = True
-            data = f.read(length)
-        if not at_line_start and b"\n" in data:
-            data = data[data.index(b"\n") + 1:]  # Drop the partial first line.
-        if offset + length < sizes[i] and b"\n" in data:
-            data = data[:data.rindex(b"\n") + 1]  # And the partial last one.
-        # Same leniency as the tokenizer: invalid bytes are dropped.
-        text = data.decode("utf-8", errors="ignore")
-        lines.extend(line for line in text.splitlines() if line.strip())
-    return lines
-
-
-def _cap_vocab(vocab: list[str], vocab_size: int, reserved: Sequence[str]) -> list[str]:
-    """Trims a learned vocab to `vocab_size`, keeping the alphabet complete.
-
-    The learner can overshoot when its frequency search runs out of room.
-    Reserved tokens and every single character (plain and `##`) are kept so
-    that any word of the sample can still be spelled; the remaining slots go
-    to the learner's most frequent tokens, in its order.
-    """
-    if len(vocab) <= vocab_size:
-        return vocab
-    reserved_set = set(reserved)
-
-    def is_char(token: str) -> bool:
-        return len(token) == 1 or (token.startswith("##") and len(token) == 3)
-
-    keep = set(t for t in vocab if t in reserved_set or is_char(t))
-    room = vocab_size - len(keep)
-    if room < 0:
-        raise ValueError(
-            f"vocab_size={vocab_size} is too small for the {len(keep)} reserved "
-            "and single-character tokens the text needs")
-    for token in vocab:
-        if room == 0:
-            break
-        if token not in keep:
-            keep.add(token)
-            room -= 1
-    return [t for t in vocab if t in keep]
-
-
-def build_vocab(text_files: Union[str, Sequence[str]], output_path: str, vocab_size: int,
-                do_lower_case: bool, strip_accents: Optional[bool] = None,
-                max_bytes: int = DEFAULT_VOCAB_MAX_BYTES) -> str:
-    """Learns a WordPiece vocabulary from text files and writes `vocab.txt`.
-
-    Uses TensorFlow Text's `bert_vocab_from_dataset` on text that has already
-    been through this module's `normalize_text` with the same flags, and with
-    the learner's own basic tokenizer set to `lower_case=False`, so that
-    learning and `WordPieceTokenizer` split text identically.
-
-    The learner is pure Python (about 1 minute for 4 MB of English on 2
-    cores), so at most ~`max_bytes` of text is used: whole lines from evenly
-    spaced 64 KiB chunks across all files (everything if the files are
-    smaller). The output is deterministic for the same inputs.
-
-    Args:
-        text_files: UTF-8 text files (one or more).
-        output_path: where to write the vocab; written to a temporary file
-            and renamed, so readers never see a partial file.
-        vocab_size: maximum number of tokens, including the special tokens.
-            The learner may return fewer (logged).
-        do_lower_case: case-fold text before learning.
-        strip_accents: remove accents; None means "same as do_lower_case".
-        max_bytes: text budget for learning.
-
-    Returns:
-        `output_path`.
-
-    Raises:
-        ValueError: a file is missing, the text is empty, or `vocab_size` /
-            `max_bytes` is too small.
-    """
-    # Imported here: the learner pulls in extra modules that tokenizing
-    # processes do not need.
-    from tensorflow_text.python.ops.bert_tokenizer import BasicTokenizer
-    from tensorflow_text.tools.wordpiece_vocab import bert_vocab_from_dataset as bvfd
-
-    if isinstance(text_files, (str, os.PathLike)):
-        text_files = [text_files]
-    text_files = [os.fspath(f) for f in text_files]
-    if not text_files:
-        raise ValueError("build_vocab needs at least one text file")
-    for f in text_files:
-        if not os.path.isfile(f):
-            raise ValueError(f"text file {f!r} does not exist")
-    if vocab_size <= len(SPECIAL_TOKENS):
-        raise ValueError(
-            f"vocab_size must exceed the {len(SPECIAL_TOKENS)} special tokens, got {vocab_size}")
-    if max_bytes <= 0:
-        raise ValueError(f"max_bytes must be positive, got {max_bytes}")
-    strip = _resolve_strip_accents(do_lower_case, strip_accents)
-
-    start = time.monotonic()
-    lines = _read_text_sample(text_files, max_bytes)
-    if not lines:
-        raise ValueError(f"no text to learn a vocabulary from in {text_files}")
-    sample_bytes = sum(len(line.encode("utf-8")) + 1 for line in lines)
-
-    dataset = tf.data.Dataset.from_tensor_slices(tf.constant(lines, dtype=tf.string))
-    dataset = dataset.batch(1024).map(
-        lambda t: normalize_text(t, bool(do_lower_case), strip))
-    bert_params = {"lower_case": False, "normalization_form": None}
-
-    # The learner binary-searches a frequency threshold between its lower and
-    # upper bound, running a full learning pass per probe. Its default upper
-    # bound is the count of the most frequent word, although a vocabulary of
-    # `vocab_size` tokens each used >= t times needs about t * vocab_size
-    # token uses; 10 * words / vocab_size is a generous bound that halves the
-    # number of probes (the result is identical on English text; an
-    # overshoot would be trimmed by `_cap_vocab`).
-    splitter = BasicTokenizer(**bert_params)
-    num_words = sum(int(words.flat_values.shape[0]) for words in dataset.map(splitter.tokenize))
-    if num_words == 0:
-        raise ValueError(f"no words to learn a vocabulary from in {text_files}")
-    lower_thresh = 3  # Small samples would otherwise stop far below vocab_size.
-    upper_thresh = max(lower_thresh + 1, 10 * num_words // vocab_size)
-    vocab = bvfd.bert_vocab_from_dataset(
-        dataset,
-        vocab_size=vocab_size,
-        reserved_tokens=list(SPECIAL_TOKENS),
-        bert_tokenizer_params=bert_params,
-        learn_params={
-            "lower_thresh": lower_thresh,
-            "upper_thresh": upper_thresh,
-            # Rare characters (each also needs "##char") should not crowd
-            # out real subwords: at most a quarter of the vocab, but never
-            # fewer than 100 characters, so small vocabs still spell words.
-            "max_unique_chars": min(1000, max(100, (vocab_size - len(SPECIAL_TOKENS)) // 4)),
-        })
-    # A token must survive the one-token-per-line file format unchanged.
-    vocab = [t for t in vocab if t == t.strip() and len(t.split()) == 1
-             and len(t.splitlines()) == 1]
-    vocab = _cap_vocab(vocab, vocab_size, SPECIAL_TOKENS)
-    if vocab[:len(SPECIAL_TOKENS)] != list(SPECIAL_TOKENS) or len(set(vocab)) != len(vocab):
-        raise AssertionError("learned vocabulary does not start with the special tokens")
-    if len(vocab) < vocab_size:
-        # The learner stops within 5% below the target, or earlier when too
-        # few subwords occur often enough in a small sample.
-        logger.info("Learned %d tokens of the requested %d.", len(vocab), vocab_size)
-
-    output_path = os.fspath(output_path)
-    parent = os.path.dirname(os.path.abspath(output_path))
-    os.makedirs(parent, exist_ok=True)
-    tmp_path = f"{output_path}.tmp-{os.getpid()}"
-    try:
-        with open(tmp_path, "w", encoding="utf-8", newline="\n") as f:
-            f.write("\n".join(vocab) + "\n")
-        os.replace(tmp_path, output_path)
-    finally:
-        if os.path.exists(tmp_path):
-            os.remove(tmp_path)
-    logger.info("Wrote %d-token vocabulary to %s from %d bytes of text in %.1f s.",
-                len(vocab), output_path, sample_bytes, time.monotonic() - start)
-    return output_path
+    @classmethod
+    def from_settings(cls, vocab_file: str, settings: dict) -> "WordPieceTokenizer":
+        """The tokenizer `text_settings()` describe (records without a
+        normalization were written before it existed: `casefold`)."""
+        return cls(vocab_file, settings["do_lower_case"], settings.get("strip_accents"),
+                   settings.get("normalization") or DEFAULT_NORMALIZATION)

@@ -80,3 +80,48 @@ def toy_regression_task(count, dev_count):
 
     task.build_model = build_model
     return task
+
+
+def toy_tagged_sentences(count, seed=0, tag_format="prefix"):
+    """(words, tags) sentences: `actor` is a PER, `movie`/`film` (+ `plot`) a WORK.
+
+    Tags are BIO with the position as prefix (B-PER) or suffix (PER-B).
+    """
+    import random
+
+    rng = random.Random(seed)
+    rows = []
+    for _ in range(count):
+        words = [rng.choice(WORDS) for _ in range(rng.randint(2, 7))]
+        tags = []
+        for i, word in enumerate(words):
+            if word == "actor":
+                tag = ("B", "PER")
+            elif word in ("movie", "film"):
+                tag = ("B", "WORK")
+            elif word == "plot" and i and words[i - 1] in ("movie", "film"):
+                tag = ("I", "WORK")
+            else:
+                tag = None
+            tags.append("O" if tag is None else
+                        f"{tag[0]}-{tag[1]}" if tag_format == "prefix" else f"{tag[1]}-{tag[0]}")
+        rows.append((words, tags))
+    return rows
+
+
+def toy_tagging_task(count, dev_count=None, max_seq_length=16, with_test=False):
+    """A prefix-BIO tagging task on `toy_tagged_sentences` (dev: other sentences)."""
+    from electra_tf.finetuning.tagging_data import (TaggedSplit, TaggingData, TaggingDefinition,
+                                                    order_tags)
+    from electra_tf.finetuning.tagging_task import TaggingTask
+
+    def split(name, rows, labelled=True):
+        return TaggedSplit(name, "memory", [r[0] for r in rows],
+                           [r[1] for r in rows] if labelled else None, list(range(len(rows))))
+
+    train = split("train", toy_tagged_sentences(count))
+    dev = split("dev", toy_tagged_sentences(dev_count or count, seed=1))
+    test = split("test", toy_tagged_sentences(4, seed=2), labelled=False) if with_test else None
+    definition = TaggingDefinition("toyner", order_tags([t for s in train.tags for t in s]),
+                                   "prefix", ("precision", "recall", "f1", "accuracy"), "f1")
+    return TaggingTask(definition, TaggingData(train, dev, test), max_seq_length=max_seq_length)

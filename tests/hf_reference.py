@@ -8,8 +8,12 @@ can run in an interpreter that has them and not electra-tf.
 inputs.npz: input_ids, input_mask, segment_ids (int [B, L]) and, for the
 generator, masked_lm_positions (int [B, N]). outputs.npz: `disc_logits`
 [B, L] from ElectraForPreTraining(<hf_dir>) and, when <hf_dir>/generator
-exists, `gen_logits` [B, N, V] from ElectraForMaskedLM at those positions.
+exists, `gen_logits` [B, N, V] from ElectraForMaskedLM at those positions;
+for an ElectraForTokenClassification directory, `token_logits` [B, L, T]
+and `labels` (its id2label, in id order).
 """
+
+import json
 
 import os
 import sys
@@ -19,13 +23,24 @@ import numpy as np
 
 def run(hf_dir: str, inputs_file: str, outputs_file: str) -> None:
     import torch
-    from transformers import ElectraForMaskedLM, ElectraForPreTraining
+    from transformers import (ElectraForMaskedLM, ElectraForPreTraining,
+                              ElectraForTokenClassification)
 
     data = np.load(inputs_file)
     kwargs = {"input_ids": torch.tensor(data["input_ids"], dtype=torch.long),
               "attention_mask": torch.tensor(data["input_mask"], dtype=torch.long),
               "token_type_ids": torch.tensor(data["segment_ids"], dtype=torch.long)}
     out = {}
+    with open(os.path.join(hf_dir, "config.json"), encoding="utf-8") as f:
+        architectures = json.load(f).get("architectures") or []
+    if "ElectraForTokenClassification" in architectures:
+        with torch.no_grad():
+            tagger = ElectraForTokenClassification.from_pretrained(hf_dir).eval()
+            out["token_logits"] = tagger(**kwargs).logits.numpy()
+        labels = tagger.config.id2label
+        out["labels"] = np.array([labels[i] for i in range(len(labels))])
+        np.savez(outputs_file, **out)
+        return
     with torch.no_grad():
         disc = ElectraForPreTraining.from_pretrained(hf_dir).eval()
         out["disc_logits"] = disc(**kwargs).logits.numpy()

@@ -1,4 +1,5 @@
 import dataclasses
+import json
 
 import pytest
 
@@ -114,3 +115,17 @@ def test_config_differences_lists_changed_fields_only():
     b = preset("small", hidden_size=512, num_train_steps=5)
     diffs = config_differences(a, b, ignore=("num_train_steps",))
     assert diffs == ["model.hidden_size: 256 -> 512"]
+
+
+def test_normalization_is_recorded_and_old_configs_keep_casefold(tmp_path):
+    config = preset("tiny", normalization="bert")
+    config.validate()
+    path = str(tmp_path / "config.json")
+    config.save_json(path)
+    assert PretrainingConfig.load_json(path).normalization == "bert"
+    with open(path, encoding="utf-8") as f:
+        old = json.load(f)
+    del old["normalization"]  # a run written before the option existed
+    assert PretrainingConfig.from_dict(old).normalization == "casefold"
+    with pytest.raises(ConfigError, match="--normalization='nfkc': choose one of casefold, bert"):
+        preset("tiny", normalization="nfkc").validate()

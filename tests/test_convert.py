@@ -314,6 +314,45 @@ def test_pretrain_refuses_mismatched_flags_then_continues_from_the_checkpoint(or
         np.testing.assert_array_equal(from_checkpoint.weights[name], value, err_msg=name)
 
 
+def test_pretrain_from_a_discriminator_only_checkpoint_starts_a_fresh_generator(original,
+                                                                               tmp_path):
+    _, weights = original
+    discriminator_only = {k: v for k, v in weights.items()
+                          if not k.startswith(("generator/", "generator_predictions/"))}
+    directory = str(tmp_path / "disc")
+    write_original_checkpoint(directory, discriminator_only)
+    text = tmp_path / "corpus.txt"
+    text.write_text("\n".join(["the movie was very good", "a dull plot", "the actor is fun",
+                               "a bad story", ""] * 8) + "\n")
+    run_dir = tmp_path / "run"
+    done = subprocess.run(
+        [sys.executable, os.path.join(ROOT, "pretrain.py"), f"--corpus={text}",
+         f"--init_checkpoint={directory}", f"--data_dir={tmp_path}/data", *FLAGS,
+         "--max_seq_length=16", "--train_batch_size=4", "--num_warmup_steps=1",
+         "--num_shard_workers=1", "--log_every_steps=1", "--num_train_steps=2",
+         "--learning_rate=1e-9", f"--output_dir={run_dir}"],
+        capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    announced = [line for line in done.stdout.splitlines() if "fresh generator" in line]
+    assert announced == ["The checkpoint holds only a discriminator: starting a fresh generator "
+                         "(it shares the checkpoint's embeddings)."]
+    assert "Initialised the discriminator (the generator is new) from" in done.stdout
+    trained = checkpoints.load_checkpoint(str(run_dir))
+    assert trained.has_generator
+    for name, value in discriminator_only.items():
+        np.testing.assert_allclose(trained.weights[name], value, atol=1e-5, err_msg=name)
+    # An imported checkpoint tokenizes as the original code did.
+    assert json.load(open(run_dir / "config.json"))["normalization"] == "bert"
+
+
+def test_imports_record_the_original_tokenizers_normalization(original, imported, tmp_path):
+    assert json.load(open(os.path.join(imported, "config.json")))["normalization"] == "bert"
+    run_dir = str(tmp_path / "folded")
+    assert convert(["import-tf1", original[0], run_dir, f"--num_heads={HEADS}",
+                    "--normalization=casefold"]) == 0
+    assert json.load(open(os.path.join(run_dir, "config.json")))["normalization"] == "casefold"
+
+
 # --- Hugging Face ---------------------------------------------------------------------------
 
 def test_hugging_face_round_trip_is_exact(imported, tmp_path):

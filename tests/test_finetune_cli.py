@@ -111,3 +111,55 @@ def test_a_batch_the_replicas_do_not_divide_is_one_line_naming_the_flags(files):
         "finetune.py: error: --train_batch_size=6 is not divisible by the 2 replicas of the "
         "distribution strategy times --gradient_accumulation_steps=2."]
     assert not os.path.exists(root / "out_indivisible")
+
+
+def _write_conll(path, rows, labelled=True):
+    with open(path, "w", encoding="utf-8") as f:
+        for words, tags in rows:
+            f.write("".join(f"{w}\tX\t{t}\n" if labelled else f"{w}\n"
+                            for w, t in zip(words, tags)) + "\n")
+
+
+def test_tagging_task_from_conll_files_trains_scores_and_exports(files):
+    from finetuning_support import toy_tagged_sentences
+
+    root, pretrained = files
+    train = toy_tagged_sentences(64, tag_format="suffix")
+    assert {t for _, tags in train for t in tags} == {"O", "PER-B", "WORK-B", "WORK-I"}
+    _write_conll(root / "ner_train.conll", train)
+    _write_conll(root / "ner_dev.conll", toy_tagged_sentences(12, seed=1, tag_format="suffix"))
+    _write_conll(root / "ner_test.conll", toy_tagged_sentences(3, seed=2), labelled=False)
+    out = root / "out_ner"
+    result = _run(f"--init_checkpoint={pretrained}", "--task=ner", "--task_type=tagging",
+                  f"--train_file={root / 'ner_train.conll'}",
+                  f"--dev_file={root / 'ner_dev.conll'}", f"--test_file={root / 'ner_test.conll'}",
+                  "--num_train_epochs=2", "--train_batch_size=8", "--max_seq_length=16",
+                  f"--output_dir={out}", "--kernels=reference")
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "suffix tags O, PER-B, WORK-B, WORK-I" in result.stdout
+    assert "Per entity type (median):" in result.stdout
+    with open(out / "results.json", encoding="utf-8") as f:
+        results = json.load(f)
+    assert results["task"]["task_type"] == "tagging" and results["primary_metric"] == "f1"
+    assert results["settings"]["max_seq_length"] == 16
+    assert {"precision", "recall", "f1", "accuracy", "f1/PER", "f1/WORK"} <= set(results["median"])
+    lines = (out / "trial_0" / "dev_predictions.txt").read_text(encoding="utf-8").splitlines()
+    assert len(lines[0].split(" ")) == 3 and lines[0].split(" ")[1] in ("O", "PER-B", "WORK-B")
+    assert (out / "trial_0" / "test_predictions.txt").is_file()
+    version_dir = out / "export" / "ner" / "1"
+    assert (version_dir / "assets" / "labels.txt").read_text(encoding="utf-8") == \
+        "O\nPER-B\nWORK-B\nWORK-I\n"
+    with open(version_dir / "assets" / "serving_config.json", encoding="utf-8") as f:
+        assert json.load(f)["kind"] == "tagger"
+
+
+def test_tagging_tags_of_two_kinds_are_one_line(files):
+    root, pretrained = files
+    _write_conll(root / "mixed.conll", [(["a", "b", "c"], ["B-PER", "PERSON", "O"])])
+    result = _run(f"--init_checkpoint={pretrained}", "--task_type=tagging",
+                  f"--train_file={root / 'mixed.conll'}", f"--output_dir={root / 'out_mixed'}")
+    assert result.returncode == 2
+    errors = [line for line in result.stderr.splitlines() if line.startswith("finetune.py")]
+    assert len(errors) == 1 and "mixed.conll: some tags look like entity tags (B-PER)" in \
+        errors[0] and "--tag_format=plain" in errors[0]
+    assert not os.path.exists(root / "out_mixed")

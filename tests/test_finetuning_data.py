@@ -1,5 +1,6 @@
 """Task readers (GLUE TSV layouts, TFDS, the user's CSV/TSV/JSONL) and input features."""
 
+import dataclasses
 import json
 import os
 
@@ -170,7 +171,7 @@ def test_csv_pair_and_label_order(tmp_path):
     assert data.train.labels.tolist() == [1, 0, 0]
     task, _ = tasks.load_user_files("pairs", FileTaskOptions(
         text_column="q", text_pair_column="a", label_column="y", labels=["10", "2", "5"]), path)
-    assert task.label_names == ["10", "2", "5"] and task.metrics == ("accuracy",)
+    assert task.label_names == ["10", "2", "5"] and task.metrics == ("accuracy", "macro_f1")
 
 
 def test_jsonl_and_regression(tmp_path):
@@ -290,3 +291,20 @@ def test_a_sample_of_a_split_is_fixed_aligned_and_in_order():
     assert first.indices == [str(i) for i in numbers]
     assert split.sample(10, seed=1).texts_a != first.texts_a
     assert split.sample(500) is split  # asking for more keeps everything
+
+
+def test_multi_class_user_tasks_report_macro_f1_and_regression_labels_scale(tmp_path):
+    train = tmp_path / "train.tsv"
+    train.write_text("text\tlabel\na\thate\nb\toffensive\nc\tnone\n", encoding="utf-8")
+    task, _ = tasks.load_user_files("hate", tasks.FileTaskOptions(), str(train))
+    assert task.metrics == ("accuracy", "macro_f1")
+    sts = tmp_path / "sts.tsv"
+    sts.write_text("text\tpair\tlabel\na\tb\t4.5\nc\td\t0.0\n", encoding="utf-8")
+    options = tasks.FileTaskOptions(text_pair_column="pair", task_type="regression",
+                                    label_scale=5.0)
+    task, data = tasks.load_user_files("korsts", options, str(sts))
+    assert task.label_scale == 5.0 and list(data.train.labels) == [4.5, 0.0]
+    with pytest.raises(tasks.TaskDataError, match="--label_scale=5.0 scales regression"):
+        tasks.load_user_files("x", tasks.FileTaskOptions(label_scale=5.0), str(train))
+    with pytest.raises(tasks.TaskDataError, match="--label_scale=0.0: must be > 0"):
+        tasks.load_user_files("x", dataclasses.replace(options, label_scale=0.0), str(sts))

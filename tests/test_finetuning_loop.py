@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from finetuning_support import make_pretrained_dir, toy_regression_task, toy_sentences
+from finetuning_support import (make_pretrained_dir, toy_regression_task, toy_sentences,
+                                 toy_tagging_task)
 
 from electra_tf.artifacts.pretrained import resolve_pretrained
 from electra_tf.errors import RunError
@@ -134,7 +135,12 @@ def _squad_task(count, version="1.1"):
                      doc_stride=8, max_query_length=4, beam_size=3)
 
 
-@pytest.mark.parametrize("make_task", [_toy_task, _squad_task], ids=["sst2", "squad"])
+def _tagging_task(count):
+    return toy_tagging_task(count, with_test=True)
+
+
+@pytest.mark.parametrize("make_task", [_toy_task, _squad_task, _tagging_task],
+                         ids=["sst2", "squad", "tagging"])
 def test_interrupted_trial_resumes_to_the_uninterrupted_result(pretrained, tmp_path, make_task):
     """Crashed at step 5 of 8 with a checkpoint at step 4, resumed: the same trial.
 
@@ -203,6 +209,47 @@ def test_squad_and_classification_write_the_same_schema(pretrained, tmp_path):
     assert info["kind"] == "question_answering" and info["squad_version"] == "2.0"
 
 
+def test_tagging_writes_the_same_schema_and_conlleval_predictions(pretrained, tmp_path):
+    from electra_tf.artifacts.tagged_predictions import read_tagged
+    from electra_tf.finetuning.tagging_metrics import score
+
+    settings = FinetuneSettings(output_dir=str(tmp_path / "ner"), train_batch_size=8,
+                                learning_rate=3e-3, num_train_epochs=8, log_every_steps=100)
+    lines = []
+    task = toy_tagging_task(64, 24, with_test=True)
+    results = run_trials(task, pretrained, settings, print_fn=lines.append)
+    classification = run_trials(_toy_task(8), pretrained, FinetuneSettings(
+        output_dir=str(tmp_path / "sst2"), train_batch_size=4, num_train_epochs=1,
+        log_every_steps=100), print_fn=lambda _: None)
+    assert list(results) == list(classification)
+    trial = results["trials"][0]
+    assert list(trial) == list(classification["trials"][0])
+    assert results["task"]["task_type"] == "tagging" and results["primary_metric"] == "f1"
+    assert results["task"]["tag_names"] == ["O", "B-PER", "B-WORK", "I-WORK"]
+    assert results["data"]["num_train_sentences"] == 64
+    assert set(results["data"]["num_train_entities"]) == {"PER", "WORK"}
+    # The toy rule is learned; every epoch is scored; per-type scores beside the micro ones.
+    assert trial["dev"]["f1"] >= 0.9 and all(entry["dev"] for entry in trial["epochs"])
+    assert {"precision", "recall", "f1", "accuracy", "f1/PER", "recall/WORK"} <= set(
+        results["median"])
+    last = [line for line in lines if line.startswith("epoch 8/8")]
+    assert last and "f1" in last[0] and "/" not in last[0].split("dev:")[1]  # micro only
+    # dev_predictions.txt: word gold predicted, scored as the results say.
+    files = trial["predictions"]
+    assert set(files) == {"dev_predictions.txt", "test_predictions.txt"}
+    rows = read_tagged(files["dev_predictions.txt"])
+    assert [[r[0] for r in s] for s in rows] == task.data.dev.sentences
+    assert [[r[1] for r in s] for s in rows] == task.data.dev.tags
+    assert score([[r[1] for r in s] for s in rows], [[r[2] for r in s] for s in rows],
+                 "prefix") == trial["dev"]
+    test_rows = read_tagged(files["test_predictions.txt"])
+    assert [[r[0] for r in s] for s in test_rows] == task.data.test.sentences
+    assert all(len(r) == 2 for s in test_rows for r in s)
+    model, info = load_finetuned(str(tmp_path / "ner" / "trial_0"))
+    assert type(model).__name__ == "ElectraTagger"
+    assert info["kind"] == "tagger" and info["task"]["tag_format"] == "prefix"
+
+
 # --- Devices and precision -------------------------------------------------
 
 
@@ -250,8 +297,9 @@ class _Inspect(keras.callbacks.Callback):
 
 
 @pytest.mark.parametrize("make_task, precision, reduction",
-                         [(_toy_task, "float16", "mean"), (_squad_task, "bfloat16", "sum")],
-                         ids=["sst2-float16", "squad-bfloat16-sum"])
+                         [(_toy_task, "float16", "mean"), (_squad_task, "bfloat16", "sum"),
+                          (_tagging_task, "float16", "sum")],
+                         ids=["sst2-float16", "squad-bfloat16-sum", "tagging-float16-sum"])
 def test_mixed_precision_on_two_replicas_with_accumulation(pretrained, tmp_path, make_task,
                                                            precision, reduction,
                                                            two_replica_strategy):
@@ -336,3 +384,28 @@ def test_two_worker_processes_train_in_lockstep_and_only_the_chief_writes(
     assert os.listdir(tmp_path / "tmp1") == []
     assert "results in" in outputs[0] and "results in" not in outputs[1]
     assert "[worker-1] --- Trial 1/1" in outputs[1]
+
+
+def test_random_init_fine_tunes_the_same_encoder_with_fresh_weights(pretrained, tmp_path):
+    from electra_tf.artifacts.pretrained import load_discriminator
+
+    start = load_discriminator(pretrained.model_file).encoder
+    table = next(w for w in start.weights if "word_embeddings" in w.path).numpy()
+    kept = {}
+    for random_init in (False, True):
+        # A negligible learning rate: the saved encoder is where training started.
+        settings = FinetuneSettings(output_dir=str(tmp_path / str(random_init)),
+                                    train_batch_size=8, learning_rate=1e-12,
+                                    num_train_epochs=1, random_init=random_init)
+        lines = []
+        results = run_trials(_toy_task(8), pretrained, settings, print_fn=lines.append)
+        model, _ = load_finetuned(str(tmp_path / str(random_init) / "trial_0"))
+        kept[random_init] = next(w for w in model.encoder.weights
+                                 if "word_embeddings" in w.path).numpy()
+        assert ("random_init" in results["settings"]) is random_init
+        assert any("--random_init: no pre-training" in line for line in lines) is random_init
+    np.testing.assert_allclose(kept[False], table, atol=1e-6)
+    assert kept[True].shape == table.shape
+    assert np.abs(kept[True] - table).mean() > 0.5 * np.abs(table).mean()
+    # Drawn like a fresh model: truncated normal with the configured 0.02 scale.
+    assert 0.01 < kept[True].std() < 0.03

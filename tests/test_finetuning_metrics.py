@@ -57,3 +57,14 @@ def test_spearman_with_ties():
 def test_length_mismatch_is_refused():
     with pytest.raises(ValueError, match="differ in length"):
         metrics.accuracy([0, 1], [0])
+
+
+def test_macro_f1_by_hand():
+    labels = [0, 0, 1, 1, 2, 2]
+    predictions = [0, 1, 1, 1, 2, 0]
+    # Class 0: TP 1, FP 1, FN 1 -> 1/2. Class 1: TP 2, FP 1, FN 0 -> 4/5.
+    # Class 2: TP 1, FP 0, FN 1 -> 2/3. Mean: (1/2 + 4/5 + 2/3) / 3.
+    assert metrics.macro_f1(labels, predictions) == pytest.approx((0.5 + 0.8 + 2 / 3) / 3)
+    # A class only predicted counts (F1 0), as in scikit-learn.
+    assert metrics.macro_f1([0, 0], [0, 3]) == pytest.approx((2 / 3 + 0) / 2)
+    assert metrics.compute(["macro_f1"], [1, 1], [1, 1]) == {"macro_f1": 1.0}

@@ -78,7 +78,7 @@ def test_every_module_has_a_layer():
     # The package's own __init__ only imports the modules that register Keras classes.
     assert {target for _, target in graph[PACKAGE]} == {
         "electra_tf.optimization", "electra_tf.finetuning.model", "electra_tf.finetuning.qa_model",
-        "electra_tf.modeling.electra"}
+        "electra_tf.finetuning.tagging_model", "electra_tf.modeling.electra"}
 
 
 def test_no_import_points_up():

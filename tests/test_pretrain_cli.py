@@ -139,3 +139,35 @@ def test_gdes_and_electric_runs_resume_and_export(variant, tmp_path):
     for name in ("discriminator.keras", "generator.keras", "vocab.txt", "config.json"):
         assert (run_dir / "export" / name).exists(), name
     assert (run_dir / "export" / "discriminator_savedmodel" / "saved_model.pb").exists()
+
+
+def test_zero_steps_export_the_untrained_model_as_a_baseline(tmp_path):
+    import keras
+    import numpy as np
+
+    import electra_tf  # noqa: F401  (registers the model classes)
+    from electra_tf.config import PretrainingConfig
+    from electra_tf.modeling.electra import build_generator_and_discriminator
+
+    words = "the cat sat on a mat and the dog ran to the park".split()
+    text = tmp_path / "corpus.txt"
+    text.write_text("\n\n".join(" ".join(words[i:] + words[:i]) for i in range(12)) + "\n")
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *sorted(set(words))]))
+    run_dir = tmp_path / "run"
+    result = run_cli(f"--corpus={text}", f"--vocab_file={vocab}", f"--data_dir={tmp_path}/data",
+                     f"--output_dir={run_dir}", "--model_size=tiny", "--hidden_size=32",
+                     "--num_layers=1", "--embedding_size=16", "--num_heads=2",
+                     "--max_seq_length=16", "--num_train_steps=0", "--num_shard_workers=1",
+                     "--eval_fraction=0.3", "--seed=3")
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output
+    assert "Held-out evaluation at step 0" in output and "Training steps" not in output
+    assert not list(run_dir.glob("checkpoints/ckpt-*"))
+    exported = keras.saving.load_model(run_dir / "export" / "discriminator.keras")
+    # The export is the model as initialised with the run's seed, untouched by training.
+    config = PretrainingConfig.load_json(str(run_dir / "config.json"))
+    keras.utils.set_random_seed(3)
+    _, fresh = build_generator_and_discriminator(config.model)
+    for a, b in zip(exported.weights, fresh.weights):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b), err_msg=a.path)

@@ -77,7 +77,7 @@ def test_older_squad_results_are_converted(tmp_path):
     results = read_results(path)
     assert results["task"] == {"name": "squad20", "task_type": "question_answering",
                                "squad_version": "2.0", "train_data": "train.json",
-                               "predict_data": "dev.json"}
+                               "predict_data": "dev.json", "qa_metric": "squad"}
     assert results["settings"] == {"doc_stride": 128}
     assert results["data"] == {"num_train_questions": 6, "num_train_windows": 7,
                                "skipped_train_questions": 0}
@@ -95,3 +95,16 @@ def test_finished_trials_refuses_another_run(tmp_path):
     other = {**IDENTITY, "settings": {"learning_rate": 1e-4, "seed": 0}}
     with pytest.raises(RunError, match="(?s)holds results of a different run.*learning_rate"):
         finished_trials(path, other, 3)
+
+
+def test_question_answering_results_without_a_metric_were_scored_as_squad(tmp_path):
+    task = {"name": "squad11", "task_type": "question_answering", "squad_version": "1.1",
+            "train_data": "train.json", "predict_data": "dev.json"}
+    identity = {**IDENTITY, "task": task}
+    path = str(tmp_path / "results.json")
+    write_results(path, make_results(identity, {}, "f1", [_trial(0, f1=50.0)]))
+    assert read_results(path)["task"]["qa_metric"] == "squad"
+    resumed = {**identity, "task": {**task, "qa_metric": "squad"}}
+    assert [t["trial"] for t in finished_trials(path, resumed, 2)] == [0]
+    with pytest.raises(RunError, match="qa_metric"):
+        finished_trials(path, {**identity, "task": {**task, "qa_metric": "korquad"}}, 2)

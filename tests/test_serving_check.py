@@ -64,3 +64,22 @@ def test_check_command_fails_on_disagreement(serving_exports, tmp_path):
                                     str(tmp_path)], cwd=PROJECT, env=env, capture_output=True,
                                    text=True, timeout=300)
     assert not_a_version.returncode == 2 and "no saved_model.pb" in not_a_version.stderr
+
+
+def test_export_of_a_bert_normalized_run_agrees_in_a_fresh_process(serving_exports, tmp_path):
+    """--normalization=bert is recorded in the export and its graph needs no CaseFoldUTF8."""
+    run = tmp_path / "bert_run"
+    shutil.copytree(serving_exports["pretrained"], run)
+    with open(run / "config.json", encoding="utf-8") as f:
+        config = json.load(f)
+    config["normalization"] = "bert"
+    with open(run / "config.json", "w", encoding="utf-8") as f:
+        json.dump(config, f)
+    version_dir = export_checkpoint(str(run), str(tmp_path / "export"), "rtd")
+    with open(os.path.join(version_dir, "assets", "serving_config.json"), encoding="utf-8") as f:
+        assert json.load(f)["normalization"] == "bert"
+    report = check.check_export(version_dir)
+    assert report.ok, "\n".join(report.lines)
+    assert report.result["custom_ops"] == ["NormalizeUTF8", "RegexSplitWithOffsets",
+                                           "WordpieceTokenizeWithOffsets"]
+    assert report.result["unsupported_ops"] == []

@@ -601,3 +601,18 @@ def test_text_range_splits_at_a_document_boundary_into_disjoint_parts(tmp_path, 
     with pytest.raises(shards.EmptyTextRange):
         build([tmp_path / "docs.txt"], tmp_path / "none", tokenizer_config,
               text_range=(0.9999, 1.0))
+
+
+def test_normalization_is_recorded_and_earlier_builds_keep_their_fingerprint(tmp_path,
+                                                                            tokenizer_config):
+    text = tmp_path / "corpus.txt"
+    text.write_text(" ".join(WORDS[:6]) + "\n" + " ".join(WORDS[3:9]) + "\n", encoding="utf-8")
+    folded = build([text], tmp_path / "casefold", tokenizer_config, num_shards=1)
+    bert = build([text], tmp_path / "bert", {**tokenizer_config, "normalization": "bert"},
+                 num_shards=1)
+    assert folded["normalization"] == "casefold" and bert["normalization"] == "bert"
+    # A casefold build's fingerprint is computed as before the option existed (no key),
+    # so its cached shards are reused; a bert build is another build.
+    assert "normalization" not in folded["build"]
+    assert bert["build"]["normalization"] == "bert"
+    assert bert["build"]["fingerprint"] != folded["build"]["fingerprint"]

@@ -93,3 +93,34 @@ def test_not_squad_json_is_a_clear_error(files):
     assert result.returncode != 0
     assert f"{bad}: top level: has no 'data' key" in result.stderr
     assert not os.path.exists(root / "unused")
+
+
+def test_korquad_files_are_scored_with_korquads_metric(files, tmp_path):
+    _, pretrained, _ = files
+    contexts = ["서울에서 영화를 보았다", "조선은 1392년에 세워졌다", "태조는 이성계이다"]
+    answers = ["영화를", "1392년에", "이성계이다"]
+    paragraphs = [{"context": c, "qas": [{"id": f"k{i}", "question": "무엇",
+                                          "answers": [{"text": a, "answer_start": c.index(a)}]}]}
+                  for i, (c, a) in enumerate(zip(contexts, answers))]
+    data = tmp_path / "KorQuAD_v1.0_dev.json"
+    data.write_text(json.dumps({"version": "KorQuAD_v1.0_dev", "data": [
+        {"title": "t", "paragraphs": paragraphs}]}, ensure_ascii=False), encoding="utf-8")
+    out = tmp_path / "out"
+    result = _run(f"--init_checkpoint={pretrained}", f"--train_file={data}",
+                  f"--predict_file={data}", "--max_seq_length=24", "--train_batch_size=4",
+                  "--num_train_epochs=1", "--noexport", f"--output_dir={out}")
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "Scoring with korquad's official metric" in result.stdout
+    assert "KorQuAD 1.0 scores (median over 1 trial(s), percent)" in result.stdout
+    with open(out / "results.json", encoding="utf-8") as f:
+        results = json.load(f)
+    assert results["task"]["qa_metric"] == "korquad"
+    # The scores are those of the stand-alone scorer on the predictions written.
+    scored = subprocess.run([sys.executable, "-m", "electra_tf.evaluate_qa", str(data),
+                             str(out / "predictions.json")], capture_output=True, text=True,
+                            cwd=PROJECT, timeout=120)
+    assert scored.returncode == 0, scored.stderr
+    official = json.loads(scored.stdout)
+    assert official["metric"] == "korquad"
+    assert results["median"]["f1"] == pytest.approx(official["f1"])
+    assert results["median"]["exact_match"] == pytest.approx(official["exact_match"])

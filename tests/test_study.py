@@ -50,7 +50,7 @@ class FakeCommands:
         out = flags["output_dir"]
         os.makedirs(out, exist_ok=True)
         if command == "pretrain":
-            steps = 100 if flags.get("objective") == "mlm" else 80
+            steps = int(flags.get("num_train_steps", 100 if flags.get("objective") == "mlm" else 80))
             with open(os.path.join(out, "config.json"), "w") as f:
                 json.dump({"num_train_steps": steps}, f)
             with open(os.path.join(out, "metrics.jsonl"), "w") as f:
@@ -60,11 +60,15 @@ class FakeCommands:
             with open(os.path.join(out, "result.json"), "w") as f:
                 json.dump({"finished": True}, f)
         else:
-            variant = os.path.basename(os.path.dirname(out))
+            cell = os.path.basename(os.path.dirname(out))
+            variant, seed = cell.split("-")[0], cell.partition("-seed")[2]
             task = flags["task"]
             metric = "mcc" if task == "cola" else "accuracy"
-            trials = [{"trial": i, "seed": i, "dev": {metric: s}}
-                      for i, s in enumerate(SCORES[(variant, task)])]
+            # Pre-training seed k shifts every score by k points.
+            scores = [s + 0.01 * int(seed or 0) for s in SCORES[(variant, task)]]
+            if command == "probe":
+                scores = scores[:1]
+            trials = [{"trial": i, "seed": i, "dev": {metric: s}} for i, s in enumerate(scores)]
             identity = {"task": {"name": task}, "init_checkpoint": flags["init_checkpoint"],
                         "vocab_file": "vocab.txt", "settings": {}}
             write_results(os.path.join(out, "results.json"),
@@ -231,3 +235,86 @@ def test_report_tabulates_finished_cells_and_runs_nothing(tmp_path, corpus, monk
 
     assert study.main([str(spec_path), "--output_dir", str(tmp_path / "nowhere"), "--report"]) == 2
     assert "--output_dir" in capsys.readouterr().err
+
+
+def test_pretraining_seeds_and_the_no_pretraining_baseline(tmp_path, corpus, monkeypatch):
+    out = str(tmp_path / "study")
+    fake = FakeCommands(out)
+    monkeypatch.setattr(study, "run_command", fake)
+    monkeypatch.setitem(SCORES, ("none", "sst2"), [0.70, 0.60, 0.65])
+    monkeypatch.setitem(SCORES, ("none", "cola"), [0.0, 0.0, 0.0])
+    spec = make_spec(corpus, pretrain_seeds=3, no_pretraining=True, budgets=[1e12, 2e12],
+                     variants={"electra": {}})
+    result = study.run_study(spec, out)
+    pretrains = [flags for command, flags in fake.calls if command == "pretrain"]
+    assert [os.path.basename(f["output_dir"]) for f in pretrains] == [
+        "none-seed0", "none-seed1", "none-seed2", "electra-1e12-seed0", "electra-1e12-seed1",
+        "electra-1e12-seed2", "electra-2e12-seed0", "electra-2e12-seed1", "electra-2e12-seed2"]
+    assert [f["seed"] for f in pretrains[:3]] == ["0", "1", "2"]
+    # The baseline trains no step and has no budget; the variants have theirs.
+    assert all(f["num_train_steps"] == "0" and "max_train_flops" not in f for f in pretrains[:3])
+    assert all(float(f["max_train_flops"]) in (1e12, 2e12) for f in pretrains[3:])
+    rows = {(r["variant"], r["budget"], r["task"]): r for r in result["rows"]}
+    # Each pre-training run counts once, as the median of its fine-tuning seeds:
+    # sst2 medians 80, 81, 82 for seeds 0, 1, 2 (the fake adds k points).
+    row = rows[("electra", 1e12, "sst2")]
+    assert (row["median"], row["min"], row["max"]) == pytest.approx((81.0, 80.0, 82.0))
+    assert row["pretrain_runs"] == 3 and row["spread_over"] == "pre-training runs"
+    baseline = rows[("none", 0.0, "sst2")]
+    assert (baseline["median"], baseline["min"], baseline["max"]) == pytest.approx((66, 65, 67))
+    table = open(result["markdown"]).read()
+    assert table.splitlines()[2].startswith("| no pre-training | – | 0 | 66.00 (65.00–67.00)")
+    assert "median over 3 pre-training runs" in table
+
+
+def test_probe_tasks_on_the_two_halves_of_a_dev_set(tmp_path, corpus, monkeypatch):
+    glue = tmp_path / "glue" / "QNLI"
+    glue.mkdir(parents=True)
+    with open(glue / "dev.tsv", "w") as f:
+        f.write("index\tquestion\tsentence\tlabel\n")
+        for i in range(41):
+            label = "entailment" if i % 3 else "not_entailment"
+            f.write(f"{i}\twhat is {i}?\tit is {i}.\t{label}\n")
+    out = str(tmp_path / "study")
+    fake = FakeCommands(out)
+    monkeypatch.setattr(study, "run_command", fake)
+    monkeypatch.setitem(SCORES, ("electra", "qnli-probe"), [0.6])
+    monkeypatch.setitem(SCORES, ("bert", "qnli-probe"), [0.55])
+    spec = make_spec(corpus, glue_data_dir=str(tmp_path / "glue"),
+                     tasks=[{"name": "qnli-probe", "probe": True, "task": "qnli",
+                             "dev_halves": True}])
+    result = study.run_study(spec, out)
+    probes = [flags for command, flags in fake.calls if command == "probe"]
+    assert len(probes) == 2 and "num_trials" not in probes[0]
+    assert probes[0]["task"] == "qnli-probe" and probes[0]["text_pair_column"] == "text_pair"
+    halves = [[json.loads(line) for line in open(probes[0][k])] for k in ("train_file", "dev_file")]
+    assert (len(halves[0]), len(halves[1])) == (20, 21)
+    texts = [r["text"] for r in halves[0] + halves[1]]
+    assert sorted(texts) == sorted(f"what is {i}?" for i in range(41))  # disjoint, complete
+    first = next(r for r in halves[0] + halves[1] if r["text"] == "what is 3?")
+    assert first == {"text": "what is 3?", "text_pair": "it is 3.", "label": "not_entailment"}
+    rows = {r["variant"]: r for r in result["rows"]}
+    assert rows["electra"]["median"] == pytest.approx(60.0) and rows["electra"]["seeds"] == 1
+
+
+def test_warmup_is_the_same_fraction_of_every_budget(tmp_path, corpus, monkeypatch):
+    from electra_tf.config import preset
+    from electra_tf.flops import train_flops_per_step
+
+    out = str(tmp_path / "study")
+    fake = FakeCommands(out)
+    monkeypatch.setattr(study, "run_command", fake)
+    spec = make_spec(corpus, budgets=[1e13, 4e13], warmup_fraction=0.1,
+                     pretrain={"max_seq_length": 64, "vocab_size": 1000}, tasks=["sst2"])
+    monkeypatch.setitem(SCORES, ("electra", "sst2"), [0.5] * 3)
+    study.run_study(spec, out)
+    warmups = {(f.get("objective", "electra"), float(f["max_train_flops"])): int(f["num_warmup_steps"])
+               for command, f in fake.calls if command == "pretrain"}
+    for objective in ("electra", "mlm"):
+        per_step = train_flops_per_step(preset("tiny", max_seq_length=64, vocab_size=1000,
+                                               objective=objective))
+        for budget in (1e13, 4e13):
+            assert warmups[(objective, budget)] == round(0.1 * (budget // per_step))
+    assert warmups[("electra", 4e13)] > 3 * warmups[("electra", 1e13)]
+    with pytest.raises(study.StudyError, match="warmup_fraction"):
+        make_spec(corpus, warmup_fraction=1.5)

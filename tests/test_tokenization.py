@@ -11,7 +11,7 @@ import pytest
 import tensorflow as tf
 
 from electra_tf import tokenization
-from electra_tf.tokenization import VocabError, WordPieceTokenizer, build_vocab, load_vocab
+from electra_tf.tokenization import VocabError, WordPieceTokenizer, load_vocab
 
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 WORDS = [
@@ -190,8 +190,9 @@ def test_missing_vocab_file(tmp_path):
 # --------------------------------------------------------------------------- graph use
 
 
-def test_graph_tf_data_and_config_round_trip(vocab_file):
-    tok = WordPieceTokenizer(vocab_file, do_lower_case=True)
+@pytest.mark.parametrize("normalization", ["casefold", "bert"])
+def test_graph_tf_data_and_config_round_trip(vocab_file, normalization):
+    tok = WordPieceTokenizer(vocab_file, do_lower_case=True, normalization=normalization)
     texts = ["The quick brown fox.", KOREAN, "中国"]
     expected = tok.tokenize_to_lists(texts)
     assert expected[0] == ids_of(["the", "quick", "brown", "fox", "."])
@@ -207,14 +208,16 @@ def test_graph_tf_data_and_config_round_trip(vocab_file):
 
     cfg = pickle.loads(pickle.dumps(tok.get_config()))
     assert cfg == {"vocab_file": os.path.abspath(vocab_file), "do_lower_case": True,
-                   "strip_accents": True}
+                   "strip_accents": True, "normalization": normalization}
     assert WordPieceTokenizer(**cfg).tokenize_to_lists(texts) == expected
 
 
-def test_saved_model_uses_only_portable_ops(vocab_file, tmp_path):
+@pytest.mark.parametrize("normalization,case_op", [("casefold", {"CaseFoldUTF8"}),
+                                                   ("bert", set())])
+def test_saved_model_uses_only_portable_ops(vocab_file, tmp_path, normalization, case_op):
     from tensorflow.core.protobuf import saved_model_pb2
 
-    tok = WordPieceTokenizer(vocab_file)
+    tok = WordPieceTokenizer(vocab_file, normalization=normalization)
     module = tf.Module()
     module.tokenizer = tok  # Tracks the lookup table.
     module.serve = tf.function(
@@ -240,121 +243,10 @@ def test_saved_model_uses_only_portable_ops(vocab_file, tmp_path):
     # Everything outside core TensorFlow must be a TF Text op that 2.12
     # already had (no FastBertTokenizer / RoundRobinTrimmer kernels).
     text_ops = {op for op in ops - functions if not hasattr(tf.raw_ops, op)}
-    assert text_ops == {"CaseFoldUTF8", "NormalizeUTF8", "RegexSplitWithOffsets",
-                        "WordpieceTokenizeWithOffsets"}
-
-
-# --------------------------------------------------------------------------- build_vocab
-
-STEMS = ["walk", "talk", "jump", "play", "read", "cook", "paint", "sing", "build", "clean"]
-SUFFIXES = ["", "s", "ed", "ing", "er"]
-NOUNS = ["garden", "river", "window", "market", "teacher", "doctor", "Station", "Café"]
-
-
-def make_corpus(path, n_lines=600, seed=0):
-    rng = random.Random(seed)
-    lines = []
-    for i in range(n_lines):
-        words = [rng.choice(STEMS) + rng.choice(SUFFIXES) for _ in range(rng.randint(3, 8))]
-        words.insert(rng.randrange(len(words)), "the " + rng.choice(NOUNS))
-        lines.append(" ".join(words) + rng.choice([".", "!", "?"]))
-        if i % 50 == 49:
-            lines.append("")  # Document break.
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return str(path)
-
-
-def test_build_vocab_small_corpus(tmp_path):
-    corpus = make_corpus(tmp_path / "corpus.txt")
-    out1 = build_vocab([corpus], str(tmp_path / "v1" / "vocab.txt"), vocab_size=120,
-                       do_lower_case=True)
-    out2 = build_vocab([corpus], str(tmp_path / "vocab2.txt"), vocab_size=120,
-                       do_lower_case=True)
-    with open(out1, "rb") as a, open(out2, "rb") as b:
-        first, second = a.read(), b.read()
-    assert first == second  # Deterministic.
-    assert not [p for p in os.listdir(tmp_path / "v1") if "tmp" in p]
-
-    tokens = first.decode("utf-8").splitlines()
-    assert tokens[:5] == SPECIALS
-    assert 20 < len(tokens) <= 120 and len(set(tokens)) == len(tokens)
-    assert any(t.startswith("##") for t in tokens)
-    assert "café" not in tokens and "cafe" in tokens  # Uncased, accents stripped.
-
-    tok = WordPieceTokenizer(out1, do_lower_case=True)
-    with open(corpus, encoding="utf-8") as f:
-        lines = [line for line in f.read().splitlines() if line]
-    ids = tok.tokenize(lines).flat_values.numpy()
-    assert ids.size > 3000
-    assert np.mean(ids == tok.unk_id) < 0.01
-
-
-def test_build_vocab_korean_and_cased(tmp_path):
-    rng = random.Random(1)
-    words = ["한국어", "문장입니다", "학교에서", "공부합니다", "서울은", "도시입니다", "Seoul", "Korea"]
-    text = "\n".join(" ".join(rng.choice(words) for _ in range(6)) + "." for _ in range(300))
-    corpus = tmp_path / "ko.txt"
-    corpus.write_text(text + "\n", encoding="utf-8")
-    for lower in (True, False):
-        out = build_vocab(str(corpus), str(tmp_path / f"vocab_{lower}.txt"), vocab_size=200,
-                          do_lower_case=lower)
-        tokens = load_vocab(out)
-        # Learned pieces are syllables, never conjoining jamo.
-        assert not any(0x1100 <= ord(c) <= 0x11FF for t in tokens for c in t)
-        assert ("Seoul" in tokens) is (not lower)
-        tok = WordPieceTokenizer(out, do_lower_case=lower)
-        ids = tok.tokenize(text.splitlines()).flat_values.numpy()
-        assert tok.unk_id not in ids
-
-
-def test_build_vocab_caps_size_and_rejects_bad_input(tmp_path):
-    corpus = make_corpus(tmp_path / "corpus.txt", n_lines=200)
-    tokens = load_vocab(build_vocab([corpus], str(tmp_path / "v.txt"), vocab_size=80,
-                                    do_lower_case=False))
-    assert len(tokens) <= 80 and tokens[:5] == SPECIALS
-    chars = set("".join(STEMS + SUFFIXES + NOUNS) + ".!?")
-    assert chars <= set(tokens)  # Every character is still spellable.
-
-    empty = tmp_path / "empty.txt"
-    empty.write_text("\n  \n", encoding="utf-8")
-    with pytest.raises(ValueError, match="no text"):
-        build_vocab([str(empty)], str(tmp_path / "v_empty.txt"), 100, True)
-    assert not os.path.exists(tmp_path / "v_empty.txt")
-    with pytest.raises(ValueError, match="does not exist"):
-        build_vocab([str(tmp_path / "missing.txt")], str(tmp_path / "v2.txt"), 100, True)
-    with pytest.raises(ValueError, match="vocab_size"):
-        build_vocab([corpus], str(tmp_path / "v3.txt"), 5, True)
-
-
-def test_cap_vocab_keeps_reserved_and_alphabet():
-    learned = SPECIALS + ["a", "b", "##a", "##b", "ab", "ba", "##ab", "aab"]
-    assert tokenization._cap_vocab(learned, 11, SPECIALS) == learned[:11]
-    assert tokenization._cap_vocab(learned, 100, SPECIALS) == learned
-    with pytest.raises(ValueError, match="too small"):
-        tokenization._cap_vocab(learned, 8, SPECIALS)
-
-
-def test_text_sample_is_spread_and_line_aligned(tmp_path):
-    # Two files, 4000 numbered lines of 32 bytes each: 128 kB in total.
-    files, all_lines = [], []
-    for part in range(2):
-        lines = [f"part {part} line {i:05d} xxxxxxxxxxxxx" for i in range(2000)]
-        assert all(len(line) == 31 for line in lines)
-        path = tmp_path / f"part{part}.txt"
-        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-        files.append(str(path))
-        all_lines += lines
-    sample = tokenization._read_text_sample(files, max_bytes=2 * 32 * 300)
-    assert set(sample) <= set(all_lines)  # Whole lines only.
-    assert 0 < sum(len(s) + 1 for s in sample) <= 2 * 32 * 300
-    # Budget below one chunk: one chunk at offset 0. With a larger budget the
-    # chunks reach the second file and its end.
-    assert sample[0] == all_lines[0]
-    big = tokenization._read_text_sample(files, max_bytes=100_000)
-    positions = [all_lines.index(s) for s in big]
-    assert positions == sorted(positions)
-    assert positions[0] == 0 and positions[-1] > 3500
-    assert sum(len(s) + 1 for s in big) <= 100_000
+    assert text_ops == {"NormalizeUTF8", "RegexSplitWithOffsets",
+                        "WordpieceTokenizeWithOffsets"} | case_op
+    if normalization == "bert":  # lower-casing and Hangul composition are core ops
+        assert {"StringLower", "UnicodeDecode", "UnicodeEncode"} <= ops
 
 
 def test_control_format_and_replacement_characters_are_cleaned_like_bert(tmp_path):
@@ -368,3 +260,109 @@ def test_control_format_and_replacement_characters_are_cleaned_like_bert(tmp_pat
     # would; with no "##cat" in the vocabulary that word is [UNK]. Tab and
     # CR/LF separate words.
     assert tokenizer.tokenize(texts).to_list() == [[1], [1], [the, cat], [the, cat], [1]]
+
+
+# --------------------------------------------------------------------------- normalization="bert"
+
+# Text that tells the normalizations apart: full-width punctuation, digits and
+# Latin letters, the ligature ﬁ, an ellipsis, accents (precomposed and
+# combining), control, format, private-use and replacement characters, and
+# Unicode spaces.
+MIXED_ZH_EN = [
+    "中国，你好！（测试）１２３……",
+    "「北京」是中國的首都。Hello, World!",
+    "Ｆｕｌｌ－ｗｉｄｔｈ ＬＡＴＩＮ and the ﬁne ﬁsh",
+    "Café NAÏVE re\u0301sume\u0301 über Ærø",
+    "tab\tnew\nline\u3000ideographic\u00a0nbsp\u2028ls",
+    "zero\u200bwidth\ufeffbom\x07bell\ue000private\ufffdreplaced",
+    "价格：￥１２０，折扣？是的；“好”",
+]
+MIXED_KO_ZH_EN = MIXED_ZH_EN + [
+    "한국어 문장입니다. 서울에서 만나요!",
+    "KorQuAD 1.0은 「질의응답」 데이터셋，ＫＯＲＥＡ ﬁle Café",
+    "대한민국의 수도는 서울특별시이다（首爾）……",
+]
+
+
+def _bert_vocab(path, texts, lower):
+    """A vocabulary made with Python's own str methods (not the code under test):
+    whole words, their lower-case forms, every character alone and as ##c, and
+    a few multi-character pieces, so that WordPiece has real choices."""
+    import unicodedata as ud
+
+    tokens = list(SPECIALS)
+    for text in texts:
+        for word in text.split():
+            for form in (word, word.lower(), ud.normalize("NFKC", word).lower()):
+                for piece in (form, form[:3], "##" + form[3:]):
+                    if piece and piece != "##" and piece not in tokens and len(piece.split()) == 1:
+                        tokens.append(piece)
+            for char in word + word.lower():
+                for piece in (char, "##" + char):
+                    if piece not in tokens and piece.strip() == piece and len(piece.split()) == 1:
+                        tokens.append(piece)
+    # Drop some characters so that unknown words occur too.
+    tokens = [t for t in tokens if t not in ("ｗ", "Ｗ", "##ｗ", "ö", "##ö", "Ø", "##ø")]
+    return write_vocab(path, tokens)
+
+
+@pytest.mark.parametrize("lower,texts", [(True, MIXED_ZH_EN), (False, MIXED_KO_ZH_EN)],
+                         ids=["uncased-zh-en", "cased-ko-zh-en"])
+def test_bert_normalization_gives_the_ids_of_the_reference_bert_tokenizer(tmp_path, lower,
+                                                                           texts):
+    tokenizers = pytest.importorskip("tokenizers")
+    vocab = _bert_vocab(tmp_path / "vocab.txt", MIXED_KO_ZH_EN, lower)
+    reference = tokenizers.BertWordPieceTokenizer(vocab, lowercase=lower)
+    expected = [reference.encode(t, add_special_tokens=False).ids for t in texts]
+    ours = WordPieceTokenizer(vocab, do_lower_case=lower, normalization="bert")
+    assert ours.tokenize_to_lists(texts) == expected
+    # The cases are real: some pieces are unknown, and casefold gives other ids
+    # (it folds compatibility characters, and recomposes résumé's accents).
+    assert any(1 in ids for ids in expected)
+    folded = WordPieceTokenizer(vocab, do_lower_case=lower, normalization="casefold")
+    assert folded.tokenize_to_lists(texts) != expected
+
+
+def test_bert_normalization_keeps_full_width_and_compatibility_characters(vocab_file):
+    tok = WordPieceTokenizer(vocab_file, do_lower_case=True, normalization="bert")
+    normalized = [t.decode("utf-8") for t in tok.normalize(
+        ["中国，你好！１２３……", "ﬁ ＡＢＣ Straße ǅ", "ÀÉÎ Ωmega"]).numpy()]
+    assert normalized == ["中国，你好！１２３……", "ﬁ ａｂｃ straße ǆ", "aei ωmega"]
+    legacy = WordPieceTokenizer(vocab_file, do_lower_case=True)
+    assert legacy.normalize(["中国，你好！１２３……"]).numpy()[0].decode() == "中国,你好!123......"
+
+
+@pytest.mark.parametrize("lower,strip", FLAGS)
+def test_bert_normalization_keeps_hangul_syllables(vocab_file, lower, strip):
+    tok = WordPieceTokenizer(vocab_file, do_lower_case=lower, strip_accents=strip,
+                             normalization="bert")
+    assert tok.tokenize_to_lists([KOREAN]) == [ids_of(["한국어", "문장", "##입니다"])]
+    out = tok.normalize([KOREAN]).numpy()[0].decode("utf-8")
+    assert code_points(out) == code_points(KOREAN)
+
+
+def test_compose_hangul_composes_only_hangul():
+    # L V -> LV, L V T -> LVT, a lone L or V stays, an accent after NFD stays
+    # decomposed, and composition never reaches across texts.
+    texts = ["\u1112\u1161\u11ab\u1100\u1173\u11af", "\u1100\u1100\u1161 \u1161",
+             "e\u0301 \u0B47\u0B3E", "\u1100", "\u1161", ""]
+    expected = ["한글", "\u1100가 \u1161", "e\u0301 \u0B47\u0B3E", "\u1100", "\u1161", ""]
+    out = tokenization.compose_hangul(tf.constant(texts)).numpy().tolist()
+    assert [o.decode("utf-8") for o in out] == expected
+    # Every syllable decomposed and composed again is itself (all 11,172).
+    syllables = "".join(chr(c) for c in range(0xAC00, 0xD7A4))
+    decomposed = unicodedata.normalize("NFD", syllables)
+    again = tokenization.compose_hangul(tf.constant([[decomposed]])).numpy()[0, 0]
+    assert again.decode("utf-8") == syllables
+
+
+def test_text_settings_round_trip_and_records_without_normalization(vocab_file):
+    tok = WordPieceTokenizer(vocab_file, do_lower_case=False, normalization="bert")
+    assert tok.text_settings() == {"do_lower_case": False, "strip_accents": False,
+                                   "normalization": "bert"}
+    assert WordPieceTokenizer(**tok.get_config()).get_config() == tok.get_config()
+    old = WordPieceTokenizer.from_settings(vocab_file, {"do_lower_case": True,
+                                                        "strip_accents": True})
+    assert old.normalization == "casefold"
+    with pytest.raises(ValueError, match="--normalization='nfkc'"):
+        WordPieceTokenizer(vocab_file, normalization="nfkc")

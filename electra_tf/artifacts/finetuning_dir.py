@@ -8,6 +8,8 @@
         vocab.txt           the vocabulary it was fine-tuned with
         <TASK>.tsv          GLUE-format test predictions (classification, regression)
         predictions.json, nbest_predictions.json, null_odds.json   SQuAD answers
+        dev_predictions.txt, test_predictions.txt   tagging: `word gold predicted` /
+                            `word predicted` (see `tagged_predictions`)
         checkpoints/        training checkpoints while the trial runs
         history.json        its per-epoch entries while it runs
         tensorboard/        scalars
@@ -118,9 +120,9 @@ class SavedModel:
     Attributes:
         model_config: the Keras config to deserialize it from.
         weights_file: the file to load its weights from.
-        info: what its text path needs: `kind` ("classifier" or
-            "question_answering"), the casing, the length, and the task or
-            the SQuAD settings.
+        info: what its text path needs: `kind` ("classifier",
+            "question_answering" or "tagger"), the casing, the length, and
+            the task or the SQuAD settings.
     """
 
     model_config: dict

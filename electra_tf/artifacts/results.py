@@ -1,4 +1,4 @@
-"""`results.json` of a fine-tuning run: one schema for classification, regression and SQuAD.
+"""`results.json` of a fine-tuning run: one schema for classification, regression, SQuAD, tagging.
 
 It is rewritten (atomically) after every trial, so a crash loses at most the
 trial in progress, and a run of the same command skips the trials it lists.
@@ -11,14 +11,19 @@ Top level:
                      glue_score_metric, is_pair, num_train_epochs, label_scale).
                      SQuAD: name (squad11 / squad20), task_type
                      (question_answering), squad_version, train_data, predict_data.
+                     Tagging: name, task_type (tagging), tag_names, tag_format
+                     (prefix, suffix or plain), metrics, primary_metric,
+                     num_train_epochs.
     init_checkpoint  the pre-trained discriminator file fine-tuned
     vocab_file       the vocabulary
     settings         the hyperparameters that define the run (not the ones a
                      resumed run may change: num_trials, eval_batch_size, ...)
     data             training data counts: num_train_examples (SQuAD:
-                     num_train_questions, num_train_windows, skipped_train_questions)
+                     num_train_questions, num_train_windows, skipped_train_questions;
+                     tagging: num_train_sentences, num_train_words,
+                     num_train_entities {type: count})
     primary_metric   the dev metric trials are compared by (GLUE: the paper's
-                     metric for the task; SQuAD: f1)
+                     metric for the task; SQuAD and tagging: f1; plain tags: accuracy)
     trials           the finished trials in trial order (below)
     median           {metric: median over the trials' final dev metrics}
     all              {metric: every trial's value, in trial order}
@@ -40,8 +45,10 @@ Each trial:
                      --nosave_models)
     predictions      {name: path} of the prediction files written
 
-GLUE metrics are fractions (accuracy and F1 in [0, 1], correlations in
-[-1, 1]); SQuAD's are percentages, as the official scripts print them.
+GLUE and tagging metrics are fractions (accuracy and F1 in [0, 1],
+correlations in [-1, 1]; tagging: precision, recall, f1 micro at the entity
+level, accuracy over words, then `<metric>/<type>` per entity type); SQuAD's
+are percentages, as the official scripts print them.
 
 Results written before this schema (see `upgrade_results`) are still read.
 """
@@ -62,16 +69,19 @@ QUESTION_ANSWERING = "question_answering"
 IDENTITY_KEYS = ("task", "init_checkpoint", "vocab_file", "settings")
 
 
-def squad_task(version: str, train_data: str, predict_data) -> dict:
-    """The `task` entry of a SQuAD run.
+def squad_task(version: str, train_data: str, predict_data, qa_metric: str = "squad") -> dict:
+    """The `task` entry of a SQuAD-format question-answering run.
 
     Args:
         version: "1.1" or "2.0".
         train_data: where the training questions came from.
         predict_data: where the questions predicted and scored came from (or None).
+        qa_metric: whose official scores the run reports (squad, korquad,
+            cmrc2018, drcd); results written before it was recorded are squad.
     """
     return {"name": f"squad{version.replace('.', '')}", "task_type": QUESTION_ANSWERING,
-            "squad_version": version, "train_data": train_data, "predict_data": predict_data}
+            "squad_version": version, "train_data": train_data, "predict_data": predict_data,
+            "qa_metric": qa_metric}
 
 
 def summarize(trials: list[dict], primary_metric: str) -> dict:
@@ -110,6 +120,10 @@ def make_results(identity: dict, data: dict, primary_metric: str, trials: list[d
 def read_results(path: str) -> Optional[dict]:
     """A results.json in this schema (older schemas converted), or None if there is none."""
     results = read_json(path)
+    if results is not None and "format_version" in results:
+        task = results.get("task")
+        if isinstance(task, dict) and task.get("task_type") == QUESTION_ANSWERING:
+            task.setdefault("qa_metric", "squad")  # scored with SQuAD's before it was recorded
     if results is None or "format_version" in results:
         return results
     upgraded = upgrade_results(results)

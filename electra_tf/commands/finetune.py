@@ -7,6 +7,8 @@
     python finetune.py --task=squad --squad_version=2.0 --init_checkpoint=runs/small-builtin
     python finetune.py --task=squad --init_checkpoint=runs/ko \\
         --train_file=KorQuAD_v1.0_train.json --predict_file=KorQuAD_v1.0_dev.json
+    python finetune.py --task=ner --task_type=tagging --init_checkpoint=runs/ko \\
+        --train_file=ner_train.conll --dev_file=ner_dev.conll
 
 Hyperparameters default to the paper's (Table 7): batch 32, length 128, 3
 epochs (10 for RTE and STS-B), learning rate by model size, layer-wise decay
@@ -19,7 +21,17 @@ JSON (--train_file, --predict_file) or TFDS squad/v1.1 / squad/v2.0, with
 the original code's defaults: length 512, stride 128, question <= 64 tokens,
 2 epochs, beam 20, n-best 20, answers <= 30 tokens. <output_dir> receives
 predictions.json (and null_odds.json for 2.0) and results.json with
-exact_match and f1 (official script definitions, percent).
+exact_match and f1 (official script definitions, percent): SQuAD's, or with
+--qa_metric (default: named by the data's version field) KorQuAD 1.0's, CMRC
+2018's or DRCD's.
+
+--task_type=tagging fine-tunes a token classifier (NER, chunking, part of
+speech) on CoNLL column files (word first, tag last, a blank line between
+sentences) or JSONL {"tokens": [...], "tags": [...]}: each word's first
+piece is labelled, as in the original code. BIO and IOBES tags, with the
+position as prefix (B-PER) or suffix (PER-B), are scored at the entity
+level as seqeval scores them (precision, recall, f1 and per type); each
+trial writes dev_predictions.txt in the conlleval layout.
 """
 
 from __future__ import annotations
@@ -48,6 +60,9 @@ flags.DEFINE_string("init_checkpoint", None, "Pre-training run directory, its ex
                     "directory or discriminator.keras; or a google-research/electra checkpoint "
                     "or Hugging Face ELECTRA directory (converted once into runs/imported/).")
 flags.DEFINE_string("vocab_file", None, "Vocabulary (default: the checkpoint's vocab.txt).")
+flags.DEFINE_boolean("random_init", False, "No-pre-training baseline: the --init_checkpoint's "
+                     "encoder (architecture, vocabulary, tokenizer) with freshly drawn weights, "
+                     "fine-tuned the same way, to see what pre-training adds.")
 flags.DEFINE_enum("model_size", None, MODEL_SIZES, "Default: the checkpoint's; if given it must "
                   "match it. Selects the default learning rate and layer-wise decay.")
 flags.DEFINE_string("data_dir", None, "GLUE data in the standard layout (CoLA/, SST-2/, ...). "
@@ -55,23 +70,37 @@ flags.DEFINE_string("data_dir", None, "GLUE data in the standard layout (CoLA/, 
 flags.DEFINE_string("tfds_data_dir", None, "Where TFDS datasets are prepared (default: TFDS's).")
 # --- the user's own data
 flags.DEFINE_string("train_file", None, "Your training data: .csv, .tsv/.txt (tab-separated, "
-                    "with a header) or .jsonl; with --task=squad a SQuAD-format JSON file.")
+                    "with a header) or .jsonl; with --task=squad a SQuAD-format JSON file; with "
+                    "--task_type=tagging CoNLL columns (word first, tag last) or .jsonl.")
 flags.DEFINE_string("dev_file", None, "Your dev data (same format), scored after every epoch.")
 flags.DEFINE_string("test_file", None, "Unlabelled data to predict (same format).")
-flags.DEFINE_string("text_column", "text", "Column of the (first) text.")
+flags.DEFINE_string("text_column", "text", "Column of the (first) text (tagging JSONL: the "
+                    "list of words, default tokens).")
 flags.DEFINE_string("text_pair_column", None, "Column of the second text of a pair task.")
-flags.DEFINE_string("label_column", "label", "Column of the label.")
+flags.DEFINE_string("label_column", "label", "Column of the label (tagging JSONL: the list of "
+                    "tags, default tags).")
 flags.DEFINE_string("index_column", None, "Column of the example id written with test "
                     "predictions (default: the row number).")
-flags.DEFINE_enum("task_type", "classification", ["classification", "regression"],
-                  "Your task's kind.")
+flags.DEFINE_enum("task_type", "classification", ["classification", "regression", "tagging"],
+                  "Your task's kind: tagging labels every word (NER, chunking, part of speech).")
+flags.DEFINE_float("label_scale", 1.0, "Regression: targets are divided by it for training and "
+                   "predictions multiplied by it (5 for KorSTS's 0-5 scores, as the original "
+                   "code does for STS-B).")
 flags.DEFINE_list("labels", None, "Class names in id order (default: the sorted labels of the "
-                  "training file).")
+                  "training file; tagging: its tags, O first).")
+flags.DEFINE_enum("tag_format", "auto", ["auto", "prefix", "suffix", "plain"], "Tagging: "
+                  "prefix (B-PER, I-PER, E-PER, S-PER, O) or suffix (PER-B, ...) tags are scored "
+                  "as entities; plain tags (part of speech) by accuracy. auto: from the "
+                  "training tags.")
 flags.DEFINE_enum("quoting", "csv", ["csv", "none"], "CSV/TSV files: csv = fields may be "
                   "wrapped in double quotes (doubled inside); none = quotes are plain text.")
 # --- question answering (--task=squad)
 flags.DEFINE_enum("squad_version", "1.1", ["1.1", "2.0"], "SQuAD version: 2.0 has unanswerable "
                   "questions (null odds, threshold search).")
+flags.DEFINE_enum("qa_metric", None, ["squad", "korquad", "cmrc2018", "drcd"], "Whose "
+                  "official scores to report: SQuAD's, KorQuAD 1.0's (character F1), CMRC "
+                  "2018's or DRCD's (mixed segmentation, longest common run). Default: the one "
+                  "the --predict_file's version field names (KorQuAD_v1.0_dev), else squad.")
 flags.DEFINE_string("predict_file", None, "SQuAD-format JSON to predict and score (with "
                     "--task=squad; default: TFDS squad validation when --train_file is absent).")
 flags.DEFINE_integer("doc_stride", 128, "SQuAD: tokens between the starts of context windows.")
@@ -148,7 +177,8 @@ def _load_task():
         options = tasks.FileTaskOptions(
             text_column=FLAGS.text_column, text_pair_column=FLAGS.text_pair_column,
             label_column=FLAGS.label_column, index_column=FLAGS.index_column,
-            task_type=FLAGS.task_type, labels=FLAGS.labels, quoting=FLAGS.quoting)
+            task_type=FLAGS.task_type, labels=FLAGS.labels, quoting=FLAGS.quoting,
+            label_scale=FLAGS.label_scale)
         return tasks.load_user_files(FLAGS.task or "custom", options, FLAGS.train_file,
                                      FLAGS.dev_file, FLAGS.test_file)
     if FLAGS.task is None:
@@ -209,8 +239,9 @@ def _default(value, fallback):
 def _output_dir(task_name: str, model_file: str) -> str:
     from electra_tf.artifacts.pretrained import run_name
 
+    suffix = "-random-init" if FLAGS.random_init else ""
     return FLAGS.output_dir or os.path.join(WORKING_DIR, "runs", "finetune",
-                                            f"{task_name}-{run_name(model_file)}")
+                                            f"{task_name}-{run_name(model_file)}{suffix}")
 
 
 def _settings(output_dir: str):
@@ -227,7 +258,7 @@ def _settings(output_dir: str):
         save_checkpoints_steps=FLAGS.save_checkpoints_steps, save_models=FLAGS.save_models,
         mixed_precision=FLAGS.mixed_precision, loss_reduction=FLAGS.loss_reduction,
         gradient_accumulation_steps=FLAGS.gradient_accumulation_steps,
-        jit_compile=FLAGS.jit_compile)
+        jit_compile=FLAGS.jit_compile, random_init=FLAGS.random_init)
 
 
 def _squad_task():
@@ -250,7 +281,15 @@ def _squad_task():
         train = squad_data.load_tfds_squad(version, "train", FLAGS.tfds_data_dir, True, _say)
         evaluation = squad_data.load_tfds_squad(version, "validation", FLAGS.tfds_data_dir,
                                                 False, _say)
+    from electra_tf.finetuning.qa_metrics import metric_for_version
+
+    metric = FLAGS.qa_metric or metric_for_version(
+        (evaluation or train).dataset_version)
+    if FLAGS.qa_metric is None and metric != "squad":
+        _say(f"Scoring with {metric}'s official metric (the data's version field says "
+             f"{(evaluation or train).dataset_version!r}; --qa_metric overrides).")
     return SquadTask(train, evaluation, version,
+                     qa_metric=metric,
                      max_seq_length=_default(FLAGS.max_seq_length, 512),
                      doc_stride=FLAGS.doc_stride, max_query_length=FLAGS.max_query_length,
                      beam_size=FLAGS.beam_size, n_best_size=FLAGS.n_best_size,
@@ -267,6 +306,37 @@ def _classification_task():
         _say("No dev set: training only (give --dev_file to score every epoch).")
     return ClassificationTask(definition, data, _default(FLAGS.max_seq_length, 128),
                               FLAGS.double_unordered, FLAGS.max_train_examples)
+
+
+def _tagging_task():
+    """The token classification task of the flags (the user's CoNLL / JSONL files)."""
+    from electra_tf.finetuning.tagging_data import load_tagging_files
+    from electra_tf.finetuning.tagging_task import TaggingTask
+
+    if not FLAGS.train_file:
+        raise app.UsageError("--task_type=tagging needs --train_file (CoNLL columns or JSONL).")
+    for flag in ("text_pair_column", "index_column", "data_dir", "predict_file",
+                 "double_unordered"):
+        if getattr(FLAGS, flag):
+            raise app.UsageError(f"--{flag} is not used with --task_type=tagging.")
+    definition, data = load_tagging_files(
+        FLAGS.task or "tagging", FLAGS.train_file, FLAGS.dev_file, FLAGS.test_file,
+        FLAGS.tag_format, FLAGS.labels,
+        words_key=FLAGS.text_column if FLAGS["text_column"].present else "tokens",
+        tags_key=FLAGS.label_column if FLAGS["label_column"].present else "tags", warn=_say)
+    if data.dev is None:
+        _say("No dev set: training only (give --dev_file to score every epoch).")
+    return TaggingTask(definition, data, _default(FLAGS.max_seq_length, 128),
+                       FLAGS.max_train_examples)
+
+
+def _task():
+    """The task the flags describe."""
+    if FLAGS.task == "squad":
+        return _squad_task()
+    if FLAGS.task_type == "tagging":
+        return _tagging_task()
+    return _classification_task()
 
 
 def _export_best_trial(output_dir: str, default_name: str) -> None:
@@ -302,7 +372,7 @@ def main(argv):
     try:
         pretrained = resolve_pretrained(_imported_if_foreign(FLAGS.init_checkpoint),
                                         FLAGS.vocab_file, FLAGS.model_size)
-        task = _squad_task() if FLAGS.task == "squad" else _classification_task()
+        task = _task()
         output_dir = _output_dir(task.name, pretrained.model_file)
         results = run_trials(task, pretrained, _settings(output_dir),
                              vocab_flag_given=FLAGS.vocab_file is not None, print_fn=_say,
@@ -313,8 +383,15 @@ def main(argv):
         return
     _say("")
     if results["median"] and FLAGS.task == "squad":
-        _say(f"SQuAD {FLAGS.squad_version} (median over {len(results['trials'])} trial(s), "
+        name = ({"korquad": "KorQuAD 1.0", "cmrc2018": "CMRC 2018", "drcd": "DRCD"}.get(
+            task.qa_metric, f"SQuAD {FLAGS.squad_version}"))
+        _say(f"{name} scores (median over {len(results['trials'])} trial(s), "
              f"percent): {task.format_metrics(results['median'])}")
+    elif results["median"] and FLAGS.task_type == "tagging":
+        from electra_tf.finetuning.tagging_task import format_tables
+
+        _say(f"Dev results ({task.name}, percent; primary metric: {task.primary_metric}):")
+        _say(format_tables(results, task.definition.tag_format))
     elif results["median"]:
         _say(f"Dev results ({task.name}, percent; primary metric: {task.primary_metric}):")
         _say(format_table(results))

@@ -23,7 +23,8 @@ import time
 from absl import app, flags, logging
 
 from electra_tf import cli
-from electra_tf.config import MODEL_SIZES, ConfigError, preset
+from electra_tf.config import (DEFAULT_NORMALIZATION, IMPORTED_NORMALIZATION, MODEL_SIZES,
+                               ConfigError, preset)
 
 # Caches and runs go under the working directory unless flags say otherwise.
 WORKING_DIR = os.getcwd()
@@ -60,6 +61,7 @@ flags.DEFINE_list("eval_corpus", None, "Held-out text files or globs to evaluate
 flags.DEFINE_boolean("eval_only", False, "Evaluate the run's latest checkpoint on the held-out "
                      "text and stop (no training).")
 cli.define_strategy_flags(__name__)
+cli.define_vocab_flags(__name__)
 cli.define_config_flags()
 FLAGS = flags.FLAGS
 
@@ -145,6 +147,35 @@ def _corpus_key(files: list[str]) -> str:
     return f"{stem}-{digest[:8]}"
 
 
+def _run_name(builtin: bool, corpus: list[str]) -> str:
+    """The run directory's default name under runs/."""
+    return f"{FLAGS.model_size}-{'builtin' if builtin else _corpus_key(corpus)}"
+
+
+def _learned_vocab(corpus: list[str], data_dir: str, config, size: int, casing: str) -> str:
+    """The vocabulary learned from the corpus with the --vocab_* flags (cached in data_dir)."""
+    from electra_tf import tokenization, vocab_learning
+
+    options = cli.vocab_options_from_flags(size)
+    settings = {"do_lower_case": config.do_lower_case,
+                "strip_accents": config.resolved_strip_accents,
+                "normalization": config.normalization}
+    vocab_file = os.path.join(data_dir, f"vocab-{casing}-{size}-{options.cache_key(settings)}.txt")
+    if os.path.exists(vocab_file):
+        _say(f"Vocabulary: {vocab_file} (cached)")
+        return vocab_file
+    _say(f"Learning a {size}-token WordPiece vocabulary from the corpus...")
+    try:
+        tokens, stats = vocab_learning.learn_vocab(corpus, options, **settings)
+    except vocab_learning.VocabLearningError as error:
+        raise app.UsageError(str(error))
+    vocab_learning.write_vocab(tokens, vocab_file)
+    _say(f"Vocabulary: {vocab_file}, {len(tokenization.load_vocab(vocab_file)):,} tokens, "
+         f"{stats['alphabet_size']:,} of {stats['distinct_characters']:,} characters, from "
+         f"{stats['sample_bytes'] / 1e6:.1f} MB of text ({stats['seconds']:.0f}s)")
+    return vocab_file
+
+
 def _load_init_checkpoint(config, overrides):
     """Reads --init_checkpoint; its vocabulary and casing become the defaults."""
     from electra_tf.interop import checkpoints
@@ -153,12 +184,6 @@ def _load_init_checkpoint(config, overrides):
         init = checkpoints.load_checkpoint(config.init_checkpoint)
     except checkpoints.CheckpointError as error:
         raise app.UsageError(f"--init_checkpoint: {error}")
-    if not init.has_generator:
-        raise app.UsageError(
-            f"--init_checkpoint={config.init_checkpoint} has no generator weights; continued "
-            "pre-training needs both models (Hugging Face: put the ElectraForMaskedLM in "
-            "<dir>/generator or import with `python -m electra_tf.convert import-hf ... "
-            "--generator_dir`).")
     if not FLAGS.vocab_file and init.vocab_file is None:
         raise app.UsageError(f"--init_checkpoint={config.init_checkpoint} has no vocab.txt beside "
                              "it; pass the vocabulary it was trained with as --vocab_file.")
@@ -166,8 +191,13 @@ def _load_init_checkpoint(config, overrides):
         config.do_lower_case = init.do_lower_case
         if "strip_accents" not in overrides:
             config.strip_accents = init.strip_accents
+    if "normalization" not in overrides:
+        config.normalization = init.normalization or IMPORTED_NORMALIZATION
     _say(f"Starting from {init.source} ({init.format}"
          + (f", {init.model_size}-sized" if init.model_size else "") + ").")
+    if not init.has_generator and config.uses_generator:
+        _say("The checkpoint holds only a discriminator: starting a fresh generator (it "
+             "shares the checkpoint's embeddings).")
     for note in init.notes:
         _say(f"  note: {note}")
     return init
@@ -241,9 +271,11 @@ def main(argv):
     init = _load_init_checkpoint(config, overrides) if config.init_checkpoint else None
     from electra_tf import tokenization
 
+    # Names of cached vocabularies and shards; `casefold` builds keep their earlier names.
     casing = f"{'uncased' if config.do_lower_case else 'cased'}" + (
         "" if config.resolved_strip_accents == config.do_lower_case
-        else ("-strip" if config.resolved_strip_accents else "-accents"))
+        else ("-strip" if config.resolved_strip_accents else "-accents")) + (
+        "" if config.normalization == DEFAULT_NORMALIZATION else f"-{config.normalization}")
     if FLAGS.vocab_file or init is not None:
         vocab_file = FLAGS.vocab_file or init.vocab_file
         try:
@@ -254,22 +286,20 @@ def main(argv):
             raise app.UsageError(f"--vocab_size={overrides['vocab_size']} but --vocab_file="
                                  f"{vocab_file} has {len(vocab)} tokens; drop one of the flags.")
     else:
+        from electra_tf.artifacts.run_dir import RunDir
+
         size = overrides.get("vocab_size", BUILTIN_VOCAB_SIZE if builtin else 30522)
-        vocab_file = os.path.join(data_dir, f"vocab-{casing}-{size}.txt")
-        if os.path.exists(vocab_file):
-            _say(f"Vocabulary: {vocab_file} (cached)")
+        run = RunDir(FLAGS.output_dir or os.path.join(WORKING_DIR, "runs",
+                                                      _run_name(builtin, corpus)))
+        if os.path.isfile(run.config_file) and os.path.isfile(run.vocab_file):
+            # Resuming: the run's vocabulary, whatever the vocabulary flags learn today.
+            vocab_file = run.vocab_file
+            _say(f"Vocabulary: {vocab_file} (the run's own)")
         else:
-            _say(f"Learning a {size}-token WordPiece vocabulary from the corpus...")
-            started = time.perf_counter()
-            try:
-                tokenization.build_vocab(corpus, vocab_file, size, config.do_lower_case,
-                                         config.resolved_strip_accents)
-            except ValueError as error:
-                raise app.UsageError(f"--vocab_size={size}: {error}")
-            _say(f"Vocabulary: {vocab_file}, {len(tokenization.load_vocab(vocab_file)):,} tokens "
-                 f"({time.perf_counter() - started:.0f}s)")
+            vocab_file = _learned_vocab(corpus, data_dir, config, size, casing)
     tokenizer = tokenization.WordPieceTokenizer(vocab_file, config.do_lower_case,
-                                                config.resolved_strip_accents)
+                                                config.resolved_strip_accents,
+                                                config.normalization)
     config.model.vocab_size = tokenizer.vocab_size
     try:
         config.validate()
@@ -324,8 +354,8 @@ def main(argv):
                  "a larger --eval_fraction, or --eval_corpus).")
             eval_shard_dir = None
 
-    run_name = f"{FLAGS.model_size}-{'builtin' if builtin else _corpus_key(corpus)}"
-    return _train(config, vocab_file, tokenizer, shard_dir, eval_shard_dir, run_name, strategy,
+    return _train(config, vocab_file, tokenizer, shard_dir, eval_shard_dir,
+                  _run_name(builtin, corpus), strategy,
                   init)
 
 
@@ -342,7 +372,8 @@ def _prebuilt_shards(config, overrides):
         meta = read_metadata(FLAGS.shard_dir)
     except ShardError as error:
         raise app.UsageError(f"--shard_dir: {error}")
-    for name in ("max_seq_length", "do_lower_case", "strip_accents"):
+    meta = {"normalization": DEFAULT_NORMALIZATION, **meta}  # builds that record none
+    for name in ("max_seq_length", "do_lower_case", "strip_accents", "normalization"):
         if name in overrides and overrides[name] != meta[name]:
             raise app.UsageError(f"--{name}={overrides[name]} but --shard_dir={FLAGS.shard_dir} "
                                  f"was built with {name}={meta[name]}; drop the flag.")
@@ -350,7 +381,8 @@ def _prebuilt_shards(config, overrides):
     vocab_file = FLAGS.vocab_file or meta["vocab_file"]
     try:
         tokenizer = tokenization.WordPieceTokenizer(vocab_file, config.do_lower_case,
-                                                    config.resolved_strip_accents)
+                                                    config.resolved_strip_accents,
+                                                    config.normalization)
     except (tokenization.VocabError, OSError) as error:
         raise app.UsageError(f"--vocab_file={vocab_file}: {error}")
     if tokenization.vocab_fingerprint(vocab_file) != meta["vocab_fingerprint"]:

@@ -48,6 +48,7 @@ except ImportError as error:
 
 # After the check above, so that a missing Beam is reported before TensorFlow loads.
 from electra_tf import fileio  # noqa: E402
+from electra_tf.config import DEFAULT_NORMALIZATION, NORMALIZATIONS  # noqa: E402
 from electra_tf.data import shards  # noqa: E402
 from electra_tf.tokenization import VocabError, WordPieceTokenizer  # noqa: E402
 
@@ -182,6 +183,9 @@ def _parser() -> argparse.ArgumentParser:
                         help="case-fold text before WordPiece (true/false)")
     parser.add_argument("--strip_accents", type=_bool, nargs="?", const=True, default=None,
                         help="strip accents (default: same as --do_lower_case)")
+    parser.add_argument("--normalization", choices=NORMALIZATIONS, default=DEFAULT_NORMALIZATION,
+                        help="bert (the original BERT tokenizer's) or casefold (NFKC case "
+                             "folding, NFC); as pretrain.py --normalization")
     parser.add_argument("--invalid_utf8", choices=("error", "replace"), default="error",
                         help="stop at invalid UTF-8, or replace it and count the lines")
     parser.add_argument("--text_range", type=_fractions, default=(0.0, 1.0),
@@ -196,7 +200,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         write_shards(
             [p for p in args.corpus.split(",") if p], args.output_dir,
             {"vocab_file": args.vocab_file, "do_lower_case": args.do_lower_case,
-             "strip_accents": args.strip_accents},
+             "strip_accents": args.strip_accents, "normalization": args.normalization},
             pipeline_options=PipelineOptions(beam_args), progress=print,
             max_seq_length=args.max_seq_length, num_shards=args.num_shards, seed=args.seed,
             invalid_utf8=args.invalid_utf8, text_range=args.text_range)

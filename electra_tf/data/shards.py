@@ -94,6 +94,7 @@ import numpy as np
 import tensorflow as tf
 
 from electra_tf import fileio
+from electra_tf.config import DEFAULT_NORMALIZATION
 from electra_tf.tokenization import WordPieceTokenizer, vocab_fingerprint
 
 logger = logging.getLogger(__name__)
@@ -1065,6 +1066,8 @@ def plan_build(input_patterns: Sequence[str], output_dir: str, tokenizer_config:
         "do_lower_case": tokenizer.do_lower_case,
         "strip_accents": tokenizer.strip_accents,
     }
+    if tokenizer.normalization != DEFAULT_NORMALIZATION:  # earlier builds keep their fingerprint
+        build["normalization"] = tokenizer.normalization
     if text_range != (0.0, 1.0):  # builds of a whole corpus keep their earlier fingerprint
         build["text_range"] = list(text_range)
     # The invalid-UTF-8 policy is left out: it does not change any shard
@@ -1138,6 +1141,7 @@ def write_metadata(plan: ShardPlan, sidecars: Iterable[dict], seconds: float) ->
         "vocab_file": build["tokenizer_config"]["vocab_file"],
         "do_lower_case": build["do_lower_case"],
         "strip_accents": build["strip_accents"],
+        "normalization": build.get("normalization", DEFAULT_NORMALIZATION),
         "special_ids": plan.special_ids,
         "num_examples": num_examples,
         "num_shards": num_shards,
@@ -1174,7 +1178,7 @@ def write_shards(input_patterns: Sequence[str], output_dir: str, tokenizer_confi
             `pretrain_data.tfrecord-<i:05d>-of-<n:05d>` files, their
             `.json` sidecars and `metadata.json`.
         tokenizer_config: `WordPieceTokenizer(**tokenizer_config)` arguments
-            (`vocab_file`, `do_lower_case`, `strip_accents`).
+            (`vocab_file`, `do_lower_case`, `strip_accents`, `normalization`).
         max_seq_length: L, tokens per example (>= 5).
         num_shards: number of output shards; default one per 8 MiB of text,
             between 1 and 1000.

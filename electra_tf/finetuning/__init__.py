@@ -9,6 +9,11 @@
   SQuAD reading, windows with character offsets, the QA head, answer
   decoding and the official scores.
 * `squad_task`: SQuAD as a task of the trial loop.
+* `tagging_data`, `tagging_features`, `tagging_model`, `tagging_metrics`:
+  token classification: CoNLL / JSONL words and tags, first-piece labels,
+  the per-token head, seqeval's entity-level scores.
+* `tagging_task`: token classification as a task of the trial loop;
+  `title_mentions` builds a silver NER task from Wikipedia text.
 * `optimization`: AdamW with layer-wise learning-rate decay.
 * `settings`: the hyperparameters every run shares.
 * `saving`: one format for every fine-tuned model.

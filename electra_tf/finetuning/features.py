@@ -7,6 +7,7 @@ and padded per batch by `make_dataset`, so short sentences do not pay for
 
 from __future__ import annotations
 
+import itertools
 from typing import Optional, Sequence
 
 import numpy as np
@@ -88,6 +89,12 @@ def encode(tokenizer, texts_a: Sequence[str], texts_b: Optional[Sequence[str]],
             for a, b in zip(pieces_a, pieces_b)]
 
 
+def _flat(rows: Sequence[list[int]]) -> np.ndarray:
+    """The rows concatenated into one int32 array."""
+    return np.fromiter(itertools.chain.from_iterable(rows), np.int32,
+                       count=sum(len(row) for row in rows))
+
+
 def make_dataset(encoded: Sequence[tuple[list[int], list[int]]], labels: Optional[np.ndarray],
                  batch_size: int, pad_id: int = 0, shuffle_seed: Optional[int] = None,
                  repeat: bool = False) -> tf.data.Dataset:
@@ -108,8 +115,11 @@ def make_dataset(encoded: Sequence[tuple[list[int], list[int]]], labels: Optiona
         Dataset of `inputs` or `(inputs, labels)`; inputs is a dict of int32
         [B, L_batch] tensors `input_ids`, `input_mask`, `segment_ids`.
     """
-    ids = tf.ragged.constant([e[0] for e in encoded], dtype=tf.int32, ragged_rank=1)
-    segments = tf.ragged.constant([e[1] for e in encoded], dtype=tf.int32, ragged_rank=1)
+    # Flat values and row lengths: `tf.ragged.constant` walks every nested
+    # Python list and takes minutes on a training set of ~100,000 examples.
+    lengths = np.array([len(e[0]) for e in encoded], np.int64)
+    ids = tf.RaggedTensor.from_row_lengths(_flat([e[0] for e in encoded]), lengths)
+    segments = tf.RaggedTensor.from_row_lengths(_flat([e[1] for e in encoded]), lengths)
     columns = {"input_ids": ids, "segment_ids": segments}
     if labels is not None:
         columns["label"] = tf.convert_to_tensor(labels)

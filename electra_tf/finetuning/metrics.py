@@ -126,9 +126,24 @@ def spearman(labels, predictions) -> float:
     return pearson(average_ranks(y), average_ranks(p))
 
 
+def macro_f1(labels, predictions) -> float:
+    """Unweighted mean of every class's F1 (one class against the rest).
+
+    The classes are those present in the labels or the predictions, as in
+    scikit-learn's `f1_score(average="macro")`.
+
+    Args:
+        labels: [N] class ids.
+        predictions: [N] predicted class ids.
+    """
+    y, p = _pair(labels, predictions)
+    return float(np.mean([f1(y, p, positive=c) for c in np.union1d(y, p)]))
+
+
 METRIC_FUNCTIONS = {
     "accuracy": accuracy,
     "f1": f1,
+    "macro_f1": macro_f1,
     "mcc": matthews_corrcoef,
     "pearson": pearson,
     "spearman": spearman,

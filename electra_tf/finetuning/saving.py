@@ -1,4 +1,4 @@
-"""Saving and loading a fine-tuned model, classifier or question answering, in one format.
+"""Saving and loading a fine-tuned model (classifier, question answering, tagger), in one format.
 
 `save_finetuned` writes the model's Keras config with what its text path
 needs (`model.json`) and its float32 weights (`model.weights.h5`); see
@@ -20,6 +20,7 @@ from electra_tf.artifacts.finetuning_dir import SavedModelDir, read_saved_model,
 # Register the model classes with Keras, so that their configs deserialize.
 from electra_tf.finetuning import model as _classifier  # noqa: F401
 from electra_tf.finetuning import qa_model as _qa_model  # noqa: F401
+from electra_tf.finetuning import tagging_model as _tagging_model  # noqa: F401
 
 
 def save_finetuned(model: keras.Model, directory: str, info: dict,
@@ -27,10 +28,10 @@ def save_finetuned(model: keras.Model, directory: str, info: dict,
     """Writes `model` (as float32, without optimizer state) into `directory`.
 
     Args:
-        model: an `ElectraClassifier` or `ElectraQA` (any dtype policy).
+        model: an `ElectraClassifier`, `ElectraQA` or `ElectraTagger` (any dtype policy).
         directory: a trial directory, or `assets.extra/` of a serving version.
         info: what the text path needs (see `ClassificationTask.model_info`,
-            `SquadTask.model_info`, plus the casing).
+            `SquadTask.model_info`, `TaggingTask.model_info`, plus the casing).
         vocab_file: a vocabulary to copy beside the model (None: none).
 
     Returns:

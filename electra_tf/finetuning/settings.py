@@ -17,7 +17,8 @@ RESUMABLE = ("output_dir", "num_trials", "eval_batch_size", "log_every_steps",
              "jit_compile")
 # Settings added after results.json existed: recorded in it only when not at
 # these defaults, so that the results of earlier runs still match.
-_RECORDED_UNLESS_DEFAULT = {"mixed_precision": "none", "loss_reduction": "mean"}
+_RECORDED_UNLESS_DEFAULT = {"mixed_precision": "none", "loss_reduction": "mean",
+                            "random_init": False}
 
 
 def require_positive(**values) -> None:
@@ -78,6 +79,8 @@ class FinetuneSettings:
     # XLA: one device compiles the whole step; several replicas compile each
     # replica's forward and backward pass.
     jit_compile: bool = False
+    # A no-pre-training baseline: the checkpoint's encoder with fresh weights.
+    random_init: bool = False
 
     def resolve(self, model_size: str, default_epochs: float) -> "FinetuneSettings":
         """Fills the size- and task-dependent defaults and checks every value.

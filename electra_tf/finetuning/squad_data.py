@@ -59,11 +59,16 @@ class QAExample:
 
 @dataclasses.dataclass
 class SquadSplit:
-    """Examples of one split plus what was skipped while reading it."""
+    """Examples of one split plus what was skipped while reading it.
+
+    `dataset_version` is the file's `version` field (KorQuAD's files say
+    `KorQuAD_v1.0_dev`; "" when absent), which names the dataset's metric.
+    """
 
     examples: list[QAExample]
     source: str
     skipped: int = 0
+    dataset_version: str = ""
 
     def __len__(self):
         return len(self.examples)
@@ -178,7 +183,53 @@ def read_squad_json(path: str, version: str, is_training: bool, warn=None) -> Sq
     split = examples_from_articles(document["data"], path, version, is_training, warn)
     if not split.examples:
         raise SquadDataError(f"{path}: no usable questions ({split.skipped} skipped).")
+    split.dataset_version = str(document.get("version") or "")
     return split
+
+
+@dataclasses.dataclass
+class GoldAnswers:
+    """What an official evaluation script reads from a data file.
+
+    Attributes:
+        answers: question id -> gold answer texts, for every question (an
+            unanswerable SQuAD 2.0 question has none).
+        version: the file's `version` field ("" when absent).
+        has_unanswerable: some question is marked `is_impossible`.
+    """
+
+    answers: dict
+    version: str
+    has_unanswerable: bool
+
+
+def read_gold_answers(path: str) -> GoldAnswers:
+    """Every question's gold answers in a SQuAD-format file (as the official scripts read them).
+
+    Raises:
+        SquadDataError: missing file, invalid JSON or not SQuAD's schema.
+    """
+    if not os.path.isfile(path):
+        raise SquadDataError(f"{path}: no such file.")
+    try:
+        with open(path, encoding="utf-8-sig") as f:
+            document = json.load(f)
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise SquadDataError(f"{path}: not a UTF-8 JSON file ({error}).") from None
+    _require(isinstance(document, dict) and "data" in document, path, "top level",
+             "has no 'data' key")
+    impossible = False
+    for article in document["data"] if isinstance(document["data"], list) else []:
+        for paragraph in article.get("paragraphs", []) if isinstance(article, dict) else []:
+            for qa in paragraph.get("qas", []) if isinstance(paragraph, dict) else []:
+                impossible |= isinstance(qa, dict) and bool(qa.get("is_impossible", False))
+    split = examples_from_articles(document["data"], path, "2.0" if impossible else "1.1",
+                                   is_training=False)
+    if split.skipped:
+        raise SquadDataError(f"{path}: {split.skipped} question(s) have no answer and are not "
+                             "marked is_impossible; the official scripts cannot score them.")
+    return GoldAnswers({e.qas_id: [text for text, _ in e.answers] for e in split.examples},
+                       str(document.get("version") or ""), impossible)
 
 
 def load_tfds_squad(version: str, split: str, tfds_data_dir: Optional[str],

@@ -17,7 +17,7 @@ from __future__ import annotations
 import collections
 import re
 import string
-from typing import Mapping, Optional, Sequence
+from typing import Callable, Mapping, Optional, Sequence
 
 _PUNCTUATION = frozenset(string.punctuation)
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
@@ -57,20 +57,30 @@ def _best_over_gold(prediction: str, golds: Sequence[str], version: str) -> tupl
             max(f1_score(prediction, g, version) for g in golds))
 
 
-def evaluate_v1(gold: Mapping[str, Sequence[str]], predictions: Mapping[str, str]) -> dict:
+def evaluate_v1(gold: Mapping[str, Sequence[str]], predictions: Mapping[str, str],
+                exact_fn: Optional[Callable[[str, str], float]] = None,
+                f1_fn: Optional[Callable[[str, str], float]] = None) -> dict:
     """SQuAD 1.1 scores: {"exact_match", "f1"} in percent.
 
     Args:
         gold: question id -> gold answer texts.
         predictions: question id -> predicted text; a missing id scores 0.
+        exact_fn, f1_fn: (prediction, gold) -> score in [0, 1]; default
+            SQuAD's. Other datasets' scripts (KorQuAD 1.0, CMRC 2018) total
+            their own per-answer scores the same way (`qa_metrics`).
     """
     if not gold:
         raise ValueError("No gold questions to score.")
     em = f1 = 0.0
     for qid, answers in gold.items():
-        if qid in predictions:
+        if qid not in predictions:
+            continue
+        if exact_fn is None:
             e, f = _best_over_gold(predictions[qid], answers, "1.1")
-            em, f1 = em + e, f1 + f
+        else:
+            e = max(exact_fn(predictions[qid], g) for g in answers)
+            f = max(f1_fn(predictions[qid], g) for g in answers)
+        em, f1 = em + e, f1 + f
     return {"exact_match": 100.0 * em / len(gold), "f1": 100.0 * f1 / len(gold)}
 
 

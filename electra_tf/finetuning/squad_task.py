@@ -18,7 +18,7 @@ from electra_tf.artifacts.files import write_json
 from electra_tf.artifacts.finetuning_dir import TrialDir
 from electra_tf.artifacts.results import squad_task
 from electra_tf.errors import RunError
-from electra_tf.finetuning import squad_decoding, squad_features, squad_metrics
+from electra_tf.finetuning import qa_metrics, squad_decoding, squad_features
 from electra_tf.finetuning.qa_model import build_qa_model
 from electra_tf.finetuning.settings import require_positive
 from electra_tf.finetuning.squad_data import SquadSplit
@@ -30,13 +30,16 @@ NBEST_FILE = "nbest_predictions.json"
 _HEADLINE = ("exact_match", "f1", "best_exact", "best_f1")
 
 
-def score(version: str, examples, predictions: dict, null_odds: dict, threshold: float) -> dict:
-    """Official-style scores in percent; `exact_match` and `f1` are the headline numbers."""
+def score(version: str, examples, predictions: dict, null_odds: dict, threshold: float,
+          metric: str = "squad") -> dict:
+    """Official-style scores in percent; `exact_match` and `f1` are the headline numbers.
+
+    Args:
+        metric: the dataset whose official script defines the scores (see
+            `qa_metrics`).
+    """
     gold = {e.qas_id: [text for text, _ in e.answers] for e in examples}
-    if version == "1.1":
-        return squad_metrics.evaluate_v1(gold, predictions)
-    results = squad_metrics.evaluate_v2(gold, predictions, null_odds, threshold)
-    return {"exact_match": results["exact"], **results}
+    return qa_metrics.evaluate(metric, gold, predictions, version, null_odds, threshold)
 
 
 @dataclasses.dataclass
@@ -62,6 +65,8 @@ class SquadTask:
         n_best_size: candidate answers kept per question.
         max_answer_length: longest answer in tokens.
         null_score_threshold: SQuAD 2.0: null odds above it answer "".
+        qa_metric: whose official scores are computed: squad, korquad,
+            cmrc2018 or drcd (see `qa_metrics`).
     """
 
     train: SquadSplit
@@ -74,6 +79,7 @@ class SquadTask:
     n_best_size: int = squad_decoding.N_BEST_SIZE
     max_answer_length: int = squad_decoding.MAX_ANSWER_LENGTH
     null_score_threshold: float = squad_decoding.DEFAULT_NULL_THRESHOLD
+    qa_metric: str = "squad"
     console_keys: ClassVar[tuple[str, ...]] = ("loss", "span_loss", "answerable_loss")
     # Decoding every question with the beam search is too slow to repeat every epoch.
     evaluate_every_epoch: ClassVar[bool] = False
@@ -85,6 +91,16 @@ class SquadTask:
         require_positive(max_seq_length=self.max_seq_length, doc_stride=self.doc_stride,
                          max_query_length=self.max_query_length, beam_size=self.beam_size,
                          n_best_size=self.n_best_size, max_answer_length=self.max_answer_length)
+        if self.qa_metric not in qa_metrics.METRICS:
+            raise RunError(f"--qa_metric={self.qa_metric}: choose one of "
+                           f"{', '.join(qa_metrics.METRICS)}.")
+        try:
+            qa_metrics.check_available(self.qa_metric)  # before training, not after it
+        except ImportError as error:
+            raise RunError(str(error)) from None
+        if self.qa_metric != "squad" and self.version == "2.0":
+            raise RunError(f"--qa_metric={self.qa_metric} scores answerable questions only; use "
+                           "--squad_version=1.1 (or --qa_metric=squad for SQuAD 2.0).")
 
     @property
     def name(self) -> str:
@@ -98,7 +114,7 @@ class SquadTask:
     def describe(self) -> dict:
         """The task's entry in results.json (the data sources are part of it)."""
         return squad_task(self.version, self.train.source,
-                          self.evaluation.source if self.evaluation else None)
+                          self.evaluation.source if self.evaluation else None, self.qa_metric)
 
     def settings(self) -> dict:
         """The task's own settings in results.json."""
@@ -190,7 +206,7 @@ class SquadTask:
                 files[name] = trial.file(name)
                 write_json(files[name], content)
         return score(self.version, self.evaluation.examples, predictions, null_odds,
-                     self.null_score_threshold), files
+                     self.null_score_threshold, self.qa_metric), files
 
     def format_metrics(self, scores: dict) -> str:
         """The headline scores for the console (already in percent)."""

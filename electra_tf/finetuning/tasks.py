@@ -356,13 +356,7 @@ def load_glue_dir(task: Task, data_dir: str, warn=print) -> TaskData:
         TaskDataError: missing train/dev files or malformed content.
     """
     spec = GLUE_SPECS[task.name]
-    folder = os.path.join(data_dir, spec.directory)
-    if not os.path.isdir(folder):
-        if os.path.isfile(os.path.join(data_dir, "train.tsv")):
-            folder = data_dir
-        else:
-            raise TaskDataError(f"--data_dir={data_dir}: no {spec.directory}/ folder (expected "
-                                f"{os.path.join(data_dir, spec.directory, 'train.tsv')}).")
+    folder = _glue_folder(spec, data_dir, "train.tsv")
     train = _glue_tsv(task, spec, os.path.join(folder, "train.tsv"), "train", True, warn)
     if task.name == "mnli":
         dev_files = {"dev": "dev_matched.tsv", "dev_mismatched": "dev_mismatched.tsv"}
@@ -375,6 +369,29 @@ def load_glue_dir(task: Task, data_dir: str, warn=print) -> TaskData:
     test = {name: _glue_tsv(task, spec, os.path.join(folder, file), "test", False, warn)
             for name, file in test_files.items() if os.path.isfile(os.path.join(folder, file))}
     return TaskData(train, dev, test)
+
+
+def read_glue_dev(task: Task, data_dir: str, warn=print) -> Split:
+    """The (matched) dev split of a GLUE task alone, for a task whose train.tsv is absent.
+
+    Raises:
+        TaskDataError: a missing dev file or malformed content.
+    """
+    spec = GLUE_SPECS[task.name]
+    name = "dev_matched.tsv" if task.name == "mnli" else "dev.tsv"
+    return _glue_tsv(task, spec, os.path.join(_glue_folder(spec, data_dir, name), name), "dev",
+                     True, warn)
+
+
+def _glue_folder(spec: _GlueSpec, data_dir: str, expected: str) -> str:
+    """The task's folder: `data_dir`/<task>/, or `data_dir` itself when it holds `expected`."""
+    folder = os.path.join(data_dir, spec.directory)
+    if os.path.isdir(folder):
+        return folder
+    if os.path.isfile(os.path.join(data_dir, expected)):
+        return data_dir
+    raise TaskDataError(f"--data_dir={data_dir}: no {spec.directory}/ folder (expected "
+                        f"{os.path.join(data_dir, spec.directory, expected)}).")
 
 
 # ---------------------------------------------------------------------------
@@ -454,6 +471,9 @@ class FileTaskOptions:
         task_type: `classification` or `regression`.
         labels: class names in id order; None infers them from the training
             file (sorted: numerically when every label is an integer).
+        label_scale: regression targets are divided by it for training and
+            predictions multiplied by it (5 for KorSTS's 0-5 scores, as the
+            original code does for STS-B).
         quoting: `csv` or `none` for CSV / TSV files.
         delimiter: None picks by extension (`.csv` comma, else tab).
     """
@@ -464,6 +484,7 @@ class FileTaskOptions:
     index_column: Optional[str] = None
     task_type: str = CLASSIFICATION
     labels: Optional[list[str]] = None
+    label_scale: float = 1.0
     quoting: str = "csv"
     delimiter: Optional[str] = None
 
@@ -575,8 +596,14 @@ def load_user_files(name: str, options: FileTaskOptions, train_file: str,
         raise TaskDataError(f"--task_type={options.task_type!r}: choose classification or "
                             "regression.")
     pair = bool(options.text_pair_column)
+    if not options.label_scale > 0:
+        raise TaskDataError(f"--label_scale={options.label_scale}: must be > 0.")
+    if options.label_scale != 1.0 and options.task_type != REGRESSION:
+        raise TaskDataError(f"--label_scale={options.label_scale} scales regression targets; "
+                            "add --task_type=regression (or drop it).")
     if options.task_type == REGRESSION:
-        task = Task(name, REGRESSION, None, ("pearson", "spearman"), "spearman", pair)
+        task = Task(name, REGRESSION, None, ("pearson", "spearman"), "spearman", pair,
+                    label_scale=float(options.label_scale))
     else:
         task = Task(name, CLASSIFICATION, None, ("accuracy",), "accuracy", pair)
     train, raw = _file_split(train_file, "train", task, options, labelled=True)
@@ -593,6 +620,8 @@ def load_user_files(name: str, options: FileTaskOptions, train_file: str,
                                 "more (or use --task_type=regression).")
         if len(task.label_names) == 2:
             task.metrics = ("accuracy", "f1", "mcc")
+        else:  # hate-speech and other multi-class benchmarks report macro-F1
+            task.metrics = ("accuracy", "macro_f1")
     train.labels = _labels_array(task, [_parse_label(task, v, w) for w, v in raw])
     dev = {}
     if dev_file:

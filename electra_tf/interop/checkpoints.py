@@ -25,7 +25,8 @@ import numpy as np
 
 from electra_tf.artifacts.pretrained import locate_pretrained
 from electra_tf.artifacts.run_dir import RunDir
-from electra_tf.config import MODEL_SIZES, ModelConfig, PretrainingConfig, preset
+from electra_tf.config import (IMPORTED_NORMALIZATION, MODEL_SIZES, ModelConfig, PretrainingConfig,
+                               preset)
 from electra_tf.interop import huggingface, tf1
 from electra_tf.interop.weight_names import (WeightMismatch, assign_weights,
                                              is_generator_weight, model_entries, read_weights)
@@ -52,6 +53,8 @@ class LoadedCheckpoint:
         has_generator: whether generator weights are included.
         vocab_file: the vocabulary found beside it, if any.
         do_lower_case, strip_accents: casing recorded with it (None: unknown).
+        normalization: text normalization recorded with it (None: unknown;
+            the original code's and Hugging Face's is `bert`).
         model_size: the size preset recorded or matched (None: none matched).
         notes: what the reader skipped or filled in, for the user to see.
     """
@@ -64,6 +67,7 @@ class LoadedCheckpoint:
     vocab_file: Optional[str] = None
     do_lower_case: Optional[bool] = None
     strip_accents: Optional[bool] = None
+    normalization: Optional[str] = None
     model_size: Optional[str] = None
     notes: list = dataclasses.field(default_factory=list)
 
@@ -278,7 +282,7 @@ def _load_run(path: str) -> LoadedCheckpoint:
         weights=read_weights(model_entries(generator, discriminator)),
         has_generator=generator is not None, vocab_file=locate_pretrained(path).vocab_file,
         do_lower_case=config.do_lower_case, strip_accents=config.resolved_strip_accents,
-        model_size=config.model_size, notes=notes)
+        normalization=config.normalization, model_size=config.model_size, notes=notes)
 
 
 def _load_tf1(path: str, num_heads: Optional[int]) -> LoadedCheckpoint:
@@ -438,7 +442,12 @@ def build_inputs(generator, discriminator) -> None:
 
 
 def assign_canonical(generator, discriminator, loaded: LoadedCheckpoint) -> None:
-    """Sets the models' weights from `loaded` (a missing RTD head keeps its fresh init)."""
+    """Sets the models' weights from `loaded`.
+
+    A missing RTD head keeps its fresh initialisation, and so does the
+    generator's own part (all but the shared embeddings) when `loaded` holds
+    only a discriminator, as most published checkpoints do.
+    """
     entries = model_entries(generator, discriminator)
     arrays = dict(loaded.weights)
     wanted = {name for entry in entries for name in entry.names}
@@ -449,7 +458,8 @@ def assign_canonical(generator, discriminator, loaded: LoadedCheckpoint) -> None
             f"{loaded.source}: weights not used by the model: {', '.join(unused[:5])}"
             + (f" and {len(unused) - 5} more" if len(unused) > 5 else "")
             + ". The checkpoint's architecture differs from what was inferred.")
-    fresh = read_weights([e for e in entries if e.names[0].startswith(_OPTIONAL_PREFIXES)])
+    fresh = read_weights([e for e in entries if e.names[0].startswith(_OPTIONAL_PREFIXES) or (
+        not loaded.has_generator and all(is_generator_weight(n) for n in e.names))])
     for name, value in fresh.items():
         arrays.setdefault(name, value)
     try:
@@ -459,7 +469,8 @@ def assign_canonical(generator, discriminator, loaded: LoadedCheckpoint) -> None
 
 
 def write_run_dir(loaded: LoadedCheckpoint, run_dir: str, vocab_file: Optional[str] = None,
-                  do_lower_case: Optional[bool] = None, print_fn=print) -> str:
+                  do_lower_case: Optional[bool] = None, print_fn=print,
+                  normalization: Optional[str] = None) -> str:
     """Writes an electra-tf run directory holding the checkpoint's weights.
 
     `config.json`, `vocab.txt` and `export/` (discriminator.keras,
@@ -473,6 +484,8 @@ def write_run_dir(loaded: LoadedCheckpoint, run_dir: str, vocab_file: Optional[s
         vocab_file: the vocabulary (default: the one found with the checkpoint).
         do_lower_case: casing (default: the recorded one; else True, as the
             original code).
+        normalization: text normalization (default: the recorded one; else
+            `bert`, the original code's and Hugging Face's tokenizer).
     """
     from electra_tf.artifacts.export_dir import export_pretrained
     from electra_tf.tokenization import load_vocab
@@ -495,7 +508,8 @@ def write_run_dir(loaded: LoadedCheckpoint, run_dir: str, vocab_file: Optional[s
     strip = loaded.strip_accents if (do_lower_case is None and loaded.strip_accents is not None) \
         else lower
     size = loaded.model_size or _nearest_size(loaded.model)
-    config = preset(size, do_lower_case=lower, strip_accents=strip)
+    config = preset(size, do_lower_case=lower, strip_accents=strip,
+                    normalization=normalization or loaded.normalization or IMPORTED_NORMALIZATION)
     config.model = loaded.model
     config.max_seq_length = min(config.max_seq_length, loaded.model.max_position_embeddings)
     config.max_predictions_per_seq = None

@@ -191,8 +191,9 @@ def hf_config(model: ModelConfig, generator: bool, pad_id: int) -> dict:
     }
 
 
-def _write_model_dir(directory: str, config: dict, state: dict[str, np.ndarray], vocab_file: str,
-                     do_lower_case: bool, strip_accents: bool) -> None:
+def write_model_dir(directory: str, config: dict, state: dict[str, np.ndarray], vocab_file: str,
+                    do_lower_case: bool, strip_accents: bool) -> None:
+    """Writes one Hugging Face model directory: config, safetensors weights, tokenizer files."""
     import shutil
 
     from safetensors.numpy import save_file
@@ -246,7 +247,7 @@ def export_hf(weights: dict[str, np.ndarray], model: ModelConfig, has_generator:
         if generator:  # the tied output matrix, stored as transformers does
             state["generator_lm_head.weight"] = weights["electra/embeddings/word_embeddings"]
         directory = os.path.join(hf_dir, GENERATOR_SUBDIR) if generator else hf_dir
-        _write_model_dir(directory, hf_config(model, generator, pad_id), state, vocab_file,
-                         do_lower_case, strip_accents)
+        write_model_dir(directory, hf_config(model, generator, pad_id), state, vocab_file,
+                        do_lower_case, strip_accents)
         written.append(directory)
     return written

@@ -16,11 +16,26 @@ an original one (ties count one half), computed exactly from the ranks of
 every scored token. It is the number to watch while the generator is still
 improving: precision and recall read 0 whenever no token crosses 0.5 even
 though the discriminator ranks replacements well above originals.
+
+A high `disc_auc` does not by itself show that the discriminator reads
+context: a generator sampling at a high temperature draws rare tokens far
+more often than text contains them, so "rare = replaced" already ranks well.
+Given the unigram counts of the training text, the evaluation also reports
+
+    disc_auc_rarity                   the same AUC for a context-free score,
+                                      -log unigram frequency of the token seen
+    disc_auc_within_frequency         the discriminator's AUC among tokens of
+                                      similar frequency (decile bins of that
+                                      score), pair-weighted over the bins: what
+                                      it detects beyond rarity (0.5 = nothing)
+    disc_auc_rarity_within_frequency  the rarity score's own AUC within those
+                                      bins: how much rarity the bins leave
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Optional
 
 import numpy as np
@@ -28,6 +43,10 @@ import tensorflow as tf
 
 # A few held-out sequences are kept for display (TensorBoard text, inspect).
 NUM_SAMPLES = 3
+# Sequences searched for the one shown in the summary (see `EvaluationResult.showcase`).
+NUM_SHOWCASE_CANDIDATES = 64
+# Frequency bins of `disc_auc_within_frequency` (deciles of the rarity score).
+NUM_FREQUENCY_BINS = 10
 
 
 def roc_auc(scores, labels) -> float:
@@ -59,6 +78,82 @@ def roc_auc(scores, labels) -> float:
     return float(u / (positives * negatives))
 
 
+def rarity_scores(token_ids, token_counts) -> np.ndarray:
+    """The context-free score of each token: -log of its unigram frequency.
+
+    Args:
+        token_ids: int array [n], the tokens the discriminator saw.
+        token_counts: int array [V], occurrences of each id in the training
+            text (add-one smoothed, so unseen ids get the highest score).
+
+    Returns:
+        float64 [n]; higher = rarer.
+    """
+    counts = np.asarray(token_counts, np.float64).reshape(-1)
+    log_probabilities = np.log(counts + 1.0) - np.log(counts.sum() + counts.size)
+    return -log_probabilities[np.asarray(token_ids, np.int64).reshape(-1)]
+
+
+def frequency_bins(rarity, num_bins: int = NUM_FREQUENCY_BINS) -> np.ndarray:
+    """Bin index of each token by quantiles of `rarity` (equal values share a bin).
+
+    Args:
+        rarity: float [n], e.g. `rarity_scores`.
+        num_bins: at most this many bins of about equal size (fewer when many
+            tokens share a value, as frequent words do).
+
+    Returns:
+        int [n] in [0, num_bins).
+    """
+    rarity = np.asarray(rarity, np.float64).reshape(-1)
+    edges = np.unique(np.quantile(rarity, np.linspace(0.0, 1.0, num_bins + 1)[1:-1]))
+    return np.searchsorted(edges, rarity, side="right")
+
+
+def auc_within_bins(scores, labels, bins) -> float:
+    """AUC of `scores` counting only pairs of tokens that share a bin.
+
+    Each bin's AUC is weighted by its number of (positive, negative) pairs,
+    so the result is the probability that, for a replaced and an original
+    token drawn from the same bin, the replaced one scores higher (ties 1/2).
+
+    Args:
+        scores: float [n]; labels: 0/1 [n]; bins: int [n] (`frequency_bins`).
+
+    Returns:
+        That probability; NaN when no bin holds both classes.
+    """
+    scores = np.asarray(scores, np.float64).reshape(-1)
+    labels = np.asarray(labels).reshape(-1).astype(bool)
+    bins = np.asarray(bins).reshape(-1)
+    total, pairs = 0.0, 0.0
+    for b in np.unique(bins):
+        inside = bins == b
+        positives = int(labels[inside].sum())
+        negatives = int(inside.sum()) - positives
+        if positives and negatives:
+            weight = float(positives) * negatives
+            total += weight * roc_auc(scores[inside], labels[inside])
+            pairs += weight
+    return total / pairs if pairs else float("nan")
+
+
+def rarity_metrics(scores, labels, token_ids, token_counts) -> dict:
+    """`disc_auc_rarity`, `disc_auc_within_frequency`, `disc_auc_rarity_within_frequency`.
+
+    Args:
+        scores: the discriminator's logits [n] of the scored tokens.
+        labels: 0/1 [n], 1 = replaced.
+        token_ids: int [n], the token the discriminator saw at each.
+        token_counts: int [V], unigram counts of the training text.
+    """
+    rarity = rarity_scores(token_ids, token_counts)
+    bins = frequency_bins(rarity)
+    return {"disc_auc_rarity": roc_auc(rarity, labels),
+            "disc_auc_within_frequency": auc_within_bins(scores, labels, bins),
+            "disc_auc_rarity_within_frequency": auc_within_bins(rarity, labels, bins)}
+
+
 @dataclasses.dataclass
 class EvaluationResult:
     """One evaluation: metrics, how much it covered, and a few sequences to show.
@@ -72,12 +167,19 @@ class EvaluationResult:
             (the discriminator's P(replaced)), `input_mask`, `masked`
             (1 where the generator was asked to fill the position). Empty
             for objectives without a discriminator.
+        showcase: the sequence the summary shows: one of the first
+            `NUM_SHOWCASE_CANDIDATES`, the one where the discriminator's
+            ranking beats the rarity score's by the most (a dict like a
+            sample, plus `disc_auc`, `rarity_auc` of its own tokens and
+            `candidates`), or the first sequence when there are no unigram
+            counts. None without a discriminator.
     """
 
     metrics: dict
     num_examples: int
     num_tokens: int
     samples: list
+    showcase: Optional[dict] = None
 
 
 class PretrainingEvaluator:
@@ -89,12 +191,16 @@ class PretrainingEvaluator:
             `make_pretraining_dataset(..., is_training=False)`); iterated
             from the start at every call.
         num_samples: sequences of the first batch kept for display.
+        token_counts: int [V], unigram counts of the training text
+            (`electra_tf.data.token_counts`); adds the rarity baseline.
     """
 
-    def __init__(self, model, dataset: tf.data.Dataset, num_samples: int = NUM_SAMPLES):
+    def __init__(self, model, dataset: tf.data.Dataset, num_samples: int = NUM_SAMPLES,
+                 token_counts: Optional[np.ndarray] = None):
         self.model = model
         self.dataset = dataset
         self.num_samples = num_samples
+        self.token_counts = token_counts
 
         def step(batch):
             sums = model.compute_sums(batch, training=False)
@@ -109,9 +215,11 @@ class PretrainingEvaluator:
 
     def __call__(self) -> EvaluationResult:
         total = None
-        scores, labels = [], []
-        samples: list = []
+        scores, labels, seen = [], [], []
+        candidates: list = []
         examples = 0
+        wanted = max(self.num_samples, NUM_SHOWCASE_CANDIDATES if self.token_counts is not None
+                     else 1)
         for batch in self.dataset:
             out = self._step(batch)
             sums = out["sums"].numpy().astype(np.float64)
@@ -122,18 +230,52 @@ class PretrainingEvaluator:
             mask = out["mask"].numpy() > 0
             scores.append(out["logits"].numpy()[mask])
             labels.append(out["labels"].numpy()[mask])
-            if len(samples) < self.num_samples:
-                samples.extend(_samples(batch, out, self.num_samples - len(samples)))
+            seen.append(out["fake_ids"].numpy()[mask])
+            if len(candidates) < wanted:
+                candidates.extend(_samples(batch, out, wanted - len(candidates)))
         if total is None:
             raise ValueError("the evaluation dataset is empty")
         metrics = {name: float(value) for name, value in
                    self.model.metrics_from_sums(tf.constant(total, tf.float32)).items()}
         tokens = 0
+        showcase = None
         if scores:
             scores_all, labels_all = np.concatenate(scores), np.concatenate(labels)
             metrics["disc_auc"] = roc_auc(scores_all, labels_all)
+            if self.token_counts is not None:
+                metrics.update(rarity_metrics(scores_all, labels_all, np.concatenate(seen),
+                                              self.token_counts))
             tokens = int(scores_all.size)
-        return EvaluationResult(metrics, examples, tokens, samples)
+            showcase = _showcase(candidates, self.token_counts)
+        return EvaluationResult(metrics, examples, tokens, candidates[:self.num_samples],
+                                showcase)
+
+
+def _showcase(candidates: list, token_counts: Optional[np.ndarray]) -> Optional[dict]:
+    """The candidate where the discriminator's AUC exceeds rarity's by the most.
+
+    Only sequences with both replaced and original tokens compete; without
+    counts (or such a sequence) the first candidate is returned.
+    """
+    if not candidates:
+        return None
+    best, best_margin = None, None
+    if token_counts is not None:
+        for sample in candidates:
+            mask = sample["input_mask"] > 0
+            labels = sample["labels"][mask]
+            if labels.min() == labels.max():
+                continue
+            disc = roc_auc(sample["probabilities"][mask], labels)
+            rarity = roc_auc(rarity_scores(sample["fake_ids"][mask], token_counts), labels)
+            # Ties broken by the number of replacements: more evidence on show.
+            margin = (disc - rarity, labels.sum())
+            if best is None or margin > best_margin:
+                best, best_margin = {**sample, "disc_auc": disc, "rarity_auc": rarity}, margin
+    if best is None:
+        best = dict(candidates[0])
+    best["candidates"] = len(candidates)
+    return best
 
 
 def _samples(batch, out, count: int) -> list:
@@ -199,10 +341,14 @@ def format_summary(result: EvaluationResult, step: int, vocab, ansi: bool = Fals
              "training never saw, no dropout):"]
     if "disc_auc" in m:
         lines.append(
-            f"  discriminator: AUC {m['disc_auc']:.3f} (0.5 = chance), precision "
-            f"{m['disc_precision']:.3f}, recall {m['disc_recall']:.3f}, accuracy "
-            f"{m['disc_accuracy']:.3f} over {result.num_tokens:,} tokens, "
+            f"  discriminator: AUC {m['disc_auc']:.3f} (0.5 = chance"
+            + (f"; token rarity alone: {m['disc_auc_rarity']:.3f}" if "disc_auc_rarity" in m
+               else "")
+            + f"), precision {m['disc_precision']:.3f}, recall {m['disc_recall']:.3f}, "
+            f"accuracy {m['disc_accuracy']:.3f} over {result.num_tokens:,} tokens, "
             f"{100 * m.get('replaced_fraction', float('nan')):.1f}% of them replaced")
+        if "disc_auc_within_frequency" in m:
+            lines.append("  " + _beyond_rarity(m))
     if "masked_lm_accuracy" in m:
         sampled = m.get("sampled_masked_lm_accuracy")
         lines.append(
@@ -210,8 +356,34 @@ def format_summary(result: EvaluationResult, step: int, vocab, ansi: bool = Fals
             f"{m['masked_lm_accuracy']:.3f}, loss {m['masked_lm_loss']:.3f} on the masked tokens"
             + (f"; its samples equal the original {100 * sampled:.1f}% of the time"
                if sampled is not None else ""))
-    if result.samples:
-        tokens = display.annotate(result.samples[0], vocab)
-        lines.append("One held-out sequence as the discriminator saw it (" + display.LEGEND + "):")
+    shown = result.showcase
+    if shown is not None:
+        tokens = display.annotate(shown, vocab)
+        if "rarity_auc" in shown and shown["disc_auc"] > shown["rarity_auc"]:
+            why = (f"of the first {shown['candidates']} held-out sequences, the one where the "
+                   f"discriminator ranks replacements best against rarity: AUC "
+                   f"{shown['disc_auc']:.2f} on its tokens, rarity alone {shown['rarity_auc']:.2f}")
+        elif "rarity_auc" in shown:
+            why = (f"in none of the first {shown['candidates']} held-out sequences does the "
+                   "discriminator rank replacements better than rarity does; this one comes "
+                   f"closest: AUC {shown['disc_auc']:.2f} against {shown['rarity_auc']:.2f}")
+        else:
+            why = "the first held-out sequence"
+        lines.append(f"One held-out sequence as the discriminator saw it ({why}; "
+                     + display.LEGEND + "):")
         lines.append("  " + (display.to_ansi(tokens) if ansi else display.to_plain(tokens)))
     return "\n".join(lines)
+
+
+def _beyond_rarity(m: dict) -> str:
+    """One sentence on what the discriminator detects beyond token rarity."""
+    within = m["disc_auc_within_frequency"]
+    text = (f"beyond rarity: AUC {within:.3f} among tokens of similar frequency (decile bins; "
+            f"rarity alone within them: {m['disc_auc_rarity_within_frequency']:.3f})")
+    if math.isnan(within):  # no bin holds both classes
+        return text + "."
+    # A margin of 0.02 over both chance and the rarity the bins leave.
+    if within - max(0.5, m["disc_auc_rarity_within_frequency"]) < 0.02:
+        return text + ": it detects little beyond how rare a token is."
+    return (text + f": given two tokens of similar frequency, one replaced, it scores the "
+            f"replaced one higher {100 * within:.0f}% of the time.")

@@ -7,7 +7,10 @@
    fine-tuning (`finetuning.features.encode`). Question-answering exports
    are compared with the fine-tuning path instead: windows from
    `squad_features.convert_examples`, answers from `squad_decoding.decode`
-   (see `check_qa`). The model runs with the reference kernels, as the
+   (see `check_qa`). Tagger exports are compared with
+   `tagging_data.split_words` + `tagging_features.encode` + the Keras
+   model on raw text, given words, an empty batch and token ids (see
+   `check_tagging`). The model runs with the reference kernels, as the
    export was traced.
 2. Runs `standalone.py` in a fresh interpreter that imports only TensorFlow
    and TensorFlow Text (and asserts that this project is not importable),
@@ -48,7 +51,7 @@ from electra_tf.modeling import electra as _electra  # noqa: F401
 from electra_tf.modeling import kernels
 from electra_tf.serving.check_requests import bytes_spec, decode_output, ids_spec
 from electra_tf.serving.classifier import IDS_SIGNATURE, TEXT_SIGNATURE
-from electra_tf.serving.exporter import DISCRIMINATOR, QUESTION_ANSWERING
+from electra_tf.serving.exporter import DISCRIMINATOR, QUESTION_ANSWERING, TAGGER
 from electra_tf.tokenization import WordPieceTokenizer
 
 STANDALONE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "standalone.py")
@@ -86,8 +89,7 @@ class Reference:
             raise CheckError(f"{version_dir}: no saved_model.pb; pass a version directory "
                              "(<export_base>/<model_name>/<version>).")
         config = read_serving_config(version_dir)
-        tokenizer = WordPieceTokenizer(version.vocab_file, config["do_lower_case"],
-                                       config["strip_accents"])
+        tokenizer = WordPieceTokenizer.from_settings(version.vocab_file, config)
         if config["kind"] == DISCRIMINATOR:
             if not os.path.isfile(version.keras_file):
                 raise CheckError(f"{version_dir}: no model.keras in assets.extra/ to compare "
@@ -145,6 +147,10 @@ def build_requests(reference: Reference) -> tuple[list[dict], list[Optional[dict
         from electra_tf.serving import check_qa
 
         return check_qa.build_requests(reference)
+    if reference.config["kind"] == TAGGER:
+        from electra_tf.serving import check_tagging
+
+        return check_tagging.build_requests(reference)
     pair = reference.config["is_pair"]
     texts_a = [t.encode() for t in SAMPLE_TEXTS] + [INVALID_UTF8]
     texts_b = [t.encode() for t in SAMPLE_PAIRS] + [INVALID_UTF8] if pair else None

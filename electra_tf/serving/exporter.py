@@ -25,18 +25,23 @@ from electra_tf.artifacts.serving_dir import (LABELS_FILE, SERVING_CONFIG, Versi
                                               publish_version)
 from electra_tf.finetuning.saving import load_finetuned, save_finetuned
 from electra_tf.finetuning.squad_decoding import DEFAULT_NULL_THRESHOLD, MAX_ANSWER_LENGTH
+from electra_tf.finetuning.tagging_data import TaggingDefinition
+from electra_tf.finetuning.tagging_task import TAGGER
 from electra_tf.finetuning.tasks import REGRESSION, Task
 from electra_tf.interop.checkpoints import CheckpointError, load_run_models
 from electra_tf.modeling import kernels
 from electra_tf.serving.classifier import ClassifierServing
 from electra_tf.serving.discriminator import DiscriminatorServing
 from electra_tf.serving.question_answering import QuestionAnsweringServing
+from electra_tf.serving.tagger import TaggerServing
 from electra_tf.tokenization import WordPieceTokenizer
 
 FORMAT_VERSION = 1
 CLASSIFIER = "classifier"
 DISCRIMINATOR = "discriminator"
 QUESTION_ANSWERING = "question_answering"
+# How raw text is cut into words (recorded in a tagger's serving_config.json).
+WORD_SPLITTING = "whitespace; each CJK ideograph a word of its own"
 
 
 class ExportError(ValueError):
@@ -99,14 +104,13 @@ def export_classifier(model, info: dict, vocab_file: str, export_base: str, mode
     regression = task.task_type == REGRESSION
     label_names = None if regression else list(task.label_names)
     scale = info.get("regression_output_scale", 1.0)
-    tokenizer = WordPieceTokenizer(vocab_file, info["do_lower_case"], info.get("strip_accents"))
+    tokenizer = WordPieceTokenizer.from_settings(vocab_file, info)
     copy = float32_copy(model)
     module = ClassifierServing(copy, tokenizer, info["max_seq_length"], task.is_pair,
                                label_names, scale)
     config = {"format_version": FORMAT_VERSION, "kind": CLASSIFIER,
               "max_seq_length": info["max_seq_length"], "is_pair": task.is_pair,
-              "do_lower_case": tokenizer.do_lower_case, "strip_accents": tokenizer.strip_accents,
-              "label_names": label_names, "label_scale": scale, "task": task.to_dict(),
+              **tokenizer.text_settings(), "label_names": label_names, "label_scale": scale, "task": task.to_dict(),
               "model": _encoder_config(copy.encoder)}
     return publish_version(
         os.path.join(export_base, model_name),
@@ -132,13 +136,13 @@ def export_discriminator(discriminator, pretraining_config, vocab_file: str, exp
     """
     length = max_seq_length or pretraining_config.max_seq_length
     tokenizer = WordPieceTokenizer(vocab_file, pretraining_config.do_lower_case,
-                                   pretraining_config.resolved_strip_accents)
+                                   pretraining_config.resolved_strip_accents,
+                                   pretraining_config.normalization)
     copy = float32_copy(discriminator)
     electric = pretraining_config.objective == "electric"
     module = DiscriminatorServing(copy, tokenizer, length, electric=electric)
     config = {"format_version": FORMAT_VERSION, "kind": DISCRIMINATOR, "max_seq_length": length,
-              "is_pair": False, "do_lower_case": tokenizer.do_lower_case,
-              "strip_accents": tokenizer.strip_accents, "label_names": None,
+              "is_pair": False, **tokenizer.text_settings(), "label_names": None,
               "objective": pretraining_config.objective,
               "model": dataclasses.asdict(pretraining_config.model)}
     return publish_version(
@@ -163,7 +167,7 @@ def export_question_answering(model, info: dict, vocab_file: str, export_base: s
     Returns:
         The version directory.
     """
-    tokenizer = WordPieceTokenizer(vocab_file, info["do_lower_case"], info.get("strip_accents"))
+    tokenizer = WordPieceTokenizer.from_settings(vocab_file, info)
     copy = float32_copy(model)
     squad_version = str(info.get("squad_version", "1.1"))
     settings = {"max_seq_length": int(info["max_seq_length"]),
@@ -176,14 +180,43 @@ def export_question_answering(model, info: dict, vocab_file: str, export_base: s
     config = {"format_version": FORMAT_VERSION, "kind": QUESTION_ANSWERING,
               "squad_version": squad_version, "version_2": squad_version == "2.0", **settings,
               "doc_stride": info.get("doc_stride"), "is_pair": True,
-              "do_lower_case": tokenizer.do_lower_case, "strip_accents": tokenizer.strip_accents,
-              "label_names": None, "beam_size": copy.task_head.beam_size,
+              **tokenizer.text_settings(), "label_names": None, "beam_size": copy.task_head.beam_size,
               "model": _encoder_config(copy.encoder)}
     extra_info = {**info, **settings, "squad_version": squad_version}
     return publish_version(
         os.path.join(export_base, model_name),
         lambda staging: _write(module, staging, vocab_file, config, None,
                                lambda saved: save_finetuned(copy, saved.extra, extra_info)),
+        version)
+
+
+def export_tagger(model, info: dict, vocab_file: str, export_base: str, model_name: str,
+                  version: Optional[int] = None) -> str:
+    """Exports a fine-tuned `ElectraTagger` as a new version.
+
+    Args:
+        model: the tagger (any dtype policy; a float32 copy is exported).
+        info: what fine-tuning saves with it (task, casing, max_seq_length).
+        vocab_file: the vocabulary it was fine-tuned with.
+        export_base, model_name, version: as in `export_classifier`.
+
+    Returns:
+        The version directory.
+    """
+    definition = TaggingDefinition.from_dict(info["task"])
+    tokenizer = WordPieceTokenizer(vocab_file, info["do_lower_case"], info.get("strip_accents"))
+    copy = float32_copy(model)
+    module = TaggerServing(copy, tokenizer, info["max_seq_length"], definition.tag_names)
+    config = {"format_version": FORMAT_VERSION, "kind": TAGGER,
+              "max_seq_length": info["max_seq_length"], "is_pair": False,
+              "do_lower_case": tokenizer.do_lower_case, "strip_accents": tokenizer.strip_accents,
+              "label_names": list(definition.tag_names), "tag_format": definition.tag_format,
+              "word_splitting": WORD_SPLITTING, "task": definition.to_dict(),
+              "model": _encoder_config(copy.encoder)}
+    return publish_version(
+        os.path.join(export_base, model_name),
+        lambda staging: _write(module, staging, vocab_file, config, definition.tag_names,
+                               lambda saved: save_finetuned(copy, saved.extra, info)),
         version)
 
 
@@ -194,8 +227,8 @@ def export_finetuned_dir(trial_dir: str, export_base: str, model_name: str,
     if not os.path.isfile(vocab_file):
         raise ExportError(f"{trial_dir}: no vocab.txt beside the saved model.")
     model, info = load_finetuned(trial_dir)
-    export = export_question_answering if info["kind"] == QUESTION_ANSWERING \
-        else export_classifier
+    export = {QUESTION_ANSWERING: export_question_answering,
+              TAGGER: export_tagger}.get(info["kind"], export_classifier)
     return export(model, info, vocab_file, export_base, model_name, version)
 
 

@@ -12,7 +12,8 @@
 Input formats (by extension): `.txt` one text per line; `.tsv` a text, or a
 text and its pair, per line (tab-separated, no header); `.jsonl` objects with
 `text` (and `text_pair`), or with `question` and `context` for a
-question-answering export. Lines are sent in batches of `--batch_size`. A
+question-answering export (a tagger takes `text` and returns one tag per
+word, cut to the example's words). Lines are sent in batches of `--batch_size`. A
 batch the server rejects is retried one example at a time, so only the
 examples at fault get an `"error"` field in their output line and all
 others are still predicted.
@@ -116,8 +117,19 @@ def predict_batch(client, batch: list[dict], signature_name: str) -> list[dict]:
             return [{**_display(batch[0]), "error": str(error)}]
         return [row for example in batch for row in predict_batch(client, [example],
                                                                   signature_name)]
-    return [{**_display(example), **{k: _jsonable(v[i]) for k, v in outputs.items()}}
+    return [{**_display(example), **{k: _jsonable(v) for k, v in
+                                     _example_outputs(outputs, i).items()}}
             for i, example in enumerate(batch)]
+
+
+def _example_outputs(outputs: dict, i: int) -> dict:
+    """Example i's outputs; a tagger's per-word outputs cut to its own words (`num_words`)."""
+    row = {k: v[i] for k, v in outputs.items()}
+    if "num_words" not in outputs:
+        return row
+    count, width = int(outputs["num_words"][i]), outputs["num_words"].max(initial=0)
+    return {k: v[:count] if outputs[k].ndim >= 2 and outputs[k].shape[1] == width else v
+            for k, v in row.items()}
 
 
 def predict_file(client, input_path: str, output_path: str, batch_size: int = 32,

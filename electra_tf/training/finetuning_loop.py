@@ -2,9 +2,11 @@
 
 `run_trials` runs `settings.num_trials` trials of a task (classification and
 regression: `electra_tf.finetuning.classification`; SQuAD:
-`electra_tf.finetuning.squad_task`) from one pre-trained checkpoint. Trial k
+`electra_tf.finetuning.squad_task`; token classification:
+`electra_tf.finetuning.tagging_task`) from one pre-trained checkpoint. Trial k
 
-* starts from the pre-trained encoder with a new head, seeded with `seed + k`;
+* starts from the pre-trained encoder (or, with `settings.random_init`, the
+  same encoder with freshly drawn weights) with a new head, seeded with `seed + k`;
 * trains with progress lines (ETA) and TensorBoard scalars, saving a
   checkpoint every `save_checkpoints_steps` steps and on SIGINT / SIGTERM;
 * records every epoch's end, with dev metrics when the task evaluates every
@@ -117,7 +119,7 @@ def checkpoint_tokenizer(pretrained: Pretrained, max_seq_length: int,
     flag = "--vocab_file" if vocab_flag_given else "the checkpoint's vocab.txt"
     try:
         tokenizer = WordPieceTokenizer(pretrained.vocab_file, config.do_lower_case,
-                                       config.resolved_strip_accents)
+                                       config.resolved_strip_accents, config.normalization)
     except VocabError as error:
         raise RunError(f"{flag}: {error}")
     if config.model.vocab_size != tokenizer.vocab_size:
@@ -187,8 +189,8 @@ class _EpochEnds(keras.callbacks.Callback):
 
     def on_train_batch_end(self, batch, logs=None):
         step = int(self.model.optimizer.iterations.numpy())
-        if step % self.steps_per_epoch and step != self.total_steps:
-            return
+        if step == 0 or (step % self.steps_per_epoch and step != self.total_steps):
+            return  # (step 0: a first float16 step skipped for overflow ends no epoch)
         if self.history and self.history[-1]["step"] == step:
             return  # a float16 step skipped for overflow: this step is recorded
         entry = {"epoch": math.ceil(step / self.steps_per_epoch), "step": step,
@@ -383,7 +385,10 @@ def run_trials(task: FinetuningTask, pretrained: Pretrained, settings: FinetuneS
         os.makedirs(output.path, exist_ok=True)
     data = task.prepare(tokenizer, print_fn)
     _, total_steps = trial_steps(task, settings)
-    print_fn(f"{settings.model_size} model, lr {settings.learning_rate:g}, layer-wise decay "
+    print_fn(f"{settings.model_size} model"
+             + (" with freshly drawn weights (--random_init: no pre-training)"
+                if settings.random_init else "")
+             + f", lr {settings.learning_rate:g}, layer-wise decay "
              f"{settings.layerwise_lr_decay:g}"
              + (" (original code's top-layer decay^2)" if settings.layerwise_lr_decay_quirk else "")
              + f", weight decay {settings.weight_decay_rate:g}, batch {settings.train_batch_size}"
@@ -392,8 +397,7 @@ def run_trials(task: FinetuningTask, pretrained: Pretrained, settings: FinetuneS
              f"{settings.num_trials} trial(s); {replicas} replica(s)"
              + (f", {settings.mixed_precision}" if settings.mixed_precision != "none" else "")
              + ".")
-    info = {**task.model_info(), "do_lower_case": config.do_lower_case,
-            "strip_accents": config.resolved_strip_accents}
+    info = {**task.model_info(), **tokenizer.text_settings()}
     # Each trial trains in the run's precision; the caller's policy is restored after.
     policy = keras.config.dtype_policy()
     try:
@@ -409,6 +413,8 @@ def run_trials(task: FinetuningTask, pretrained: Pretrained, settings: FinetuneS
             keras.utils.set_random_seed(seed)
             with strategy.scope():
                 encoder = load_discriminator(pretrained.model_file).encoder
+                if settings.random_init:  # the same architecture, weights drawn afresh
+                    encoder = encoder.__class__.from_config(encoder.get_config())
                 check_vocab(encoder, tokenizer, vocab_flag_given)
                 model = task.build_model(encoder, seed)
             record = {"trial": number, **run_trial(model, task, settings, trial, seed, print_fn,

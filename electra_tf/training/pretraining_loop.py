@@ -23,6 +23,7 @@ from electra_tf.artifacts.export_dir import export_pretrained
 from electra_tf.artifacts.run_dir import RunDir, read_config, write_run_files
 from electra_tf.config import ConfigError, PretrainingConfig, config_differences
 from electra_tf.data.pipeline import dummy_batch, make_pretraining_dataset
+from electra_tf.data.token_counts import count_tokens
 from electra_tf.distribute import (check_batch_split, check_same_on_all_workers,
                                    in_multi_worker_mode, is_chief, set_precision_policy,
                                    worker_print)
@@ -214,7 +215,9 @@ def run_pretraining(config: PretrainingConfig, run_dir: str, shard_dir: str, voc
                     assign_canonical(model.generator, model.discriminator, init_weights)
                 except CheckpointError as error:
                     raise RunError(f"--init_checkpoint: {error}")
-                print_fn(f"Initialised the generator and discriminator from {init_weights.source} "
+                which = ("the generator and discriminator" if init_weights.has_generator
+                         else "the discriminator (the generator is new)")
+                print_fn(f"Initialised {which} from {init_weights.source} "
                          f"({init_weights.format}).")
     if in_multi_worker_mode(strategy):
         check_same_on_all_workers(strategy, {
@@ -233,8 +236,11 @@ def run_pretraining(config: PretrainingConfig, run_dir: str, shard_dir: str, voc
               else tf.summary.create_noop_writer())
     evaluation = None
     if eval_shard_dir is not None:
+        # The rarity baseline's unigram counts come from the training text.
+        token_counts = count_tokens(shard_dir, config.model.vocab_size)
         evaluation = HeldOutEvaluation(
-            PretrainingEvaluator(model, evaluation_dataset(eval_shard_dir, config, special_ids)),
+            PretrainingEvaluator(model, evaluation_dataset(eval_shard_dir, config, special_ids),
+                                 token_counts=token_counts),
             0 if eval_only else config.resolved_eval_every_steps, writer,
             load_vocab(vocab_file), print_fn=print_fn,
             log_file=run.metrics_log if chief else None)

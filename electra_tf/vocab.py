@@ -1,0 +1,66 @@
+"""Learn a WordPiece vocabulary from raw text (Korean and Chinese included).
+
+    python -m electra_tf.vocab --corpus=ko.txt --output=vocab.txt --vocab_size=32000 \\
+        --do_lower_case=false --normalization=bert --vocab_unused=200
+
+The text is normalized and split exactly as the tokenizer will do it (the
+same --do_lower_case, --strip_accents and --normalization must be given to
+pre-training). --vocab_alphabet_size, --vocab_max_bytes, --vocab_unused and
+--vocab_presegment are also flags of pretrain.py, which learns its vocabulary
+the same way when it gets no --vocab_file.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import sys
+
+from absl import app, flags
+
+from electra_tf import cli
+
+FLAGS = flags.FLAGS
+
+
+def define_flags(module_name: str) -> None:
+    """The command's flags; defined only when it runs, so importing the module defines none."""
+    flags.DEFINE_list("corpus", None, "Text files or globs (comma-separated), UTF-8.",
+                      module_name=module_name)
+    flags.DEFINE_string("output", None, "Where to write vocab.txt (one token per line).",
+                        module_name=module_name)
+    flags.DEFINE_integer("vocab_size", 30522, "Tokens in the vocabulary, special and unused "
+                         "ones included (the learner may stop up to 5% short).",
+                         module_name=module_name)
+    cli.define_text_flags(module_name)
+    cli.define_vocab_flags(module_name)
+    flags.mark_flags_as_required(["corpus", "output"])
+
+
+def main(argv):
+    del argv
+    from electra_tf.vocab_learning import VocabLearningError, learn_vocab, write_vocab
+
+    files = []
+    for pattern in FLAGS.corpus:
+        matches = sorted(glob.glob(os.path.expanduser(pattern)))
+        if not matches:
+            raise app.UsageError(f"--corpus: {pattern!r} matches no file.")
+        files.extend(m for m in matches if os.path.isfile(m))
+    try:
+        tokens, stats = learn_vocab(files, cli.vocab_options_from_flags(FLAGS.vocab_size),
+                                    **cli.text_settings_from_flags())
+    except VocabLearningError as error:
+        raise app.UsageError(str(error))
+    write_vocab(tokens, FLAGS.output)
+    print(f"Wrote {FLAGS.output}: {len(tokens):,} tokens; alphabet {stats['alphabet_size']:,} "
+          f"of {stats['distinct_characters']:,} characters; learned from "
+          f"{stats['sample_bytes'] / 1e6:.1f} MB ({stats['words']:,} words) in "
+          f"{stats['seconds']:.0f}s.", flush=True)
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    define_flags(__name__)
+    cli.run(main, __name__)
+    sys.exit(0)
