@@ -60,6 +60,15 @@ flags.DEFINE_list("eval_corpus", None, "Held-out text files or globs to evaluate
                   "a fraction of --corpus (then training reads all of --corpus).")
 flags.DEFINE_boolean("eval_only", False, "Evaluate the run's latest checkpoint on the held-out "
                      "text and stop (no training).")
+flags.DEFINE_boolean("restart", False, "Start again from step 0 although --output_dir holds "
+                     "checkpoints (they are moved aside to checkpoints.before-restart-<time>/, "
+                     "not deleted). Without it a run directory with checkpoints always resumes.")
+flags.DEFINE_boolean("change_hyperparameters", False, "Resume although optimisation "
+                     "hyperparameters differ from the run's config.json (learning_rate, "
+                     "num_warmup_steps, lr_decay_power, weight_decay_rate, adam_beta_1, "
+                     "adam_beta_2, adam_epsilon, clip_norm, gen_weight, disc_weight, "
+                     "temperature), e.g. a lower --learning_rate after a NaN. The weights and "
+                     "optimizer state carry on; config.json records the new values.")
 cli.define_strategy_flags(__name__)
 cli.define_vocab_flags(__name__)
 cli.define_config_flags()
@@ -420,9 +429,9 @@ def _prebuilt_shards(config, overrides):
 
 
 def _train(config, vocab_file, tokenizer, shard_dir, eval_shard_dir, run_name, strategy, init):
-    """Pre-trains, evaluates and exports; prints where everything is."""
+    """Pre-trains, evaluates and exports (result.json written); prints where everything is."""
     from electra_tf.artifacts.export_dir import ExportDir
-    from electra_tf.artifacts.run_dir import RunDir, write_result
+    from electra_tf.artifacts.run_dir import RunDir
     from electra_tf.distribute import is_chief
     from electra_tf.errors import RunError
     from electra_tf.training.pretraining_loop import run_pretraining
@@ -431,14 +440,13 @@ def _train(config, vocab_file, tokenizer, shard_dir, eval_shard_dir, run_name, s
     try:
         result = run_pretraining(config, run_dir, shard_dir, vocab_file, tokenizer.special_ids,
                                  strategy=strategy, print_fn=_say, init_weights=init,
-                                 eval_shard_dir=eval_shard_dir, eval_only=FLAGS.eval_only)
+                                 eval_shard_dir=eval_shard_dir, eval_only=FLAGS.eval_only,
+                                 restart=FLAGS.restart,
+                                 change_hyperparameters=FLAGS.change_hyperparameters)
     except RunError as error:
         raise app.UsageError(str(error))
     if is_chief(strategy):  # the other workers wrote nothing to the run directory
         run = RunDir(run_dir)
-        write_result(run, {"steps_done": result.steps_done, "finished": result.finished,
-                           "metrics": result.metrics, "evaluation": result.evaluation,
-                           "seconds": result.seconds})
         _say("")
         _say(f"TensorBoard:  tensorboard --logdir {run.tensorboard}")
         _say(f"Checkpoints:  {run.checkpoints}")
