@@ -64,10 +64,11 @@ _HELP = {
                                    "memory).",
     "mixed_precision": "none, float16 (with dynamic loss scaling) or bfloat16.",
     "jit_compile": "Compile the training step with XLA (see the README's performance notes).",
-    "kernels": "Implementation of the model's kernels: reference (standard TensorFlow ops and "
-               "autodiff), cpu_fast (hand-written gradients and layouts, faster under XLA on a "
-               "CPU) or auto (cpu_fast when no GPU or TPU is visible, else reference). The "
-               "weights are the same under each, so a run may resume with another.",
+    "kernels": "Implementation of the model's kernels: reference (Keras layers, standard "
+               "TensorFlow ops and autodiff), cpu_fast (hand-written gradients and layouts, "
+               "faster under XLA on a CPU without a GPU/TPU) or auto (cpu_fast when no GPU or "
+               "TPU is visible, else reference). The weights are the same under each, so a run "
+               "may resume with another.",
     "seed": "Seed for data order, masking and sampling.",
     "save_checkpoints_steps": "Checkpoint interval in steps.",
     "keep_checkpoint_max": "How many checkpoints to keep.",

@@ -23,7 +23,6 @@ import keras
 
 from electra_tf.artifacts.run_dir import CONFIG_FILE, VOCAB_FILE
 # Registers the custom classes so load_model finds them.
-from electra_tf.modeling import kernels
 from electra_tf.modeling.electra import plain_discriminator
 
 DISCRIMINATOR_FILE = "discriminator.keras"
@@ -88,10 +87,10 @@ def export_pretrained(generator: Optional[keras.Model], discriminator: keras.Mod
     float32_copy(plain_discriminator(discriminator)).save(tmp.discriminator_file)
     if generator is not None:
         float32_copy(generator).save(tmp.generator_file)
+    # A loaded model runs the reference kernels (a saved model carries no
+    # kernel set), so the SavedModel is plain TensorFlow for any hardware.
     reloaded = keras.saving.load_model(tmp.discriminator_file)
-    # Traced with the plain kernels, so the SavedModel suits any hardware.
-    with kernels.use("reference"):
-        reloaded.export(tmp.discriminator_savedmodel, format="tf_saved_model", verbose=False)
+    reloaded.export(tmp.discriminator_savedmodel, format="tf_saved_model", verbose=False)
     shutil.copyfile(vocab_file, tmp.vocab_file)
     shutil.copyfile(config_json, tmp.config_file)
     if os.path.exists(export_dir):
@@ -108,13 +107,26 @@ def float32_copy(model: keras.Model) -> keras.Model:
     """A float32 copy of a model (which may have trained under a mixed-precision policy).
 
     Exports compute and return float32 whatever precision training used, and
-    hold plain (not distributed) variables.
+    hold plain (not distributed) variables. The copy is built from the
+    model's config, which names no kernel set: it runs the reference kernels,
+    so what is exported from it traces to plain TensorFlow.
     """
     previous = keras.config.dtype_policy()
     keras.config.set_dtype_policy("float32")
     try:
-        copy = model.__class__.from_config(model.get_config())
+        copy = model.__class__.from_config(_float32_policies(model.get_config()))
     finally:
         keras.config.set_dtype_policy(previous)
     copy.set_weights(model.get_weights())
     return copy
+
+
+def _float32_policies(config):
+    """`config` with every serialized dtype policy in it (an encoder's `dtype`) made float32."""
+    if isinstance(config, dict):
+        if str(config.get("class_name", "")).endswith("DTypePolicy"):
+            return "float32"
+        return {key: _float32_policies(value) for key, value in config.items()}
+    if isinstance(config, (list, tuple)):
+        return type(config)(_float32_policies(value) for value in config)
+    return config

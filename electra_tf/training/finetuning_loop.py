@@ -53,6 +53,7 @@ from electra_tf.errors import RunError
 from electra_tf.finetuning.optimization import create_optimizer, learning_rate_schedule
 from electra_tf.finetuning.saving import save_finetuned
 from electra_tf.finetuning.settings import FinetuneSettings
+from electra_tf.modeling.encoder import copy_encoder, with_kernels
 from electra_tf.tokenization import VocabError, WordPieceTokenizer
 from electra_tf.training.callbacks import CheckpointSaver, ProgressMonitor, format_duration
 from electra_tf.training.fitting import fit_until
@@ -414,7 +415,10 @@ def run_trials(task: FinetuningTask, pretrained: Pretrained, settings: FinetuneS
             with strategy.scope():
                 encoder = load_discriminator(pretrained.model_file).encoder
                 if settings.random_init:  # the same architecture, weights drawn afresh
-                    encoder = encoder.__class__.from_config(encoder.get_config())
+                    encoder = copy_encoder(encoder, settings.kernels, with_weights=False)
+                # The run's kernel set and precision (a loaded encoder has the
+                # reference kernels and the precision it was saved in).
+                encoder = with_kernels(encoder, settings.kernels)
                 check_vocab(encoder, tokenizer, vocab_flag_given)
                 model = task.build_model(encoder, seed)
             record = {"trial": number, **run_trial(model, task, settings, trial, seed, print_fn,
