@@ -384,11 +384,16 @@ class PretrainingConfig:
         return cls(model=model, **data)
 
     def save_json(self, path: str) -> None:
+        """Writes the config atomically (a failed write leaves the previous file, no temporary)."""
         tmp = path + ".tmp"
-        with open(tmp, "w", encoding="utf-8") as f:
-            json.dump(self.to_dict(), f, indent=2, sort_keys=True)
-            f.write("\n")
-        os.replace(tmp, path)
+        try:
+            with open(tmp, "w", encoding="utf-8") as f:
+                json.dump(self.to_dict(), f, indent=2, sort_keys=True)
+                f.write("\n")
+            os.replace(tmp, path)
+        finally:
+            if os.path.exists(tmp):
+                os.remove(tmp)
 
     @classmethod
     def load_json(cls, path: str) -> "PretrainingConfig":

@@ -127,6 +127,14 @@ def check_same_on_all_workers(strategy: tf.distribute.Strategy, values: dict) ->
         raise RunError("The workers disagree on " + "; ".join(differing) + ".")
 
 
+def true_on_all_workers(strategy: tf.distribute.Strategy, value: bool) -> bool:
+    """Whether `value` is True on every worker (a collective: every worker must call it)."""
+    local = tf.constant([int(bool(value))], tf.int64)
+    gathered = strategy.run(
+        lambda: tf.distribute.get_replica_context().all_gather(local, axis=0))
+    return bool(strategy.experimental_local_results(gathered)[0].numpy().min())
+
+
 def sum_over_replicas(grads):
     """All-reduces (sums) gradients across replicas; identity on one replica.
 

@@ -209,6 +209,25 @@ def test_empty_file_and_bad_json(tmp_path):
         tasks.load_user_files("t", FileTaskOptions(), bad)
 
 
+@pytest.mark.parametrize("name, quoting", [("train.tsv", "none"), ("train.csv", "csv"),
+                                           ("train.jsonl", "csv")])
+def test_invalid_utf8_is_named_at_its_own_line(tmp_path, name, quoting):
+    # Far beyond the first 8 KB block the decoder reads at a time.
+    rows = [f"row number {i} with some words" for i in range(1, 600)]
+    path = tmp_path / name
+    if name.endswith(".jsonl"):
+        lines = [json.dumps({"text": row, "label": i % 2}).encode() for i, row in enumerate(rows)]
+    else:
+        separator = "," if name.endswith(".csv") else "\t"
+        lines = [b"text" + separator.encode() + b"label"]
+        lines += [f"{row}{separator}{i % 2}".encode() for i, row in enumerate(rows)]
+    lines[455] = lines[455].replace(b"some", b"so\xffme")
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    with pytest.raises(TaskDataError, match=rf"{name}, line 456: not valid UTF-8 \(byte 0xff at "
+                                            r"column \d+, byte offset \d+"):
+        tasks.load_user_files("t", FileTaskOptions(quoting=quoting), str(path))
+
+
 def test_unterminated_quote_suggests_quoting_none(tmp_path):
     path = _write(tmp_path / "t.tsv", 'text\tlabel\n"open\t1\nnext\t0\n')
     with pytest.raises(TaskDataError, match="--quoting=none"):

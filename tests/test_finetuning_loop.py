@@ -13,6 +13,7 @@ from finetuning_support import (make_pretrained_dir, toy_regression_task, toy_se
 
 from electra_tf.artifacts.pretrained import resolve_pretrained
 from electra_tf.errors import RunError
+from electra_tf.finiteness import NonFiniteError
 from electra_tf.finetuning import features, tasks
 from electra_tf.finetuning.classification import ClassificationTask
 from electra_tf.finetuning.saving import load_finetuned
@@ -179,6 +180,62 @@ def test_interrupted_trial_resumes_to_the_uninterrupted_result(pretrained, tmp_p
         with open(path, encoding="utf-8") as f, \
                 open(resumed["trials"][0]["predictions"][name], encoding="utf-8") as g:
             assert f.read() == g.read(), name
+
+
+def test_an_output_directory_in_use_is_refused(pretrained, tmp_path):
+    from electra_tf.artifacts.run_lock import RunLock, RunLocked
+
+    output = tmp_path / "out"
+    settings = FinetuneSettings(output_dir=str(output), train_batch_size=8, num_train_epochs=1)
+    with RunLock(str(output)):
+        with pytest.raises(RunLocked, match=rf"^--output_dir={output} is in use by pid "
+                                            rf"{os.getpid()} on "):
+            run_trials(_toy_task(8), pretrained, settings, print_fn=lambda _: None)
+        assert os.listdir(output) == [".lock"]
+
+
+def test_weights_that_are_not_finite_are_refused_before_training(tmp_path):
+    import keras
+
+    directory = make_pretrained_dir(str(tmp_path / "diverged"))
+    model_file = os.path.join(directory, "discriminator.keras")
+    model = keras.saving.load_model(model_file)
+    model.weights[3].assign(np.full(model.weights[3].shape, np.nan, np.float32))
+    model.save(model_file)
+    settings = FinetuneSettings(output_dir=str(tmp_path / "out"), train_batch_size=8,
+                                num_train_epochs=1)
+    with pytest.raises(NonFiniteError, match=rf"^{model_file}: 1 of \d+ weight tensors hold NaN "
+                                             "or infinite values"):
+        run_trials(_toy_task(8), resolve_pretrained(directory), settings, print_fn=lambda _: None)
+    assert not os.path.exists(tmp_path / "out" / "results.json")
+
+
+def test_a_trial_whose_loss_turns_nan_stops_with_its_last_checkpoint_intact(pretrained,
+                                                                            tmp_path):
+    settings = FinetuneSettings(output_dir=str(tmp_path / "out"), train_batch_size=4,
+                                learning_rate=3e-3, num_train_epochs=2, log_every_steps=100,
+                                save_checkpoints_steps=2)
+    with pytest.raises(NonFiniteError, match=r"^Training stopped at step 3: the loss is nan \(not "
+                                             r"finite\); nothing after it was saved: the last "
+                                             r"checkpoint, .*/ckpt-2, is finite and intact\. Try a "
+                                             r"lower --learning_rate"):
+        run_trials(_toy_task(16), pretrained, settings, print_fn=lambda _: None,
+                   extra_callbacks=[_PoisonWeights(2)])
+    checkpoints = tmp_path / "out" / "trial_0" / "checkpoints"
+    assert tf.train.latest_checkpoint(str(checkpoints)).endswith("ckpt-2")
+
+
+class _PoisonWeights(keras.callbacks.Callback):
+    """Sets one weight to NaN before the step after `at`: that step's loss is NaN."""
+
+    def __init__(self, at):
+        super().__init__()
+        self.at = at
+
+    def on_train_batch_begin(self, batch, logs=None):
+        if int(self.model.optimizer.iterations.numpy()) == self.at:
+            weight = self.model.trainable_weights[0]
+            weight.assign(np.full(weight.shape, np.nan, np.float32))
 
 
 def test_squad_and_classification_write_the_same_schema(pretrained, tmp_path):

@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -171,3 +172,74 @@ def test_zero_steps_export_the_untrained_model_as_a_baseline(tmp_path):
     _, fresh = build_generator_and_discriminator(config.model)
     for a, b in zip(exported.weights, fresh.weights):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b), err_msg=a.path)
+
+
+def _prebuilt(tmp_path):
+    """Shards and vocabulary of a small corpus, and the flags of a tiny run on them."""
+    from electra_tf.data.shards import write_shards
+
+    words = "the cat sat on a mat and the dog ran to the park".split()
+    text = tmp_path / "corpus.txt"
+    text.write_text("\n\n".join(" ".join(words[i % 12:] + words[:i % 12]) for i in range(40))
+                    + "\n")
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *sorted(set(words))]))
+    write_shards([str(text)], str(tmp_path / "shards"), {"vocab_file": str(vocab)},
+                 max_seq_length=16, num_shards=1, seed=0)
+    return [f"--shard_dir={tmp_path}/shards", "--model_size=tiny", "--hidden_size=32",
+            "--num_layers=1", "--embedding_size=16", "--num_heads=2", "--train_batch_size=4",
+            "--num_warmup_steps=1", "--log_every_steps=1", "--save_checkpoints_steps=2",
+            "--kernels=reference"]
+
+
+@pytest.mark.slow
+def test_two_runs_started_together_on_one_directory_one_is_refused(tmp_path):
+    common = _prebuilt(tmp_path) + [f"--output_dir={tmp_path}/run", "--num_train_steps=40"]
+    processes = [subprocess.Popen([sys.executable, os.path.join(ROOT, "pretrain.py"), *common],
+                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                  cwd=ROOT) for _ in range(2)]
+    outputs = [p.communicate(timeout=600)[0] for p in processes]
+    codes = sorted(p.returncode for p in processes)
+    assert codes == [0, 2], outputs
+    refused = outputs[[p.returncode for p in processes].index(2)]
+    assert f"pretrain.py: error: --output_dir={tmp_path}/run is in use by pid " in refused
+    assert "step 1/" not in refused
+    logged = [json.loads(line)["step"] for line in open(tmp_path / "run" / "metrics.jsonl")]
+    assert logged == list(range(1, 41))  # one writer: every step once
+
+
+@pytest.mark.slow
+def test_a_run_killed_with_sigkill_resumes_to_the_straight_result(tmp_path):
+    import signal
+
+    import numpy as np
+    import tensorflow as tf
+
+    common = _prebuilt(tmp_path) + ["--num_train_steps=12", "--dropout_rate=0.1"]
+    straight = run_cli(*common, f"--output_dir={tmp_path}/straight")
+    assert straight.returncode == 0, straight.stdout + straight.stderr
+    killed = subprocess.Popen([sys.executable, os.path.join(ROOT, "pretrain.py"), *common,
+                               f"--output_dir={tmp_path}/killed"], stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True, cwd=ROOT)
+    for line in killed.stdout:
+        if line.startswith("step 7/12"):
+            killed.send_signal(signal.SIGKILL)
+            break
+    killed.wait()
+    assert (tmp_path / "killed" / ".lock").exists()  # left behind, but no longer locked
+    resumed = run_cli(*common, f"--output_dir={tmp_path}/killed")
+    output = resumed.stdout + resumed.stderr
+    assert resumed.returncode == 0, output
+    assert f"Taking over the lock of {tmp_path}/killed from pid {killed.pid} " in output
+    resumed_step = int(re.search(r"Resumed from \S+ \(step (\d+)\)", output).group(1))
+    assert resumed_step >= 6 and resumed_step % 2 == 0  # the last checkpoint before the kill
+
+    def final(name):
+        reader = tf.train.load_checkpoint(str(tmp_path / name / "checkpoints" / "ckpt-12"))
+        return {key: reader.get_tensor(key) for key in reader.get_variable_to_shape_map()
+                if "OBJECT_GRAPH" not in key and not key.startswith("save_counter")}
+
+    a, b = final("straight"), final("killed")
+    assert a.keys() == b.keys()
+    for key in a:
+        np.testing.assert_allclose(b[key], a[key], rtol=1e-5, atol=1e-7, err_msg=key)

@@ -1,5 +1,8 @@
+import errno
 import json
 import os
+import re
+import shutil
 import signal
 
 import keras
@@ -12,6 +15,7 @@ from electra_tf.config import preset
 from electra_tf.data.pipeline import dummy_batch
 from electra_tf.data.shards import write_shards
 from electra_tf.errors import RunError
+from electra_tf.finiteness import NonFiniteError
 from electra_tf.flops import train_flops_per_step
 from electra_tf.modeling import kernels
 from electra_tf.pretraining.pretrainer import ElectraPretrainer
@@ -223,20 +227,245 @@ def test_batch_not_divisible_by_replicas_is_refused_before_writing(corpus, tmp_p
     assert not run_dir.exists()
 
 
+@tf.custom_gradient
+def _infinite_gradient(x):
+    return tf.identity(x), lambda upstream: upstream * float("inf")
+
+
 def test_a_diverged_float16_run_stops_with_an_error_instead_of_looping(corpus, tmp_path,
                                                                        monkeypatch):
     vocab, shard_dir, tokenizer = corpus
     original = ElectraPretrainer._loss
 
-    def nan_loss(self, local, counts):
-        return original(self, local, counts) * float("nan")
+    def overflowing_gradients(self, local, counts):  # a finite loss, gradients that never fit
+        return _infinite_gradient(original(self, local, counts))
 
-    monkeypatch.setattr(ElectraPretrainer, "_loss", nan_loss)
+    monkeypatch.setattr(ElectraPretrainer, "_loss", overflowing_gradients)
     run_dir = tmp_path / "run"
     with pytest.raises(RunError, match="batches in a row gave non-finite gradients at step 0"):
         run_pretraining(tiny(num_train_steps=40, mixed_precision="float16"), str(run_dir),
                         shard_dir, vocab, tokenizer.special_ids, print_fn=lambda _: None)
     assert (run_dir / "config.json").exists()
+
+
+def _from_step_4(value):
+    """A `_loss` that applies `value` (loss -> loss) from the 4th optimizer step on."""
+    original = ElectraPretrainer._loss
+
+    def loss(self, local, counts):
+        plain = original(self, local, counts)
+        return tf.cond(self.optimizer.iterations >= 3, lambda: value(plain), lambda: plain)
+
+    return loss
+
+
+@pytest.mark.parametrize("precision, fault, message", [
+    ("none", lambda loss: loss * float("nan"), "step 4: the loss is nan"),
+    ("none", _infinite_gradient, r"step 4: the gradient norm is (nan|inf) \(loss \d"),
+    ("bfloat16", lambda loss: loss + float("inf"), "step 4: the loss is inf"),
+    ("float16", lambda loss: loss * float("nan"), "step 4: the loss is nan"),
+])
+def test_a_non_finite_step_stops_the_run_before_anything_non_finite_is_saved(
+        corpus, tmp_path, monkeypatch, precision, fault, message):
+    vocab, shard_dir, tokenizer = corpus
+    monkeypatch.setattr(ElectraPretrainer, "_loss", _from_step_4(fault))
+    run_dir = tmp_path / "run"
+    config = tiny(num_train_steps=8, mixed_precision=precision, save_checkpoints_steps=2,
+                  log_every_steps=2)
+    with pytest.raises(NonFiniteError) as stopped:
+        run_pretraining(config, str(run_dir), shard_dir, vocab, tokenizer.special_ids,
+                        print_fn=lambda _: None)
+    text = str(stopped.value)
+    assert re.search(rf"^Training stopped at {message}", text), text
+    assert f"the last checkpoint, {run_dir}/checkpoints/ckpt-2, is finite and intact" in text
+    assert "--learning_rate=<lower> --change_hyperparameters" in text and "\n" not in text
+    assert [os.path.basename(p) for p in tf.train.get_checkpoint_state(
+        str(run_dir / "checkpoints")).all_model_checkpoint_paths] == ["ckpt-2"]
+    reader = tf.train.load_checkpoint(str(run_dir / "checkpoints" / "ckpt-2"))
+    assert all(np.isfinite(reader.get_tensor(name)).all()
+               for name in reader.get_variable_to_shape_map()
+               if reader.get_variable_to_dtype_map()[name].is_floating)
+    assert not (run_dir / "export").exists() and not (run_dir / "result.json").exists()
+    assert not (run_dir / ".lock").exists()
+
+
+def test_after_a_nan_the_run_resumes_from_the_last_good_checkpoint_with_a_lower_rate(
+        corpus, tmp_path, monkeypatch):
+    vocab, shard_dir, tokenizer = corpus
+    run_dir = tmp_path / "run"
+    settings = dict(num_train_steps=8, save_checkpoints_steps=2, log_every_steps=2)
+    with monkeypatch.context() as patch:
+        patch.setattr(ElectraPretrainer, "_loss", _from_step_4(lambda loss: loss * np.nan))
+        with pytest.raises(NonFiniteError):
+            run_pretraining(tiny(learning_rate=1e-3, **settings), str(run_dir), shard_dir,
+                            vocab, tokenizer.special_ids, print_fn=lambda _: None)
+    lower = tiny(learning_rate=2e-4, **settings)
+    with pytest.raises(RunConfigMismatch, match=r"learning_rate: 0\.001 -> 0\.0002\n.*add "
+                                                r"--change_hyperparameters to resume with the "
+                                                r"new learning_rate"):
+        run_pretraining(lower, str(run_dir), shard_dir, vocab, tokenizer.special_ids,
+                        print_fn=lambda _: None)
+    # Anything else than the optimisation hyperparameters still may not change.
+    with pytest.raises(RunConfigMismatch, match=r"model\.hidden_size: 32 -> 64"):
+        run_pretraining(tiny(learning_rate=2e-4, hidden_size=64, **settings), str(run_dir),
+                        shard_dir, vocab, tokenizer.special_ids, print_fn=lambda _: None,
+                        change_hyperparameters=True)
+    lines = []
+    result = run_pretraining(lower, str(run_dir), shard_dir, vocab, tokenizer.special_ids,
+                             export=False, print_fn=lines.append, change_hyperparameters=True)
+    assert result.finished and result.steps_done == 8
+    assert f"Resumed from {run_dir}/checkpoints/ckpt-2 (step 2)." in lines
+    assert ("Resuming with changed hyperparameters (--change_hyperparameters): "
+            "learning_rate: 0.001 -> 0.0002.") in lines
+    assert json.load(open(run_dir / "config.json"))["learning_rate"] == 2e-4
+    logged = [json.loads(line) for line in open(run_dir / "metrics.jsonl")]
+    # The NaN step is on record; the resumed steps follow the new schedule, 2e-4 * (1 - 4/8)
+    # at step 4.
+    step_4 = [e for e in logged if e["step"] == 4]
+    assert np.isnan(step_4[0]["total_loss"]) and step_4[0]["learning_rate"] == pytest.approx(5e-4)
+    assert step_4[-1]["learning_rate"] == pytest.approx(1e-4)
+    assert np.isfinite(step_4[-1]["total_loss"])
+
+
+def test_resuming_skips_a_damaged_newest_checkpoint_and_never_restarts_unasked(corpus, tmp_path):
+    vocab, shard_dir, tokenizer = corpus
+    run_dir = tmp_path / "run"
+    checkpoints = run_dir / "checkpoints"
+    settings = dict(save_checkpoints_steps=2, keep_checkpoint_max=5)
+    run_pretraining(tiny(num_train_steps=6, **settings), str(run_dir), shard_dir, vocab,
+                    tokenizer.special_ids, export=False, print_fn=lambda _: None)
+    os.remove(checkpoints / "ckpt-6.index")
+    lines = []
+    result = run_pretraining(tiny(num_train_steps=8, **settings), str(run_dir), shard_dir,
+                             vocab, tokenizer.special_ids, export=False, print_fn=lines.append)
+    assert result.steps_done == 8
+    assert f"Resumed from {checkpoints}/ckpt-4 (step 4)." in lines
+    damaged = [line for line in lines if "is damaged" in line]
+    assert len(damaged) == 1 and damaged[0].startswith(
+        f"Checkpoint {checkpoints}/ckpt-6 is damaged (ckpt-6.index is missing): skipped; its "
+        f"files are kept in {checkpoints}/set_aside/")
+    kept = checkpoints / "set_aside" / os.listdir(checkpoints / "set_aside")[0]
+    assert os.listdir(kept) == ["ckpt-6.data-00000-of-00001"]
+    state = tf.train.get_checkpoint_state(str(checkpoints))
+    assert [os.path.basename(p) for p in state.all_model_checkpoint_paths] == [
+        "ckpt-2", "ckpt-4", "ckpt-6", "ckpt-8"]
+    # No checkpoint usable: refused, nothing changed, unless --restart is asked for.
+    for name in os.listdir(checkpoints):
+        if name.endswith(".index"):
+            os.remove(checkpoints / name)
+    before = sorted(os.listdir(checkpoints))
+    with pytest.raises(RunError, match="none can be resumed from .* pass --restart"):
+        run_pretraining(tiny(num_train_steps=8, **settings), str(run_dir), shard_dir, vocab,
+                        tokenizer.special_ids, export=False, print_fn=lambda _: None)
+    assert sorted(os.listdir(checkpoints)) == before
+    lines = []
+    result = run_pretraining(tiny(num_train_steps=2, **settings), str(run_dir), shard_dir,
+                             vocab, tokenizer.special_ids, export=False, print_fn=lines.append,
+                             restart=True)
+    assert result.steps_done == 2
+    moved = [p for p in os.listdir(run_dir) if p.startswith("checkpoints.before-restart-")]
+    assert len(moved) == 1 and sorted(os.listdir(run_dir / moved[0])) == before
+    assert any(line.startswith("Warning: --restart: training starts again from step 0")
+               for line in lines)
+
+
+def test_a_run_directory_in_use_is_refused_and_a_dead_holders_lock_taken_over(corpus, tmp_path):
+    from electra_tf.artifacts.run_lock import Holder, RunLock, RunLocked
+
+    vocab, shard_dir, tokenizer = corpus
+    run_dir = tmp_path / "run"
+    with RunLock(str(run_dir)):
+        with pytest.raises(RunLocked, match=rf"^--output_dir={run_dir} is in use by pid "
+                                            rf"{os.getpid()} on "):
+            run_pretraining(tiny(num_train_steps=2), str(run_dir), shard_dir, vocab,
+                            tokenizer.special_ids, print_fn=lambda _: None)
+        assert os.listdir(run_dir) == [".lock"]
+    # A holder killed with -9 leaves its file behind, unlocked.
+    (run_dir).mkdir(exist_ok=True)
+    (run_dir / ".lock").write_text(Holder(999999, "vm", "2020-01-01 00:00:00", "x").to_json())
+    lines = []
+    result = run_pretraining(tiny(num_train_steps=2), str(run_dir), shard_dir, vocab,
+                             tokenizer.special_ids, export=False, print_fn=lines.append)
+    assert result.finished
+    assert (f"Taking over the lock of {run_dir} from pid 999999 on vm, started 2020-01-01 "
+            "00:00:00, which ended without releasing it.") in lines
+    assert not (run_dir / ".lock").exists()
+    assert json.load(open(run_dir / "result.json"))["steps_done"] == 2
+
+
+def test_a_shard_corrupted_under_a_running_job_is_named(corpus, tmp_path):
+    vocab, shard_dir, tokenizer = corpus
+    copy = tmp_path / "shards"
+    shutil.copytree(shard_dir, copy)
+    shard = sorted(p for p in os.listdir(copy) if p.endswith("-of-00002"))[1]
+    data = bytearray((copy / shard).read_bytes())
+    data[len(data) // 2] ^= 0x55
+    (copy / shard).write_bytes(bytes(data))
+    run_dir = tmp_path / "run"
+    with pytest.raises(RunError) as stopped:
+        run_pretraining(tiny(num_train_steps=200, save_checkpoints_steps=100), str(run_dir),
+                        str(copy), vocab, tokenizer.special_ids, print_fn=lambda _: None)
+    text = str(stopped.value)
+    assert re.match(rf"Shard {copy}/{shard} is corrupt \(corrupted record at byte \d+\); "
+                    rf"training stopped at step \d+, saved in {run_dir}/checkpoints/ckpt-\d+\. "
+                    "Delete that file and re-run the same command", text), text
+
+
+def test_a_full_disk_stops_with_one_line_and_leaves_no_temporary_files(corpus, tmp_path,
+                                                                      monkeypatch):
+    import resource
+
+    vocab, shard_dir, tokenizer = corpus
+    run_dir = tmp_path / "run"
+    original_save = tf.train.CheckpointManager.save
+
+    def save_on_a_full_disk(manager, checkpoint_number=None, **kwargs):
+        if checkpoint_number < 4:
+            return original_save(manager, checkpoint_number=checkpoint_number, **kwargs)
+        # Writes beyond 1 KB fail (EFBIG), as they do on a full disk (ENOSPC).
+        handler = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (1024, hard))
+        try:
+            return original_save(manager, checkpoint_number=checkpoint_number, **kwargs)
+        finally:
+            resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+            signal.signal(signal.SIGXFSZ, handler)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(tf.train.CheckpointManager, "save", save_on_a_full_disk)
+        with pytest.raises(RunError) as stopped:
+            run_pretraining(tiny(num_train_steps=6, save_checkpoints_steps=2), str(run_dir),
+                            shard_dir, vocab, tokenizer.special_ids, print_fn=lambda _: None)
+    text = str(stopped.value)
+    assert text.startswith(f"Could not write the checkpoint of step 4 in {run_dir}/checkpoints: ")
+    assert "File too large" in text and "\n" not in text
+    assert text.endswith("The previous checkpoints are intact (newest: ckpt-2); free some space "
+                         "and re-run the same command to resume.")
+    assert sorted(os.listdir(run_dir / "checkpoints")) == [
+        "checkpoint", "ckpt-2.data-00000-of-00001", "ckpt-2.index"]
+    # A config.json that cannot be written: one line, no config.json.tmp, the old one kept.
+    before = (run_dir / "config.json").read_text()
+
+    def full_disk_dump(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device", str(run_dir / "config.json.tmp"))
+
+    with monkeypatch.context() as patch:
+        patch.setattr("electra_tf.config.json.dump", full_disk_dump)
+        with pytest.raises(RunError, match=rf"^Could not write {run_dir}/config\.json\.tmp: No "
+                                           "space left on device. The checkpoints saved so far "
+                                           "are intact"):
+            run_pretraining(tiny(num_train_steps=6, save_checkpoints_steps=2), str(run_dir),
+                            shard_dir, vocab, tokenizer.special_ids, print_fn=lambda _: None)
+    assert sorted(os.listdir(run_dir)) == ["checkpoints", "config.json", "metrics.jsonl",
+                                           "tensorboard", "vocab.txt"]
+    assert (run_dir / "config.json").read_text() == before
+    # With room again, the run resumes from the last checkpoint written.
+    lines = []
+    result = run_pretraining(tiny(num_train_steps=6, save_checkpoints_steps=2), str(run_dir),
+                             shard_dir, vocab, tokenizer.special_ids, export=False,
+                             print_fn=lines.append)
+    assert result.finished and f"Resumed from {run_dir}/checkpoints/ckpt-2 (step 2)." in lines
 
 
 def test_two_worker_processes_train_in_lockstep_and_only_the_chief_writes(corpus, tmp_path):

@@ -29,9 +29,11 @@ def test_classifier_export_agrees_in_a_fresh_process(serving_exports):
     assert "inputs['text_pair'] tensor_info" in report.result["listing"]
     # Every well-formed request agreed within the tolerance, every malformed one was an error.
     responses = report.result["responses"]
-    assert sum("outputs" in r for r in responses) == 3
-    assert sum("error" in r for r in responses) == len(responses) - 3
+    assert sum("outputs" in r for r in responses) == 4
+    assert sum("error" in r for r in responses) == len(responses) - 4
     assert sum(line.startswith("ok ") for line in report.lines) == len(responses)
+    assert any(line.startswith("ok   serving_default: no text (empty outputs)")
+               for line in report.lines)
 
 
 def test_discriminator_export_agrees_in_a_fresh_process(serving_exports, tmp_path):
@@ -83,3 +85,19 @@ def test_export_of_a_bert_normalized_run_agrees_in_a_fresh_process(serving_expor
     assert report.result["custom_ops"] == ["NormalizeUTF8", "RegexSplitWithOffsets",
                                            "WordpieceTokenizeWithOffsets"]
     assert report.result["unsupported_ops"] == []
+
+
+def test_weights_that_are_not_finite_fail_the_check(serving_exports, tmp_path):
+    """A diverged model answers NaN probabilities with a confident label: refused at once."""
+    from electra_tf.finetuning.saving import load_finetuned, save_finetuned
+
+    diverged = str(tmp_path / "diverged" / "1")
+    shutil.copytree(serving_exports["pair"], diverged)
+    extra = os.path.join(diverged, "assets.extra")
+    model, info = load_finetuned(extra)
+    model.weights[0].assign(model.weights[0] * float("nan"))
+    save_finetuned(model, extra, info)
+    report = check.check_export(diverged)
+    assert not report.ok and len(report.lines) == 1
+    assert report.lines[0].startswith(f"FAIL 1 of {len(model.weights)} weight tensors of "
+                                      f"{diverged} hold NaN or infinite values (e.g. ")

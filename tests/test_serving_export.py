@@ -101,6 +101,37 @@ def test_bad_text_inputs_are_defined(serving_exports):
         by_ids([2] * 600, [0] * 600)
 
 
+def test_empty_batches_answer_empty_outputs_in_every_signature(serving_exports):
+    for name, texts in (("pair", ("text", "text_pair")), ("regression", ("text",))):
+        loaded = tf.saved_model.load(serving_exports[name])
+        out = loaded.signatures["serving_default"](
+            **{key: tf.constant([], tf.string) for key in texts})
+        assert {k: v.shape.as_list() for k, v in out.items()} == (
+            {"probabilities": [0, 2], "logits": [0, 2], "label_id": [0], "label": [0]}
+            if name == "pair" else {"score": [0]})
+        for length in (0, 3):  # clients padding to the longest example send [0, 0]
+            empty = tf.zeros([0, length], tf.int32)
+            ids_out = loaded.signatures["token_ids"](input_ids=empty, input_mask=empty,
+                                                     segment_ids=empty)
+            assert all(v.shape[0] == 0 for v in ids_out.values())
+        # A row without even [CLS] is an error, not an answer.
+        none = tf.zeros([2, 0], tf.int32)
+        with pytest.raises(tf.errors.InvalidArgumentError, match="at least one token"):
+            loaded.signatures["token_ids"](input_ids=none, input_mask=none, segment_ids=none)
+
+
+def test_a_model_that_is_not_finite_is_not_exported(serving_exports, tmp_path):
+    from electra_tf.finetuning.saving import load_finetuned
+    from electra_tf.serving.exporter import ExportError, export_classifier
+
+    model, info = load_finetuned(serving_exports["pair_trial"])
+    model.weights[-1].assign(model.weights[-1] * float("inf"))
+    vocab = os.path.join(serving_exports["pair_trial"], "vocab.txt")
+    with pytest.raises(ExportError, match="hold NaN or infinite values .* Nothing was exported"):
+        export_classifier(model, info, vocab, str(tmp_path), "diverged")
+    assert not os.path.exists(tmp_path / "diverged")
+
+
 def _run(*args):
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
     return subprocess.run([sys.executable, "-m", "electra_tf.export", *args], cwd=PROJECT,

@@ -182,6 +182,21 @@ def test_empty_and_invalid_inputs_do_not_crash(qa_exports):
         serve(question=tf.constant(["a", "b"]), context=tf.constant(["a"]))
 
 
+@pytest.mark.parametrize("version", ["v1", "v2"])
+def test_empty_batches_answer_empty_outputs(qa_exports, version):
+    loaded = tf.saved_model.load(qa_exports[version])
+    out = loaded.signatures["serving_default"](question=tf.constant([], tf.string),
+                                               context=tf.constant([], tf.string))
+    names = {"answer_text", "start_char", "end_char", "start_byte", "end_byte", "score"}
+    assert set(out) == names | ({"no_answer_score", "has_answer"} if version == "v2" else set())
+    assert all(v.shape.as_list() == [0] for v in out.values())
+    for length in (0, 5):
+        empty = tf.zeros([0, length], tf.int32)
+        ids_out = loaded.signatures["token_ids"](input_ids=empty, input_mask=empty,
+                                                 segment_ids=empty)
+        assert all(v.shape[0] == 0 for v in ids_out.values())
+
+
 def test_check_passes_and_catches_tampered_weights(qa_exports, tmp_path):
     from electra_tf.serving import check
 

@@ -3,6 +3,7 @@
 import json
 import os
 import random
+import zlib
 
 import numpy as np
 import pytest
@@ -433,6 +434,102 @@ def test_resume_rebuilds_only_missing_shard(tmp_path, tokenizer_config):
     with pytest.raises(ShardError, match="different build"):
         build([tmp_path / "h.txt"], out, tokenizer_config, num_shards=2)
     assert shard_bytes(out) == before
+
+
+def _record_start(data, offset):
+    """Where the checksummed part holding `offset` starts: a TFRecord is an 8-byte length and
+    its 4-byte CRC, then the data and its 4-byte CRC (TensorFlow names that part's offset)."""
+    start = 0
+    while True:
+        length = int.from_bytes(data[start:start + 8], "little")
+        end = start + 12 + length + 4
+        if offset < end:
+            return start if offset < start + 12 else start + 12
+        start = end
+
+
+def _flip(path, offset):
+    data = bytearray(open(path, "rb").read())
+    data[offset] ^= 0x55
+    open(path, "wb").write(bytes(data))
+
+
+def test_a_shard_corrupted_in_place_is_named_and_rebuilt(tmp_path, tokenizer_config):
+    write_corpus(tmp_path / "h.txt", lines=600)
+    out = tmp_path / "out"
+    build([tmp_path / "h.txt"], out, tokenizer_config, num_shards=2)
+    before = shard_bytes(out)
+    names = sorted(before)
+    sidecar = json.loads((out / (names[1] + ".json")).read_text())
+    assert sidecar["crc32"] == zlib.crc32(before[names[1]])
+    assert sidecar["mtime_ns"] == os.stat(out / names[1]).st_mtime_ns
+    offset = len(before[names[1]]) // 2
+    _flip(out / names[1], offset)  # same size, a new modification time
+    assert os.path.getsize(out / names[1]) == len(before[names[1]])
+    messages = []
+    meta = build([tmp_path / "h.txt"], out, tokenizer_config, num_shards=2,
+                 progress=messages.append)
+    expected = _record_start(before[names[1]], offset)
+    assert messages[0] == (f"Shard {out / names[1]} is damaged (corrupted record at byte "
+                           f"{expected}): rebuilding it.")
+    assert meta["reused_shards"] == 1 and shard_bytes(out) == before
+
+
+def test_a_truncated_shard_is_named_and_rebuilt(tmp_path, tokenizer_config):
+    write_corpus(tmp_path / "h.txt", lines=300)
+    out = tmp_path / "out"
+    build([tmp_path / "h.txt"], out, tokenizer_config, num_shards=1)
+    before = shard_bytes(out)
+    (name,) = before
+    os.truncate(out / name, 100)
+    messages = []
+    build([tmp_path / "h.txt"], out, tokenizer_config, num_shards=1, progress=messages.append)
+    assert messages[0] == (f"Shard {out / name} is damaged (truncated or extended: 100 bytes, "
+                           f"{len(before[name]):,} when built): rebuilding it.")
+    assert shard_bytes(out) == before
+
+
+def test_checking_a_finished_shard_reads_it_only_when_its_time_changed(tmp_path, tokenizer_config,
+                                                                        monkeypatch):
+    write_corpus(tmp_path / "h.txt", lines=300)
+    out = tmp_path / "out"
+    build([tmp_path / "h.txt"], out, tokenizer_config, num_shards=1)
+    (name,) = shard_bytes(out)
+    sidecar_path = out / (name + ".json")
+    reads = []
+    original = shards.file_crc32
+    monkeypatch.setattr(shards, "file_crc32", lambda path: reads.append(path) or original(path))
+    assert build([tmp_path / "h.txt"], out, tokenizer_config, num_shards=1)["reused_shards"] == 1
+    assert reads == []  # size and time as recorded: one stat
+    # Touched but unchanged (copied, restored from a backup): read once, its new time recorded.
+    os.utime(out / name, ns=(1_000_000_000, 2_000_000_000))
+    assert build([tmp_path / "h.txt"], out, tokenizer_config, num_shards=1)["reused_shards"] == 1
+    assert reads == [str(out / name)]
+    assert json.loads(sidecar_path.read_text())["mtime_ns"] == 2_000_000_000
+    build([tmp_path / "h.txt"], out, tokenizer_config, num_shards=1)
+    assert len(reads) == 1
+    # A sidecar written before checksums: the records are checked once and the checksum added.
+    old = json.loads(sidecar_path.read_text())
+    del old["crc32"], old["mtime_ns"]
+    sidecar_path.write_text(json.dumps(old))
+    assert build([tmp_path / "h.txt"], out, tokenizer_config, num_shards=1)["reused_shards"] == 1
+    upgraded = json.loads(sidecar_path.read_text())
+    assert upgraded["crc32"] == zlib.crc32((out / name).read_bytes())
+
+
+def test_a_shard_damaged_without_a_trace_is_found_by_reading_it(tmp_path, tokenizer_config):
+    write_corpus(tmp_path / "h.txt", lines=600)
+    out = tmp_path / "out"
+    build([tmp_path / "h.txt"], out, tokenizer_config, num_shards=2)
+    names = sorted(shard_bytes(out))
+    assert shards.find_damaged_shard(str(out)) is None
+    data = (out / names[0]).read_bytes()
+    stat = os.stat(out / names[0])
+    _flip(out / names[0], 40)
+    os.utime(out / names[0], ns=(stat.st_atime_ns, stat.st_mtime_ns))  # bit rot keeps the time
+    damaged = shards.find_damaged_shard(str(out))
+    assert damaged.path == str(out / names[0])
+    assert damaged.problem == f"corrupted record at byte {_record_start(data, 40)}"
 
 
 def test_invalid_utf8_error_names_file_line_and_offset(tmp_path, tokenizer_config):

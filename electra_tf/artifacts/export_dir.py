@@ -22,6 +22,7 @@ from typing import Optional
 import keras
 
 from electra_tf.artifacts.run_dir import CONFIG_FILE, VOCAB_FILE
+from electra_tf.finiteness import check_finite_weights
 # Registers the custom classes so load_model finds them.
 from electra_tf.modeling.electra import plain_discriminator
 
@@ -76,30 +77,41 @@ def export_pretrained(generator: Optional[keras.Model], discriminator: keras.Mod
 
     Returns:
         The export directory.
+
+    Raises:
+        NonFiniteError: a model's weights hold NaN or infinities (nothing is written).
+        OSError: a write failed (a full disk); the temporary directory is
+            removed and an earlier export left as it was.
     """
+    for model in (discriminator, generator):
+        if model is not None:
+            check_finite_weights(model.weights, f"the {model.name} to export to {export_dir}")
     parent = os.path.dirname(os.path.abspath(export_dir))
     os.makedirs(parent, exist_ok=True)
     tmp = ExportDir(os.path.join(parent, f".tmp-export-{os.getpid()}"))
     shutil.rmtree(tmp.path, ignore_errors=True)
-    os.makedirs(tmp.path)
-    # A discriminator trained with gradient-disentangled embeddings is saved
-    # with the plain table E + ΔE: nothing downstream needs to know.
-    float32_copy(plain_discriminator(discriminator)).save(tmp.discriminator_file)
-    if generator is not None:
-        float32_copy(generator).save(tmp.generator_file)
-    # A loaded model runs the reference kernels (a saved model carries no
-    # kernel set), so the SavedModel is plain TensorFlow for any hardware.
-    reloaded = keras.saving.load_model(tmp.discriminator_file)
-    reloaded.export(tmp.discriminator_savedmodel, format="tf_saved_model", verbose=False)
-    shutil.copyfile(vocab_file, tmp.vocab_file)
-    shutil.copyfile(config_json, tmp.config_file)
-    if os.path.exists(export_dir):
-        old = f"{export_dir}.old-{os.getpid()}"
-        os.replace(export_dir, old)
-        os.replace(tmp.path, export_dir)
-        shutil.rmtree(old, ignore_errors=True)
-    else:
-        os.replace(tmp.path, export_dir)
+    try:
+        os.makedirs(tmp.path)
+        # A discriminator trained with gradient-disentangled embeddings is saved
+        # with the plain table E + ΔE: nothing downstream needs to know.
+        float32_copy(plain_discriminator(discriminator)).save(tmp.discriminator_file)
+        if generator is not None:
+            float32_copy(generator).save(tmp.generator_file)
+        # A loaded model runs the reference kernels (a saved model carries no
+        # kernel set), so the SavedModel is plain TensorFlow for any hardware.
+        reloaded = keras.saving.load_model(tmp.discriminator_file)
+        reloaded.export(tmp.discriminator_savedmodel, format="tf_saved_model", verbose=False)
+        shutil.copyfile(vocab_file, tmp.vocab_file)
+        shutil.copyfile(config_json, tmp.config_file)
+        if os.path.exists(export_dir):
+            old = f"{export_dir}.old-{os.getpid()}"
+            os.replace(export_dir, old)
+            os.replace(tmp.path, export_dir)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(tmp.path, export_dir)
+    finally:
+        shutil.rmtree(tmp.path, ignore_errors=True)
     return export_dir
 
 

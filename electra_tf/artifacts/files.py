@@ -1,4 +1,8 @@
-"""Writing files so that a reader never sees half of one: a temporary sibling, then a rename."""
+"""Writing files so that a reader never sees half of one: a temporary sibling, then a rename.
+
+A write that fails (a full disk) removes its temporary file and leaves the
+previous version of the file as it was.
+"""
 
 from __future__ import annotations
 
@@ -12,9 +16,13 @@ import shutil
 def atomic_open(path: str):
     """Opens `path + ".tmp"` for writing text; renames it to `path` once closed without error."""
     tmp = path + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        yield f
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            yield f
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
 
 
 def write_json(path: str, data) -> None:
@@ -34,5 +42,25 @@ def read_json(path: str):
 
 def copy_file(source: str, target: str) -> None:
     """Copies `source` to `target`, atomically."""
-    shutil.copyfile(source, target + ".tmp")
-    os.replace(target + ".tmp", target)
+    try:
+        shutil.copyfile(source, target + ".tmp")
+        os.replace(target + ".tmp", target)
+    finally:
+        if os.path.exists(target + ".tmp"):
+            os.remove(target + ".tmp")
+
+
+def append_line(path: str, line: str) -> None:
+    """Appends one line to a log of lines (JSON lines); a failed write leaves no partial line."""
+    data = memoryview((line.rstrip("\n") + "\n").encode("utf-8"))
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        size = os.fstat(fd).st_size
+        try:
+            while data:
+                data = data[os.write(fd, data):]
+        except OSError:
+            os.ftruncate(fd, size)
+            raise
+    finally:
+        os.close(fd)

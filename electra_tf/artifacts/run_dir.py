@@ -5,6 +5,7 @@
     checkpoints/       tf.train checkpoints (model, optimizer, data position), last K kept
     tensorboard/       scalars (`tensorboard --logdir <run_dir>/tensorboard`)
     metrics.jsonl      progress and held-out reports, one JSON object per line
+    .lock              while a process runs in the directory: who (see `run_lock`)
     result.json        how the run ended: steps_done, finished, metrics, evaluation, seconds
     export/            the pre-trained models (see `export_dir`)
     imported_from.txt  for a converted checkpoint: the path it was converted from
@@ -18,10 +19,9 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import shutil
 from typing import Optional
 
-from electra_tf.artifacts.files import read_json, write_json
+from electra_tf.artifacts.files import copy_file, read_json, write_json
 from electra_tf.config import PretrainingConfig
 
 CONFIG_FILE = "config.json"
@@ -73,7 +73,7 @@ def write_run_files(run: RunDir, config: PretrainingConfig, vocab_file: str) -> 
     os.makedirs(run.path, exist_ok=True)
     config.save_json(run.config_file)
     if not os.path.exists(run.vocab_file):
-        shutil.copyfile(vocab_file, run.vocab_file)
+        copy_file(vocab_file, run.vocab_file)
 
 
 def read_config(run: RunDir) -> Optional[PretrainingConfig]:

@@ -136,6 +136,9 @@ flags.DEFINE_boolean("double_unordered", False, "Pair tasks: also train on every
 flags.DEFINE_integer("log_every_steps", 50, "Console / TensorBoard interval in steps.")
 flags.DEFINE_integer("save_checkpoints_steps", 500, "Training checkpoint interval in steps; an "
                      "interrupted trial resumes from the last one.")
+flags.DEFINE_boolean("restart", False, "Start unfinished trials again from step 0 although they "
+                     "have checkpoints (moved aside to checkpoints.before-restart-<time>/, not "
+                     "deleted). Without it an unfinished trial always resumes.")
 flags.DEFINE_boolean("save_models", True, "Save each trial's fine-tuned model (model.json + "
                      "model.weights.h5).")
 flags.DEFINE_string("export_model_name", None, "TF Serving model name of the export written to "
@@ -375,7 +378,7 @@ def main(argv):
         output_dir = _output_dir(task.name, pretrained.model_file)
         results = run_trials(task, pretrained, _settings(output_dir),
                              vocab_flag_given=FLAGS.vocab_file is not None, print_fn=_say,
-                             strategy=strategy)
+                             strategy=strategy, restart=FLAGS.restart)
     except (RunError, TaskDataError, SquadDataError, CheckpointError) as error:
         raise app.UsageError(str(error))
     if not is_chief(strategy):  # the chief reports and exports

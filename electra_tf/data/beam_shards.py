@@ -121,6 +121,8 @@ def write_shards(input_patterns: Sequence[str], output_dir: str, tokenizer_confi
                                       tokenizer_config["vocab_file"]])
     started = time.time()
     plan, _ = shards.plan_build(input_patterns, output_dir, tokenizer_config, **build_args)
+    for path, problem in plan.damaged.items():
+        report(f"Shard {path} is damaged ({problem}): rebuilding it.")
     report(f"{len(plan.sources)} input file(s), {plan.total_bytes / 1e6:,.1f} MB -> "
            f"{plan.num_shards} shard(s) in {plan.output_dir}"
            + (f"; reusing {len(plan.reused)} finished shard(s)" if plan.reused else "")

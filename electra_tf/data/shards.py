@@ -35,15 +35,24 @@ records of a shard would be consecutive text of one article, which a small
 reader shuffle buffer cannot decorrelate.
 
 Atomic and resumable output. Each shard and its sidecar `<shard>.json`
-(example count, byte size and the build fingerprint) are written under
-temporary names `.tmp-<name>-<pid>-<random>` and renamed into place, sidecar
-first, so a shard file that exists is always complete. `metadata.json` is
-written last. A re-run with the same build fingerprint (input paths, sizes
-and mtimes; vocabulary hash; casing flags; `max_seq_length`; `seed`;
-`num_shards`; probabilities) reuses finished shards and rebuilds only missing
-ones. Output from a different build is never deleted: it raises
-`ShardError`. Concurrent builds into one directory are not supported
+(example count, byte size, CRC-32 and modification time of the file, and the
+build fingerprint) are written under temporary names
+`.tmp-<name>-<pid>-<random>` and renamed into place, sidecar first, so a
+shard file that exists is always complete. `metadata.json` is written last.
+A re-run with the same build fingerprint (input paths, sizes and mtimes;
+vocabulary hash; casing flags; `max_seq_length`; `seed`; `num_shards`;
+probabilities) reuses finished shards and rebuilds only missing or damaged
+ones. Checking a finished shard costs one `stat` while its size and
+modification time are those recorded; a shard whose size differs
+(truncated) is rebuilt, and one whose modification time differs is read
+once and compared with its checksum: a shard changed in place is named, with
+the byte offset of its first bad record, and rebuilt (an unchanged one gets
+its new time recorded). Output from a different build is never deleted: it
+raises `ShardError`. Concurrent builds into one directory are not supported
 (leftover temporary files are removed at the start of each run).
+
+Readers verify every record's own checksum as they read; a shard damaged
+after the build is named by `find_damaged_shard`.
 
 Readers should take shard paths from `metadata.json` (`shard_paths`): the
 sidecars share the shard name prefix, so a glob `pretrain_data.tfrecord-*`
@@ -65,6 +74,7 @@ tokenization is then about three quarters of the build time.
 
 from __future__ import annotations
 
+import dataclasses
 import glob
 import hashlib
 import json
@@ -73,8 +83,10 @@ import math
 import multiprocessing
 import os
 import random
+import re
 import secrets
 import time
+import zlib
 from dataclasses import dataclass
 from typing import Callable, Iterable, Iterator, Optional, Sequence
 
@@ -707,11 +719,14 @@ def build_shard(job: dict, tokenizer, tokenize: Callable) -> dict:
             # Every piece ends with a file end, so nothing is pending here.
             encode_pending()
             flush_window(writer)
+        written = fileio.stat(tmp_shard)  # a rename keeps the modification time
         sidecar = {
             "shard": name,
             "index": job["index"],
             "num_examples": num_examples,
-            "bytes": fileio.getsize(tmp_shard),
+            "bytes": written.size,
+            "crc32": file_crc32(tmp_shard),
+            "mtime_ns": written.mtime_ns,
             "fingerprint": job["fingerprint"],
             "text_bytes": sum(e - s for _, s, e in job["segments"]),
             "replaced_lines": stats["replaced_lines"],
@@ -782,9 +797,92 @@ def _remove_stale_tmp(output_dir: str) -> None:
             fileio.remove(path)
 
 
+def file_crc32(path: str) -> int:
+    """CRC-32 (zlib's) of a whole file, read in blocks."""
+    crc = 0
+    with fileio.open_file(path, "rb") as f:
+        while True:
+            block = f.read(READ_BLOCK_BYTES)
+            if not block:
+                return crc
+            crc = zlib.crc32(block, crc)
+
+
+def record_problem(path: str) -> Optional[str]:
+    """Reads every record of a TFRecord file; what is wrong with the first bad one, or None.
+
+    TensorFlow checks each record's length and data checksums; the answer
+    names the byte offset, e.g. "corrupted record at byte 28947".
+    """
+    try:
+        tf.data.TFRecordDataset(path).reduce(np.int64(0), lambda count, _: count + 1)
+    except tf.errors.OpError as error:
+        message = (error.message or str(error)).strip()
+        found = re.search(r"(corrupted|truncated) record at (\d+)", message)
+        if found:
+            return f"{found.group(1)} record at byte {found.group(2)}"
+        return message.split("}} ")[-1].splitlines()[0][:200]
+    return None
+
+
+@dataclass(frozen=True)
+class DamagedShard:
+    """A shard that cannot be read whole: its path and what is wrong (with the byte offset)."""
+
+    path: str
+    problem: str
+
+
+def find_damaged_shard(output_dir: str) -> Optional[DamagedShard]:
+    """The first shard listed in `output_dir/metadata.json` with a bad record, or None.
+
+    Reads every shard (a full pass): for naming the file after a reader
+    reported a bad record, not for routine checks.
+    """
+    try:
+        paths = shard_paths(output_dir)
+    except ShardError:
+        return None
+    for path in paths:
+        problem = record_problem(path)
+        if problem is not None:
+            return DamagedShard(path, problem)
+    return None
+
+
+def _shard_damage(shard_path: str, sidecar: dict) -> tuple[Optional[str], bool]:
+    """(what is wrong with a finished shard or None, whether its sidecar needs rewriting).
+
+    One `stat` while the file's size and modification time are those the
+    sidecar records; otherwise the file is read once and compared with the
+    recorded CRC-32. Shards built before checksums are checked record by
+    record once and get their checksum recorded.
+    """
+    stat = fileio.stat(shard_path)
+    if stat.size != sidecar.get("bytes"):
+        return f"truncated or extended: {stat.size:,} bytes, {sidecar.get('bytes'):,} when built", \
+            False
+    if sidecar.get("crc32") is None:  # built before checksums were recorded
+        problem = record_problem(shard_path)
+        if problem is not None:
+            return problem, False
+    elif stat.mtime_ns == sidecar.get("mtime_ns"):
+        return None, False
+    elif file_crc32(shard_path) != sidecar["crc32"]:
+        return (record_problem(shard_path)
+                or "its checksum differs from the one recorded when it was built"), False
+    sidecar["crc32"] = sidecar.get("crc32") or file_crc32(shard_path)
+    sidecar["mtime_ns"] = stat.mtime_ns
+    return None, True
+
+
 def _reusable_shards(output_dir: str, num_shards: int, build: dict,
-                     invalid_utf8: str) -> dict[int, dict]:
-    """Checks the directory against this build; returns {index: sidecar} of finished shards.
+                     invalid_utf8: str) -> tuple[dict[int, dict], dict[int, str]]:
+    """Checks the directory against this build.
+
+    Returns:
+        ({index: sidecar} of the finished shards to reuse, {index: what is
+        wrong} of the finished shards found damaged, to rebuild).
 
     Raises:
         ShardError: files from a different build are present.
@@ -807,7 +905,7 @@ def _reusable_shards(output_dir: str, num_shards: int, build: dict,
             raise _different_build_error(output_dir, fname,
                                          f"this build writes {num_shards} shards")
 
-    reusable = {}
+    reusable, damaged = {}, {}
     for name, index in expected.items():
         shard_path = os.path.join(output_dir, name)
         sidecar_path = shard_path + SIDECAR_SUFFIX
@@ -821,12 +919,21 @@ def _reusable_shards(output_dir: str, num_shards: int, build: dict,
             old = sidecar.get("build") if isinstance(sidecar, dict) else None
             raise _different_build_error(output_dir, name + SIDECAR_SUFFIX,
                                          _build_differences(old, build))
-        if not fileio.exists(shard_path) or fileio.getsize(shard_path) != sidecar.get("bytes"):
-            continue  # Interrupted or damaged: rebuild.
+        if not fileio.exists(shard_path):
+            continue  # Interrupted between the two renames: rebuild.
+        problem, refreshed = _shard_damage(shard_path, sidecar)
+        if problem is not None:
+            damaged[index] = problem
+            continue
+        if refreshed:  # unchanged content: record the new time (or the checksum)
+            try:
+                _write_json_atomic(sidecar_path, sidecar)
+            except (OSError, tf.errors.OpError):
+                pass  # read-only: checked again next time
         if invalid_utf8 == "error" and sidecar.get("replaced_lines"):
             continue  # Rebuilding reports the invalid bytes as an error.
         reusable[index] = sidecar
-    return reusable
+    return reusable, damaged
 
 
 def _tmp_path(directory: str, name: str) -> str:
@@ -869,6 +976,8 @@ class ShardPlan:
         special_ids: ids of [PAD] [UNK] [CLS] [SEP] [MASK].
         reused: `{index: sidecar}` of finished shards kept from an earlier run.
         jobs: one `build_shard` job per shard still to build, in shard order.
+        damaged: `{path: what is wrong}` of finished shards found damaged
+            (they are among the jobs).
     """
 
     input_patterns: list[str]
@@ -881,6 +990,7 @@ class ShardPlan:
     special_ids: dict
     reused: dict[int, dict]
     jobs: list[dict]
+    damaged: dict[str, str] = dataclasses.field(default_factory=dict)
 
     @property
     def todo_bytes(self) -> int:
@@ -974,7 +1084,7 @@ def plan_build(input_patterns: Sequence[str], output_dir: str, tokenizer_config:
         raise ShardError(f"output path {output_dir!r} exists and is not a directory")
     fileio.makedirs(output_dir)
     _remove_stale_tmp(output_dir)
-    done = _reusable_shards(output_dir, num_shards, build, invalid_utf8)
+    done, damaged = _reusable_shards(output_dir, num_shards, build, invalid_utf8)
 
     pieces = _plan_pieces(sources, num_shards, span)
     jobs = []
@@ -992,7 +1102,9 @@ def plan_build(input_patterns: Sequence[str], output_dir: str, tokenizer_config:
     plan = ShardPlan(input_patterns=input_patterns, output_dir=output_dir, sources=sources,
                      total_bytes=total_bytes, num_shards=num_shards, build=build,
                      vocab_size=tokenizer.vocab_size, special_ids=tokenizer.special_ids,
-                     reused=done, jobs=jobs)
+                     reused=done, jobs=jobs,
+                     damaged={os.path.join(output_dir, shard_name(i, num_shards)): problem
+                              for i, problem in sorted(damaged.items())})
     return plan, tokenizer
 
 
@@ -1105,6 +1217,8 @@ def write_shards(input_patterns: Sequence[str], output_dir: str, tokenizer_confi
         num_shards=num_shards, seed=seed, single_segment_prob=single_segment_prob,
         short_seq_prob=short_seq_prob, invalid_utf8=invalid_utf8, text_range=text_range)
     jobs, num_shards, todo_bytes = plan.jobs, plan.num_shards, plan.todo_bytes
+    for path, problem in plan.damaged.items():
+        say(f"Shard {path} is damaged ({problem}): rebuilding it.")
     say(f"{len(plan.sources)} input file(s), {plan.total_bytes / 1e6:,.1f} MB -> "
         f"{num_shards} shard(s) in {plan.output_dir}"
         + (f"; reusing {len(plan.reused)} finished shard(s)" if plan.reused else "")

@@ -228,6 +228,25 @@ def _open_text(path: str):
     return open(path, encoding="utf-8-sig", newline="")
 
 
+def _utf8_error(path: str) -> "TaskDataError":
+    """The error naming the line and byte of the first invalid UTF-8 in `path`.
+
+    Python decodes a text file block by block and reports positions within
+    the block, so the file is decoded again as a whole to find the line.
+    """
+    with open(path, "rb") as f:
+        data = f.read()
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        start = error.start
+        line = data.count(b"\n", 0, start) + 1
+        column = start - (data.rfind(b"\n", 0, start) + 1) + 1
+        return TaskDataError(f"{path}, line {line}: not valid UTF-8 (byte 0x{data[start]:02x} "
+                             f"at column {column}, byte offset {start}: {error.reason}).")
+    return TaskDataError(f"{path}: not valid UTF-8.")
+
+
 def read_delimited(path: str, delimiter: str = "\t", quoting: str = "none",
                    has_header: bool = True) -> tuple[Optional[list[str]], list[tuple[int, list[str]]]]:
     """Reads a delimited text file.
@@ -270,8 +289,8 @@ def read_delimited(path: str, delimiter: str = "\t", quoting: str = "none",
                     header = [name.strip() for name in fields]
                     continue
                 rows.append((start, fields))
-    except UnicodeDecodeError as error:
-        raise TaskDataError(f"{path}: not valid UTF-8 near line {line} ({error.reason}).") from None
+    except UnicodeDecodeError:
+        raise _utf8_error(path) from None
     except csv.Error as error:
         raise TaskDataError(f"{path}, line {line}: {error}. A quote character opens a field "
                             "that never closes; if quotes are plain text in this file, pass "
@@ -497,8 +516,8 @@ def _read_records(path: str, options: FileTaskOptions) -> tuple[list[str], list[
                         if key not in columns:
                             columns.append(key)
                     records.append((line_number, record))
-        except UnicodeDecodeError as error:
-            raise TaskDataError(f"{path}: not valid UTF-8 ({error.reason}).") from None
+        except UnicodeDecodeError:
+            raise _utf8_error(path) from None
         if not records:
             raise TaskDataError(f"{path}: the file has no rows.")
         return columns, records

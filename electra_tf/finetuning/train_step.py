@@ -24,10 +24,12 @@ update from the global batch:
 
 from __future__ import annotations
 
+import keras
 import tensorflow as tf
 
 from electra_tf.distribute import (global_batch_size, in_multi_worker_mode, micro_batch_sums,
                                    sum_over_replicas)
+from electra_tf.finiteness import gradient_norm
 
 LOSS_REDUCTIONS = ("mean", "sum")
 
@@ -47,6 +49,8 @@ class FinetuningTrainStep:
     gradient_accumulation_steps = 1
     _replica_jit_compile = False
     _xla_gradients = None  # built on first use (see _replica_gradients)
+    # A `finiteness.NonFiniteRecord` the trial loop attaches (untracked: not in checkpoints).
+    nonfinite_record = None
 
     def set_training_options(self, loss_reduction: str = "mean",
                              gradient_accumulation_steps: int = 1,
@@ -98,9 +102,16 @@ class FinetuningTrainStep:
         grads, sums = micro_batch_sums(
             lambda part: self._replica_gradients(part, divisor), data,
             self.gradient_accumulation_steps, variables, tf.zeros([len(self.log_names)]))
-        self.optimizer.apply(sum_over_replicas(grads), variables)
+        grads = sum_over_replicas(grads)
         totals = tf.distribute.get_replica_context().all_reduce(tf.distribute.ReduceOp.SUM, sums)
         logs = dict(zip(self.log_names, tf.unstack(totals / examples)))
+        if self.nonfinite_record is not None:
+            # Global values: the same on every replica. A float16 step skipped
+            # for overflow is the loss scale's business, not a fault.
+            scaled = isinstance(self.optimizer, keras.optimizers.LossScaleOptimizer)
+            self.nonfinite_record.update(self.optimizer.iterations + 1, logs["loss"],
+                                         None if scaled else gradient_norm(grads))
+        self.optimizer.apply(grads, variables)
         if in_multi_worker_mode(tf.distribute.get_strategy()):
             # Keras averages logs across workers along axis 0, which scalars lack.
             logs = {name: value[None] for name, value in logs.items()}

@@ -241,6 +241,7 @@ def load_run_models(path: str):
     import keras
     import tensorflow as tf
 
+    from electra_tf.artifacts import checkpoint_dir
     from electra_tf.artifacts.export_dir import float32_copy
     from electra_tf.data.pipeline import dummy_batch
     from electra_tf.modeling.electra import plain_discriminator
@@ -255,10 +256,14 @@ def load_run_models(path: str):
         discriminator = keras.saving.load_model(files.discriminator_file)
         generator = files.generator_file and keras.saving.load_model(files.generator_file)
         return config, generator, discriminator, files.discriminator_file
-    latest = tf.train.latest_checkpoint(files.checkpoint_dir)
-    if latest is None:
+    # The newest checkpoint that is complete, readable and finite (not merely the newest).
+    usable = next((c for c in checkpoint_dir.list_checkpoints(files.checkpoint_dir)
+                   if checkpoint_dir.checkpoint_problem(c) is None), None)
+    if usable is None:
         raise CheckpointError(f"{os.path.dirname(files.config_file)}: neither "
-                              "export/discriminator.keras nor a checkpoint in checkpoints/.")
+                              "export/discriminator.keras nor a whole, finite checkpoint in "
+                              "checkpoints/.")
+    latest = usable.prefix
     pretrainer = ElectraPretrainer(config)
     pretrainer.build_from_batch(dummy_batch(config))
     tf.train.Checkpoint(model=pretrainer).restore(latest).expect_partial()

@@ -7,6 +7,7 @@ import tensorflow as tf
 
 from electra_tf.config import PretrainingConfig
 from electra_tf.distribute import in_multi_worker_mode, micro_batch_sums, sum_over_replicas
+from electra_tf.finiteness import gradient_norm
 from electra_tf.modeling.electra import build_generator_and_discriminator
 from electra_tf.modeling.heads import MaskedLMHead
 from electra_tf.modeling.kernels import resolve_kernels
@@ -88,6 +89,8 @@ class ElectraPretrainer(keras.Model):
             aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
         self.stage = "joint"
         self._xla_gradients = None  # built on first use (see _replica_gradients)
+        # A `finiteness.NonFiniteRecord` the loop attaches (untracked: not in checkpoints).
+        self.nonfinite_record = None
 
     def set_stage(self, stage: str) -> None:
         """Chooses what the next steps train: "joint", "generator" or "discriminator".
@@ -432,9 +435,16 @@ class ElectraPretrainer(keras.Model):
             lambda part: self._replica_gradients(part, counts, variables), data,
             self.config.gradient_accumulation_steps, variables,
             tf.zeros([len(self._SUM_NAMES)], tf.float32))
-        self.optimizer.apply(sum_over_replicas(grads), variables)
-        self.seen_batches.assign_add(1)
+        grads = sum_over_replicas(grads)
         stats = self._stats(local)
+        if self.nonfinite_record is not None:
+            # Global values (summed over replicas): the same on every replica.
+            # Under float16 loss scaling an overflowing step is skipped, not a fault.
+            scaled = isinstance(self.optimizer, keras.optimizers.LossScaleOptimizer)
+            self.nonfinite_record.update(self.optimizer.iterations + 1, stats["total_loss"],
+                                         None if scaled else gradient_norm(grads))
+        self.optimizer.apply(grads, variables)
+        self.seen_batches.assign_add(1)
         if in_multi_worker_mode(tf.distribute.get_strategy()):
             # Keras averages logs across workers along axis 0, which scalars lack.
             stats = {name: value[None] for name, value in stats.items()}

@@ -1,7 +1,8 @@
 """Check an export before deploying it: `python -m electra_tf.serving.check <version_dir>`.
 
 1. Builds sample requests (English, accented, Korean and Chinese text, an
-   empty string, text longer than `max_seq_length`, invalid UTF-8) and the
+   empty string, text longer than `max_seq_length`, invalid UTF-8, a batch
+   of no text at all) and the
    answers expected from the in-process model: the Keras model in
    `assets.extra/` fed by the Python tokenization path of
    fine-tuning (`finetuning.features.encode`). Question-answering exports
@@ -46,6 +47,7 @@ from electra_tf.artifacts.finetuning_dir import holds_saved_model
 from electra_tf.artifacts.serving_dir import VersionDir, read_serving_config
 from electra_tf.finetuning import features
 from electra_tf.finetuning.saving import load_finetuned
+from electra_tf.finiteness import nonfinite_weights
 # Registers the discriminator's classes, so that load_model finds them.
 from electra_tf.modeling import electra as _electra  # noqa: F401
 from electra_tf.serving.check_requests import bytes_spec, decode_output, ids_spec
@@ -172,6 +174,11 @@ def build_requests(reference: Reference) -> tuple[list[dict], list[Optional[dict
     expected = [expected_text, expected_single, expected_ids]
     names = [f"{TEXT_SIGNATURE}: {len(texts_a)} sample texts", f"{TEXT_SIGNATURE}: one text",
              f"{IDS_SIGNATURE}: the same examples as token ids"]
+    if reference.config["kind"] != DISCRIMINATOR:  # whose outputs also have a length axis
+        requests.append({"signature": TEXT_SIGNATURE,
+                         "inputs": {k: bytes_spec([]) for k in text_inputs}})
+        expected.append({k: np.asarray(v)[:0] for k, v in expected_single.items()})
+        names.append(f"{TEXT_SIGNATURE}: no text (empty outputs)")
     # Malformed requests: each must come back as an error, not a crash.
     bad_ids = dict(encoded, input_ids=np.full_like(encoded["input_ids"],
                                                    reference.tokenizer.vocab_size))
@@ -263,8 +270,18 @@ class CheckReport:
 
 def check_export(version_dir: str, tolerance: float = DEFAULT_TOLERANCE,
                  benchmark: Optional[dict] = None) -> CheckReport:
-    """Loads `version_dir` in a fresh process and compares it with the in-process model."""
+    """Loads `version_dir` in a fresh process and compares it with the in-process model.
+
+    Weights that are not all finite fail the check at once: a diverged model
+    answers NaN probabilities with a confident-looking label.
+    """
     reference = Reference.load(version_dir)
+    bad = nonfinite_weights(reference.model.weights)
+    if bad:
+        return CheckReport(False, [f"FAIL {len(bad)} of {len(reference.model.weights)} weight "
+                                   f"tensors of {version_dir} hold NaN or infinite values (e.g. "
+                                   f"{bad[0]}): the model diverged; export an earlier "
+                                   "checkpoint of its run"], {})
     requests, expected, names = build_requests(reference)
     if benchmark and reference.config["kind"] == QUESTION_ANSWERING and \
             "texts" not in benchmark:

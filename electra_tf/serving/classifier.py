@@ -1,6 +1,6 @@
 """Serving signatures of a fine-tuned `ElectraClassifier`.
 
-`serving_default` (raw text):
+`serving_default` (raw text; B may be 0, answered with empty outputs):
     inputs:  `text` string [B] (and `text_pair` string [B] for pair tasks)
     outputs (classification):
              `probabilities` float32 [B, C], `logits` float32 [B, C],
@@ -67,23 +67,27 @@ class ClassifierServing(tf.Module):
     def _from_text(self, text, text_pair=None) -> dict:
         pieces_b = None
         text = text_ops.ensure_texts(text, "text")
+        count = tf.size(text)
         if text_pair is not None:
             text_pair = text_ops.ensure_texts(text_pair, "text_pair")
             with tf.control_dependencies([tf.debugging.assert_equal(
                     tf.size(text), tf.size(text_pair),
                     message="text and text_pair must have the same batch size")]):
-                pieces_b = self.tokenizer.tokenize(tf.identity(text_pair))
-        pieces_a = self.tokenizer.tokenize(text)
+                pieces_b = self.tokenizer.tokenize(
+                    text_ops.at_least_one_row(tf.identity(text_pair)))
+        pieces_a = self.tokenizer.tokenize(text_ops.at_least_one_row(text))
         inputs = text_ops.pack(pieces_a, pieces_b, self._max_seq_length, self.tokenizer.cls_id,
                                self.tokenizer.sep_id, self.tokenizer.pad_id)
-        return self._outputs(inputs)
+        return text_ops.first_rows(self._outputs(inputs), count)
 
     def _from_ids(self, input_ids, input_mask, segment_ids) -> dict:
         checks = text_ops.check_token_ids(input_ids, input_mask, segment_ids, self._vocab_size,
                                           self._max_positions, self._type_vocab_size)
         with tf.control_dependencies(checks):
-            inputs = {"input_ids": tf.identity(input_ids), "input_mask": tf.identity(input_mask),
-                      "segment_ids": tf.identity(segment_ids)}
+            # A row has a token at least (checked); only an empty request has none.
+            inputs = {name: text_ops.at_least_one_column(tf.identity(ids)) for name, ids in
+                      (("input_ids", input_ids), ("input_mask", input_mask),
+                       ("segment_ids", segment_ids))}
         return self._outputs(inputs)
 
     def signatures(self) -> dict:

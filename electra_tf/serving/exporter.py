@@ -24,6 +24,7 @@ from electra_tf.artifacts.run_dir import VOCAB_FILE
 from electra_tf.artifacts.serving_dir import (LABELS_FILE, SERVING_CONFIG, VersionDir,
                                               publish_version)
 from electra_tf.finetuning.saving import load_finetuned, save_finetuned
+from electra_tf.finiteness import NonFiniteError, check_finite_weights
 from electra_tf.finetuning.squad_decoding import DEFAULT_NULL_THRESHOLD, MAX_ANSWER_LENGTH
 from electra_tf.finetuning.tagging_data import TaggingDefinition
 from electra_tf.finetuning.tagging_task import TAGGER
@@ -45,6 +46,16 @@ WORD_SPLITTING = "whitespace; each CJK ideograph a word of its own"
 
 class ExportError(ValueError):
     """A checkpoint cannot be exported; the message names the path or flag."""
+
+
+def _finite_copy(model, what: str):
+    """A float32 copy of `model`, refused (ExportError) if its weights are not all finite."""
+    copy = float32_copy(model)
+    try:
+        check_finite_weights(copy.weights, what)
+    except NonFiniteError as error:
+        raise ExportError(f"{error} Nothing was exported.") from None
+    return copy
 
 
 def _encoder_config(encoder) -> dict:
@@ -97,13 +108,16 @@ def export_classifier(model, info: dict, vocab_file: str, export_base: str, mode
 
     Returns:
         The version directory.
+
+    Raises:
+        ExportError: the model's weights are not all finite (nothing is written).
     """
     task = Task.from_dict(info["task"])
     regression = task.task_type == REGRESSION
     label_names = None if regression else list(task.label_names)
     scale = info.get("regression_output_scale", 1.0)
     tokenizer = WordPieceTokenizer.from_settings(vocab_file, info)
-    copy = float32_copy(model)
+    copy = _finite_copy(model, f"the classifier to export as {model_name}")
     module = ClassifierServing(copy, tokenizer, info["max_seq_length"], task.is_pair,
                                label_names, scale)
     config = {"format_version": FORMAT_VERSION, "kind": CLASSIFIER,
@@ -136,7 +150,7 @@ def export_discriminator(discriminator, pretraining_config, vocab_file: str, exp
     tokenizer = WordPieceTokenizer(vocab_file, pretraining_config.do_lower_case,
                                    pretraining_config.resolved_strip_accents,
                                    pretraining_config.normalization)
-    copy = float32_copy(discriminator)
+    copy = _finite_copy(discriminator, f"the discriminator to export as {model_name}")
     electric = pretraining_config.objective == "electric"
     module = DiscriminatorServing(copy, tokenizer, length, electric=electric)
     config = {"format_version": FORMAT_VERSION, "kind": DISCRIMINATOR, "max_seq_length": length,
@@ -166,7 +180,7 @@ def export_question_answering(model, info: dict, vocab_file: str, export_base: s
         The version directory.
     """
     tokenizer = WordPieceTokenizer.from_settings(vocab_file, info)
-    copy = float32_copy(model)
+    copy = _finite_copy(model, f"the question-answering model to export as {model_name}")
     squad_version = str(info.get("squad_version", "1.1"))
     settings = {"max_seq_length": int(info["max_seq_length"]),
                 "max_query_length": int(info.get("max_query_length", 64)),

@@ -1,6 +1,6 @@
 """Serving signatures of a fine-tuned SQuAD model (`finetuning.qa_model.ElectraQA`).
 
-`serving_default` (raw text):
+`serving_default` (raw text; B may be 0, answered with empty outputs):
     inputs:  `question` string [B], `context` string [B]
     outputs: `answer_text` string [B]: the best span, a byte-exact substring
                  of `context` ("" when there is no valid span);
@@ -238,6 +238,10 @@ class QuestionAnsweringServing(tf.Module):
                 tf.size(question), tf.size(context),
                 message="question and context must have the same batch size")]):
             context = tf.identity(context)
+        # An empty request runs one empty pair and answers no row.
+        count = tf.size(question)
+        question = text_ops.at_least_one_row(question)
+        context = text_ops.at_least_one_row(context)
         ids, begin, end = context_pieces(self.tokenizer, context)
         inputs = pack_question_context(
             self.tokenizer.tokenize(question), ids, begin, end, self._max_seq_length,
@@ -267,14 +271,16 @@ class QuestionAnsweringServing(tf.Module):
             no_answer = scores["answerable_logit"]
             outputs["no_answer_score"] = no_answer
             outputs["has_answer"] = no_answer <= self._null_score_threshold
-        return outputs
+        return text_ops.first_rows(outputs, count)
 
     def _from_ids(self, input_ids, input_mask, segment_ids) -> dict:
         checks = text_ops.check_token_ids(input_ids, input_mask, segment_ids, self._vocab_size,
                                           self._max_positions, self._type_vocab_size)
         with tf.control_dependencies(checks):
-            inputs = {"input_ids": tf.identity(input_ids), "input_mask": tf.identity(input_mask),
-                      "segment_ids": tf.identity(segment_ids)}
+            # A row has a token at least (checked); only an empty request has none.
+            inputs = {name: text_ops.at_least_one_column(tf.identity(ids)) for name, ids in
+                      (("input_ids", input_ids), ("input_mask", input_mask),
+                       ("segment_ids", segment_ids))}
         outputs = self._scores(inputs)
         if not self._version_2:
             del outputs["answerable_logit"]  # trained on all-answerable data: meaningless

@@ -85,6 +85,26 @@ def ensure_texts(texts: tf.Tensor, name: str) -> tf.Tensor:
     return tf.ensure_shape(texts, [None], name=f"check_{name}_shape")
 
 
+def at_least_one_row(texts: tf.Tensor) -> tf.Tensor:
+    """`texts` [B] with one empty string appended when B is 0 (otherwise unchanged).
+
+    The model needs a sequence of at least [CLS] [SEP] to run: an empty
+    request is answered by running one empty text and returning no row
+    (see `first_rows`).
+    """
+    return tf.concat([texts, tf.fill([tf.maximum(1 - tf.size(texts), 0)], "")], axis=0)
+
+
+def at_least_one_column(ids: tf.Tensor) -> tf.Tensor:
+    """int32 [B, L] padded with zeros to L >= 1 (an empty request may come as [0, 0])."""
+    return tf.pad(ids, [[0, 0], [0, tf.maximum(1 - tf.shape(ids)[1], 0)]])
+
+
+def first_rows(outputs: dict, count: tf.Tensor) -> dict:
+    """Every output cut to its first `count` rows (the rows of the request)."""
+    return {name: value[:count] for name, value in outputs.items()}
+
+
 def check_token_ids(input_ids: tf.Tensor, input_mask: tf.Tensor, segment_ids: tf.Tensor,
                     vocab_size: int, max_length: int, type_vocab_size: int) -> list:
     """Assertions that turn bad token-id requests into per-request errors.
@@ -100,6 +120,8 @@ def check_token_ids(input_ids: tf.Tensor, input_mask: tf.Tensor, segment_ids: tf
     return [
         tf.debugging.assert_equal(tf.shape(input_mask), shape,
                                   message="input_mask must have the shape of input_ids [B, L]"),
+        tf.debugging.Assert(tf.logical_or(shape[0] == 0, shape[1] > 0),
+                            ["input_ids must hold at least one token ([CLS]) per row"]),
         tf.debugging.assert_equal(tf.shape(segment_ids), shape,
                                   message="segment_ids must have the shape of input_ids [B, L]"),
         tf.debugging.assert_less_equal(shape[1], max_length,

@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import time
 from typing import Callable, Optional
 
 import keras
 import tensorflow as tf
+
+from electra_tf.artifacts import checkpoint_dir
+from electra_tf.artifacts.files import append_line
+from electra_tf.errors import RunError
+from electra_tf.finiteness import NonFiniteError, NonFiniteRecord
 
 
 def format_duration(seconds: float) -> str:
@@ -88,8 +94,7 @@ class ProgressMonitor(keras.callbacks.Callback):
                 tf.summary.scalar(name, value)
         self.writer.flush()
         if self.log_file:
-            with open(self.log_file, "a", encoding="utf-8") as f:
-                f.write(json.dumps({"step": step, **values}) + "\n")
+            append_line(self.log_file, json.dumps({"step": step, **values}))
         eta = (self.total_steps - step) / steps_per_sec
         parts = [f"step {step}/{self.total_steps} ({100.0 * step / self.total_steps:.1f}%)"]
         parts += [f"{k} {values[k]:.4f}" for k in self.console_keys if k in values]
@@ -98,24 +103,41 @@ class ProgressMonitor(keras.callbacks.Callback):
         self.print_fn(" | ".join(parts))
 
 
+class CheckpointWriteError(RunError):
+    """A checkpoint could not be written (disk full, quota, permissions)."""
+
+
 class CheckpointSaver(keras.callbacks.Callback):
     """Saves every `every` steps, and stops cleanly (after saving) on SIGINT/SIGTERM.
 
     A second SIGINT while the first is being handled raises KeyboardInterrupt
     as usual.
 
+    With a `NonFiniteRecord`, nothing is saved once a step's loss or
+    gradients were not finite: the record is read before every save and
+    every `check_every` steps, and training stops with `NonFiniteError`,
+    the last checkpoint (finite) intact. A save that fails (a full disk)
+    removes what it left and raises `CheckpointWriteError`; the earlier
+    checkpoints are untouched.
+
     Args:
         manager: a `tf.train.CheckpointManager`.
         every: save interval in optimizer steps.
         print_fn: where messages go.
+        nonfinite: the train step's record of non-finite steps (None: not checked).
+        check_every: also read `nonfinite` every this many steps (the logging
+            interval: a host round trip that is made then anyway).
     """
 
     def __init__(self, manager: tf.train.CheckpointManager, every: int,
-                 print_fn: Callable[[str], None] = print):
+                 print_fn: Callable[[str], None] = print,
+                 nonfinite: Optional[NonFiniteRecord] = None, check_every: int = 0):
         super().__init__()
         self.manager = manager
         self.every = every
         self.print_fn = print_fn
+        self.nonfinite = nonfinite
+        self.check_every = check_every
         self.stop_signal: Optional[int] = None
         self._previous_handlers: dict[int, object] = {}
 
@@ -138,12 +160,41 @@ class CheckpointSaver(keras.callbacks.Callback):
             signal.signal(signum, handler)
         self._previous_handlers.clear()
 
+    def check_finite(self) -> None:
+        """Raises NonFiniteError if a step so far had a non-finite loss or gradient."""
+        first = self.nonfinite.first() if self.nonfinite is not None else None
+        if first is None:
+            return
+        latest = self.manager.latest_checkpoint
+        kept = (f"the last checkpoint, {latest}, is finite and intact" if latest
+                else "no checkpoint had been saved")
+        raise NonFiniteError(f"Training stopped at {first.describe()} (not finite); nothing "
+                             f"after it was saved: {kept}.")
+
     def save(self) -> str:
-        """Saves unless the latest checkpoint already holds this step."""
+        """Saves unless the latest checkpoint already holds this step.
+
+        Raises:
+            NonFiniteError: a step since the last save was not finite.
+            CheckpointWriteError: the checkpoint could not be written.
+        """
         step = int(self.model.optimizer.iterations.numpy())
         if self.manager.latest_checkpoint and self.manager.latest_checkpoint.endswith(f"-{step}"):
             return self.manager.latest_checkpoint
-        return self.manager.save(checkpoint_number=step)
+        self.check_finite()
+        try:
+            return self.manager.save(checkpoint_number=step)
+        except (tf.errors.OpError, OSError) as error:
+            directory = self.manager.directory
+            checkpoint_dir.remove_temporary(directory)
+            cause = (getattr(error, "message", None) or str(error)).strip().splitlines()[0]
+            cause = cause.split("}} ")[-1]  # without TensorFlow's function-node prefix
+            latest = self.manager.latest_checkpoint
+            raise CheckpointWriteError(
+                f"Could not write the checkpoint of step {step} in {directory}: {cause}. "
+                + (f"The previous checkpoints are intact (newest: {os.path.basename(latest)}); "
+                   if latest else "")
+                + "free some space and re-run the same command to resume.") from None
 
     def on_train_batch_end(self, batch, logs=None):
         step = int(self.model.optimizer.iterations.numpy())
@@ -155,6 +206,8 @@ class CheckpointSaver(keras.callbacks.Callback):
             # A float16 step skipped for overflow leaves `step` unchanged; save()
             # then finds this step already saved.
             self.save()
+        elif self.check_every and step % self.check_every == 0:
+            self.check_finite()
 
 
 class HeldOutEvaluation(keras.callbacks.Callback):
@@ -223,9 +276,8 @@ class HeldOutEvaluation(keras.callbacks.Callback):
                 tf.summary.text("eval/replacements", f"{display.LEGEND}\n\n{text}")
         self.writer.flush()
         if self.log_file:
-            with open(self.log_file, "a", encoding="utf-8") as f:
-                f.write(json.dumps({"step": step, **{f"eval/{k}": v
-                                                     for k, v in result.metrics.items()}}) + "\n")
+            append_line(self.log_file, json.dumps(
+                {"step": step, **{f"eval/{k}": v for k, v in result.metrics.items()}}))
         self.print_fn(f"eval at step {step} ({result.num_examples:,} held-out sequences, "
                       f"{time.perf_counter() - started:.0f}s): {format_metrics(result.metrics)}")
         return result

@@ -46,16 +46,19 @@ from electra_tf.artifacts.finetuning_dir import (FinetuningDir, TrialDir, clear_
                                                  read_history, write_history)
 from electra_tf.artifacts.pretrained import Pretrained, load_discriminator
 from electra_tf.artifacts.results import finished_trials, make_results, write_results
+from electra_tf.artifacts.run_lock import RunLock, RunLocked
 from electra_tf.distribute import (check_batch_split, check_same_on_all_workers,
                                    in_multi_worker_mode, is_chief, set_precision_policy,
-                                   worker_print)
+                                   true_on_all_workers, worker_print)
 from electra_tf.errors import RunError
+from electra_tf.finiteness import NonFiniteError, NonFiniteRecord, check_finite_weights
 from electra_tf.finetuning.optimization import create_optimizer, learning_rate_schedule
 from electra_tf.finetuning.saving import save_finetuned
 from electra_tf.finetuning.settings import FinetuneSettings
 from electra_tf.modeling.encoder import copy_encoder, with_kernels
 from electra_tf.tokenization import VocabError, WordPieceTokenizer
 from electra_tf.training.callbacks import CheckpointSaver, ProgressMonitor, format_duration
+from electra_tf.training import resuming as resume
 from electra_tf.training.fitting import fit_until
 
 
@@ -239,8 +242,12 @@ def _training_batches(task: FinetuningTask, batch_size: int, seed: int):
 
 def run_trial(model, task: FinetuningTask, settings: FinetuneSettings, trial: TrialDir,
               seed: int, print_fn=print, extra_callbacks=(),
-              strategy: Optional[tf.distribute.Strategy] = None) -> dict:
+              strategy: Optional[tf.distribute.Strategy] = None, restart: bool = False) -> dict:
     """Trains one trial (resuming from its checkpoint), evaluates it, writes its predictions.
+
+    The trial resumes from its newest whole checkpoint (see
+    `training.resuming`); a step whose loss or gradients are not finite
+    stops it (`NonFiniteError`) with its last checkpoint intact.
 
     Args:
         model: `task.build_model(...)`, fresh from the pre-trained encoder,
@@ -252,6 +259,8 @@ def run_trial(model, task: FinetuningTask, settings: FinetuneSettings, trial: Tr
         print_fn: console output.
         extra_callbacks: more Keras callbacks for `fit`.
         strategy: the strategy `model` was built under (default: the current one).
+        restart: start the trial again from step 0 although it has
+            checkpoints (they are moved aside, not deleted).
 
     Returns:
         The trial's record for results.json but its number; `model` is None.
@@ -273,6 +282,8 @@ def run_trial(model, task: FinetuningTask, settings: FinetuneSettings, trial: Tr
         # own passes inside it (see set_training_options).
         model.compile(optimizer=optimizer,
                       jit_compile=settings.jit_compile and strategy.num_replicas_in_sync == 1)
+        # Not in checkpoints: a resumed trial starts with a clean record.
+        model.nonfinite_record = NonFiniteRecord()
     # Dropout's random state lives in Keras SeedGenerators, which tf.train does
     # not track: checkpointed with the rest, a resumed trial draws the same masks.
     rng_state = [v for v in model.non_trainable_variables if "seed_generator" in v.path]
@@ -284,10 +295,13 @@ def run_trial(model, task: FinetuningTask, settings: FinetuneSettings, trial: Tr
     own_checkpoints = (contextlib.nullcontext(trial.checkpoints) if chief
                        else tempfile.TemporaryDirectory(prefix="electra-ckpt-"))
     with own_checkpoints as checkpoint_dir:
-        manager = tf.train.CheckpointManager(checkpoint, checkpoint_dir, max_to_keep=1)
-        latest = tf.train.latest_checkpoint(trial.checkpoints)
+        if restart and chief:
+            resume.restart(trial.checkpoints, print_fn)
+        if restart and in_multi_worker_mode(strategy):
+            true_on_all_workers(strategy, True)  # the others look for checkpoints after the move
+        resumption = resume.restore_newest_usable(checkpoint, trial.checkpoints)
+        latest = resumption.restored.prefix if resumption.restored else None
         if latest:
-            checkpoint.restore(latest).assert_existing_objects_matched()
             print_fn(f"Resumed from {latest} (step {int(optimizer.iterations.numpy())}).")
         done = int(optimizer.iterations.numpy())
         if latest and not any(name.startswith("seen_batches/")
@@ -297,6 +311,9 @@ def run_trial(model, task: FinetuningTask, settings: FinetuneSettings, trial: Tr
             check_same_on_all_workers(strategy, {
                 "the step the trial resumed from (put --output_dir on storage all workers share)":
                     done})
+        if chief:  # every worker has restored: the damaged checkpoints can move aside
+            resume.tidy_after_resuming(trial.checkpoints, resumption, print_fn)
+        manager = tf.train.CheckpointManager(checkpoint, checkpoint_dir, max_to_keep=1)
         # Entries recorded after the checkpoint are recorded again.
         history = [entry for entry in read_history(trial) if entry["step"] <= done]
         writer = (tf.summary.create_file_writer(trial.tensorboard) if chief
@@ -310,14 +327,22 @@ def run_trial(model, task: FinetuningTask, settings: FinetuneSettings, trial: Tr
             epoch_ends = _EpochEnds(
                 task, lambda: _evaluate(task, model, evaluation_model, settings.eval_batch_size),
                 steps_per_epoch, total_steps, history, trial if chief else None, writer, print_fn)
-            saver = CheckpointSaver(manager, settings.save_checkpoints_steps, print_fn=print_fn)
-            _, interrupted, _ = fit_until(
-                model, total_steps, _training_batches(task, settings.train_batch_size, seed),
-                seen_batches,
-                [_BatchCounter(seen_batches), *extra_callbacks, progress, epoch_ends, saver], saver)
+            saver = CheckpointSaver(manager, settings.save_checkpoints_steps, print_fn=print_fn,
+                                    nonfinite=model.nonfinite_record,
+                                    check_every=settings.log_every_steps)
+            try:
+                _, interrupted, _ = fit_until(
+                    model, total_steps, _training_batches(task, settings.train_batch_size, seed),
+                    seen_batches,
+                    [_BatchCounter(seen_batches), *extra_callbacks, progress, epoch_ends, saver],
+                    saver)
+                if not interrupted:
+                    saver.save()
+            except NonFiniteError as error:
+                raise NonFiniteError(f"{error} Try a lower --learning_rate with another "
+                                     "--output_dir.") from None
             if interrupted:
                 raise KeyboardInterrupt
-            saver.save()
         train_seconds = time.perf_counter() - started
 
         started = time.perf_counter()
@@ -346,8 +371,10 @@ def check_vocab(encoder, tokenizer: WordPieceTokenizer, vocab_flag_given: bool) 
 
 def run_trials(task: FinetuningTask, pretrained: Pretrained, settings: FinetuneSettings,
                vocab_flag_given: bool = False, print_fn=print, extra_callbacks=(),
-               strategy: Optional[tf.distribute.Strategy] = None) -> dict:
+               strategy: Optional[tf.distribute.Strategy] = None, restart: bool = False) -> dict:
     """Runs the trials of `task` not yet in results.json; returns the results (also written).
+
+    One process at a time holds the output directory (`artifacts.run_lock`).
 
     Args:
         task: the task (not yet prepared).
@@ -359,11 +386,42 @@ def run_trials(task: FinetuningTask, pretrained: Pretrained, settings: FinetuneS
         strategy: the tf.distribute strategy to train under (default: the
             current one). Every worker returns the same results; only the
             chief writes them.
+        restart: start unfinished trials again from step 0 although they
+            have checkpoints (moved aside, not deleted).
 
     Raises:
         RunError: the settings, the vocabulary or the output directory do not
-            fit (nothing is written then).
+            fit (nothing is written then); another process holds the output
+            directory (`RunLocked`); the pre-trained weights or a training
+            step are not finite (`NonFiniteError`).
     """
+    strategy = strategy or tf.distribute.get_strategy()
+    chief = is_chief(strategy)
+    # The chief holds the output directory; the other workers stop with it
+    # when it cannot, instead of waiting for it in the collectives.
+    lock, refused = None, None
+    if chief:
+        try:
+            lock = RunLock(settings.output_dir, worker_print(print_fn, strategy)).acquire()
+        except RunLocked as error:
+            refused = error
+    if in_multi_worker_mode(strategy) and not true_on_all_workers(strategy, refused is None):
+        refused = refused or RunLocked(f"The chief could not lock --output_dir="
+                                       f"{settings.output_dir} (see its message).")
+    if refused is not None:
+        raise refused
+    try:
+        return _run_trials(task, pretrained, settings, vocab_flag_given, print_fn,
+                           extra_callbacks, strategy, restart)
+    finally:
+        if lock is not None:
+            lock.release()
+
+
+def _run_trials(task: FinetuningTask, pretrained: Pretrained, settings: FinetuneSettings,
+                vocab_flag_given: bool = False, print_fn=print, extra_callbacks=(),
+                strategy: Optional[tf.distribute.Strategy] = None, restart: bool = False) -> dict:
+    """`run_trials` once the output directory is held (the same arguments)."""
     config = pretrained.config
     settings = settings.resolve(config.model_size, task.default_epochs)
     strategy = strategy or tf.distribute.get_strategy()
@@ -416,13 +474,15 @@ def run_trials(task: FinetuningTask, pretrained: Pretrained, settings: FinetuneS
                 encoder = load_discriminator(pretrained.model_file).encoder
                 if settings.random_init:  # the same architecture, weights drawn afresh
                     encoder = copy_encoder(encoder, settings.kernels, with_weights=False)
+                else:
+                    check_finite_weights(encoder.weights, pretrained.model_file)
                 # The run's kernel set and precision (a loaded encoder has the
                 # reference kernels and the precision it was saved in).
                 encoder = with_kernels(encoder, settings.kernels)
                 check_vocab(encoder, tokenizer, vocab_flag_given)
                 model = task.build_model(encoder, seed)
             record = {"trial": number, **run_trial(model, task, settings, trial, seed, print_fn,
-                                                   extra_callbacks, strategy)}
+                                                   extra_callbacks, strategy, restart)}
             trials.append(record)
             if not chief:
                 continue

@@ -41,6 +41,8 @@ def fit_until(model: keras.Model, end_step: int,
     Raises:
         RunError: `MAX_SKIPPED_BATCHES` batches in a row gave non-finite
             gradients (a checkpoint is saved first).
+        NonFiniteError: a step's loss or gradients were not finite (see
+            `CheckpointSaver`; nothing after the last checkpoint is saved).
     """
     optimizer = model.optimizer
     steps_done = int(optimizer.iterations.numpy())
@@ -48,9 +50,13 @@ def fit_until(model: keras.Model, end_step: int,
     metrics: dict = {}
     seen_at_progress = int(seen_batches.numpy())
     while steps_done < end_step and not interrupted:
-        history = model.fit(dataset_from(int(seen_batches.numpy())), epochs=1,
-                            steps_per_epoch=end_step - steps_done, verbose=0, shuffle=False,
-                            callbacks=callbacks)
+        try:
+            history = model.fit(dataset_from(int(seen_batches.numpy())), epochs=1,
+                                steps_per_epoch=end_step - steps_done, verbose=0, shuffle=False,
+                                callbacks=callbacks)
+        except BaseException:
+            saver.on_train_end()  # fit skips it on an error: give the signal handlers back
+            raise
         metrics = {k: float(v[-1]) for k, v in history.history.items()} or metrics
         interrupted = saver.stop_signal is not None
         previous, steps_done = steps_done, int(optimizer.iterations.numpy())

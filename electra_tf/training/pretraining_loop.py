@@ -1,13 +1,17 @@
 """The pre-training run: build under a strategy, resume, fit, checkpoint, export.
 
 Everything a run produces goes to its run directory (see
-`electra_tf.artifacts.run_dir`). Re-running with the same run directory
-resumes from the latest checkpoint.
+`electra_tf.artifacts.run_dir`), which one process at a time holds (see
+`electra_tf.artifacts.run_lock`). Re-running with the same run directory
+resumes from the newest checkpoint that is complete, readable and finite
+(see `electra_tf.training.resuming`). A step whose loss or gradients are not
+finite stops the run before anything non-finite is saved or exported.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import errno
 import filecmp
 import os
 import shutil
@@ -20,19 +24,23 @@ import keras
 import tensorflow as tf
 
 from electra_tf.artifacts.export_dir import export_pretrained
-from electra_tf.artifacts.run_dir import RunDir, read_config, write_run_files
+from electra_tf.artifacts.run_dir import RunDir, read_config, write_result, write_run_files
+from electra_tf.artifacts.run_lock import RunLock, RunLocked
 from electra_tf.config import ConfigError, PretrainingConfig, config_differences
 from electra_tf.data.pipeline import dummy_batch, make_pretraining_dataset
+from electra_tf.data.shards import find_damaged_shard
 from electra_tf.data.token_counts import count_tokens
 from electra_tf.distribute import (check_batch_split, check_same_on_all_workers,
                                    in_multi_worker_mode, is_chief, set_precision_policy,
-                                   worker_print)
+                                   true_on_all_workers, worker_print)
 from electra_tf.errors import RunError
+from electra_tf.finiteness import NonFiniteError, NonFiniteRecord, check_finite_weights
 from electra_tf.flops import steps_within_budget, train_flops
 from electra_tf.pretraining.optimization import create_optimizer, learning_rate_schedule
 from electra_tf.pretraining.pretrainer import ElectraPretrainer
 from electra_tf.pretraining.evaluation import (PretrainingEvaluator, evaluation_dataset,
                                                format_summary)
+from electra_tf.training import resuming as resume
 from electra_tf.training.callbacks import (CheckpointSaver, HeldOutEvaluation, ProgressMonitor,
                                            format_duration)
 from electra_tf.training.fitting import fit_until
@@ -42,6 +50,15 @@ from electra_tf.tokenization import load_vocab, vocab_fingerprint
 RESUMABLE_FIELDS = ("num_train_steps", "save_checkpoints_steps", "keep_checkpoint_max",
                     "log_every_steps", "steps_per_execution", "gradient_accumulation_steps",
                     "jit_compile", "kernels", "eval_every_steps", "num_eval_examples")
+# Optimisation hyperparameters a resumed run may change when asked to
+# (`change_hyperparameters`, --change_hyperparameters), e.g. a lower learning
+# rate after a divergence: they are Python values, not variables of the
+# checkpoint, so the weights and optimizer moments carry on unchanged.
+HYPERPARAMETER_FIELDS = ("learning_rate", "lr_decay_power", "num_warmup_steps",
+                         "weight_decay_rate", "adam_beta_1", "adam_beta_2", "adam_epsilon",
+                         "clip_norm", "gen_weight", "disc_weight", "temperature")
+# errno values of a write that failed for lack of room.
+_NO_ROOM = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
 
 
 class RunConfigMismatch(RunError):
@@ -61,8 +78,19 @@ class PretrainingResult:
     evaluation: Optional[dict] = None
 
 
-def check_run_dir(config: PretrainingConfig, run_dir: str, vocab_file: str) -> bool:
-    """Checks that `run_dir` is empty or holds this same run. Returns True when resuming.
+def check_run_dir(config: PretrainingConfig, run_dir: str, vocab_file: str,
+                  change_hyperparameters: bool = False) -> tuple[bool, list[str]]:
+    """Checks that `run_dir` is empty or holds this same run.
+
+    Args:
+        config: the run's configuration.
+        run_dir: the run directory.
+        vocab_file: the run's vocabulary.
+        change_hyperparameters: allow `HYPERPARAMETER_FIELDS` to differ.
+
+    Returns:
+        (whether the directory holds this run, the hyperparameters that
+        change, as `field: old -> new`).
 
     Raises:
         RunConfigMismatch: the directory holds a run with another configuration
@@ -71,19 +99,24 @@ def check_run_dir(config: PretrainingConfig, run_dir: str, vocab_file: str) -> b
     run = RunDir(run_dir)
     previous = read_config(run)
     if previous is None:
-        return False
+        return False, []
     differences = config_differences(previous, config, ignore=RESUMABLE_FIELDS)
-    if differences:
+    changeable = [d for d in differences if d.split(":")[0] in HYPERPARAMETER_FIELDS]
+    fixed = [d for d in differences if d not in changeable]
+    if fixed or (changeable and not change_hyperparameters):
+        hint = "Use another --output_dir for a new run, or pass the same flags to resume"
+        if changeable and not fixed:
+            hint += (" (or add --change_hyperparameters to resume with the new "
+                     + ", ".join(d.split(":")[0] for d in changeable) + ")")
         raise RunConfigMismatch(
             f"{run_dir} holds a run with a different configuration:\n  "
-            + "\n  ".join(differences)
-            + "\nUse another --output_dir for a new run, or pass the same flags to resume.")
+            + "\n  ".join(differences) + f"\n{hint}.")
     if os.path.exists(run.vocab_file) and not filecmp.cmp(run.vocab_file, vocab_file,
                                                            shallow=False):
         raise RunConfigMismatch(
             f"{run_dir} was trained with the vocabulary {run.vocab_file}, which differs from "
             f"{vocab_file}. Use another --output_dir or the same --vocab_file.")
-    return True
+    return True, changeable
 
 
 def resolve_steps(config: PretrainingConfig, run_dir: str,
@@ -145,8 +178,9 @@ def run_pretraining(config: PretrainingConfig, run_dir: str, shard_dir: str, voc
                     export: bool = True, print_fn: Callable[[str], None] = print,
                     extra_callbacks: Sequence[keras.callbacks.Callback] = (),
                     init_weights=None, eval_shard_dir: Optional[str] = None,
-                    eval_only: bool = False) -> PretrainingResult:
-    """Pre-trains (or resumes pre-training) and exports at the end.
+                    eval_only: bool = False, restart: bool = False,
+                    change_hyperparameters: bool = False) -> PretrainingResult:
+    """Pre-trains (or resumes pre-training), exports at the end, writes result.json.
 
     Args:
         config: validated configuration; `config.model.vocab_size` must match the vocab.
@@ -163,6 +197,18 @@ def run_pretraining(config: PretrainingConfig, run_dir: str, shard_dir: str, voc
         eval_shard_dir: shards of held-out text: evaluated every
             `config.resolved_eval_every_steps` and when training ends.
         eval_only: evaluate the latest checkpoint on `eval_shard_dir` and stop.
+        restart: start again from step 0 although the run directory holds
+            checkpoints (they are moved aside, not deleted).
+        change_hyperparameters: resume although `HYPERPARAMETER_FIELDS`
+            differ from the run's config.json (which then records the new values).
+
+    Raises:
+        RunError: the run cannot start or go on, in one line naming the flag,
+            file or step: another configuration in `run_dir`
+            (`RunConfigMismatch`), another live process holding it
+            (`RunLocked`), checkpoints none of which is usable, a loss or
+            gradient that is not finite (`NonFiniteError`), a corrupt shard,
+            a full disk. What was saved before stays intact.
     """
     config = resolve_steps(config, run_dir, print_fn)
     set_precision_policy(config.mixed_precision)
@@ -172,13 +218,58 @@ def run_pretraining(config: PretrainingConfig, run_dir: str, shard_dir: str, voc
     started = time.perf_counter()
     strategy = strategy or tf.distribute.get_strategy()
     check_batch_split(strategy, config.train_batch_size, config.gradient_accumulation_steps)
-    replicas = strategy.num_replicas_in_sync
-    resuming = check_run_dir(config, run_dir, vocab_file)
     chief = is_chief(strategy)
     # Progress lines of other workers are labelled; their files go nowhere.
     print_fn = worker_print(print_fn, strategy)
+    # The chief holds the run directory; the other workers stop with it when
+    # it cannot, instead of waiting for it in the collectives.
+    lock, refused = None, None
+    if chief:
+        try:
+            lock = RunLock(run_dir, print_fn).acquire()
+        except RunLocked as error:
+            refused = error
+    if in_multi_worker_mode(strategy) and not true_on_all_workers(strategy, refused is None):
+        refused = refused or RunLocked(f"The chief could not lock --output_dir={run_dir} (see "
+                                       "its message).")
+    if refused is not None:
+        raise refused
+    try:
+        result = _run_locked(config, run_dir, shard_dir, vocab_file, special_ids, strategy,
+                             export, print_fn, extra_callbacks, init_weights, eval_shard_dir,
+                             eval_only, restart, change_hyperparameters, started)
+        if chief:  # the other workers write nothing to the run directory
+            write_result(RunDir(run_dir), {
+                "steps_done": result.steps_done, "finished": result.finished,
+                "metrics": result.metrics, "evaluation": result.evaluation,
+                "seconds": result.seconds})
+        return result
+    except OSError as error:
+        if error.errno not in _NO_ROOM:
+            raise
+        raise RunError(f"Could not write {error.filename or run_dir}: {error.strerror}. The "
+                       "checkpoints saved so far are intact; free some space and re-run the same "
+                       "command to resume.") from None
+    finally:
+        if lock is not None:
+            lock.release()
+
+
+def _run_locked(config: PretrainingConfig, run_dir: str, shard_dir: str, vocab_file: str,
+                special_ids: dict, strategy: tf.distribute.Strategy, export: bool, print_fn,
+                extra_callbacks, init_weights, eval_shard_dir: Optional[str], eval_only: bool,
+                restart: bool, change_hyperparameters: bool,
+                started: float) -> PretrainingResult:
+    """`run_pretraining` once the run directory is held (the same arguments)."""
+    replicas = strategy.num_replicas_in_sync
+    resuming, changed = check_run_dir(config, run_dir, vocab_file, change_hyperparameters)
+    chief = is_chief(strategy)
     run = RunDir(run_dir)
     checkpoint_dir = run.checkpoints
+    if restart and chief:
+        resume.restart(checkpoint_dir, print_fn)
+    if restart and in_multi_worker_mode(strategy):
+        true_on_all_workers(strategy, True)  # the others look for checkpoints after the move
     # Every worker takes part in saving (the variables are read collectively);
     # only the chief's copy is kept. The others write to a scratch directory.
     own_checkpoint_dir = checkpoint_dir if chief else tempfile.mkdtemp(prefix="electra-ckpt-")
@@ -190,18 +281,20 @@ def run_pretraining(config: PretrainingConfig, run_dir: str, shard_dir: str, voc
         optimizer.build(model.trainable_variables)
         model.compile(optimizer=optimizer, steps_per_execution=config.steps_per_execution,
                       jit_compile=config.jit_compile and replicas == 1)
+        # Not in checkpoints: a resumed run starts with a clean record.
+        model.nonfinite_record = NonFiniteRecord()
         # Dropout's random state lives in Keras SeedGenerators, which tf.train
         # does not track: checkpoint it explicitly so a resumed run draws the
         # same dropout masks as an uninterrupted one.
         rng_state = [v for v in model.non_trainable_variables if "seed_generator" in v.path]
         checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer, rng_state=rng_state)
-        manager = tf.train.CheckpointManager(
-            checkpoint, own_checkpoint_dir,
-            max_to_keep=(config.keep_checkpoint_max or None) if chief else 1)
-        latest = tf.train.latest_checkpoint(checkpoint_dir)
-        if latest:
-            checkpoint.restore(latest).assert_existing_objects_matched()
-            print_fn(f"Resumed from {latest} (step {int(optimizer.iterations.numpy())}).")
+        resumption = resume.restore_newest_usable(checkpoint, checkpoint_dir)
+        if resumption.restored is not None:
+            print_fn(f"Resumed from {resumption.restored.prefix} "
+                     f"(step {int(optimizer.iterations.numpy())}).")
+            if changed:
+                print_fn("Resuming with changed hyperparameters (--change_hyperparameters): "
+                         + "; ".join(changed) + ".")
         else:
             if resuming:
                 print_fn(f"{run_dir} has a config but no checkpoint yet: starting from step 0.")
@@ -212,6 +305,8 @@ def run_pretraining(config: PretrainingConfig, run_dir: str, shard_dir: str, voc
                     assign_canonical(model.generator, model.discriminator, init_weights)
                 except CheckpointError as error:
                     raise RunError(f"--init_checkpoint: {error}")
+                check_finite_weights(model.trainable_weights,
+                                     f"--init_checkpoint={init_weights.source}")
                 which = ("the generator and discriminator" if init_weights.has_generator
                          else "the discriminator (the generator is new)")
                 print_fn(f"Initialised {which} from {init_weights.source} "
@@ -221,6 +316,11 @@ def run_pretraining(config: PretrainingConfig, run_dir: str, shard_dir: str, voc
             "the step resumed from (put the run directory on storage all workers share)":
                 int(optimizer.iterations.numpy()),
             "the vocabulary (fingerprint)": int(vocab_fingerprint(vocab_file)[:12], 16)})
+    if chief:  # every worker has restored: the damaged checkpoints can move aside
+        resume.tidy_after_resuming(checkpoint_dir, resumption, print_fn)
+    manager = tf.train.CheckpointManager(
+        checkpoint, own_checkpoint_dir,
+        max_to_keep=(config.keep_checkpoint_max or None) if chief else 1)
     # Only now that the model and optimizer exist is the run directory written,
     # so a configuration that fails to build never locks it.
     if chief:
@@ -251,29 +351,26 @@ def run_pretraining(config: PretrainingConfig, run_dir: str, shard_dir: str, voc
                                   print_fn=print_fn,
                                   train_flops=lambda step: train_flops(config, step),
                                   log_file=run.metrics_log if chief else None)
-        saver = CheckpointSaver(manager, config.save_checkpoints_steps, print_fn=print_fn)
+        saver = CheckpointSaver(manager, config.save_checkpoints_steps, print_fn=print_fn,
+                                nonfinite=model.nonfinite_record,
+                                check_every=config.log_every_steps)
         print_fn(f"Training steps {steps_done + 1}..{config.num_train_steps} "
                  f"({replicas} replica(s), global batch {global_batch}). "
                  f"TensorBoard: tensorboard --logdir {run.tensorboard}")
-        for stage, stage_end in training_stages(config):
-            if steps_done >= stage_end or interrupted:
-                continue
-            if stage == "generator" and int(model.discriminator_initialised.numpy()):
-                continue  # the discriminator already took over
-            if config.training == "two_stage":
-                model.set_stage(stage)
-                if stage == "discriminator" and not int(model.discriminator_initialised.numpy()):
-                    model.initialise_discriminator_from_generator()
-                    print_fn(f"Step {steps_done}: the discriminator starts from the generator's "
-                             "weights; the generator is frozen from now on.")
-                else:
-                    print_fn(f"Training the {stage} (steps {steps_done + 1}..{stage_end}).")
-            steps_done, interrupted, stage_metrics = fit_until(
-                model, stage_end, _pretraining_batches(config, shard_dir, special_ids),
-                model.seen_batches,
-                [*extra_callbacks, monitor, saver] + ([evaluation] if evaluation else []), saver)
-            metrics = stage_metrics or metrics
-        saver.save()
+        callbacks = [*extra_callbacks, monitor, saver] + ([evaluation] if evaluation else [])
+        try:
+            steps_done, interrupted, metrics = _train_stages(
+                config, model, shard_dir, special_ids, steps_done, print_fn, callbacks, saver)
+            saver.save()
+        except NonFiniteError as error:
+            raise NonFiniteError(
+                f"{error} To go on from there with other hyperparameters, e.g. a lower "
+                "learning rate, re-run the same command with --learning_rate=<lower> "
+                "--change_hyperparameters (docs/pretraining.md, 'After a NaN').") from None
+        except tf.errors.DataLossError as error:
+            raise _corrupt_data_error(error, shard_dir, eval_shard_dir, saver) from None
+        finally:
+            writer.flush()
 
     finished = steps_done >= config.num_train_steps
     final_evaluation = None
@@ -295,3 +392,47 @@ def run_pretraining(config: PretrainingConfig, run_dir: str, shard_dir: str, voc
     print_fn(f"Run directory: {run_dir} ({format_duration(seconds)})")
     return PretrainingResult(run_dir, steps_done, finished, interrupted, metrics, export_dir,
                              seconds, final_evaluation)
+
+
+def _train_stages(config: PretrainingConfig, model: ElectraPretrainer, shard_dir: str,
+                  special_ids: dict, steps_done: int, print_fn, callbacks: list,
+                  saver: CheckpointSaver) -> tuple[int, bool, dict]:
+    """Trains the run's stages from `steps_done` on; returns (steps done, interrupted, metrics)."""
+    interrupted = False
+    metrics: dict = {}
+    for stage, stage_end in training_stages(config):
+        if steps_done >= stage_end or interrupted:
+            continue
+        if stage == "generator" and int(model.discriminator_initialised.numpy()):
+            continue  # the discriminator already took over
+        if config.training == "two_stage":
+            model.set_stage(stage)
+            if stage == "discriminator" and not int(model.discriminator_initialised.numpy()):
+                model.initialise_discriminator_from_generator()
+                print_fn(f"Step {steps_done}: the discriminator starts from the generator's "
+                         "weights; the generator is frozen from now on.")
+            else:
+                print_fn(f"Training the {stage} (steps {steps_done + 1}..{stage_end}).")
+        steps_done, interrupted, stage_metrics = fit_until(
+            model, stage_end, _pretraining_batches(config, shard_dir, special_ids),
+            model.seen_batches, callbacks, saver)
+        metrics = stage_metrics or metrics
+    return steps_done, interrupted, metrics
+
+
+def _corrupt_data_error(error: tf.errors.DataLossError, shard_dir: str,
+                        eval_shard_dir: Optional[str], saver: CheckpointSaver) -> RunError:
+    """The one line for a shard found corrupt while training (after saving a checkpoint)."""
+    step = int(saver.model.optimizer.iterations.numpy())
+    try:
+        stopped = f"training stopped at step {step}, saved in {saver.save()}"
+    except RunError as save_error:
+        stopped = f"training stopped at step {step} ({save_error})"
+    damaged = find_damaged_shard(shard_dir) or (
+        find_damaged_shard(eval_shard_dir) if eval_shard_dir else None)
+    if damaged is None:
+        reason = (error.message or str(error)).strip().splitlines()[0]
+        return RunError(f"Reading the shards of {shard_dir} failed ({reason}); {stopped}.")
+    return RunError(f"Shard {damaged.path} is corrupt ({damaged.problem}); {stopped}. Delete "
+                    "that file and re-run the same command: the shard is rebuilt and training "
+                    "resumes (with --shard_dir, rebuild the shards where they were built).")
