@@ -33,7 +33,7 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 from absl import app, flags, logging  # noqa: E402
 
-from electra_tf.config import KERNELS, MODEL_SIZES, preset  # noqa: E402
+from electra_tf.config import KERNELS, KERNELS_HELP, MODEL_SIZES, preset  # noqa: E402
 from electra_tf.data.masking import mask_batch  # noqa: E402
 from electra_tf.data.pipeline import make_pretraining_dataset, pipeline_throughput  # noqa: E402
 from electra_tf.flops import executed_train_flops_per_step, train_flops_per_step  # noqa: E402
@@ -51,9 +51,7 @@ flags.DEFINE_integer("steps", 10, "Measured training steps (after warm-up).")
 flags.DEFINE_integer("warmup_steps", 3, "Unmeasured steps first (tracing, allocation).")
 flags.DEFINE_enum("mixed_precision", "none", ["none", "float16", "bfloat16"], "Precision.")
 flags.DEFINE_boolean("jit_compile", False, "Compile the train step with XLA.")
-flags.DEFINE_enum("kernels", "reference", KERNELS, "The model's kernels, as pretrain.py's "
-                  "flag: reference, cpu_fast, or auto (cpu_fast without a GPU/TPU, else "
-                  "reference).")
+flags.DEFINE_enum("kernels", "reference", KERNELS, KERNELS_HELP)
 flags.DEFINE_integer("steps_per_execution", 1, "Training steps per call into the compiled "
                      "function, as pretrain.py's flag; --steps and --warmup_steps must be "
                      "multiples of it.")

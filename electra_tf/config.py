@@ -38,6 +38,13 @@ WEIGHT_SHARING = ("none", "embeddings", "all", "gdes")
 # (Keras layers and plain ops, the default), cpu_fast (hand-written gradients
 # for XLA on a CPU), or auto (cpu_fast when TensorFlow sees no GPU or TPU).
 KERNELS = ("auto", "reference", "cpu_fast")
+# The --kernels help of every command that builds a model.
+KERNELS_HELP = ("The model's kernels: reference (the default: Keras layers, standard "
+                "TensorFlow ops and autodiff), cpu_fast (opt-in: hand-written gradients and "
+                "layouts, about 1.3x the training tokens/s under --jit_compile on a CPU; see "
+                "docs/performance.md) or auto (cpu_fast when no GPU or TPU is visible, else "
+                "reference). Weights, checkpoints and exports are the same under each, so a run "
+                "may resume with another; exports always trace with reference.")
 # How text is normalized before WordPiece (electra_tf.tokenization): `bert`,
 # the original BERT/ELECTRA BasicTokenizer (Hangul kept whole), or `casefold`
 # (NFKC_Casefold when lower-casing, NFC). `casefold` is the default of new runs

@@ -80,7 +80,7 @@ def _float32_policy():
 
 @pytest.fixture(params=["reference", "cpu_fast"])
 def kernel_set(request):
-    """The name of each kernel set in turn: the test builds its model or calls its functions with it."""
+    """Each kernel set's name in turn, for the test to build its model or call its kernels with."""
     return request.param
 
 

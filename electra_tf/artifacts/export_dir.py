@@ -126,19 +126,8 @@ def float32_copy(model: keras.Model) -> keras.Model:
     previous = keras.config.dtype_policy()
     keras.config.set_dtype_policy("float32")
     try:
-        copy = model.__class__.from_config(_float32_policies(model.get_config()))
+        copy = model.__class__.from_config(model.get_config())
     finally:
         keras.config.set_dtype_policy(previous)
     copy.set_weights(model.get_weights())
     return copy
-
-
-def _float32_policies(config):
-    """`config` with every serialized dtype policy in it (an encoder's `dtype`) made float32."""
-    if isinstance(config, dict):
-        if str(config.get("class_name", "")).endswith("DTypePolicy"):
-            return "float32"
-        return {key: _float32_policies(value) for key, value in config.items()}
-    if isinstance(config, (list, tuple)):
-        return type(config)(_float32_policies(value) for value in config)
-    return config

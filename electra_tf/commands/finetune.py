@@ -43,7 +43,7 @@ import warnings
 from absl import app, flags, logging
 
 from electra_tf import cli
-from electra_tf.config import KERNELS, MIXED_PRECISION_POLICIES, MODEL_SIZES
+from electra_tf.config import KERNELS, KERNELS_HELP, MIXED_PRECISION_POLICIES, MODEL_SIZES
 
 # Keras warns that fit() ignores shuffle=True for a tf.data input; ours shuffles itself.
 warnings.filterwarnings("ignore", message=".*shuffle=True.*")
@@ -159,10 +159,7 @@ flags.DEFINE_enum("loss_reduction", "mean", ["mean", "sum"], "mean: the loss is 
                   "code (run_finetuning.py) computes it; the gradient is then batch-size times "
                   "larger, so the global-norm clip at 1.0 bites on almost every step and sets "
                   "the step size.")
-flags.DEFINE_enum("kernels", "reference", KERNELS, "The model's kernels: reference (Keras "
-                  "layers and standard TensorFlow ops), cpu_fast (hand-written gradients, "
-                  "faster under XLA on a CPU without a GPU/TPU) or auto (cpu_fast without a "
-                  "GPU/TPU, else reference). Exports always use reference.")
+flags.DEFINE_enum("kernels", "reference", KERNELS, KERNELS_HELP)
 flags.mark_flag_as_required("init_checkpoint")
 FLAGS = flags.FLAGS
 

@@ -123,7 +123,6 @@ class ElectraEncoder(keras.Model):
         return {
             "name": self.name,
             "trainable": self.trainable,
-            "dtype": keras.dtype_policies.serialize(self.dtype_policy),
             "vocab_size": self.vocab_size,
             "hidden_size": self.hidden_size,
             "num_layers": self.num_layers,
@@ -145,44 +144,39 @@ class ElectraEncoder(keras.Model):
         return cls(**config)
 
 
-def copy_encoder(encoder: ElectraEncoder, kernels: str = "reference", dtype=None,
+def copy_encoder(encoder: ElectraEncoder, kernels: str = "reference",
                  with_weights: bool = True) -> ElectraEncoder:
-    """`encoder`'s architecture built again with the kernel set `kernels` and the policy `dtype`.
+    """`encoder`'s architecture built again with the kernel set `kernels`.
 
-    A loaded encoder runs the reference kernels in the precision it was saved
-    in; fine-tuning builds it again with the run's kernels and precision. The
-    copy owns its embeddings.
+    A loaded encoder runs the reference kernels; fine-tuning builds it again
+    with the run's. The copy owns its embeddings and takes the global dtype
+    policy, as a loaded encoder does.
 
     Args:
         encoder: an `ElectraEncoder`.
         kernels: "reference", "cpu_fast" or "auto" (see `electra_tf.modeling.kernels`).
-        dtype: a Keras dtype policy (default: the global one).
         with_weights: copy the weights (False: freshly drawn ones, the
             no-pre-training baseline).
 
     Returns:
         A new `ElectraEncoder`.
     """
-    copy = ElectraEncoder.from_config({**encoder.get_config(), "kernels": kernels,
-                                       "dtype": dtype})
+    copy = ElectraEncoder.from_config({**encoder.get_config(), "kernels": kernels})
     if with_weights:
         copy.set_weights(encoder.get_weights())
     return copy
 
 
-def with_kernels(encoder: ElectraEncoder, kernels: str, dtype=None) -> ElectraEncoder:
-    """`encoder` if it runs the kernel set `kernels` under the policy `dtype`, else such a copy.
+def with_kernels(encoder: ElectraEncoder, kernels: str) -> ElectraEncoder:
+    """`encoder` if it runs the kernel set `kernels`, else a copy of it (weights too) that does.
 
     Args:
-        encoder: an `ElectraEncoder`, e.g. a loaded one (reference kernels,
-            the precision it was saved in).
+        encoder: an `ElectraEncoder`, e.g. a loaded one (reference kernels).
         kernels: "reference", "cpu_fast" or "auto" (see `electra_tf.modeling.kernels`).
-        dtype: a Keras dtype policy (default: the global one).
 
     Returns:
         `encoder` itself, or a `copy_encoder` of it holding its weights.
     """
-    policy = keras.dtype_policies.get(dtype) if dtype is not None else keras.config.dtype_policy()
-    if encoder.kernels == resolve_kernels(kernels) and encoder.dtype_policy.name == policy.name:
+    if encoder.kernels == resolve_kernels(kernels):
         return encoder
-    return copy_encoder(encoder, kernels, policy)
+    return copy_encoder(encoder, kernels)

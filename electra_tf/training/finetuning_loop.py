@@ -476,8 +476,7 @@ def _run_trials(task: FinetuningTask, pretrained: Pretrained, settings: Finetune
                     encoder = copy_encoder(encoder, settings.kernels, with_weights=False)
                 else:
                     check_finite_weights(encoder.weights, pretrained.model_file)
-                # The run's kernel set and precision (a loaded encoder has the
-                # reference kernels and the precision it was saved in).
+                # The run's kernel set (a loaded encoder runs the reference kernels).
                 encoder = with_kernels(encoder, settings.kernels)
                 check_vocab(encoder, tokenizer, vocab_flag_given)
                 model = task.build_model(encoder, seed)
