@@ -33,12 +33,12 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 from absl import app, flags, logging  # noqa: E402
 
-from electra_tf.config import KERNELS, MODEL_SIZES, preset  # noqa: E402
+from electra_tf.config import KERNELS, KERNELS_HELP, MODEL_SIZES, preset  # noqa: E402
 from electra_tf.data.masking import mask_batch  # noqa: E402
 from electra_tf.data.pipeline import make_pretraining_dataset, pipeline_throughput  # noqa: E402
 from electra_tf.flops import executed_train_flops_per_step, train_flops_per_step  # noqa: E402
 from electra_tf.huge_pages import transparent_huge_page_mode  # noqa: E402
-from electra_tf.modeling import kernels  # noqa: E402
+from electra_tf.modeling.kernels import resolve_kernels  # noqa: E402
 from electra_tf.pretraining.optimization import create_optimizer  # noqa: E402
 from electra_tf.pretraining.pretrainer import ElectraPretrainer  # noqa: E402
 from electra_tf.distribute import set_precision_policy  # noqa: E402
@@ -51,8 +51,7 @@ flags.DEFINE_integer("steps", 10, "Measured training steps (after warm-up).")
 flags.DEFINE_integer("warmup_steps", 3, "Unmeasured steps first (tracing, allocation).")
 flags.DEFINE_enum("mixed_precision", "none", ["none", "float16", "bfloat16"], "Precision.")
 flags.DEFINE_boolean("jit_compile", False, "Compile the train step with XLA.")
-flags.DEFINE_enum("kernels", "auto", KERNELS, "The model's kernels, as pretrain.py's flag: "
-                  "reference, cpu_fast, or auto (cpu_fast without a GPU/TPU, else reference).")
+flags.DEFINE_enum("kernels", "reference", KERNELS, KERNELS_HELP)
 flags.DEFINE_integer("steps_per_execution", 1, "Training steps per call into the compiled "
                      "function, as pretrain.py's flag; --steps and --warmup_steps must be "
                      "multiples of it.")
@@ -188,7 +187,6 @@ def benchmark_train_step(config, steps: int, warmup_steps: int, jit_compile: boo
     group = config.steps_per_execution
     _check_window(steps, warmup_steps, group)
     set_precision_policy(config.mixed_precision)
-    kernels.set_kernels(config.kernels)
     keras.utils.set_random_seed(0)
     features = synthetic_batches(config, count=4)
     dataset = tf.data.Dataset.from_tensor_slices(features).batch(
@@ -197,7 +195,7 @@ def benchmark_train_step(config, steps: int, warmup_steps: int, jit_compile: boo
     model.build_from_batch({k: v[:1] for k, v in features.items()})
     model.compile(optimizer=create_optimizer(config, config.mixed_precision),
                   jit_compile=jit_compile, steps_per_execution=group)
-    return {"kernels": kernels.active_name(),
+    return {"kernels": model.kernels,
             **time_fit(model, dataset, steps, warmup_steps, config, peak_probe)}
 
 
@@ -230,11 +228,12 @@ def time_fit(model, dataset, steps: int, warmup_steps: int, config, peak_probe=N
 
 
 def _classifier(config, num_labels: int = 2):
-    """An ELECTRA classifier of `config.model`'s size with random weights."""
+    """An ELECTRA classifier of `config.model`'s size with random weights and `config.kernels`."""
     from electra_tf.finetuning.model import build_classifier
     from electra_tf.modeling.electra import build_generator_and_discriminator
 
-    _, discriminator = build_generator_and_discriminator(config.model, with_generator=False)
+    _, discriminator = build_generator_and_discriminator(config.model, with_generator=False,
+                                                         kernels=config.kernels)
     return build_classifier(discriminator.encoder, num_labels)
 
 
@@ -248,7 +247,6 @@ def benchmark_finetune_step(config, steps: int, warmup_steps: int, jit_compile: 
 
     _check_window(steps, warmup_steps)
     set_precision_policy(config.mixed_precision)
-    kernels.set_kernels(config.kernels)
     keras.utils.set_random_seed(0)
     rng = np.random.default_rng(0)
     batch, length = config.train_batch_size, config.max_seq_length
@@ -262,7 +260,7 @@ def benchmark_finetune_step(config, steps: int, warmup_steps: int, jit_compile: 
     model.compile(optimizer=finetuning_optimizer(
         model, model.encoder.num_layers, learning_rate=1e-4, num_train_steps=total,
         mixed_precision=config.mixed_precision), jit_compile=jit_compile)
-    return {"kernels": kernels.active_name(),
+    return {"kernels": model.encoder.kernels,
             **time_fit(model, dataset, steps, warmup_steps, config)}
 
 
@@ -471,7 +469,7 @@ def main(argv):
                             "vocab_size": config.model.vocab_size,
                             "mixed_precision": config.mixed_precision,
                             "jit_compile": FLAGS.jit_compile,
-                            "kernels": kernels.resolve(FLAGS.kernels),
+                            "kernels": resolve_kernels(FLAGS.kernels),
                             "steps_per_execution": config.steps_per_execution}}
     print(json.dumps(results, indent=2), flush=True)
     if FLAGS.mode != "pretrain":

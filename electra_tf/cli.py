@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 from absl import app, flags
 
-from electra_tf.config import (DEFAULT_NORMALIZATION, NORMALIZATIONS, ModelConfig,
+from electra_tf.config import (DEFAULT_NORMALIZATION, KERNELS_HELP, NORMALIZATIONS, ModelConfig,
                                PretrainingConfig)
 from electra_tf.distribute import STRATEGIES, create_strategy, split_cpu
 from electra_tf.vocab_learning import DEFAULT_MAX_BYTES, PRESEGMENTERS, VocabOptions
@@ -64,10 +64,7 @@ _HELP = {
                                    "memory).",
     "mixed_precision": "none, float16 (with dynamic loss scaling) or bfloat16.",
     "jit_compile": "Compile the training step with XLA (see the README's performance notes).",
-    "kernels": "Implementation of the model's kernels: reference (standard TensorFlow ops and "
-               "autodiff), cpu_fast (hand-written gradients and layouts, faster under XLA on a "
-               "CPU) or auto (cpu_fast when no GPU or TPU is visible, else reference). The "
-               "weights are the same under each, so a run may resume with another.",
+    "kernels": KERNELS_HELP,
     "seed": "Seed for data order, masking and sampling.",
     "save_checkpoints_steps": "Checkpoint interval in steps.",
     "keep_checkpoint_max": "How many checkpoints to keep.",

@@ -34,9 +34,17 @@ TRAINING_ALGORITHMS = ("joint", "two_stage", "adversarial")
 # the discriminator's token table is the generator's, without gradient, plus a
 # residual of its own.
 WEIGHT_SHARING = ("none", "embeddings", "all", "gdes")
-# The kernel sets of electra_tf.modeling.kernels (its CHOICES), named here so
-# that the configuration needs no TensorFlow.
+# The kernel sets a model can run (electra_tf.modeling.kernels): reference
+# (Keras layers and plain ops, the default), cpu_fast (hand-written gradients
+# for XLA on a CPU), or auto (cpu_fast when TensorFlow sees no GPU or TPU).
 KERNELS = ("auto", "reference", "cpu_fast")
+# The --kernels help of every command that builds a model.
+KERNELS_HELP = ("The model's kernels: reference (the default: Keras layers, standard "
+                "TensorFlow ops and autodiff), cpu_fast (opt-in: hand-written gradients and "
+                "layouts, about 1.3x the training tokens/s under --jit_compile on a CPU; see "
+                "docs/performance.md) or auto (cpu_fast when no GPU or TPU is visible, else "
+                "reference). Weights, checkpoints and exports are the same under each, so a run "
+                "may resume with another; exports always trace with reference.")
 # How text is normalized before WordPiece (electra_tf.tokenization): `bert`,
 # the original BERT/ELECTRA BasicTokenizer (Hangul kept whole), or `casefold`
 # (NFKC_Casefold when lower-casing, NFC). `casefold` is the default of new runs
@@ -181,7 +189,7 @@ class PretrainingConfig:
     jit_compile: bool = False
     # Which implementation of the model's kernels runs (see KERNELS): the same
     # weights and maths under each, so a run may resume with another.
-    kernels: str = "auto"
+    kernels: str = "reference"
     seed: int = 0
     # Bookkeeping.
     save_checkpoints_steps: int = 1000

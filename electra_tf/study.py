@@ -96,10 +96,10 @@ REDUCED_SCALE = {
     "corpus_megabytes": 10,
     "pretrain": {"max_seq_length": 64, "train_batch_size": 32, "vocab_size": 8000,
                  "num_warmup_steps": 200, "save_checkpoints_steps": 500,
-                 "log_every_steps": 50},
+                 "log_every_steps": 50, "kernels": "auto"},
     # About 2,000 ELECTRA steps of the tiny model at batch 32 and length 64.
     "budgets": [5e13],
-    "finetune": {"max_seq_length": 64, "train_batch_size": 32},
+    "finetune": {"max_seq_length": 64, "train_batch_size": 32, "kernels": "auto"},
     # SST-2 on a fixed sample of 16,000 of its 67,349 sentences, CoLA whole.
     "task_flags": {"sst2": {"num_train_epochs": 2, "max_train_examples": 16000},
                    "cola": {"num_train_epochs": 3}},
@@ -117,9 +117,9 @@ CPU_SCALE = {
     "pretrain": {"max_seq_length": 128, "train_batch_size": 32, "vocab_size": 8000,
                  "learning_rate": 1e-3, "num_warmup_steps": 1000, "temperature": 2.0,
                  "jit_compile": True, "eval_every_steps": 1000, "num_eval_examples": 1024,
-                 "save_checkpoints_steps": 1000, "log_every_steps": 200},
+                 "save_checkpoints_steps": 1000, "log_every_steps": 200, "kernels": "auto"},
     "budgets": [6e14],
-    "finetune": {"max_seq_length": 128, "train_batch_size": 32},
+    "finetune": {"max_seq_length": 128, "train_batch_size": 32, "kernels": "auto"},
     "task_flags": {"sst2": {"num_train_epochs": 2, "max_train_examples": 16000},
                    "cola": {"num_train_epochs": 3}, "mrpc": {"num_train_epochs": 3}},
     "seeds": 5,
@@ -337,10 +337,14 @@ def check_cell(directory: str, arguments: list[str]) -> None:
         StudyError: the directory holds a cell run with another command.
     """
     path = os.path.join(directory, "study_cell.json")
-    # The flags identify a cell, not how the program is started.
-    command = [a for a in arguments if a.startswith("--")]
+    # The flags identify a cell, not how the program is started; the kernel
+    # set computes the same model, so a cell may resume with another.
+    def identity(command):
+        return [a for a in command if a.startswith("--") and not a.startswith("--kernels=")]
+
+    command = identity(arguments)
     previous = read_json(path)
-    previous_flags = previous and [a for a in previous["command"] if a.startswith("--")]
+    previous_flags = previous and identity(previous["command"])
     if previous is not None and previous_flags != command:
         changed = sorted(set(command) ^ set(previous_flags))
         raise StudyError(f"{directory} was run with other settings (differing arguments: "

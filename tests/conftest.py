@@ -78,22 +78,10 @@ def _float32_policy():
     keras.mixed_precision.set_global_policy("float32")
 
 
-@pytest.fixture(autouse=True)
-def _default_kernels():
-    """Runs that choose a kernel set must not leak it into other tests."""
-    yield
-    from electra_tf.modeling import kernels
-
-    kernels.set_kernels("auto")
-
-
 @pytest.fixture(params=["reference", "cpu_fast"])
 def kernel_set(request):
-    """Runs the test once under each kernel set; yields its name."""
-    from electra_tf.modeling import kernels
-
-    with kernels.use(request.param):
-        yield request.param
+    """Each kernel set's name in turn, for the test to build its model or call its kernels with."""
+    return request.param
 
 
 @pytest.fixture(scope="session")

@@ -451,9 +451,11 @@ def test_random_init_fine_tunes_the_same_encoder_with_fresh_weights(pretrained, 
     kept = {}
     for random_init in (False, True):
         # A negligible learning rate: the saved encoder is where training started.
+        # The CPU kernel set: the loaded encoder is built again with it, weights and all.
         settings = FinetuneSettings(output_dir=str(tmp_path / str(random_init)),
                                     train_batch_size=8, learning_rate=1e-12,
-                                    num_train_epochs=1, random_init=random_init)
+                                    num_train_epochs=1, random_init=random_init,
+                                    kernels="cpu_fast")
         lines = []
         results = run_trials(_toy_task(8), pretrained, settings, print_fn=lines.append)
         model, _ = load_finetuned(str(tmp_path / str(random_init) / "trial_0"))

@@ -1,5 +1,6 @@
 """The two kernel sets: one model, the same losses, gradients and updates whichever runs."""
 
+import dataclasses
 import os
 import zipfile
 
@@ -11,8 +12,8 @@ from conftest import make_batch
 from tensorflow.core.protobuf import saved_model_pb2
 
 from electra_tf.config import KERNELS, preset
-from electra_tf.modeling import kernels
-from electra_tf.modeling.kernels import cpu_fast, reference
+from electra_tf.modeling.encoder import ElectraEncoder, copy_encoder, with_kernels
+from electra_tf.modeling.kernels import KERNEL_SETS, cpu_fast, reference, resolve_kernels
 from electra_tf.pretraining.optimization import create_optimizer
 from electra_tf.pretraining.pretrainer import ElectraPretrainer
 
@@ -34,6 +35,7 @@ def tiny_config(**overrides):
 def build(config, batch, seed=0):
     keras.utils.set_random_seed(seed)
     model = ElectraPretrainer(config)
+    assert model.kernels == resolve_kernels(config.kernels)
     model.build_from_batch(batch)
     return model
 
@@ -50,32 +52,39 @@ def custom_gradient_ops(graph_def):
 
 
 def test_choices_and_what_auto_stands_for(monkeypatch):
-    assert kernels.CHOICES == KERNELS  # the config names them without importing TensorFlow
-    assert [kernels.resolve(name) for name in kernels.NAMES] == list(kernels.NAMES)
+    # The config names the choices without importing TensorFlow; each names a set or is auto.
+    assert set(KERNEL_SETS) == set(KERNELS) - {"auto"}
+    assert KERNEL_SETS == {"reference": reference, "cpu_fast": cpu_fast}
+    assert [resolve_kernels(name) for name in KERNEL_SETS] == list(KERNEL_SETS)
     devices = {"GPU": [], "TPU": []}
     monkeypatch.setattr(tf.config, "list_logical_devices", lambda kind: devices.get(kind, []))
-    assert kernels.resolve("auto") == "cpu_fast"
+    assert resolve_kernels("auto") == "cpu_fast"
     devices["GPU"] = ["/device:GPU:0"]
-    assert kernels.resolve("auto") == "reference"
+    assert resolve_kernels("auto") == "reference"
     devices["GPU"], devices["TPU"] = [], ["/device:TPU:0"]
-    assert kernels.resolve("auto") == "reference"
-    message = "kernels='gpu_fast': choose one of auto, reference, cpu_fast"
-    for call in (kernels.resolve, kernels.set_kernels):
-        with pytest.raises(ValueError, match=message):
-            call("gpu_fast")
-    with pytest.raises(ValueError, match=message):
-        with kernels.use("gpu_fast"):
-            pass
+    assert resolve_kernels("auto") == "reference"
+    with pytest.raises(ValueError, match="kernels='gpu_fast': choose one of auto, reference, "
+                                         "cpu_fast"):
+        resolve_kernels("gpu_fast")
 
 
-def test_use_restores_the_previous_choice_even_after_an_error():
-    kernels.set_kernels("reference")
-    assert kernels.active() is reference
-    with pytest.raises(RuntimeError):
-        with kernels.use("cpu_fast"):
-            assert kernels.active_name() == "cpu_fast" and kernels.active() is cpu_fast
-            raise RuntimeError
-    assert kernels.active_name() == "reference"
+def test_the_reference_set_is_the_default_and_every_layer_takes_its_models_set():
+    config = tiny_config(dropout_rate=0.1, attention_dropout_rate=0.1)
+    assert tiny_config().kernels == "reference"
+    for name in KERNEL_SETS:
+        model = ElectraPretrainer(dataclasses.replace(config, kernels=name))
+        with_set = [layer for layer in model._flatten_layers(include_self=False)
+                    if hasattr(layer, "kernels")]
+        # Encoders, embeddings, attention, transformer layers, heads and every dropout.
+        assert len(with_set) > 10
+        assert {layer.kernels for layer in with_set} == {name}
+        dense = [layer for layer in model._flatten_layers()
+                 if isinstance(layer, keras.layers.Dense)]
+        # Keras' own Dense, with Keras' (exact) GELU where the model has one.
+        assert dense and all(type(layer) is keras.layers.Dense for layer in dense)
+        assert {layer.activation for layer in dense} == {keras.activations.gelu,
+                                                         keras.activations.linear}
+        assert keras.activations.serialize(keras.activations.gelu) == "gelu"
 
 
 def _sums_and_gradients(model, batch, jit_compile):
@@ -99,11 +108,12 @@ def _sums_and_gradients(model, batch, jit_compile):
 def test_both_sets_give_the_same_losses_and_gradients(rng, objective, jit_compile):
     config = tiny_config(objective=objective)
     batch = tf.nest.map_structure(tf.convert_to_tensor, make_batch(rng, 4, LENGTH, SLOTS, VOCAB))
-    model = build(config, batch)
-    results = {}
-    for name in kernels.NAMES:
-        with kernels.use(name):
-            results[name] = _sums_and_gradients(model, batch, jit_compile)
+    # Two models in one process, the same weights (the same seed), each with its own set.
+    models = {name: build(dataclasses.replace(config, kernels=name), batch)
+              for name in KERNEL_SETS}
+    results = {name: _sums_and_gradients(model, batch, jit_compile)
+               for name, model in models.items()}
+    model = models["reference"]
     (ref_sums, ref_loss, ref_sampled, ref_grads) = results["reference"]
     (fast_sums, fast_loss, fast_sampled, fast_grads) = results["cpu_fast"]
     assert ref_loss > 0 and ref_sums[1] > 0  # something was masked and scored
@@ -121,14 +131,13 @@ def test_one_training_step_gives_the_same_weights_under_both_sets(rng, tmp_path)
     config = tiny_config()
     batch = make_batch(rng, 4, LENGTH, SLOTS, VOCAB)
     models, initial = {}, {}
-    for name in kernels.NAMES:
-        with kernels.use(name):
-            model = build(config, batch)
-            initial[name] = [v.numpy() for v in model.trainable_variables]
-            model.compile(optimizer=create_optimizer(config))
-            model.fit(tf.data.Dataset.from_tensors(batch), steps_per_epoch=1, verbose=0)
-            model.discriminator.save(str(tmp_path / f"{name}.keras"))
-            models[name] = model
+    for name in KERNEL_SETS:
+        model = build(dataclasses.replace(config, kernels=name), batch)
+        initial[name] = [v.numpy() for v in model.trainable_variables]
+        model.compile(optimizer=create_optimizer(config))
+        model.fit(tf.data.Dataset.from_tensors(batch), steps_per_epoch=1, verbose=0)
+        model.discriminator.save(str(tmp_path / f"{name}.keras"))
+        models[name] = model
     ref, fast = models["reference"], models["cpu_fast"]
     # The same variables, initialised alike; what a saved model says about itself
     # does not depend on the set either.
@@ -136,7 +145,7 @@ def test_one_training_step_gives_the_same_weights_under_both_sets(rng, tmp_path)
     for a, b in zip(initial["cpu_fast"], initial["reference"]):
         np.testing.assert_array_equal(a, b)
     keras_configs = [zipfile.ZipFile(tmp_path / f"{name}.keras").read("config.json")
-                     for name in kernels.NAMES]
+                     for name in KERNEL_SETS]
     assert keras_configs[0] == keras_configs[1]
     assert int(ref.optimizer.iterations.numpy()) == int(fast.optimizer.iterations.numpy()) == 1
     for before, a, b in zip(initial["reference"], fast.trainable_variables,
@@ -145,10 +154,8 @@ def test_one_training_step_gives_the_same_weights_under_both_sets(rng, tmp_path)
         assert_close(a.numpy(), b.numpy(), b.path)
 
 
-@pytest.mark.parametrize("saved_under, loaded_under",
-                         [("cpu_fast", "reference"), ("reference", "cpu_fast")])
-def test_a_model_saved_under_one_set_loads_and_runs_under_the_other(rng, tmp_path, saved_under,
-                                                                     loaded_under):
+def test_a_model_saved_under_one_set_loads_with_the_reference_set_and_runs_under_either(
+        rng, tmp_path):
     from electra_tf.modeling.electra import build_generator_and_discriminator
 
     config = tiny_config()
@@ -157,40 +164,41 @@ def test_a_model_saved_under_one_set_loads_and_runs_under_the_other(rng, tmp_pat
               "segment_ids": batch["segment_ids"]}
     generator_inputs = dict(inputs, masked_lm_positions=batch["masked_lm_positions"])
     keras.utils.set_random_seed(0)
-    with kernels.use(saved_under):
-        generator, discriminator = build_generator_and_discriminator(config.model)
-        saved = {"generator": generator, "discriminator": discriminator}
-        before = {"generator": generator(generator_inputs).numpy(),
-                  "discriminator": discriminator(inputs)["logits"].numpy()}
-        for name, model in saved.items():
-            model.save(str(tmp_path / f"{name}.keras"))
-    with kernels.use(loaded_under):
-        for name, model in saved.items():
-            loaded = keras.saving.load_model(str(tmp_path / f"{name}.keras"))
-            for a, b in zip(loaded.get_weights(), model.get_weights()):
-                np.testing.assert_array_equal(a, b)
-            after = loaded(generator_inputs if name == "generator" else inputs)
-            after = after.numpy() if name == "generator" else after["logits"].numpy()
-            assert_close(after, before[name], name)
-
-
-def test_exact_gelu_is_saved_by_its_registered_name_and_loads_back():
-    from electra_tf.modeling.layers import Dense, exact_gelu
-
-    config = keras.saving.serialize_keras_object(Dense(4, activation=exact_gelu))
-    assert config["config"]["activation"]["config"] == "electra_tf>exact_gelu"
-    assert keras.saving.deserialize_keras_object(config).activation is exact_gelu
+    generator, discriminator = build_generator_and_discriminator(config.model, kernels="cpu_fast")
+    saved = {"generator": generator, "discriminator": discriminator}
+    before = {"generator": generator(generator_inputs).numpy(),
+              "discriminator": discriminator(inputs)["logits"].numpy()}
+    for name, model in saved.items():
+        model.save(str(tmp_path / f"{name}.keras"))
+    for name, model in saved.items():
+        loaded = keras.saving.load_model(str(tmp_path / f"{name}.keras"))
+        assert loaded.encoder.kernels == "reference"  # a saved model names no kernel set
+        for a, b in zip(loaded.get_weights(), model.get_weights()):
+            np.testing.assert_array_equal(a, b)
+        after = loaded(generator_inputs if name == "generator" else inputs)
+        after = after.numpy() if name == "generator" else after["logits"].numpy()
+        assert_close(after, before[name], name)
+    # Fine-tuning builds a loaded encoder again with the run's set, weights and all.
+    encoder = keras.saving.load_model(str(tmp_path / "discriminator.keras")).encoder
+    assert with_kernels(encoder, "reference") is encoder
+    fast = with_kernels(encoder, "cpu_fast")
+    assert isinstance(fast, ElectraEncoder) and fast.kernels == "cpu_fast"
+    assert [v.path for v in fast.weights] == [v.path for v in encoder.weights]
+    assert_close(fast(inputs).numpy(), encoder(inputs).numpy(), "sequence_output")
+    fresh = copy_encoder(encoder, "cpu_fast", with_weights=False)
+    assert fresh.kernels == "cpu_fast" and fresh.get_config() == encoder.get_config()
+    assert not np.array_equal(fresh.get_weights()[0], encoder.get_weights()[0])
 
 
 def test_reference_dropout_masks_differ_across_steps_and_layers():
     from electra_tf.modeling.layers import ReplicaDropout
 
     keras.utils.set_random_seed(5)
-    with kernels.use("reference"):
-        first, second = ReplicaDropout(0.5), ReplicaDropout(0.5)
-        x = tf.ones((32, 64))
-        masks = [first(x, training=True).numpy() == 0, first(x, training=True).numpy() == 0,
-                 second(x, training=True).numpy() == 0]
+    first, second = ReplicaDropout(0.5), ReplicaDropout(0.5)
+    assert first.kernels == "reference"
+    x = tf.ones((32, 64))
+    masks = [first(x, training=True).numpy() == 0, first(x, training=True).numpy() == 0,
+             second(x, training=True).numpy() == 0]
     for i in range(3):
         assert abs(masks[i].mean() - 0.5) < 0.05
         for j in range(i):
@@ -208,18 +216,17 @@ def test_exports_are_traced_with_the_reference_kernels(tmp_path):
     vocab_file.write_text("\n".join(specials + [f"w{i}" for i in range(VOCAB - 5)]) + "\n")
     config.save_json(str(tmp_path / "config.json"))
     keras.utils.set_random_seed(0)
-    generator, discriminator = build_generator_and_discriminator(config.model)
+    generator, discriminator = build_generator_and_discriminator(config.model, kernels="cpu_fast")
     spec = {name: tf.TensorSpec([None, None], tf.int32)
             for name in ("input_ids", "input_mask", "segment_ids")}
-    with kernels.use("cpu_fast"):
-        # What the model traces to under cpu_fast: custom gradients, which the check detects.
-        traced = tf.function(lambda x: discriminator(x)).get_concrete_function(spec)
-        assert custom_gradient_ops(traced.graph.as_graph_def())
-        export_dir = export_pretrained(generator, discriminator, str(tmp_path / "export"),
-                                       str(vocab_file), str(tmp_path / "config.json"))
-        version_dir = export_discriminator(discriminator, config, str(vocab_file),
-                                           str(tmp_path / "serving"), "discriminator")
-        assert kernels.active_name() == "cpu_fast"  # the exports left the choice alone
+    # What the model traces to with cpu_fast: custom gradients, which the check detects.
+    traced = tf.function(lambda x: discriminator(x)).get_concrete_function(spec)
+    assert custom_gradient_ops(traced.graph.as_graph_def())
+    export_dir = export_pretrained(generator, discriminator, str(tmp_path / "export"),
+                                   str(vocab_file), str(tmp_path / "config.json"))
+    version_dir = export_discriminator(discriminator, config, str(vocab_file),
+                                       str(tmp_path / "serving"), "discriminator")
+    assert discriminator.encoder.kernels == "cpu_fast"  # the exports left the model alone
     for saved_model in (os.path.join(export_dir, "discriminator_savedmodel"), version_dir):
         message = saved_model_pb2.SavedModel()
         with open(os.path.join(saved_model, "saved_model.pb"), "rb") as f:

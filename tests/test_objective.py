@@ -13,7 +13,7 @@ def test_inverse_cdf_sampling_hand_example(kernel_set):
     probs = np.array([0.1, 0.2, 0.3, 0.4])
     logits = np.log(probs).astype(np.float32)[None, None, :].repeat(5, axis=1)
     uniforms = np.array([[0.05, 0.15, 0.35, 0.95, 0.0]], np.float32)
-    ids = objective.sample_tokens(logits, uniforms).numpy()
+    ids = objective.sample_tokens(logits, uniforms, kernels=kernel_set).numpy()
     np.testing.assert_array_equal(ids, [[0, 1, 2, 3, 0]])
 
 
@@ -22,7 +22,8 @@ def test_sampling_frequencies_follow_softmax(rng, kernel_set):
     expected = np.exp(logits) / np.exp(logits).sum()
     n = 20000
     uniforms = rng.random((1, n)).astype(np.float32)
-    ids = objective.sample_tokens(np.tile(logits, (1, n, 1)), uniforms).numpy().ravel()
+    ids = objective.sample_tokens(np.tile(logits, (1, n, 1)), uniforms,
+                                  kernels=kernel_set).numpy().ravel()
     freq = np.bincount(ids, minlength=5) / n
     np.testing.assert_allclose(freq, expected, atol=0.012)
 
@@ -31,7 +32,7 @@ def test_sampling_equals_one_numpy_cumulative_sum_across_blocks(rng, kernel_set)
     for vocab in VOCAB_SIZES:
         logits = (3 * rng.normal(size=(4, 50, vocab))).astype(np.float32)
         uniforms = rng.random((4, 50)).astype(np.float32)
-        ids = objective.sample_tokens(logits, uniforms).numpy()
+        ids = objective.sample_tokens(logits, uniforms, kernels=kernel_set).numpy()
         probs = np.exp(logits.astype(np.float64) - logits.max(-1, keepdims=True))
         cdf = np.cumsum(probs / probs.sum(-1, keepdims=True), -1)
         expected = np.minimum((cdf <= uniforms[..., None]).sum(-1), vocab - 1)
@@ -39,7 +40,8 @@ def test_sampling_equals_one_numpy_cumulative_sum_across_blocks(rng, kernel_set)
     # Uniforms landing exactly on block boundaries of a uniform distribution.
     vocab = 4 * cpu_fast.SAMPLING_BLOCK
     edges = np.array([[0.0, 0.25, 0.5, 0.75]], np.float32)
-    ids = objective.sample_tokens(np.zeros((1, 4, vocab), np.float32), edges).numpy()
+    ids = objective.sample_tokens(np.zeros((1, 4, vocab), np.float32), edges,
+                                  kernels=kernel_set).numpy()
     np.testing.assert_array_equal(ids, [[0, 128, 256, 384]])
 
 
@@ -48,11 +50,13 @@ def test_temperature_sharpens_and_disallow_excludes(rng, kernel_set):
     n = 20000
     uniforms = rng.random((1, n)).astype(np.float32)
     tiled = np.tile(logits, (1, n, 1))
-    cold = objective.sample_tokens(tiled, uniforms, temperature=0.5).numpy().ravel()
+    cold = objective.sample_tokens(tiled, uniforms, temperature=0.5,
+                                   kernels=kernel_set).numpy().ravel()
     expected = np.exp(logits / 0.5) / np.exp(logits / 0.5).sum()
     np.testing.assert_allclose(np.bincount(cold, minlength=3) / n, expected, atol=0.012)
     banned = np.zeros((1, n), np.int32)  # forbid id 0, the most likely one
-    ids = objective.sample_tokens(tiled, uniforms, disallow_ids=banned).numpy()
+    ids = objective.sample_tokens(tiled, uniforms, disallow_ids=banned,
+                                  kernels=kernel_set).numpy()
     assert not np.any(ids == 0)
 
 
@@ -70,7 +74,8 @@ def test_masked_lm_sums_against_numpy(rng, kernel_set):
     logits = rng.normal(size=(2, 3, 6)).astype(np.float32)
     ids = rng.integers(0, 6, size=(2, 3)).astype(np.int32)
     weights = np.array([[1, 1, 0], [1, 0, 0]], np.float32)
-    sums = {k: v.numpy() for k, v in objective.masked_lm_sums(logits, ids, weights).items()}
+    sums = objective.masked_lm_sums(logits, ids, weights, kernels=kernel_set)
+    sums = {k: v.numpy() for k, v in sums.items()}
     log_probs = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
     nll = -np.take_along_axis(log_probs, ids[..., None], -1)[..., 0]
     np.testing.assert_allclose(sums["nll"], (nll * weights).sum(), rtol=1e-5)
@@ -86,7 +91,7 @@ def test_masked_lm_sums_and_gradient_across_vocabulary_blocks(rng, kernel_set):
         ids[0, 0], weights[0, 0] = logits[0, 0].argmax(), 1.0  # at least one hit
         logits_var = tf.Variable(logits)
         with tf.GradientTape() as tape:
-            sums = objective.masked_lm_sums(logits_var, ids, weights)
+            sums = objective.masked_lm_sums(logits_var, ids, weights, kernels=kernel_set)
         grad = tape.gradient(sums["nll"], logits_var).numpy()
         shifted = logits.astype(np.float64) - logits.max(-1, keepdims=True)
         probs = np.exp(shifted) / np.exp(shifted).sum(-1, keepdims=True)
@@ -107,8 +112,9 @@ def test_masked_lm_accuracy_takes_the_first_of_tied_maxima(kernel_set):
     weights = np.ones((1, 3), np.float32)
     first = np.array([[5, 200, 130]], np.int32)
     later = np.array([[9, 300, 383]], np.int32)
-    assert objective.masked_lm_sums(logits, first, weights)["correct"].numpy() == 3
-    assert objective.masked_lm_sums(logits, later, weights)["correct"].numpy() == 0
+    for targets, correct in ((first, 3), (later, 0)):
+        sums = objective.masked_lm_sums(logits, targets, weights, kernels=kernel_set)
+        assert sums["correct"].numpy() == correct
 
 
 def test_discriminator_sums_against_numpy(rng):

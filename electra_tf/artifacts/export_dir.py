@@ -24,7 +24,6 @@ import keras
 from electra_tf.artifacts.run_dir import CONFIG_FILE, VOCAB_FILE
 from electra_tf.finiteness import check_finite_weights
 # Registers the custom classes so load_model finds them.
-from electra_tf.modeling import kernels
 from electra_tf.modeling.electra import plain_discriminator
 
 DISCRIMINATOR_FILE = "discriminator.keras"
@@ -98,10 +97,10 @@ def export_pretrained(generator: Optional[keras.Model], discriminator: keras.Mod
         float32_copy(plain_discriminator(discriminator)).save(tmp.discriminator_file)
         if generator is not None:
             float32_copy(generator).save(tmp.generator_file)
+        # A loaded model runs the reference kernels (a saved model carries no
+        # kernel set), so the SavedModel is plain TensorFlow for any hardware.
         reloaded = keras.saving.load_model(tmp.discriminator_file)
-        # Traced with the plain kernels, so the SavedModel suits any hardware.
-        with kernels.use("reference"):
-            reloaded.export(tmp.discriminator_savedmodel, format="tf_saved_model", verbose=False)
+        reloaded.export(tmp.discriminator_savedmodel, format="tf_saved_model", verbose=False)
         shutil.copyfile(vocab_file, tmp.vocab_file)
         shutil.copyfile(config_json, tmp.config_file)
         if os.path.exists(export_dir):
@@ -120,7 +119,9 @@ def float32_copy(model: keras.Model) -> keras.Model:
     """A float32 copy of a model (which may have trained under a mixed-precision policy).
 
     Exports compute and return float32 whatever precision training used, and
-    hold plain (not distributed) variables.
+    hold plain (not distributed) variables. The copy is built from the
+    model's config, which names no kernel set: it runs the reference kernels,
+    so what is exported from it traces to plain TensorFlow.
     """
     previous = keras.config.dtype_policy()
     keras.config.set_dtype_policy("float32")

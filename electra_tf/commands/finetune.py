@@ -43,7 +43,7 @@ import warnings
 from absl import app, flags, logging
 
 from electra_tf import cli
-from electra_tf.config import KERNELS, MIXED_PRECISION_POLICIES, MODEL_SIZES
+from electra_tf.config import KERNELS, KERNELS_HELP, MIXED_PRECISION_POLICIES, MODEL_SIZES
 
 # Keras warns that fit() ignores shuffle=True for a tf.data input; ours shuffles itself.
 warnings.filterwarnings("ignore", message=".*shuffle=True.*")
@@ -159,9 +159,7 @@ flags.DEFINE_enum("loss_reduction", "mean", ["mean", "sum"], "mean: the loss is 
                   "code (run_finetuning.py) computes it; the gradient is then batch-size times "
                   "larger, so the global-norm clip at 1.0 bites on almost every step and sets "
                   "the step size.")
-flags.DEFINE_enum("kernels", "auto", KERNELS, "The model's kernels: reference (standard "
-                  "TensorFlow ops), cpu_fast (faster under XLA on a CPU) or auto (cpu_fast "
-                  "without a GPU/TPU, else reference). Exports always use reference.")
+flags.DEFINE_enum("kernels", "reference", KERNELS, KERNELS_HELP)
 flags.mark_flag_as_required("init_checkpoint")
 FLAGS = flags.FLAGS
 
@@ -261,7 +259,7 @@ def _settings(output_dir: str):
         save_checkpoints_steps=FLAGS.save_checkpoints_steps, save_models=FLAGS.save_models,
         mixed_precision=FLAGS.mixed_precision, loss_reduction=FLAGS.loss_reduction,
         gradient_accumulation_steps=FLAGS.gradient_accumulation_steps,
-        jit_compile=FLAGS.jit_compile, random_init=FLAGS.random_init)
+        jit_compile=FLAGS.jit_compile, kernels=FLAGS.kernels, random_init=FLAGS.random_init)
 
 
 def _squad_task():
@@ -367,11 +365,9 @@ def main(argv):
     from electra_tf.finetuning.classification import format_table
     from electra_tf.finetuning.squad_data import SquadDataError
     from electra_tf.finetuning.tasks import TaskDataError
-    from electra_tf.modeling import kernels
     from electra_tf.interop.checkpoints import CheckpointError
     from electra_tf.training.finetuning_loop import run_trials
 
-    kernels.set_kernels(FLAGS.kernels)  # before any model is built
     try:
         pretrained = resolve_pretrained(_imported_if_foreign(FLAGS.init_checkpoint),
                                         FLAGS.vocab_file, FLAGS.model_size)

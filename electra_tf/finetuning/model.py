@@ -41,7 +41,8 @@ class ElectraClassifier(FinetuningTrainStep, keras.Model):
     before it draws a different mask on every replica, like the encoder's.
 
     Args:
-        encoder: a (pre-trained) `ElectraEncoder`.
+        encoder: a (pre-trained) `ElectraEncoder`; the head's dropout runs its
+            kernel set.
         num_outputs: number of classes, or 1 for regression.
         regression: squared-error objective and a [B] output.
         dropout_rate: dropout on the [CLS] vector during training.
@@ -53,7 +54,8 @@ class ElectraClassifier(FinetuningTrainStep, keras.Model):
         # === Layers ===
         self.encoder = encoder
         self.first_token = FirstToken(name="first_token")
-        self.head_dropout = ReplicaDropout(dropout_rate, name="head_dropout")
+        self.head_dropout = ReplicaDropout(dropout_rate, kernels=encoder.kernels,
+                                           name="head_dropout")
         self.task_head = keras.layers.Dense(
             num_outputs, kernel_initializer=truncated_normal(initializer_range), name=HEAD_NAME)
         # === Functional graph ===

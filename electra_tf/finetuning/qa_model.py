@@ -24,7 +24,7 @@ import tensorflow as tf
 
 from electra_tf.finetuning.train_step import FinetuningTrainStep
 from electra_tf.modeling.encoder import INPUT_NAMES, ElectraEncoder
-from electra_tf.modeling.layers import exact_gelu, truncated_normal
+from electra_tf.modeling.layers import truncated_normal
 
 HEAD_NAME = "task_head"  # places the head at the top of the layer-wise decay
 ANSWERABLE_WEIGHT = 0.5
@@ -100,7 +100,9 @@ class QAHead(keras.layers.Layer):
         if start_states.shape.rank == 3:
             from_positions = from_positions[:, tf.newaxis]  # [B, 1, L, U]
             mask = mask[:, tf.newaxis]
-        hidden = exact_gelu(from_positions + tf.expand_dims(from_start, -2) + self.end_hidden_bias)
+        hidden = keras.activations.gelu(
+            from_positions + tf.expand_dims(from_start, -2) + self.end_hidden_bias,
+            approximate=False)
         logits = tf.squeeze(tf.matmul(hidden, self.end_kernel), -1) + self.end_bias
         return tf.cast(logits, tf.float32) - _MASK_PENALTY * (1.0 - mask)
 
@@ -109,8 +111,9 @@ class QAHead(keras.layers.Layer):
         start_p = tf.cast(tf.nn.softmax(start_logits), sequence.dtype)
         pooled = tf.reduce_sum(start_p[..., tf.newaxis] * sequence, axis=1)  # [B, H]
         features = tf.concat([sequence[:, 0], pooled], -1)
-        hidden = exact_gelu(tf.matmul(features, self.answerable_hidden_kernel)
-                            + self.answerable_hidden_bias)
+        hidden = keras.activations.gelu(
+            tf.matmul(features, self.answerable_hidden_kernel) + self.answerable_hidden_bias,
+            approximate=False)
         logit = tf.squeeze(tf.matmul(hidden, self.answerable_kernel), -1) + self.answerable_bias
         return tf.cast(logit, tf.float32)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Optional
 
-from electra_tf.config import MIXED_PRECISION_POLICIES
+from electra_tf.config import KERNELS, MIXED_PRECISION_POLICIES
 from electra_tf.errors import RunError
 from electra_tf.finetuning.optimization import DEFAULT_LAYERWISE_DECAY, DEFAULT_LEARNING_RATES
 from electra_tf.finetuning.train_step import LOSS_REDUCTIONS
@@ -14,7 +14,7 @@ from electra_tf.finetuning.train_step import LOSS_REDUCTIONS
 # means (accumulation and XLA compute the same update).
 RESUMABLE = ("output_dir", "num_trials", "eval_batch_size", "log_every_steps",
              "save_checkpoints_steps", "save_models", "gradient_accumulation_steps",
-             "jit_compile")
+             "jit_compile", "kernels")
 # Settings added after results.json existed: recorded in it only when not at
 # these defaults, so that the results of earlier runs still match.
 _RECORDED_UNLESS_DEFAULT = {"mixed_precision": "none", "loss_reduction": "mean",
@@ -51,8 +51,9 @@ class FinetuneSettings:
       core's gradients and averaged the cores').
 
     `mixed_precision` and `loss_reduction` change the numbers of a trial and
-    belong to the run's identity; `gradient_accumulation_steps` and
-    `jit_compile` compute the same update and may change when a run resumes.
+    belong to the run's identity; `gradient_accumulation_steps`,
+    `jit_compile` and `kernels` compute the same update (`kernels` with other
+    dropout masks) and may change when a run resumes.
     Which devices train (the distribution strategy) is not a setting.
     """
 
@@ -79,6 +80,9 @@ class FinetuneSettings:
     # XLA: one device compiles the whole step; several replicas compile each
     # replica's forward and backward pass.
     jit_compile: bool = False
+    # The kernel set the model runs (electra_tf.modeling.kernels): reference,
+    # cpu_fast, or auto (cpu_fast without a GPU/TPU).
+    kernels: str = "reference"
     # A no-pre-training baseline: the checkpoint's encoder with fresh weights.
     random_init: bool = False
 
@@ -113,6 +117,7 @@ class FinetuneSettings:
                    "choose one of " + ", ".join(MIXED_PRECISION_POLICIES)),
                   ("loss_reduction", resolved.loss_reduction in LOSS_REDUCTIONS,
                    "choose one of " + ", ".join(LOSS_REDUCTIONS)),
+                  ("kernels", resolved.kernels in KERNELS, "choose one of " + ", ".join(KERNELS)),
                   ("train_batch_size",
                    resolved.train_batch_size % resolved.gradient_accumulation_steps == 0,
                    "must be divisible by --gradient_accumulation_steps="

@@ -7,6 +7,7 @@ import keras
 from electra_tf.config import ModelConfig
 from electra_tf.modeling.encoder import INPUT_NAMES, ElectraEncoder
 from electra_tf.modeling.heads import MaskedLMHead, ReplacedTokenDetectionHead
+from electra_tf.modeling.kernels import resolve_kernels
 from electra_tf.modeling.layers import DisentangledEmbeddings, ElectraEmbeddings
 
 
@@ -33,14 +34,15 @@ class ElectraGenerator(_EncoderWithHead):
 
     Args:
         encoder: an `ElectraEncoder`; its embeddings are tied to the output layer.
+            The head runs the encoder's kernel set.
     """
 
     def __init__(self, encoder: ElectraEncoder, **kwargs):
         # === Layers ===
         self.encoder = encoder
         self.mlm_head = MaskedLMHead(encoder.embeddings, encoder.initializer_range,
-                                     encoder.layer_norm_epsilon, dtype=encoder.dtype_policy,
-                                     name="generator_predictions")
+                                     encoder.layer_norm_epsilon, kernels=encoder.kernels,
+                                     dtype=encoder.dtype_policy, name="generator_predictions")
         # === Functional graph ===
         inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name) for name in INPUT_NAMES}
         inputs["masked_lm_positions"] = keras.Input(shape=(None,), dtype="int32",
@@ -59,13 +61,14 @@ class ElectraDiscriminator(_EncoderWithHead):
     uses `.encoder`; the head is only for pre-training and inspection.
 
     Args:
-        encoder: an `ElectraEncoder`.
+        encoder: an `ElectraEncoder`; the head runs its kernel set.
     """
 
     def __init__(self, encoder: ElectraEncoder, **kwargs):
         # === Layers ===
         self.encoder = encoder
         self.rtd_head = ReplacedTokenDetectionHead(encoder.hidden_size, encoder.initializer_range,
+                                                   kernels=encoder.kernels,
                                                    dtype=encoder.dtype_policy,
                                                    name="discriminator_predictions")
         # === Functional graph ===
@@ -103,6 +106,7 @@ class ElectraClozeGenerator(keras.Model):
         embeddings = left_to_right.embeddings
         self.cloze_head = MaskedLMHead(embeddings, left_to_right.initializer_range,
                                        left_to_right.layer_norm_epsilon,
+                                       kernels=left_to_right.kernels,
                                        dtype=left_to_right.dtype_policy, name="cloze_predictions")
         # === Functional graph ===
         inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name) for name in INPUT_NAMES}
@@ -152,8 +156,9 @@ def plain_discriminator(discriminator: "ElectraDiscriminator") -> "ElectraDiscri
     embeddings = discriminator.encoder.embeddings
     if not isinstance(embeddings, DisentangledEmbeddings):
         return discriminator
-    plain = ElectraDiscriminator(ElectraEncoder.from_config(discriminator.encoder.get_config()),
-                                 name=discriminator.name)
+    plain = ElectraDiscriminator(ElectraEncoder.from_config(
+        {**discriminator.encoder.get_config(), "kernels": discriminator.encoder.kernels}),
+        name=discriminator.name)
     target = plain.encoder.embeddings
     target.word_embeddings.assign(embeddings.word_table())
     for name in ("position_embeddings", "token_type_embeddings"):
@@ -174,7 +179,8 @@ def plain_discriminator(discriminator: "ElectraDiscriminator") -> "ElectraDiscri
 def build_generator_and_discriminator(config: ModelConfig, dtype=None,
                                       weight_sharing: str = "embeddings",
                                       with_generator: bool = True,
-                                      generator_kind: str = "masked_lm"):
+                                      generator_kind: str = "masked_lm",
+                                      kernels: str = "reference"):
     """Builds the discriminator and a generator that shares `weight_sharing` with it.
 
     Args:
@@ -192,16 +198,21 @@ def build_generator_and_discriminator(config: ModelConfig, dtype=None,
         with_generator: False builds no generator (returned as None).
         generator_kind: "masked_lm" (ELECTRA's generator) or
             "two_tower_cloze" (Electric's, an `ElectraClozeGenerator`).
+        kernels: the kernel set both models run: "reference" (Keras layers
+            and plain ops), "cpu_fast" or "auto" (see
+            `electra_tf.modeling.kernels`).
 
     Returns:
         (generator or None, discriminator): an `ElectraGenerator` (or
         `ElectraClozeGenerator`) and an `ElectraDiscriminator`.
     """
+    kernels = resolve_kernels(kernels)
+
     def embeddings(name):
         return ElectraEmbeddings(
             config.vocab_size, config.embedding_size, config.max_position_embeddings,
             config.type_vocab_size, config.dropout_rate, config.initializer_range,
-            config.layer_norm_epsilon, dtype=dtype, name=name)
+            config.layer_norm_epsilon, kernels=kernels, dtype=dtype, name=name)
 
     if generator_kind not in ("masked_lm", "two_tower_cloze"):
         raise ValueError(f"generator_kind={generator_kind!r}: masked_lm or two_tower_cloze.")
@@ -213,18 +224,19 @@ def build_generator_and_discriminator(config: ModelConfig, dtype=None,
     # gives the same weights.
     if with_generator and generator_kind == "two_tower_cloze":
         towers = [ElectraEncoder.from_model_config(
-            config.generator_config(), embeddings=gen_embeddings, dtype=dtype,
+            config.generator_config(), embeddings=gen_embeddings, kernels=kernels, dtype=dtype,
             attention_direction=direction, name=f"generator_{direction}_encoder")
             for direction in ("left_to_right", "right_to_left")]
         generator = ElectraClozeGenerator(*towers, name="generator")
     elif with_generator and weight_sharing != "all":
         generator = ElectraGenerator(ElectraEncoder.from_model_config(
-            config.generator_config(), embeddings=gen_embeddings, dtype=dtype,
+            config.generator_config(), embeddings=gen_embeddings, kernels=kernels, dtype=dtype,
             name="generator_encoder"), name="generator")
     disc_embeddings = (DisentangledEmbeddings(shared, dtype=dtype, name="embeddings_gdes")
                        if weight_sharing == "gdes" else shared)
     disc_encoder = ElectraEncoder.from_model_config(config, embeddings=disc_embeddings,
-                                                    dtype=dtype, name="discriminator_encoder")
+                                                    kernels=kernels, dtype=dtype,
+                                                    name="discriminator_encoder")
     if with_generator and weight_sharing == "all":
         generator = ElectraGenerator(disc_encoder, name="generator")
     return generator, ElectraDiscriminator(disc_encoder, name="discriminator")

@@ -7,8 +7,9 @@ from typing import Optional
 import keras
 
 from electra_tf.config import ModelConfig
-from electra_tf.modeling.layers import (ATTENTION_DIRECTIONS, Dense, ElectraEmbeddings,
-                                        TransformerLayer, attention_bias_from_mask)
+from electra_tf.modeling.kernels import resolve_kernels
+from electra_tf.modeling.layers import (ATTENTION_DIRECTIONS, ElectraEmbeddings, TransformerLayer,
+                                        attention_bias_from_mask)
 
 INPUT_NAMES = ("input_ids", "input_mask", "segment_ids")
 
@@ -37,6 +38,12 @@ class ElectraEncoder(keras.Model):
             `DisentangledEmbeddings` to use. None creates a fresh one. Not
             part of the serialized config: a reloaded encoder owns its
             embeddings.
+        kernels: the kernel set its layers run, "reference" (Keras layers and
+            plain ops), "cpu_fast" or "auto" (see `electra_tf.modeling.kernels`).
+            Not part of the serialized config: a reloaded encoder runs the
+            reference kernels unless built again with others
+            (`with_kernels`).
+        dtype: the Keras dtype policy (default: the global one).
     """
 
     def __init__(self, vocab_size: int, hidden_size: int, num_layers: int, num_heads: int,
@@ -44,22 +51,25 @@ class ElectraEncoder(keras.Model):
                  type_vocab_size: int = 2, dropout_rate: float = 0.1,
                  attention_dropout_rate: float = 0.1, initializer_range: float = 0.02,
                  layer_norm_epsilon: float = 1e-12, attention_direction: str = "bidirectional",
-                 embeddings: Optional[keras.layers.Layer] = None, dtype=None, **kwargs):
+                 embeddings: Optional[keras.layers.Layer] = None, kernels: str = "reference",
+                 dtype=None, **kwargs):
+        kernels = resolve_kernels(kernels)
         # === Layers ===
         self.embeddings = embeddings or ElectraEmbeddings(
             vocab_size, embedding_size, max_position_embeddings, type_vocab_size, dropout_rate,
-            initializer_range, layer_norm_epsilon, dtype=dtype, name="embeddings")
+            initializer_range, layer_norm_epsilon, kernels=kernels, dtype=dtype,
+            name="embeddings")
         self.embeddings_project = None
         if embedding_size != hidden_size:
             # Glorot uniform, not the truncated normal: the original builds this
             # layer with tf.layers.dense's default initializer.
-            self.embeddings_project = Dense(
+            self.embeddings_project = keras.layers.Dense(
                 hidden_size, kernel_initializer="glorot_uniform", dtype=dtype,
                 name="embeddings_project")
         self.transformer_layers = [
             TransformerLayer(hidden_size, num_heads, intermediate_size, dropout_rate,
                              attention_dropout_rate, initializer_range, layer_norm_epsilon,
-                             dtype=dtype, name=f"transformer_layer_{i}")
+                             kernels=kernels, dtype=dtype, name=f"transformer_layer_{i}")
             for i in range(num_layers)
         ]
 
@@ -92,6 +102,7 @@ class ElectraEncoder(keras.Model):
         self.initializer_range = initializer_range
         self.layer_norm_epsilon = layer_norm_epsilon
         self.attention_direction = attention_direction
+        self.kernels = kernels
 
     @classmethod
     def from_model_config(cls, config: ModelConfig, embeddings: Optional[keras.layers.Layer] = None,
@@ -107,6 +118,8 @@ class ElectraEncoder(keras.Model):
                    layer_norm_epsilon=config.layer_norm_epsilon, embeddings=embeddings, **kwargs)
 
     def get_config(self):
+        # The kernel set is left out: it is how this process runs the model,
+        # not what the model is (a saved model loads with the reference set).
         return {
             "name": self.name,
             "trainable": self.trainable,
@@ -129,3 +142,41 @@ class ElectraEncoder(keras.Model):
     @classmethod
     def from_config(cls, config):
         return cls(**config)
+
+
+def copy_encoder(encoder: ElectraEncoder, kernels: str = "reference",
+                 with_weights: bool = True) -> ElectraEncoder:
+    """`encoder`'s architecture built again with the kernel set `kernels`.
+
+    A loaded encoder runs the reference kernels; fine-tuning builds it again
+    with the run's. The copy owns its embeddings and takes the global dtype
+    policy, as a loaded encoder does.
+
+    Args:
+        encoder: an `ElectraEncoder`.
+        kernels: "reference", "cpu_fast" or "auto" (see `electra_tf.modeling.kernels`).
+        with_weights: copy the weights (False: freshly drawn ones, the
+            no-pre-training baseline).
+
+    Returns:
+        A new `ElectraEncoder`.
+    """
+    copy = ElectraEncoder.from_config({**encoder.get_config(), "kernels": kernels})
+    if with_weights:
+        copy.set_weights(encoder.get_weights())
+    return copy
+
+
+def with_kernels(encoder: ElectraEncoder, kernels: str) -> ElectraEncoder:
+    """`encoder` if it runs the kernel set `kernels`, else a copy of it (weights too) that does.
+
+    Args:
+        encoder: an `ElectraEncoder`, e.g. a loaded one (reference kernels).
+        kernels: "reference", "cpu_fast" or "auto" (see `electra_tf.modeling.kernels`).
+
+    Returns:
+        `encoder` itself, or a `copy_encoder` of it holding its weights.
+    """
+    if encoder.kernels == resolve_kernels(kernels):
+        return encoder
+    return copy_encoder(encoder, kernels)

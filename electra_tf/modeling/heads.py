@@ -5,8 +5,8 @@ from __future__ import annotations
 import keras
 from keras import ops
 
-from electra_tf.modeling import kernels
-from electra_tf.modeling.layers import Dense, ElectraEmbeddings, exact_gelu, truncated_normal
+from electra_tf.modeling.kernels import KERNEL_SETS, resolve_kernels
+from electra_tf.modeling.layers import ElectraEmbeddings, truncated_normal
 
 
 @keras.saving.register_keras_serializable(package="electra_tf")
@@ -21,16 +21,20 @@ class MaskedLMHead(keras.layers.Layer):
         embeddings: the `ElectraEmbeddings` whose word table is tied to the output.
         initializer_range: stddev of the truncated-normal initializer.
         layer_norm_epsilon: LayerNorm epsilon.
+        kernels: the kernel set of the dense layer and the output bias (see
+            `electra_tf.modeling.kernels`; not part of the config).
     """
 
     def __init__(self, embeddings: ElectraEmbeddings, initializer_range: float = 0.02,
-                 layer_norm_epsilon: float = 1e-12, **kwargs):
+                 layer_norm_epsilon: float = 1e-12, kernels: str = "reference", **kwargs):
         super().__init__(**kwargs)
         self.embeddings = embeddings
         self.initializer_range = initializer_range
         self.layer_norm_epsilon = layer_norm_epsilon
-        self.dense = Dense(
-            embeddings.embedding_size, activation=exact_gelu,
+        self.kernels = resolve_kernels(kernels)
+        # Keras' GELU is the exact erf form, as the original code's.
+        self.dense = keras.layers.Dense(
+            embeddings.embedding_size, activation="gelu",
             kernel_initializer=truncated_normal(initializer_range), dtype=self.dtype_policy,
             name="dense")
         self.layer_norm = keras.layers.LayerNormalization(
@@ -53,10 +57,11 @@ class MaskedLMHead(keras.layers.Layer):
         Returns:
             Logits [B, N, V] in the compute dtype.
         """
+        kernels = KERNEL_SETS[self.kernels]
         gathered = ops.take_along_axis(sequence_output, masked_lm_positions[:, :, None], axis=1)
-        hidden = self.layer_norm(self.dense(gathered))
-        return kernels.active().add_bias(self.embeddings.attend(hidden),
-                                         ops.cast(self.output_bias, hidden.dtype))
+        hidden = self.layer_norm(kernels.dense(self.dense, gathered))
+        return kernels.add_bias(self.embeddings.attend(hidden),
+                                ops.cast(self.output_bias, hidden.dtype))
 
     def compute_output_shape(self, sequence_output_shape, masked_lm_positions_shape):
         return tuple(masked_lm_positions_shape) + (self.embeddings.vocab_size,)
@@ -69,18 +74,22 @@ class ReplacedTokenDetectionHead(keras.layers.Layer):
     Args:
         hidden_size: H of the discriminator.
         initializer_range: stddev of the truncated-normal initializer.
+        kernels: the kernel set of the dense layers (see
+            `electra_tf.modeling.kernels`; not part of the config).
     """
 
-    def __init__(self, hidden_size: int, initializer_range: float = 0.02, **kwargs):
+    def __init__(self, hidden_size: int, initializer_range: float = 0.02,
+                 kernels: str = "reference", **kwargs):
         super().__init__(**kwargs)
         self.hidden_size = hidden_size
         self.initializer_range = initializer_range
+        self.kernels = resolve_kernels(kernels)
         init = truncated_normal(initializer_range)
-        self.dense = Dense(hidden_size, activation=exact_gelu, kernel_initializer=init,
-                           dtype=self.dtype_policy, name="dense")
+        self.dense = keras.layers.Dense(hidden_size, activation="gelu", kernel_initializer=init,
+                                        dtype=self.dtype_policy, name="dense")
         # The original's final logit layer uses tf.layers.dense's default (Glorot uniform).
-        self.logit = Dense(1, kernel_initializer="glorot_uniform", dtype=self.dtype_policy,
-                           name="logit")
+        self.logit = keras.layers.Dense(1, kernel_initializer="glorot_uniform",
+                                        dtype=self.dtype_policy, name="logit")
 
     def build(self, sequence_shape):
         self.dense.build(sequence_shape)
@@ -89,7 +98,9 @@ class ReplacedTokenDetectionHead(keras.layers.Layer):
 
     def call(self, sequence_output):
         """Args: sequence_output [B, L, H]. Returns logits [B, L] (> 0: replaced)."""
-        return ops.squeeze(self.logit(self.dense(sequence_output)), axis=-1)
+        kernels = KERNEL_SETS[self.kernels]
+        hidden = kernels.dense(self.dense, sequence_output)
+        return ops.squeeze(kernels.dense(self.logit, hidden), axis=-1)
 
     def compute_output_shape(self, sequence_shape):
         return tuple(sequence_shape[:-1])

@@ -1,8 +1,9 @@
 """Building blocks of the ELECTRA encoder: embeddings, self-attention, transformer layer.
 
-The bias add, GELU, attention and dropout masks come from the active kernel
-set (`electra_tf.modeling.kernels`), chosen when a layer is traced; the
-layers' weights and configs are the same under every set.
+The dense layers, attention and dropout masks run the kernel set each layer
+is built with (`kernels="reference"` or `"cpu_fast"`, see
+`electra_tf.modeling.kernels`); the layers' weights and configs are the same
+under every set.
 
 Conventions: B = batch, L = sequence length, E = embedding size, H = hidden
 size, V = vocabulary size. Masks are int32 (1 = real token, 0 = padding).
@@ -14,8 +15,7 @@ import keras
 import tensorflow as tf
 from keras import ops
 
-from electra_tf.modeling import kernels
-from electra_tf.modeling.kernels.reference import apply_keep_mask
+from electra_tf.modeling.kernels import KERNEL_SETS, resolve_kernels
 
 
 def truncated_normal(stddev: float) -> keras.initializers.Initializer:
@@ -31,15 +31,18 @@ class ReplicaDropout(keras.layers.Layer):
     MirroredStrategy all replicas draw the same mask (for different examples).
     Folding the replica id into the stateless seed gives each replica its own.
     The seed state is a Keras SeedGenerator, checkpointed with the run. The
-    mask is drawn from that seed by the active kernel set.
+    mask is drawn from that seed by the layer's kernel set.
 
     Args:
         rate: fraction of units dropped, in [0, 1).
+        kernels: the kernel set that draws and applies the masks (see
+            `electra_tf.modeling.kernels`; not part of the config).
     """
 
-    def __init__(self, rate: float, **kwargs):
+    def __init__(self, rate: float, kernels: str = "reference", **kwargs):
         super().__init__(**kwargs)
         self.rate = rate
+        self.kernels = resolve_kernels(kernels)
         self.seed_generator = keras.random.SeedGenerator(name=f"{self.name}_seed")
 
     def keep_mask(self, shape, training=None):
@@ -50,15 +53,16 @@ class ReplicaDropout(keras.layers.Layer):
         if not training or self.rate == 0:
             return None, 1.0
         seed = tf.cast(self.seed_generator.next(), tf.int64)
+        # The replica id is tf.distribute's: there is no Keras equivalent.
         context = tf.distribute.get_replica_context()
         if context is not None and context.num_replicas_in_sync > 1:
             replica = tf.cast(context.replica_id_in_sync_group, tf.int64)
             seed = seed + tf.stack([tf.constant(0, tf.int64), replica + 1]) * 1_000_003
-        return kernels.active().dropout_keep_mask(shape, seed, self.rate)
+        return KERNEL_SETS[self.kernels].dropout_keep_mask(shape, seed, self.rate)
 
     def call(self, inputs, training=None):
-        keep, keep_probability = self.keep_mask(tf.shape(inputs), training)
-        return apply_keep_mask(inputs, keep, keep_probability)
+        keep, keep_probability = self.keep_mask(ops.shape(inputs), training)
+        return KERNEL_SETS[self.kernels].apply_keep_mask(inputs, keep, keep_probability)
 
     def compute_output_shape(self, input_shape):
         return input_shape
@@ -67,19 +71,6 @@ class ReplicaDropout(keras.layers.Layer):
         config = super().get_config()
         config.update(rate=self.rate)
         return config
-
-
-@keras.saving.register_keras_serializable(package="electra_tf")
-class Dense(keras.layers.Dense):
-    """keras.layers.Dense whose bias is added by the active kernel set (same weights and maths)."""
-
-    def call(self, inputs, training=None):
-        x = ops.matmul(inputs, self.kernel)
-        if self.bias is not None:
-            x = kernels.active().add_bias(x, ops.cast(self.bias, x.dtype))
-        if self.activation is not None:
-            x = self.activation(x)
-        return x
 
 
 @keras.saving.register_keras_serializable(package="electra_tf")
@@ -99,11 +90,13 @@ class ElectraEmbeddings(keras.layers.Layer):
         dropout_rate: dropout after the LayerNorm.
         initializer_range: stddev of the truncated-normal initializer.
         layer_norm_epsilon: LayerNorm epsilon.
+        kernels: the kernel set of the dropout (not part of the config).
     """
 
     def __init__(self, vocab_size: int, embedding_size: int, max_position_embeddings: int = 512,
                  type_vocab_size: int = 2, dropout_rate: float = 0.1,
-                 initializer_range: float = 0.02, layer_norm_epsilon: float = 1e-12, **kwargs):
+                 initializer_range: float = 0.02, layer_norm_epsilon: float = 1e-12,
+                 kernels: str = "reference", **kwargs):
         super().__init__(**kwargs)
         self.vocab_size = vocab_size
         self.embedding_size = embedding_size
@@ -112,9 +105,11 @@ class ElectraEmbeddings(keras.layers.Layer):
         self.dropout_rate = dropout_rate
         self.initializer_range = initializer_range
         self.layer_norm_epsilon = layer_norm_epsilon
+        self.kernels = resolve_kernels(kernels)
         self.layer_norm = keras.layers.LayerNormalization(
             epsilon=layer_norm_epsilon, dtype=self.dtype_policy, name="layer_norm")
-        self.dropout = ReplicaDropout(dropout_rate, dtype=self.dtype_policy, name="dropout")
+        self.dropout = ReplicaDropout(dropout_rate, kernels=self.kernels, dtype=self.dtype_policy,
+                                      name="dropout")
 
     def build(self, input_shape=None):
         init = truncated_normal(self.initializer_range)
@@ -233,10 +228,12 @@ class SelfAttention(keras.layers.Layer):
         num_heads: number of heads; H must be divisible by it.
         attention_dropout_rate: dropout on the attention probabilities.
         initializer_range: stddev of the truncated-normal initializer.
+        kernels: the kernel set of the projections, attention and dropout
+            (see `electra_tf.modeling.kernels`; not part of the config).
     """
 
     def __init__(self, hidden_size: int, num_heads: int, attention_dropout_rate: float = 0.1,
-                 initializer_range: float = 0.02, **kwargs):
+                 initializer_range: float = 0.02, kernels: str = "reference", **kwargs):
         super().__init__(**kwargs)
         if hidden_size % num_heads:
             raise ValueError(f"hidden_size={hidden_size} is not divisible by num_heads={num_heads}")
@@ -245,13 +242,14 @@ class SelfAttention(keras.layers.Layer):
         self.head_size = hidden_size // num_heads
         self.attention_dropout_rate = attention_dropout_rate
         self.initializer_range = initializer_range
+        self.kernels = resolve_kernels(kernels)
         init = truncated_normal(initializer_range)
-        self.qkv = Dense(3 * hidden_size, kernel_initializer=init, dtype=self.dtype_policy,
-                         name="qkv")
-        self.output_dense = Dense(hidden_size, kernel_initializer=init, dtype=self.dtype_policy,
-                                  name="output")
-        self.dropout = ReplicaDropout(attention_dropout_rate, dtype=self.dtype_policy,
-                                            name="attention_dropout")
+        self.qkv = keras.layers.Dense(3 * hidden_size, kernel_initializer=init,
+                                      dtype=self.dtype_policy, name="qkv")
+        self.output_dense = keras.layers.Dense(hidden_size, kernel_initializer=init,
+                                               dtype=self.dtype_policy, name="output")
+        self.dropout = ReplicaDropout(attention_dropout_rate, kernels=self.kernels,
+                                      dtype=self.dtype_policy, name="attention_dropout")
 
     def build(self, input_shape):
         self.qkv.build(input_shape)
@@ -273,14 +271,17 @@ class SelfAttention(keras.layers.Layer):
         Returns:
             [B, L, H].
         """
+        kernels = KERNEL_SETS[self.kernels]
         batch, length = ops.shape(hidden)[0], ops.shape(hidden)[1]
-        qkv = ops.reshape(self.qkv(hidden), (batch, length, 3, self.num_heads, self.head_size))
+        qkv = ops.reshape(kernels.dense(self.qkv, hidden),
+                          (batch, length, 3, self.num_heads, self.head_size))
         keep, keep_probability = self.dropout.keep_mask(
-            tf.stack([batch, self.num_heads, length, length]), training)
+            (batch, self.num_heads, length, length), training)
         # Keras casts float inputs to the compute dtype; the bias is cast back to float32.
-        context = kernels.active().scaled_dot_product_attention(qkv, attention_bias, keep,
-                                                                keep_probability)
-        return self.output_dense(ops.reshape(context, (batch, length, self.hidden_size)))
+        context = kernels.scaled_dot_product_attention(qkv, attention_bias, keep,
+                                                       keep_probability)
+        return kernels.dense(self.output_dense,
+                             ops.reshape(context, (batch, length, self.hidden_size)))
 
     def get_config(self):
         config = super().get_config()
@@ -302,11 +303,14 @@ class TransformerLayer(keras.layers.Layer):
         attention_dropout_rate: dropout on attention probabilities.
         initializer_range: stddev of the truncated-normal initializer.
         layer_norm_epsilon: LayerNorm epsilon.
+        kernels: the kernel set of the dense layers, attention and dropout
+            (see `electra_tf.modeling.kernels`; not part of the config).
     """
 
     def __init__(self, hidden_size: int, num_heads: int, intermediate_size: int,
                  dropout_rate: float = 0.1, attention_dropout_rate: float = 0.1,
-                 initializer_range: float = 0.02, layer_norm_epsilon: float = 1e-12, **kwargs):
+                 initializer_range: float = 0.02, layer_norm_epsilon: float = 1e-12,
+                 kernels: str = "reference", **kwargs):
         super().__init__(**kwargs)
         self.hidden_size = hidden_size
         self.num_heads = num_heads
@@ -315,20 +319,24 @@ class TransformerLayer(keras.layers.Layer):
         self.attention_dropout_rate = attention_dropout_rate
         self.initializer_range = initializer_range
         self.layer_norm_epsilon = layer_norm_epsilon
+        self.kernels = resolve_kernels(kernels)
         init = truncated_normal(initializer_range)
         policy = self.dtype_policy
         self.attention = SelfAttention(hidden_size, num_heads, attention_dropout_rate,
-                                       initializer_range, dtype=policy, name="attention")
-        self.attention_dropout = ReplicaDropout(dropout_rate, dtype=policy,
-                                                      name="attention_output_dropout")
+                                       initializer_range, kernels=self.kernels, dtype=policy,
+                                       name="attention")
+        self.attention_dropout = ReplicaDropout(dropout_rate, kernels=self.kernels, dtype=policy,
+                                                name="attention_output_dropout")
         self.attention_layer_norm = keras.layers.LayerNormalization(
             epsilon=layer_norm_epsilon, dtype=policy, name="attention_layer_norm")
-        self.intermediate = Dense(
-            intermediate_size, activation=exact_gelu, kernel_initializer=init, dtype=policy,
+        # Keras' GELU is the exact erf form, as the original code's.
+        self.intermediate = keras.layers.Dense(
+            intermediate_size, activation="gelu", kernel_initializer=init, dtype=policy,
             name="intermediate")
-        self.ffn_output = Dense(hidden_size, kernel_initializer=init, dtype=policy,
-                                name="ffn_output")
-        self.ffn_dropout = ReplicaDropout(dropout_rate, dtype=policy, name="ffn_dropout")
+        self.ffn_output = keras.layers.Dense(hidden_size, kernel_initializer=init, dtype=policy,
+                                             name="ffn_output")
+        self.ffn_dropout = ReplicaDropout(dropout_rate, kernels=self.kernels, dtype=policy,
+                                          name="ffn_dropout")
         self.ffn_layer_norm = keras.layers.LayerNormalization(
             epsilon=layer_norm_epsilon, dtype=policy, name="ffn_layer_norm")
 
@@ -342,10 +350,11 @@ class TransformerLayer(keras.layers.Layer):
 
     def call(self, hidden, attention_bias, training=None):
         """Args: hidden [B, L, H]; attention_bias [B, 1, 1 or L, L]. Returns [B, L, H]."""
+        kernels = KERNEL_SETS[self.kernels]
         attended = self.attention(hidden, attention_bias, training=training)
         hidden = self.attention_layer_norm(
             hidden + self.attention_dropout(attended, training=training))
-        ffn = self.ffn_output(self.intermediate(hidden))
+        ffn = kernels.dense(self.ffn_output, kernels.dense(self.intermediate, hidden))
         return self.ffn_layer_norm(hidden + self.ffn_dropout(ffn, training=training))
 
     def get_config(self):
@@ -356,23 +365,6 @@ class TransformerLayer(keras.layers.Layer):
                       initializer_range=self.initializer_range,
                       layer_norm_epsilon=self.layer_norm_epsilon)
         return config
-
-
-@keras.saving.register_keras_serializable(package="electra_tf")
-def exact_gelu(x):
-    """GELU with the exact erf form, as the original code (not the tanh approximation).
-
-    gelu(x) = x * Phi(x) = 0.5 * x * (1 + erf(x / sqrt(2))), computed by the
-    active kernel set. Registered with Keras, so a layer's config names it as
-    its activation.
-
-    Args:
-        x: any shape, float.
-
-    Returns:
-        Same shape and dtype.
-    """
-    return kernels.active().gelu(x)
 
 
 ATTENTION_DIRECTIONS = ("bidirectional", "left_to_right", "right_to_left")

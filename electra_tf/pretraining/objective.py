@@ -11,10 +11,11 @@ import math
 
 import tensorflow as tf
 
-from electra_tf.modeling import kernels
+from electra_tf.modeling.kernels import KERNEL_SETS, resolve_kernels
 
 
-def sample_tokens(logits, uniforms, temperature: float = 1.0, disallow_ids=None):
+def sample_tokens(logits, uniforms, temperature: float = 1.0, disallow_ids=None,
+                  kernels: str = "reference"):
     """Draws one token per slot from softmax(logits / temperature).
 
     Uses inverse-CDF sampling driven by one pre-drawn uniform per slot, which
@@ -22,7 +23,7 @@ def sample_tokens(logits, uniforms, temperature: float = 1.0, disallow_ids=None)
     code's Gumbel-max trick) and makes the draw a pure function of the data:
     the same example gets the same sample on any number of replicas.
 
-    The CDF is searched by the active kernel set (`electra_tf.modeling.kernels`).
+    The CDF is searched by the kernel set `kernels` (`electra_tf.modeling.kernels`).
 
     Args:
         logits: float [B, N, V].
@@ -30,6 +31,7 @@ def sample_tokens(logits, uniforms, temperature: float = 1.0, disallow_ids=None)
         temperature: softmax temperature (> 0).
         disallow_ids: optional int32 [B, N]; those ids are made (almost)
             impossible, as the original code's `disallow` (logit - 1000).
+        kernels: the kernel set that searches the CDF (the generator's).
 
     Returns:
         int32 [B, N] sampled ids, with no gradient path to `logits`.
@@ -41,7 +43,8 @@ def sample_tokens(logits, uniforms, temperature: float = 1.0, disallow_ids=None)
     if disallow_ids is not None:
         scores -= 1000.0 * tf.one_hot(tf.reshape(disallow_ids, [-1]), vocab_size,
                                       dtype=tf.float32)
-    ids = kernels.active().inverse_cdf_sample(scores, tf.reshape(uniforms, [-1]))
+    ids = KERNEL_SETS[resolve_kernels(kernels)].inverse_cdf_sample(scores,
+                                                                   tf.reshape(uniforms, [-1]))
     return tf.reshape(ids, tf.shape(uniforms))
 
 
@@ -70,13 +73,15 @@ def replace_tokens(input_ids, masked_lm_positions, sampled_ids, masked_lm_weight
     return fake_ids, labels
 
 
-def masked_lm_sums(logits, masked_lm_ids, masked_lm_weights):
+def masked_lm_sums(logits, masked_lm_ids, masked_lm_weights, kernels: str = "reference"):
     """Weighted MLM cross-entropy and argmax accuracy, as sums.
 
     Args:
         logits: float [B, N, V].
         masked_lm_ids: int32 [B, N], the original tokens.
         masked_lm_weights: float [B, N].
+        kernels: the kernel set that computes the cross-entropy and argmax
+            (`electra_tf.modeling.kernels`; the model's).
 
     Returns:
         dict of float32 scalars: `nll` (sum of w * NLL), `correct` (sum of w
@@ -86,7 +91,8 @@ def masked_lm_sums(logits, masked_lm_ids, masked_lm_weights):
     scores = tf.reshape(tf.cast(logits, tf.float32), [-1, vocab_size])
     targets = tf.reshape(tf.cast(masked_lm_ids, tf.int32), [-1])
     weights = tf.reshape(tf.cast(masked_lm_weights, tf.float32), [-1])
-    nll, predicted = kernels.active().cross_entropy_and_argmax(scores, targets)
+    nll, predicted = KERNEL_SETS[resolve_kernels(kernels)].cross_entropy_and_argmax(scores,
+                                                                                    targets)
     correct = tf.cast(tf.equal(predicted, targets), tf.float32)
     return {"nll": tf.reduce_sum(weights * nll), "correct": tf.reduce_sum(weights * correct),
             "count": tf.reduce_sum(weights)}

@@ -10,6 +10,7 @@ from electra_tf.distribute import in_multi_worker_mode, micro_batch_sums, sum_ov
 from electra_tf.finiteness import gradient_norm
 from electra_tf.modeling.electra import build_generator_and_discriminator
 from electra_tf.modeling.heads import MaskedLMHead
+from electra_tf.modeling.kernels import resolve_kernels
 from electra_tf.pretraining import objective
 
 # TensorBoard / console names of the default objective, as in the original code.
@@ -63,15 +64,18 @@ class ElectraPretrainer(keras.Model):
     def __init__(self, config: PretrainingConfig, **kwargs):
         super().__init__(**kwargs)
         self.config = config
+        # The kernel set every part of the model and the objective runs.
+        self.kernels = resolve_kernels(config.kernels)
         self.generator, self.discriminator = build_generator_and_discriminator(
             config.model, weight_sharing=config.weight_sharing,
             with_generator=config.uses_generator,
-            generator_kind="two_tower_cloze" if config.objective == "electric" else "masked_lm")
+            generator_kind="two_tower_cloze" if config.objective == "electric" else "masked_lm",
+            kernels=self.kernels)
         encoder = self.discriminator.encoder
         if config.objective in ("mlm", "replace_mlm", "all_tokens_mlm"):
             # The full-size model's masked-LM output, tied to the shared table.
             self.mlm_head = MaskedLMHead(encoder.embeddings, encoder.initializer_range,
-                                         encoder.layer_norm_epsilon,
+                                         encoder.layer_norm_epsilon, kernels=self.kernels,
                                          dtype=encoder.dtype_policy, name="mlm_predictions")
         if config.objective in ("mlm", "replace_mlm"):
             self.discriminator.rtd_head.trainable = False  # unused by these objectives
@@ -161,7 +165,8 @@ class ElectraPretrainer(keras.Model):
         weights = batch["masked_lm_weights"]
         sampled_ids = objective.sample_tokens(
             gen_logits, batch["sampling_uniforms"], self.config.temperature,
-            disallow_ids=batch["masked_lm_ids"] if self.config.disallow_correct else None)
+            disallow_ids=batch["masked_lm_ids"] if self.config.disallow_correct else None,
+            kernels=self.kernels)
         fake_ids, replaced = objective.replace_tokens(
             batch["input_ids"], batch["masked_lm_positions"], sampled_ids, weights)
         sampled_correct = tf.reduce_sum(
@@ -194,10 +199,12 @@ class ElectraPretrainer(keras.Model):
         if config.objective == "mlm":
             _, logits = self._full_size_mlm(batch["masked_input_ids"], batch,
                                             batch["masked_lm_positions"], training)
-            return {"mlm": objective.masked_lm_sums(logits, batch["masked_lm_ids"], weights),
+            return {"mlm": objective.masked_lm_sums(logits, batch["masked_lm_ids"], weights,
+                                                    self.kernels),
                     "gen_logits": logits}
         gen_logits = self._generator_logits(batch, training)
-        out = {"mlm": objective.masked_lm_sums(gen_logits, batch["masked_lm_ids"], weights),
+        out = {"mlm": objective.masked_lm_sums(gen_logits, batch["masked_lm_ids"], weights,
+                                               self.kernels),
                "gen_logits": gen_logits}
         sampled_ids, fake_ids, labels, sampled_correct = self._replace_with_samples(
             batch, gen_logits)
@@ -208,7 +215,8 @@ class ElectraPretrainer(keras.Model):
             return out
         if config.objective == "replace_mlm":
             _, logits = self._full_size_mlm(fake_ids, batch, batch["masked_lm_positions"], training)
-            out["main"] = objective.masked_lm_sums(logits, batch["masked_lm_ids"], weights)
+            out["main"] = objective.masked_lm_sums(logits, batch["masked_lm_ids"], weights,
+                                                   self.kernels)
             return out
         inputs = {"input_ids": fake_ids, "input_mask": batch["input_mask"],
                   "segment_ids": batch["segment_ids"]}
@@ -255,8 +263,9 @@ class ElectraPretrainer(keras.Model):
         gen_logits = tf.gather(cloze_logits, batch["masked_lm_positions"], batch_dims=1)
         out = {"cloze": objective.masked_lm_sums(
                    cloze_logits, batch["input_ids"],
-                   objective.cloze_targets(batch["input_ids"], batch["input_mask"])),
-               "mlm": objective.masked_lm_sums(gen_logits, batch["masked_lm_ids"], weights),
+                   objective.cloze_targets(batch["input_ids"], batch["input_mask"]), self.kernels),
+               "mlm": objective.masked_lm_sums(gen_logits, batch["masked_lm_ids"], weights,
+                                               self.kernels),
                "gen_logits": gen_logits, "cloze_logits": cloze_logits}
         sampled_ids, fake_ids, _, sampled_correct = self._replace_with_samples(batch, gen_logits)
         labels = tf.cast(objective.positions_mask(batch["masked_lm_positions"], weights,

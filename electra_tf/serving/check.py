@@ -11,8 +11,8 @@
    (see `check_qa`). Tagger exports are compared with
    `tagging_data.split_words` + `tagging_features.encode` + the Keras
    model on raw text, given words, an empty batch and token ids (see
-   `check_tagging`). The model runs with the reference kernels, as the
-   export was traced.
+   `check_tagging`). The loaded model runs the reference kernels (a saved
+   model carries no kernel set), as the export was traced.
 2. Runs `standalone.py` in a fresh interpreter that imports only TensorFlow
    and TensorFlow Text (and asserts that this project is not importable),
    which loads the SavedModel as TF Serving does, lists its signatures like
@@ -50,7 +50,6 @@ from electra_tf.finetuning.saving import load_finetuned
 from electra_tf.finiteness import nonfinite_weights
 # Registers the discriminator's classes, so that load_model finds them.
 from electra_tf.modeling import electra as _electra  # noqa: F401
-from electra_tf.modeling import kernels
 from electra_tf.serving.check_requests import bytes_spec, decode_output, ids_spec
 from electra_tf.serving.classifier import IDS_SIGNATURE, TEXT_SIGNATURE
 from electra_tf.serving.exporter import DISCRIMINATOR, QUESTION_ANSWERING, TAGGER
@@ -283,9 +282,7 @@ def check_export(version_dir: str, tolerance: float = DEFAULT_TOLERANCE,
                                    f"tensors of {version_dir} hold NaN or infinite values (e.g. "
                                    f"{bad[0]}): the model diverged; export an earlier "
                                    "checkpoint of its run"], {})
-    # With the kernels the export was traced with.
-    with kernels.use("reference"):
-        requests, expected, names = build_requests(reference)
+    requests, expected, names = build_requests(reference)
     if benchmark and reference.config["kind"] == QUESTION_ANSWERING and \
             "texts" not in benchmark:
         from electra_tf.serving import check_qa

@@ -30,7 +30,6 @@ from electra_tf.finetuning.tagging_data import TaggingDefinition
 from electra_tf.finetuning.tagging_task import TAGGER
 from electra_tf.finetuning.tasks import REGRESSION, Task
 from electra_tf.interop.checkpoints import CheckpointError, load_run_models
-from electra_tf.modeling import kernels
 from electra_tf.serving.classifier import ClassifierServing
 from electra_tf.serving.discriminator import DiscriminatorServing
 from electra_tf.serving.question_answering import QuestionAnsweringServing
@@ -69,9 +68,9 @@ def _write(module, staging: str, vocab_file: str, serving_config: dict,
            label_names: Optional[list], save_extra: Callable[[VersionDir], None]) -> None:
     """Saves `module`, its `signatures()` and assets into the empty directory `staging`.
 
-    The signatures are traced with the reference kernels
-    (`electra_tf.modeling.kernels`), whichever set the model was trained
-    with, so the SavedModel is plain TensorFlow on any hardware.
+    `module` holds a `float32_copy` of the model, which runs the reference
+    kernels (`electra_tf.modeling.kernels`) whichever set the model was
+    trained with, so the SavedModel is plain TensorFlow on any hardware.
     `save_extra(version)` writes the Keras model into `version.extra`.
     """
     # The saver copies tracked Asset files into assets/ under their own names.
@@ -86,8 +85,7 @@ def _write(module, staging: str, vocab_file: str, serving_config: dict,
             files.append(LABELS_FILE)
         module.assets = {name.replace(".", "_"): tf.saved_model.Asset(os.path.join(sources, name))
                          for name in files}
-        with kernels.use("reference"):
-            tf.saved_model.save(module, staging, signatures=module.signatures())
+        tf.saved_model.save(module, staging, signatures=module.signatures())
     finally:
         shutil.rmtree(sources, ignore_errors=True)
     version = VersionDir(staging)

@@ -55,6 +55,7 @@ from electra_tf.finiteness import NonFiniteError, NonFiniteRecord, check_finite_
 from electra_tf.finetuning.optimization import create_optimizer, learning_rate_schedule
 from electra_tf.finetuning.saving import save_finetuned
 from electra_tf.finetuning.settings import FinetuneSettings
+from electra_tf.modeling.encoder import copy_encoder, with_kernels
 from electra_tf.tokenization import VocabError, WordPieceTokenizer
 from electra_tf.training.callbacks import CheckpointSaver, ProgressMonitor, format_duration
 from electra_tf.training import resuming as resume
@@ -472,9 +473,11 @@ def _run_trials(task: FinetuningTask, pretrained: Pretrained, settings: Finetune
             with strategy.scope():
                 encoder = load_discriminator(pretrained.model_file).encoder
                 if settings.random_init:  # the same architecture, weights drawn afresh
-                    encoder = encoder.__class__.from_config(encoder.get_config())
+                    encoder = copy_encoder(encoder, settings.kernels, with_weights=False)
                 else:
                     check_finite_weights(encoder.weights, pretrained.model_file)
+                # The run's kernel set (a loaded encoder runs the reference kernels).
+                encoder = with_kernels(encoder, settings.kernels)
                 check_vocab(encoder, tokenizer, vocab_flag_given)
                 model = task.build_model(encoder, seed)
             record = {"trial": number, **run_trial(model, task, settings, trial, seed, print_fn,

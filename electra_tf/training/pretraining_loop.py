@@ -36,7 +36,6 @@ from electra_tf.distribute import (check_batch_split, check_same_on_all_workers,
 from electra_tf.errors import RunError
 from electra_tf.finiteness import NonFiniteError, NonFiniteRecord, check_finite_weights
 from electra_tf.flops import steps_within_budget, train_flops
-from electra_tf.modeling import kernels
 from electra_tf.pretraining.optimization import create_optimizer, learning_rate_schedule
 from electra_tf.pretraining.pretrainer import ElectraPretrainer
 from electra_tf.pretraining.evaluation import (PretrainingEvaluator, evaluation_dataset,
@@ -213,7 +212,6 @@ def run_pretraining(config: PretrainingConfig, run_dir: str, shard_dir: str, voc
     """
     config = resolve_steps(config, run_dir, print_fn)
     set_precision_policy(config.mixed_precision)
-    kernels.set_kernels(config.kernels)
     # Same seed, same initial weights and dropout streams: a resumed run
     # continues exactly where the interrupted one stopped.
     keras.utils.set_random_seed(config.seed)
@@ -275,10 +273,9 @@ def _run_locked(config: PretrainingConfig, run_dir: str, shard_dir: str, vocab_f
     # Every worker takes part in saving (the variables are read collectively);
     # only the chief's copy is kept. The others write to a scratch directory.
     own_checkpoint_dir = checkpoint_dir if chief else tempfile.mkdtemp(prefix="electra-ckpt-")
-    print_fn(f"Kernels: {kernels.active_name()} (--kernels={config.kernels}).")
-
     with strategy.scope():
         model = ElectraPretrainer(config)
+        print_fn(f"Kernels: {model.kernels} (--kernels={config.kernels}).")
         model.build_from_batch(dummy_batch(config))
         optimizer = create_optimizer(config, config.mixed_precision)
         optimizer.build(model.trainable_variables)

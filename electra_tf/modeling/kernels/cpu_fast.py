@@ -1,9 +1,10 @@
 """The model's kernels written for XLA on a CPU: hand-written gradients, fused layouts.
 
-Each function computes what its twin in `reference` computes (same name,
-signature and maths, up to float rounding), in a form that was measured
-faster under XLA on a 2-core CPU; the comments say what each one avoids and
-what it measured. On GPUs and TPUs the plain versions are likely faster.
+Each function `reference` also defines computes what its twin there computes
+(same name, signature and maths, up to float rounding; `gelu` computes
+`keras.activations.gelu`), in a form that was measured faster under XLA on a
+2-core CPU; the comments say what each one avoids and what it measured. On
+GPUs and TPUs the plain versions are likely faster.
 
 Conventions: B = batch, L = sequence length, M = rows (masked slots of the
 whole batch), V = vocabulary size.
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import math
 
+import keras
 import tensorflow as tf
 
 from electra_tf.modeling.kernels.reference import apply_keep_mask
@@ -101,7 +103,7 @@ def add_bias(x, bias):
 
 @tf.custom_gradient
 def gelu(x):
-    """GELU with the exact erf form, as the original code (not the tanh approximation).
+    """GELU with the exact erf form, as `keras.activations.gelu` and the original code.
 
     gelu(x) = x * Phi(x), with Phi the standard normal CDF. The gradient,
     Phi(x) + x * phi(x), is written as one expression of x: autodiff of the
@@ -123,6 +125,30 @@ def gelu(x):
         return dy * (cdf(x) + x * pdf)
 
     return x * cdf(x), grad
+
+
+def dense(layer, inputs):
+    """What `layer(inputs)` computes, with the bias added by `add_bias` and GELU by `gelu`.
+
+    For a `keras.layers.Dense` whose activation is linear or Keras' (exact)
+    GELU; any other activation is applied as it is. A layer with LoRA or
+    quantization enabled runs Keras' own call.
+
+    Args:
+        layer: a built `keras.layers.Dense`.
+        inputs: [..., C_in], in the layer's compute dtype.
+
+    Returns:
+        [..., C_out].
+    """
+    if layer.lora_enabled or layer.quantization_mode is not None:
+        return layer(inputs)
+    x = keras.ops.matmul(inputs, keras.ops.cast(layer.kernel, inputs.dtype))
+    if layer.bias is not None:
+        x = add_bias(x, keras.ops.cast(layer.bias, x.dtype))
+    if layer.activation is keras.activations.gelu:
+        return gelu(x)
+    return layer.activation(x)
 
 
 def _heads_first(x):

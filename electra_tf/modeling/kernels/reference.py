@@ -1,7 +1,7 @@
-"""The model's kernels as the paper writes them: standard TensorFlow ops, automatic gradients.
+"""The model's kernels as the paper writes them: Keras layers, standard ops, automatic gradients.
 
 Every function here has a twin of the same name and signature in `cpu_fast`;
-see `electra_tf.modeling.kernels` for how one of the two sets is chosen.
+see `electra_tf.modeling.kernels` for how a model picks one of the two sets.
 
 Conventions: B = batch, L = sequence length, M = rows (masked slots of the
 whole batch), V = vocabulary size.
@@ -12,6 +12,19 @@ from __future__ import annotations
 import math
 
 import tensorflow as tf
+
+
+def dense(layer, inputs):
+    """`layer(inputs)`: Keras' own `Dense` call (matmul, bias, activation; LoRA and quantization).
+
+    Args:
+        layer: a built `keras.layers.Dense`.
+        inputs: [..., C_in].
+
+    Returns:
+        [..., C_out].
+    """
+    return layer(inputs)
 
 
 def add_bias(x, bias):
@@ -25,18 +38,6 @@ def add_bias(x, bias):
         [..., C].
     """
     return x + bias
-
-
-def gelu(x):
-    """The exact GELU, 0.5 * x * (1 + erf(x / sqrt(2))) (not the tanh approximation).
-
-    Args:
-        x: any shape, float.
-
-    Returns:
-        Same shape and dtype.
-    """
-    return 0.5 * x * (1.0 + tf.math.erf(x / math.sqrt(2.0)))
 
 
 def apply_keep_mask(x, keep, keep_probability: float):
