@@ -9,7 +9,7 @@ from electra_tf.config import preset
 from electra_tf.modeling import kernels
 from electra_tf.modeling.electra import build_generator_and_discriminator
 from electra_tf.modeling.kernels import cpu_fast
-from electra_tf.pretraining.pretrainer import ElectraPretrainer
+from electra_tf.pretraining.objectives import ElectraPretrainer
 
 _erf = np.vectorize(math.erf)
 

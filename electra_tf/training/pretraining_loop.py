@@ -38,7 +38,8 @@ from electra_tf.finiteness import NonFiniteError, NonFiniteRecord, check_finite_
 from electra_tf.flops import steps_within_budget, train_flops
 from electra_tf.modeling import kernels
 from electra_tf.pretraining.optimization import create_optimizer, learning_rate_schedule
-from electra_tf.pretraining.pretrainer import ElectraPretrainer
+from electra_tf.pretraining.objectives import make_pretrainer
+from electra_tf.pretraining.pretrainer import Pretrainer
 from electra_tf.pretraining.evaluation import (PretrainingEvaluator, evaluation_dataset,
                                                format_summary)
 from electra_tf.training import resuming as resume
@@ -278,7 +279,7 @@ def _run_locked(config: PretrainingConfig, run_dir: str, shard_dir: str, vocab_f
     print_fn(f"Kernels: {kernels.active_name()} (--kernels={config.kernels}).")
 
     with strategy.scope():
-        model = ElectraPretrainer(config)
+        model = make_pretrainer(config)
         model.build_from_batch(dummy_batch(config))
         optimizer = create_optimizer(config, config.mixed_precision)
         optimizer.build(model.trainable_variables)
@@ -397,7 +398,7 @@ def _run_locked(config: PretrainingConfig, run_dir: str, shard_dir: str, vocab_f
                              seconds, final_evaluation)
 
 
-def _train_stages(config: PretrainingConfig, model: ElectraPretrainer, shard_dir: str,
+def _train_stages(config: PretrainingConfig, model: Pretrainer, shard_dir: str,
                   special_ids: dict, steps_done: int, print_fn, callbacks: list,
                   saver: CheckpointSaver) -> tuple[int, bool, dict]:
     """Trains the run's stages from `steps_done` on; returns (steps done, interrupted, metrics)."""
