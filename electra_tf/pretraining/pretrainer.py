@@ -246,8 +246,23 @@ class Pretrainer(keras.Model):
 
     @classmethod
     def from_config(cls, config):
-        # The run's config picks the class, whichever name it was saved under.
-        from electra_tf.pretraining.objectives import make_pretrainer
+        # The run's config picks the class, whichever pretrainer's name it was saved under.
+        run = PretrainingConfig.from_dict(config["config"])
+        return _class_for(run, cls)(run, name=config.get("name"))
 
-        return make_pretrainer(PretrainingConfig.from_dict(config["config"]),
-                               name=config.get("name"))
+
+def _class_for(config: PretrainingConfig, saved: type) -> type:
+    """`saved` if it trains `config`'s objective, else the nearest subclass of Pretrainer that does.
+
+    (`objectives.make_pretrainer` is the way to build one; this only lets a
+    model saved under one class's name load as the class its config names.)
+    """
+    wanted = (config.objective, config.training)
+    level = [saved] if (saved.OBJECTIVE, saved.TRAINING) == wanted else [Pretrainer]
+    while level:
+        for candidate in level:
+            if (candidate.OBJECTIVE, candidate.TRAINING) == wanted:
+                return candidate
+        level = [sub for candidate in level for sub in candidate.__subclasses__()]
+    raise ValueError(f"--objective={config.objective} --training={config.training}: no "
+                     "pretrainer trains it (import electra_tf.pretraining.objectives).")
