@@ -116,7 +116,11 @@ class ElectraPretrainer(Pretrainer):
                 "samples": sample_statistics(batch, sampled_ids, labels)}
 
     def discriminate(self, batch, fake_ids, labels, training):
-        """The discriminator on the corrupted sequence: {"disc": sums, "disc_logits", "disc_mask"}."""
+        """The discriminator on the corrupted sequence.
+
+        Returns:
+            {"disc": its sums, "disc_logits": [B, L], "disc_mask": [B, L]}.
+        """
         disc_logits = self.discriminator({
             "input_ids": fake_ids, "input_mask": batch["input_mask"],
             "segment_ids": batch["segment_ids"]}, training=training)["logits"]

@@ -25,7 +25,11 @@ class FullSizeMLM:
     """A mixin: the full-size encoder read as a masked LM through `self.mlm_head`."""
 
     def _full_size_mlm(self, input_ids, batch, positions, training):
-        """The encoder on `input_ids` [B, L]: (sequence [B, L, H], logits [B, N, V] at `positions`)."""
+        """The encoder on `input_ids` [B, L].
+
+        Returns:
+            (sequence [B, L, H], logits [B, N, V] at `positions` [B, N]).
+        """
         sequence = self.discriminator.encoder({
             "input_ids": input_ids, "input_mask": batch["input_mask"],
             "segment_ids": batch["segment_ids"]}, training=training)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import keras
-import tensorflow as tf
 
 from electra_tf.pretraining.objectives.electra import ElectraPretrainer
 
