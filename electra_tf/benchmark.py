@@ -40,7 +40,7 @@ from electra_tf.flops import executed_train_flops_per_step, train_flops_per_step
 from electra_tf.huge_pages import transparent_huge_page_mode  # noqa: E402
 from electra_tf.modeling.kernels import resolve_kernels  # noqa: E402
 from electra_tf.pretraining.optimization import create_optimizer  # noqa: E402
-from electra_tf.pretraining.pretrainer import ElectraPretrainer  # noqa: E402
+from electra_tf.pretraining.objectives import make_pretrainer  # noqa: E402
 from electra_tf.distribute import set_precision_policy  # noqa: E402
 
 flags.DEFINE_enum("model_size", "small", MODEL_SIZES, "Size preset.")
@@ -191,7 +191,7 @@ def benchmark_train_step(config, steps: int, warmup_steps: int, jit_compile: boo
     features = synthetic_batches(config, count=4)
     dataset = tf.data.Dataset.from_tensor_slices(features).batch(
         config.train_batch_size, drop_remainder=True).cache().repeat().prefetch(2)
-    model = ElectraPretrainer(config)
+    model = make_pretrainer(config)
     model.build_from_batch({k: v[:1] for k, v in features.items()})
     model.compile(optimizer=create_optimizer(config, config.mixed_precision),
                   jit_compile=jit_compile, steps_per_execution=group)

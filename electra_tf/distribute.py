@@ -184,7 +184,7 @@ def global_batch_size(per_example):
     return tf.cast(tf.shape(per_example)[0] * replicas, tf.float32)
 
 
-def micro_batch_sums(compute, batch, steps: int, variables, zero_stats):
+def micro_batch_sums(compute, batch, steps: int, variables, zero_stats=None):
     """Sums the gradients and statistics of `compute` over `steps` micro-batches of `batch`.
 
     The micro-batches run one after the other in a `tf.while_loop`, so only
@@ -200,7 +200,9 @@ def micro_batch_sums(compute, batch, steps: int, variables, zero_stats):
             i holds rows [i * B / steps, (i + 1) * B / steps).
         steps: number of micro-batches; 1 calls `compute(batch)` alone.
         variables: the variables differentiated (shapes and dtypes of the sums).
-        zero_stats: zeros in the structure of the statistics.
+        zero_stats: zeros in the structure of the statistics; None takes the
+            structure from the first micro-batch, which then runs before the
+            loop (so `compute` is traced twice).
 
     Returns:
         (gradients, statistics), each summed over the micro-batches. Gradients
@@ -216,9 +218,11 @@ def micro_batch_sums(compute, batch, steps: int, variables, zero_stats):
         grads, stats = compute(tf.nest.map_structure(lambda t: t[i], micro))
         return (i + 1, [a if g is None else a + tf.convert_to_tensor(g)
                         for a, g in zip(grad_sums, grads)],
-                tf.nest.map_structure(tf.add, stat_sums, stats))
+                stats if stat_sums is None else tf.nest.map_structure(tf.add, stat_sums, stats))
 
-    zeros = [tf.zeros(v.shape, v.dtype) for v in variables]
-    _, grads, stats = tf.while_loop(lambda i, *_: i < steps, body,
-                                    (tf.constant(0), zeros, zero_stats))
+    start = tf.constant(0)
+    grads = [tf.zeros(v.shape, v.dtype) for v in variables]
+    if zero_stats is None:
+        start, grads, zero_stats = body(start, grads, None)
+    _, grads, stats = tf.while_loop(lambda i, *_: i < steps, body, (start, grads, zero_stats))
     return grads, stats

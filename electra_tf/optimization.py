@@ -58,7 +58,7 @@ class AdamWeightDecay(keras.optimizers.Optimizer):
     update = m / (sqrt(v) + epsilon) + weight_decay * w;  w -= lr * update.
 
     Gradients must arrive already summed over replicas (see
-    `ElectraPretrainer.train_step`): Keras clips *before* its own all-reduce,
+    `Pretrainer.train_step`): Keras clips *before* its own all-reduce,
     which under MirroredStrategy would clip each replica's partial gradient by
     its local norm. Summing first, then clipping, gives the global-norm clip of
     the original code, and this class skips the second all-reduce.

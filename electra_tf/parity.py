@@ -52,7 +52,7 @@ from electra_tf.flops import steps_within_budget  # noqa: E402
 from electra_tf.pretraining.evaluation import (PretrainingEvaluator, evaluation_dataset,  # noqa: E402
                                                roc_auc)
 from electra_tf.pretraining.optimization import create_optimizer, learning_rate_schedule  # noqa: E402
-from electra_tf.pretraining.pretrainer import ElectraPretrainer  # noqa: E402
+from electra_tf.pretraining.objectives import ElectraPretrainer  # noqa: E402
 from electra_tf.study import sample_corpus  # noqa: E402
 from electra_tf.data.pipeline import dummy_batch  # noqa: E402
 

@@ -4,6 +4,7 @@ import pytest
 
 from electra_tf import benchmark
 from electra_tf.config import preset
+from electra_tf.pretraining.pretrainer import Pretrainer
 from test_flops import EMBEDDING, LAYER, MLM_HEAD, SPARSE_EMBEDDING, TOKEN_HEAD, tiny_run
 
 
@@ -24,13 +25,13 @@ def test_window_spans_whole_calls_of_several_steps(monkeypatch):
                     num_heads=2, max_seq_length=16, train_batch_size=4, num_warmup_steps=0,
                     steps_per_execution=2)
     compiled_with = []
-    compile_model = benchmark.ElectraPretrainer.compile
+    compile_model = Pretrainer.compile
 
     def compile_spy(model, **kwargs):
         compiled_with.append(kwargs.get("steps_per_execution"))
         return compile_model(model, **kwargs)
 
-    monkeypatch.setattr(benchmark.ElectraPretrainer, "compile", compile_spy)
+    monkeypatch.setattr(Pretrainer, "compile", compile_spy)
     calls = []
     result = benchmark.benchmark_train_step(config, steps=4, warmup_steps=2, jit_compile=False,
                                             peak_probe=lambda: calls.append(1) or 100.0)

@@ -8,7 +8,7 @@ import tensorflow as tf
 from electra_tf.config import preset
 from electra_tf.modeling.electra import build_generator_and_discriminator
 from electra_tf.modeling.kernels import KERNEL_SETS, cpu_fast
-from electra_tf.pretraining.pretrainer import ElectraPretrainer
+from electra_tf.pretraining.objectives import ElectraPretrainer
 
 _erf = np.vectorize(math.erf)
 

@@ -17,7 +17,7 @@ from electra_tf.data.shards import write_shards
 from electra_tf.pretraining import objective
 from electra_tf.pretraining.evaluation import evaluation_dataset, roc_auc
 from electra_tf.pretraining.optimization import AdamWeightDecay, WarmupLinearDecay
-from electra_tf.pretraining.pretrainer import ElectraPretrainer
+from electra_tf.pretraining.objectives import ElectraPretrainer
 from electra_tf.tokenization import WordPieceTokenizer
 from electra_tf.data.pipeline import dummy_batch
 

@@ -6,7 +6,7 @@ from conftest import make_batch
 
 from electra_tf.config import preset
 from electra_tf.pretraining.optimization import create_optimizer
-from electra_tf.pretraining.pretrainer import ElectraPretrainer
+from electra_tf.pretraining.objectives import make_pretrainer
 
 VOCAB, LENGTH, SLOTS = 60, 12, 3
 
@@ -24,7 +24,7 @@ def tiny_config(**overrides):
 
 def build(config, batch, seed=0):
     keras.utils.set_random_seed(seed)
-    model = ElectraPretrainer(config)
+    model = make_pretrainer(config)
     model.build_from_batch(batch)
     return model
 

@@ -17,7 +17,7 @@ from electra_tf.data.shards import write_shards
 from electra_tf.errors import RunError
 from electra_tf.finiteness import NonFiniteError
 from electra_tf.flops import train_flops_per_step
-from electra_tf.pretraining.pretrainer import ElectraPretrainer
+from electra_tf.pretraining.objectives import ElectraPretrainer
 from electra_tf.tokenization import WordPieceTokenizer
 from electra_tf.training.pretraining_loop import RunConfigMismatch, run_pretraining
 

@@ -18,7 +18,7 @@ from fixtures.make_saved_models import batch, config, inputs, outputs
 
 from electra_tf.finetuning.saving import load_finetuned
 from electra_tf.pretraining.optimization import create_optimizer
-from electra_tf.pretraining.pretrainer import ElectraPretrainer
+from electra_tf.pretraining.objectives import ElectraPretrainer
 
 SAVED = os.path.join(os.path.dirname(__file__), "fixtures", "saved_models")
 

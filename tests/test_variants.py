@@ -313,19 +313,20 @@ def test_adversarial_generator_learns_only_from_the_reward(rng):
     with tf.GradientTape(persistent=True) as tape:
         local = model._local_sums(tensors, training=False)
         loss = model._loss(local, model._global_counts(tensors))
-        generator_part = loss - 50.0 * local[4] / (
+        generator_part = loss - 50.0 * local["disc"]["loss"] / (
             tf.reduce_sum(tf.cast(tensors["input_mask"], tf.float32)) + 1e-6)
-        surrogate = local[10] / (w.sum() + 1e-6)
-        disc_sum = local[4]
+        surrogate = local["reinforce"]["loss"] / (w.sum() + 1e-6)
+        disc_sum = local["disc"]["loss"]
     assert float(generator_part) == pytest.approx(float(surrogate), rel=1e-5, abs=1e-6)
-    assert float(local[0]) > 0 and abs(float(generator_part)) < float(local[0]) / w.sum()
+    mlm_nll = float(local["mlm"]["nll"])
+    assert mlm_nll > 0 and abs(float(generator_part)) < mlm_nll / w.sum()
     # The reward is a constant: the surrogate never reaches the discriminator's
     # own weights (which would otherwise learn to raise their loss).
     discriminator_only = [v for v in model.discriminator.trainable_variables
                           if not any(v is g for g in model.generator.weights)]
     assert discriminator_only
     grads = tape.gradient(surrogate, discriminator_only)
-    # (Zeros rather than None: the sums are stacked with the discriminator's.)
+    # (None, or zeros.)
     assert all(g is None or not np.any(tf.convert_to_tensor(g).numpy()) for g in grads)
     # ...while the discriminator's own loss does reach them.
     grads = tape.gradient(disc_sum, discriminator_only)

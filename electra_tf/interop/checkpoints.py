@@ -245,7 +245,7 @@ def load_run_models(path: str):
     from electra_tf.artifacts.export_dir import float32_copy
     from electra_tf.data.pipeline import dummy_batch
     from electra_tf.modeling.electra import plain_discriminator
-    from electra_tf.pretraining.pretrainer import ElectraPretrainer
+    from electra_tf.pretraining.objectives import make_pretrainer
 
     files = locate_pretrained(path)
     if not files.is_run:
@@ -264,7 +264,7 @@ def load_run_models(path: str):
                               "export/discriminator.keras nor a whole, finite checkpoint in "
                               "checkpoints/.")
     latest = usable.prefix
-    pretrainer = ElectraPretrainer(config)
+    pretrainer = make_pretrainer(config)
     pretrainer.build_from_batch(dummy_batch(config))
     tf.train.Checkpoint(model=pretrainer).restore(latest).expect_partial()
     generator = pretrainer.generator  # None for the mlm objective or a uniform generator

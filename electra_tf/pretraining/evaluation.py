@@ -41,6 +41,8 @@ from typing import Optional
 import numpy as np
 import tensorflow as tf
 
+from electra_tf.pretraining.pretrainer import statistics
+
 # A few held-out sequences are kept for display (TensorBoard text, inspect).
 NUM_SAMPLES = 3
 # Sequences searched for the one shown in the summary (see `EvaluationResult.showcase`).
@@ -183,10 +185,10 @@ class EvaluationResult:
 
 
 class PretrainingEvaluator:
-    """Evaluates an `ElectraPretrainer` on a fixed held-out dataset.
+    """Evaluates a pretrainer on a fixed held-out dataset.
 
     Args:
-        model: the `ElectraPretrainer` (its current weights are evaluated).
+        model: the `Pretrainer` (its current weights are evaluated).
         dataset: a finite `tf.data.Dataset` of pipeline batches (e.g.
             `make_pretraining_dataset(..., is_training=False)`); iterated
             from the start at every call.
@@ -204,7 +206,7 @@ class PretrainingEvaluator:
 
         def step(batch):
             sums = model.compute_sums(batch, training=False)
-            out = {"sums": model.sum_vector(sums)}
+            out = {"sums": statistics(sums)}
             if "disc_logits" in sums:
                 out.update(logits=tf.cast(sums["disc_logits"], tf.float32),
                            labels=sums["labels"], mask=tf.cast(sums["disc_mask"], tf.float32),
@@ -222,8 +224,8 @@ class PretrainingEvaluator:
                      else 1)
         for batch in self.dataset:
             out = self._step(batch)
-            sums = out["sums"].numpy().astype(np.float64)
-            total = sums if total is None else total + sums
+            sums = tf.nest.map_structure(lambda t: t.numpy().astype(np.float64), out["sums"])
+            total = sums if total is None else tf.nest.map_structure(np.add, total, sums)
             examples += int(batch["input_ids"].shape[0])
             if "logits" not in out:
                 continue
@@ -236,7 +238,8 @@ class PretrainingEvaluator:
         if total is None:
             raise ValueError("the evaluation dataset is empty")
         metrics = {name: float(value) for name, value in
-                   self.model.metrics_from_sums(tf.constant(total, tf.float32)).items()}
+                   self.model.metrics_from_sums(tf.nest.map_structure(
+                       lambda v: tf.constant(v, tf.float32), total)).items()}
         tokens = 0
         showcase = None
         if scores:

@@ -1,8 +1,10 @@
-"""ELECTRA's replaced-token-detection objective as pure tensor functions.
+"""The pre-training objectives' losses and sampling as pure tensor functions.
 
-Shapes: B = batch, L = sequence length, N = masked slots per sequence, V = vocab.
-Every loss here is returned as a (sum, count) pair rather than a mean, so the
-caller can divide by the count of the *global* batch under tf.distribute.
+The objective classes (`electra_tf.pretraining.objectives`) are built from
+them. Shapes: B = batch, L = sequence length, N = masked slots per sequence,
+V = vocab. Every loss here is returned as named sums (with their count)
+rather than a mean, so the caller can divide by the count of the *global*
+batch under tf.distribute.
 """
 
 from __future__ import annotations

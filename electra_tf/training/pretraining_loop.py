@@ -37,7 +37,8 @@ from electra_tf.errors import RunError
 from electra_tf.finiteness import NonFiniteError, NonFiniteRecord, check_finite_weights
 from electra_tf.flops import steps_within_budget, train_flops
 from electra_tf.pretraining.optimization import create_optimizer, learning_rate_schedule
-from electra_tf.pretraining.pretrainer import ElectraPretrainer
+from electra_tf.pretraining.objectives import make_pretrainer
+from electra_tf.pretraining.pretrainer import Pretrainer
 from electra_tf.pretraining.evaluation import (PretrainingEvaluator, evaluation_dataset,
                                                format_summary)
 from electra_tf.training import resuming as resume
@@ -274,7 +275,7 @@ def _run_locked(config: PretrainingConfig, run_dir: str, shard_dir: str, vocab_f
     # only the chief's copy is kept. The others write to a scratch directory.
     own_checkpoint_dir = checkpoint_dir if chief else tempfile.mkdtemp(prefix="electra-ckpt-")
     with strategy.scope():
-        model = ElectraPretrainer(config)
+        model = make_pretrainer(config)
         print_fn(f"Kernels: {model.kernels} (--kernels={config.kernels}).")
         model.build_from_batch(dummy_batch(config))
         optimizer = create_optimizer(config, config.mixed_precision)
@@ -394,7 +395,7 @@ def _run_locked(config: PretrainingConfig, run_dir: str, shard_dir: str, vocab_f
                              seconds, final_evaluation)
 
 
-def _train_stages(config: PretrainingConfig, model: ElectraPretrainer, shard_dir: str,
+def _train_stages(config: PretrainingConfig, model: Pretrainer, shard_dir: str,
                   special_ids: dict, steps_done: int, print_fn, callbacks: list,
                   saver: CheckpointSaver) -> tuple[int, bool, dict]:
     """Trains the run's stages from `steps_done` on; returns (steps done, interrupted, metrics)."""

@@ -1,0 +1,52 @@
+"""All-Tokens MLM (paper Section 3.5): predict the original token at every position."""
+
+from __future__ import annotations
+
+import keras
+import tensorflow as tf
+
+from electra_tf.pretraining import objective
+from electra_tf.pretraining.objectives.electra import ElectraPretrainer
+from electra_tf.pretraining.objectives.mlm import full_size_mlm_head
+
+
+@keras.saving.register_keras_serializable(package="electra_tf")
+class AllTokensMLMPretrainer(ElectraPretrainer):
+    """ELECTRA's generator and samples; the full-size model predicts every original token.
+
+    Its output mixes "copy the input" (probability D from the replaced-token
+    head) with a softmax over the vocabulary (`objective.all_tokens_sums`).
+    The loss is gen_weight * L_MLM(generator) + the full-size model's NLL
+    per non-pad token (weight 1).
+    """
+
+    OBJECTIVE = "all_tokens_mlm"
+
+    def _build_networks(self) -> None:
+        super()._build_networks()
+        self.mlm_head = full_size_mlm_head(self.discriminator, self.kernels)
+
+    def forward(self, batch, training=False):
+        """Generator and samples as ELECTRA's; then {"all_tokens_mlm": sums} at every position."""
+        out = self.generate(batch, training)
+        out.update(self.corrupt(batch, out["gen_logits"]))
+        fake_ids = out["fake_ids"]
+        outputs = self.discriminator({"input_ids": fake_ids, "input_mask": batch["input_mask"],
+                                      "segment_ids": batch["segment_ids"]}, training=training)
+        every_position = tf.broadcast_to(tf.range(tf.shape(fake_ids)[1])[None],
+                                         tf.shape(fake_ids))
+        logits = self.mlm_head(outputs["sequence_output"], every_position)
+        out["all_tokens_mlm"] = objective.all_tokens_sums(
+            logits, outputs["logits"], fake_ids, batch["input_ids"], batch["input_mask"])
+        return out
+
+    def _loss(self, sums, counts):
+        return (self.config.gen_weight * self.generator_loss(sums, counts)
+                + objective.safe_ratio(sums["all_tokens_mlm"]["nll"], counts["tokens"]))
+
+    def metrics_from_sums(self, sums):
+        main = sums["all_tokens_mlm"]
+        return {**self.generator_metrics(sums),
+                "all_tokens_mlm_loss": objective.safe_ratio(main["nll"], main["count"]),
+                "all_tokens_mlm_accuracy": objective.safe_ratio(main["correct"], main["count"]),
+                "total_loss": self._loss(sums, sums["counts"])}

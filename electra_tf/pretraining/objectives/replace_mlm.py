@@ -1,0 +1,48 @@
+"""Replace MLM (paper Section 3.5): a masked LM that sees the generator's samples, not [MASK]."""
+
+from __future__ import annotations
+
+import keras
+
+from electra_tf.pretraining import objective
+from electra_tf.pretraining.objectives.electra import ElectraPretrainer
+from electra_tf.pretraining.objectives.mlm import FullSizeMLM, full_size_mlm_head
+
+
+@keras.saving.register_keras_serializable(package="electra_tf")
+class ReplaceMLMPretrainer(FullSizeMLM, ElectraPretrainer):
+    """ELECTRA's generator and samples, but the full-size model predicts the original tokens.
+
+    It tells how much of ELECTRA's gain comes from removing the [MASK]
+    pre-train/fine-tune mismatch. The loss is gen_weight * L_MLM(generator)
+    + the full-size model's NLL per masked slot (weight 1); its replaced-token
+    head is built but not trained.
+    """
+
+    OBJECTIVE = "replace_mlm"
+
+    def _build_networks(self) -> None:
+        super()._build_networks()
+        self.mlm_head = full_size_mlm_head(self.discriminator, self.kernels)
+        self.discriminator.rtd_head.trainable = False  # unused
+
+    def forward(self, batch, training=False):
+        """Generator and samples as ELECTRA's; then {"replace_mlm": sums} of the full-size MLM."""
+        out = self.generate(batch, training)
+        out.update(self.corrupt(batch, out["gen_logits"]))
+        _, logits = self._full_size_mlm(out["fake_ids"], batch, batch["masked_lm_positions"],
+                                        training)
+        out["replace_mlm"] = objective.masked_lm_sums(logits, batch["masked_lm_ids"],
+                                                      batch["masked_lm_weights"], self.kernels)
+        return out
+
+    def _loss(self, sums, counts):
+        return (self.config.gen_weight * self.generator_loss(sums, counts)
+                + objective.safe_ratio(sums["replace_mlm"]["nll"], counts["masked"]))
+
+    def metrics_from_sums(self, sums):
+        main = sums["replace_mlm"]
+        return {**self.generator_metrics(sums),
+                "replace_mlm_loss": objective.safe_ratio(main["nll"], main["count"]),
+                "replace_mlm_accuracy": objective.safe_ratio(main["correct"], main["count"]),
+                "total_loss": self._loss(sums, sums["counts"])}
