@@ -62,6 +62,12 @@ flags.DEFINE_enum("mode", "pretrain", ["pretrain", "finetune", "inference"],
                   "--train_batch_size).")
 flags.DEFINE_integer("inference_requests", 100, "Inference mode: single-text requests timed.")
 flags.DEFINE_integer("inference_batches", 20, "Inference mode: batches timed.")
+flags.DEFINE_integer("inference_threads", 1, "Inference mode: intra-op and inter-op threads "
+                     "of the process serving the export (TF Serving's "
+                     "--tensorflow_intra_op_parallelism / --tensorflow_inter_op_parallelism) "
+                     "and of the peer's PyTorch; 0: each library's default (one per core).")
+flags.DEFINE_enum("serving_forward", None, ["lean", "keras"], "Inference mode: the export's "
+                  "forward pass (electra_tf.serving.forward); default: the exporter's.")
 flags.DEFINE_integer("pipeline_batches", 200, "Batches timed for the input pipeline (0: skip).")
 flags.DEFINE_float("shard_megabytes", 4.0, "Text size for the shard-building benchmark (0: skip).")
 flags.DEFINE_string("json", None, "Also write the results to this JSON file.")
@@ -275,16 +281,20 @@ def synthetic_texts(count: int, seed: int = 3) -> tuple[list, list]:
 
 
 def benchmark_inference(config, requests: int, batches: int, peer_python: Optional[str] = None,
-                        peer_script: Optional[str] = None, size: str = "small") -> dict:
+                        peer_script: Optional[str] = None, size: str = "small",
+                        threads: int = 1, forward: Optional[str] = None) -> dict:
     """Latency and throughput of the exported raw-text classifier: text in, probabilities out.
 
     A classifier of the preset's size with random weights is exported as a TF
-    Serving version (`electra_tf.serving.exporter`), loaded back with
-    `tf.saved_model.load` and called through its `serving_default` signature:
-    `requests` single texts one at a time (their median latency), then
-    `batches` batches of `config.train_batch_size` texts (texts per second).
-    A peer script gets the same texts and vocabulary.
+    Serving version (`electra_tf.serving.exporter`, with `forward`; None: the
+    exporter's default), loaded in a fresh process that has only TensorFlow
+    and TensorFlow Text (`electra_tf/serving/latency.py`, `threads` intra-op
+    and inter-op threads) and called through its `serving_default`
+    signature: `requests` single texts one at a time (their median latency),
+    then `batches` batches of `config.train_batch_size` texts (texts per
+    second). A peer script gets the same texts, vocabulary and thread count.
     """
+    from electra_tf.artifacts.serving_dir import read_serving_config
     from electra_tf.serving.exporter import export_classifier
 
     set_precision_policy("none")
@@ -305,31 +315,17 @@ def benchmark_inference(config, requests: int, batches: int, peer_python: Option
                          "glue_score_metric": "accuracy", "is_pair": False},
                 "max_seq_length": config.max_seq_length, "do_lower_case": True,
                 "strip_accents": True}
-        version = export_classifier(model, info, vocab_file, os.path.join(tmp, "export"), "bench")
-        predict = tf.saved_model.load(version).signatures["serving_default"]
-
-        def call(some):
-            return predict(text=tf.constant(some))["probabilities"].numpy()
-
-        for i in range(5):  # warm-up
-            call(texts[i:i + 1])
-            call(texts[:batch])
-        latencies = []
-        for i in range(requests):
-            start = time.perf_counter()
-            call(texts[i:i + 1])
-            latencies.append(time.perf_counter() - start)
-        start = time.perf_counter()
-        for i in range(batches):
-            call(texts[i * batch:(i + 1) * batch])
-        seconds = time.perf_counter() - start
-        results.update(latency_ms_batch1_median=1000 * float(np.median(latencies)),
-                       texts_per_second_batched=batch * batches / seconds)
+        version = export_classifier(model, info, vocab_file, os.path.join(tmp, "export"), "bench",
+                                    forward=forward)
+        results["forward"] = read_serving_config(version)["forward"]
+        counts = ["--batch", str(batch), "--requests", str(requests), "--batches", str(batches),
+                  "--threads", str(threads)]
+        results.update(_run_peer([sys.executable, "-I", LATENCY_SCRIPT, version, texts_file,
+                                  *counts]))
         if peer_python and peer_script:
             results["peer"] = _run_peer([
                 peer_python, peer_script, "--vocab_file", vocab_file, "--texts", texts_file,
-                "--size", size, "--seq", str(config.max_seq_length), "--batch", str(batch),
-                "--requests", str(requests), "--batches", str(batches)])
+                "--size", size, "--seq", str(config.max_seq_length), *counts])
     return results
 
 
@@ -471,6 +467,9 @@ def main(argv):
                             "jit_compile": FLAGS.jit_compile,
                             "kernels": resolve_kernels(FLAGS.kernels),
                             "steps_per_execution": config.steps_per_execution}}
+    if FLAGS.mode == "inference":
+        results["settings"].update(inference_threads=FLAGS.inference_threads,
+                                   serving_forward=FLAGS.serving_forward or "exporter default")
     print(json.dumps(results, indent=2), flush=True)
     if FLAGS.mode != "pretrain":
         results["settings"]["mode"] = FLAGS.mode
@@ -522,6 +521,7 @@ def main(argv):
             json.dump(results, f, indent=2)
 
 
+LATENCY_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "serving", "latency.py")
 PEERS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "peers")
 PEER_SCRIPTS = {"finetune": "hf_finetune_step.py", "inference": "hf_text_classification_inference.py"}
 
@@ -548,9 +548,12 @@ def _finetune_or_inference(config) -> dict:
         return results
     results = benchmark_inference(config, FLAGS.inference_requests, FLAGS.inference_batches,
                                   peer_python if peer_script else None, peer_script,
-                                  FLAGS.model_size)
-    print(f"exported classifier: median latency {results['latency_ms_batch1_median']:.1f} ms "
-          f"at batch 1; {results['texts_per_second_batched']:.1f} texts/s at batch "
+                                  FLAGS.model_size, FLAGS.inference_threads,
+                                  FLAGS.serving_forward)
+    threads = FLAGS.inference_threads or "default"
+    print(f"exported classifier ({results['forward']} forward, {threads} intra-/inter-op "
+          f"threads, fresh process): median latency {results['latency_ms_batch1_median']:.1f} "
+          f"ms at batch 1; {results['texts_per_second_batched']:.1f} texts/s at batch "
           f"{config.train_batch_size}", flush=True)
     if "peer" in results:
         peer = results["peer"]

@@ -7,7 +7,10 @@ electra_tf.benchmark --mode=inference`: WordPiece tokenization (the fast
 tokenizer, from the same vocab.txt), an ELECTRA classifier, softmax.
 
     python hf_text_classification_inference.py --vocab_file vocab.txt --texts texts.txt \
-        --size small --seq 128 --batch 32
+        --size small --seq 128 --batch 32 [--threads N]
+
+`--threads N` sets PyTorch's intra-op and inter-op threads to N (0: its
+default, one per core), as the benchmark sets TensorFlow's.
 """
 
 import argparse
@@ -31,7 +34,11 @@ def main():
     parser.add_argument("--requests", type=int, default=100, help="single-text requests timed")
     parser.add_argument("--batches", type=int, default=10, help="batches timed")
     parser.add_argument("--num_labels", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=0, help="0: PyTorch's default")
     args = parser.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+        torch.set_num_interop_threads(args.threads)
     torch.manual_seed(0)
     with open(args.texts, encoding="utf-8") as f:
         texts = [line.rstrip("\n") for line in f if line.strip()]

@@ -139,18 +139,22 @@ def test_inference_sends_the_same_texts_and_vocabulary_to_the_peer(tmp_path):
         "import argparse, json\n"
         "p = argparse.ArgumentParser()\n"
         "for name in ('--vocab_file', '--texts', '--size', '--seq', '--batch', '--requests',\n"
-        "             '--batches'): p.add_argument(name)\n"
+        "             '--batches', '--threads'): p.add_argument(name)\n"
         "a = p.parse_args()\n"
         "texts = open(a.texts).read().splitlines()\n"
         "vocab = open(a.vocab_file).read().splitlines()\n"
         "print(json.dumps({'latency_ms_batch1_median': 5.0, 'texts_per_second_batched': 9.0,\n"
-        "                  'texts': len(texts), 'vocab': len(vocab), 'batch': int(a.batch)}))\n")
+        "                  'texts': len(texts), 'vocab': len(vocab), 'batch': int(a.batch),\n"
+        "                  'threads': int(a.threads)}))\n")
     config = preset("tiny", hidden_size=32, num_layers=1, embedding_size=16, num_heads=2,
                     max_seq_length=16, train_batch_size=4)
     result = benchmark.benchmark_inference(config, requests=3, batches=2,
                                            peer_python=sys.executable, peer_script=str(script),
-                                           size="tiny")
+                                           size="tiny", threads=1)
     vocab, texts = benchmark.synthetic_texts(64)
+    # Ours was timed in a fresh process with the same thread count as the peer.
     assert result["latency_ms_batch1_median"] > 0 and result["texts_per_second_batched"] > 0
-    assert (result["peer"]["texts"], result["peer"]["vocab"], result["peer"]["batch"]) == (
-        len(texts), len(vocab), 4)
+    assert (result["threads"], result["requests"], result["batch"]) == (1, 3, 4)
+    assert result["forward"] == "lean"
+    assert (result["peer"]["texts"], result["peer"]["vocab"], result["peer"]["batch"],
+            result["peer"]["threads"]) == (len(texts), len(vocab), 4, 1)

@@ -30,6 +30,7 @@ from electra_tf.finetuning.tagging_data import TaggingDefinition
 from electra_tf.finetuning.tagging_task import TAGGER
 from electra_tf.finetuning.tasks import REGRESSION, Task
 from electra_tf.interop.checkpoints import CheckpointError, load_run_models
+from electra_tf.serving import forward as forwards
 from electra_tf.serving.classifier import ClassifierServing
 from electra_tf.serving.discriminator import DiscriminatorServing
 from electra_tf.serving.question_answering import QuestionAnsweringServing
@@ -94,7 +95,7 @@ def _write(module, staging: str, vocab_file: str, serving_config: dict,
 
 
 def export_classifier(model, info: dict, vocab_file: str, export_base: str, model_name: str,
-                      version: Optional[int] = None) -> str:
+                      version: Optional[int] = None, forward: Optional[str] = None) -> str:
     """Exports a fine-tuned `ElectraClassifier` as a new version.
 
     Args:
@@ -105,12 +106,17 @@ def export_classifier(model, info: dict, vocab_file: str, export_base: str, mode
         export_base: the directory holding one sub-directory per model name.
         model_name: TF Serving's model name.
         version: explicit version number (None: the next one).
+        forward: how the signatures compute the model: "lean"
+            (`electra_tf.serving.forward`, same outputs in fewer ops) or
+            "keras" (the model's own call); None: lean where it covers the
+            model, else keras. Recorded in serving_config.json.
 
     Returns:
         The version directory.
 
     Raises:
         ExportError: the model's weights are not all finite (nothing is written).
+        ValueError: `forward` is unknown or does not cover the model.
     """
     task = Task.from_dict(info["task"])
     regression = task.task_type == REGRESSION
@@ -118,9 +124,11 @@ def export_classifier(model, info: dict, vocab_file: str, export_base: str, mode
     scale = info.get("regression_output_scale", 1.0)
     tokenizer = WordPieceTokenizer.from_settings(vocab_file, info)
     copy = _finite_copy(model, f"the classifier to export as {model_name}")
+    if forward is None:
+        forward = forwards.DEFAULT_FORWARD if forwards.supports(copy) else "keras"
     module = ClassifierServing(copy, tokenizer, info["max_seq_length"], task.is_pair,
-                               label_names, scale)
-    config = {"format_version": FORMAT_VERSION, "kind": CLASSIFIER,
+                               label_names, scale, forward)
+    config = {"format_version": FORMAT_VERSION, "kind": CLASSIFIER, "forward": forward,
               "max_seq_length": info["max_seq_length"], "is_pair": task.is_pair,
               **tokenizer.text_settings(), "label_names": label_names, "label_scale": scale, "task": task.to_dict(),
               "model": _encoder_config(copy.encoder)}

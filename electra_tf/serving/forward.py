@@ -1,0 +1,127 @@
+"""A lean inference forward pass of a classifier, for exports ("lean" forward).
+
+The Keras model traced as it is (`forward="keras"`) brings its layers' shape
+bookkeeping into the graph: every dense layer on a [B, L, H] input becomes a
+reshape/shape/concat/gather chain around its MatMul, the bias an `AddV2`, the
+attention two einsums around transposes. At batch 1 the forward pass is about
+0.5 GFLOP, so those ops' dispatch costs as much as the arithmetic. This
+module computes the same function from the same variables with the ops a
+CPU graph executor runs best:
+
+* the token axis is flattened once, so every dense layer is one 2-D `MatMul`
+  + `BiasAdd` (+ `tf.nn.gelu`), the pattern Grappler's remapper fuses into one
+  `_FusedMatMul` kernel on a CPU;
+* queries, keys and values are split by one transpose and multiplied with
+  `BatchMatMulV2`;
+* the last layer runs only the [CLS] row through its attention output and
+  feed-forward network: the classifier reads nothing else, so the other
+  rows' work is skipped (exactly: each row of those layers is computed on its
+  own).
+
+The maths is the Keras model's (exact GELU, the same LayerNorm formula,
+softmax in float32); results agree with it to float32 rounding (tests: within
+1e-5). Inference only: no dropout.
+
+Conventions: B = batch, L = sequence length, N = B * L, E = embedding size,
+H = hidden size.
+"""
+
+from __future__ import annotations
+
+import math
+
+import keras
+import tensorflow as tf
+
+from electra_tf.modeling.encoder import ElectraEncoder
+from electra_tf.modeling.layers import ElectraEmbeddings, TransformerLayer
+
+FORWARDS = ("lean", "keras")
+DEFAULT_FORWARD = "lean"
+
+
+def supports(model) -> bool:
+    """Whether `model` (an `ElectraClassifier`) can be exported with the lean forward pass.
+
+    It needs the plain float32 encoder this module re-implements: shared-table
+    embeddings of its own, bidirectional attention, the standard layers.
+    """
+    encoder = getattr(model, "encoder", None)
+    if (not isinstance(encoder, ElectraEncoder) or model.compute_dtype != "float32"
+            or getattr(model, "task_head", None) is None or model.task_head.activation not in (
+                None, keras.activations.linear)):
+        return False
+    return (type(encoder.embeddings) is ElectraEmbeddings
+            and encoder.attention_direction == "bidirectional"
+            and all(type(layer) is TransformerLayer
+                    and layer.intermediate.activation is keras.activations.gelu
+                    for layer in encoder.transformer_layers))
+
+
+def _layer_norm(x, layer):
+    """Keras' LayerNormalization over the last axis (its formula: x * inv + (beta - mean * inv))."""
+    mean, variance = tf.nn.moments(x, axes=[-1], keepdims=True)
+    return tf.nn.batch_normalization(x, mean, variance, layer.beta, layer.gamma, layer.epsilon)
+
+
+def _dense(x, layer, activation=None):
+    """[M, in] -> [M, out]: MatMul + BiasAdd (+ activation), one fusable pattern."""
+    y = tf.nn.bias_add(tf.matmul(x, layer.kernel), layer.bias)
+    return y if activation is None else activation(y)
+
+
+def _gelu(x):
+    return tf.nn.gelu(x, approximate=False)
+
+
+def first_token_hidden(encoder, input_ids, input_mask, segment_ids):
+    """The encoder's final hidden state of the first ([CLS]) position.
+
+    Args:
+        encoder: a plain `ElectraEncoder` (see `supports`).
+        input_ids, input_mask, segment_ids: int32 [B, L], L >= 1.
+
+    Returns:
+        float32 [B, H], equal to `encoder(inputs)[:, 0]` up to rounding.
+    """
+    embeddings = encoder.embeddings
+    shape = tf.shape(input_ids)
+    batch, length = shape[0], shape[1]
+    hidden_size, heads = encoder.hidden_size, encoder.num_heads
+    head_size = hidden_size // heads
+    x = (tf.gather(embeddings.word_embeddings, input_ids)
+         + embeddings.position_embeddings[:length][None]
+         + tf.gather(embeddings.token_type_embeddings, segment_ids))  # [B, L, E]
+    x = _layer_norm(tf.reshape(x, [-1, embeddings.embedding_size]), embeddings.layer_norm)
+    if encoder.embeddings_project is not None:
+        x = _dense(x, encoder.embeddings_project)  # [N, H]
+    # The additive mask of `attention_bias_from_mask`: 0 visible, -10000 padding.
+    bias = (1.0 - tf.cast(input_mask, tf.float32))[:, None, None, :] * -10000.0  # [B,1,1,L]
+    last = len(encoder.transformer_layers) - 1
+    for index, layer in enumerate(encoder.transformer_layers):
+        attention = layer.attention
+        qkv = tf.reshape(_dense(x, attention.qkv), [batch, length, 3, heads, head_size])
+        query, key, value = tf.unstack(tf.transpose(qkv, [2, 0, 3, 1, 4]))  # [B, heads, L, d]
+        if index == last:  # only [CLS] is read from the last layer
+            query = query[:, :, :1]
+            x = tf.reshape(x, [batch, length, hidden_size])[:, 0]  # [B, H]
+        # [B, heads, Lq, L]
+        scores = tf.matmul(query, key, transpose_b=True) / math.sqrt(head_size) + bias
+        context = tf.matmul(tf.nn.softmax(scores, axis=-1), value)  # [B, heads, Lq, d]
+        context = tf.reshape(tf.transpose(context, [0, 2, 1, 3]), [-1, hidden_size])
+        x = _layer_norm(x + _dense(context, attention.output_dense), layer.attention_layer_norm)
+        ffn = _dense(_dense(x, layer.intermediate, _gelu), layer.ffn_output)
+        x = _layer_norm(x + ffn, layer.ffn_layer_norm)
+    return x
+
+
+def classifier_outputs(model, inputs: dict) -> tf.Tensor:
+    """An `ElectraClassifier`'s output for `inputs` (int32 [B, L] each; L >= 1), lean.
+
+    Returns:
+        float32 [B, C] logits, or [B] for a regression model, as `model(inputs)`.
+    """
+    cls = first_token_hidden(model.encoder, inputs["input_ids"], inputs["input_mask"],
+                             inputs["segment_ids"])
+    outputs = _dense(cls, model.task_head)
+    return tf.reshape(outputs, [-1]) if model.regression else outputs

@@ -1,0 +1,108 @@
+"""The lean export forward pass (`electra_tf.serving.forward`) against the Keras model."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from electra_tf.finetuning.model import build_classifier
+from electra_tf.modeling.encoder import ElectraEncoder
+from electra_tf.serving import forward
+
+
+def _classifier(regression=False, attention_direction="bidirectional", embedding_size=16):
+    encoder = ElectraEncoder(vocab_size=50, hidden_size=32, num_layers=3, num_heads=4,
+                             intermediate_size=64, embedding_size=embedding_size,
+                             max_position_embeddings=24, attention_direction=attention_direction)
+    model = build_classifier(encoder, 1 if regression else 3, regression, seed=0)
+    # Non-zero biases and LayerNorm offsets, so that every weight is exercised.
+    rng = np.random.default_rng(0)
+    for weight in model.weights:
+        weight.assign(weight.numpy() + rng.normal(0, 0.05, weight.shape).astype(np.float32))
+    return model
+
+
+def _inputs():
+    rng = np.random.default_rng(1)
+    ids = rng.integers(5, 50, size=(3, 11)).astype(np.int32)
+    mask = np.ones_like(ids)
+    mask[1, 6:] = 0  # padded rows: the padding must not change [CLS]'s output
+    mask[2, 2:] = 0
+    segments = np.zeros_like(ids)
+    segments[0, 5:] = 1
+    return {"input_ids": tf.constant(ids), "input_mask": tf.constant(mask),
+            "segment_ids": tf.constant(segments)}
+
+
+@pytest.mark.parametrize("regression,embedding_size", [(False, 16), (True, 32)])
+def test_lean_forward_equals_the_keras_model(regression, embedding_size):
+    model = _classifier(regression, embedding_size=embedding_size)
+    inputs = _inputs()
+    assert forward.supports(model)
+    expected = model(inputs, training=False).numpy()
+    got = tf.function(lambda x: forward.classifier_outputs(model, x))(inputs).numpy()
+    assert got.shape == expected.shape
+    np.testing.assert_allclose(got, expected, atol=1e-5, rtol=0)
+
+
+def test_lean_forward_reads_only_cls_of_the_last_layer_yet_sees_every_token():
+    model = _classifier()
+    inputs = _inputs()
+    changed = dict(inputs)
+    ids = inputs["input_ids"].numpy().copy()
+    ids[0, -1] = (ids[0, -1] + 1 - 5) % 45 + 5  # the last real token of row 0
+    changed["input_ids"] = tf.constant(ids)
+    before = forward.classifier_outputs(model, inputs).numpy()
+    after = forward.classifier_outputs(model, changed).numpy()
+    assert np.abs(after[0] - before[0]).max() > 1e-6
+    np.testing.assert_allclose(after[1:], before[1:], atol=1e-6)
+
+
+def test_models_outside_the_lean_forward_are_refused_or_exported_with_keras(tmp_path):
+    from finetuning_support import VOCAB
+
+    from electra_tf.artifacts.serving_dir import read_serving_config
+    from electra_tf.serving.classifier import ClassifierServing
+    from electra_tf.serving.exporter import export_classifier
+    from electra_tf.tokenization import WordPieceTokenizer
+
+    model = _classifier(attention_direction="left_to_right")
+    assert not forward.supports(model)
+    vocab_file = tmp_path / "vocab.txt"
+    vocab_file.write_text("\n".join(VOCAB) + "\n")
+    tokenizer = WordPieceTokenizer(str(vocab_file), True, True)
+    with pytest.raises(ValueError, match="forward='keras'"):
+        ClassifierServing(model, tokenizer, 16, False, ["a", "b", "c"], forward="lean")
+    with pytest.raises(ValueError, match="forward='fast'"):
+        ClassifierServing(model, tokenizer, 16, False, ["a", "b", "c"], forward="fast")
+    info = {"task": {"name": "toy", "task_type": "classification", "label_names": ["a", "b", "c"],
+                     "metrics": ["accuracy"], "glue_score_metric": "accuracy", "is_pair": False},
+            "max_seq_length": 16, "do_lower_case": True, "strip_accents": True}
+    version = export_classifier(model, info, str(vocab_file), str(tmp_path / "export"), "toy")
+    assert read_serving_config(version)["forward"] == "keras"
+
+
+def test_lean_and_keras_exports_answer_alike(tmp_path):
+    from finetuning_support import VOCAB
+
+    from electra_tf.artifacts.serving_dir import read_serving_config
+    from electra_tf.serving.exporter import export_classifier
+
+    model = _classifier()
+    vocab_file = tmp_path / "vocab.txt"
+    vocab_file.write_text("\n".join(VOCAB) + "\n")
+    info = {"task": {"name": "toy", "task_type": "classification", "label_names": ["a", "b", "c"],
+                     "metrics": ["accuracy"], "glue_score_metric": "accuracy", "is_pair": False},
+            "max_seq_length": 16, "do_lower_case": True, "strip_accents": True}
+    lean = export_classifier(model, info, str(vocab_file), str(tmp_path / "export"), "toy")
+    keras_ = export_classifier(model, info, str(vocab_file), str(tmp_path / "export"), "toy",
+                               forward="keras")
+    assert [read_serving_config(v)["forward"] for v in (lean, keras_)] == ["lean", "keras"]
+    texts = tf.constant([VOCAB[7], " ".join(VOCAB[5:20]), ""])
+    answers = [tf.saved_model.load(v).signatures["serving_default"](text=texts)
+               for v in (lean, keras_)]
+    np.testing.assert_allclose(answers[0]["probabilities"].numpy(),
+                               answers[1]["probabilities"].numpy(), atol=1e-5, rtol=0)
+    np.testing.assert_array_equal(answers[0]["label"].numpy(), answers[1]["label"].numpy())
+    expected = model(_inputs(), training=False).numpy()
+    got = tf.saved_model.load(lean).signatures["token_ids"](**_inputs())["logits"].numpy()
+    np.testing.assert_allclose(got, expected, atol=1e-5, rtol=0)
