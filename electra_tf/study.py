@@ -584,6 +584,9 @@ def write_tables(rows: list[dict], spec: dict, output_dir: str) -> tuple[str, st
                   if t in group else "–" for t in tasks]
         mean = average.get((variant, budget))
         label = "no pre-training" if variant == BASELINE else variant
+        runs = min(r["pretrain_runs"] for r in group.values())
+        if variant != BASELINE and runs < spec["pretrain_seeds"]:
+            label += f" ({runs} of {spec['pretrain_seeds']} runs)"  # the study is still running
         lines.append(f"| {label} | {'–' if variant == BASELINE else f'{budget:.3g}'} | {steps} | "
                      + " | ".join(scores) + f" | {'–' if mean is None else f'{mean:.2f}'} |")
     seeds = sorted({r["seeds"] for r in rows})

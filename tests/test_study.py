@@ -318,3 +318,21 @@ def test_warmup_is_the_same_fraction_of_every_budget(tmp_path, corpus, monkeypat
     assert warmups[("electra", 4e13)] > 3 * warmups[("electra", 1e13)]
     with pytest.raises(study.StudyError, match="warmup_fraction"):
         make_spec(corpus, warmup_fraction=1.5)
+
+
+def test_a_cell_with_fewer_pretraining_runs_than_the_spec_says_so(tmp_path):
+    spec = {"budgets": [1e12], "variants": {"electra": {}, "mlm": {}}, "pretrain_seeds": 3,
+            "no_pretraining": True, "tasks": ["sst2"]}
+
+    def row(variant, budget, runs):
+        return {"variant": variant, "budget": budget, "train_flops": budget, "pretrain_steps": 7,
+                "task": "sst2", "metric": "accuracy", "median": 80.0, "min": 79.0, "max": 81.0,
+                "std": 1.0, "seeds": 1, "pretrain_runs": runs, "spread_over": "pre-training runs",
+                "scores": "[]"}
+
+    rows = [row("none", 0.0, 3), row("electra", 1e12, 3), row("mlm", 1e12, 2)]
+    _, md_path = study.write_tables(rows, spec, str(tmp_path))
+    lines = {line.split(" | ")[0]: line for line in open(md_path).read().splitlines()
+             if line.startswith("| ")}
+    assert "| mlm (2 of 3 runs)" in lines
+    assert "| electra" in lines and "| no pre-training" in lines  # complete cells: no count
