@@ -585,7 +585,7 @@ def write_tables(rows: list[dict], spec: dict, output_dir: str) -> tuple[str, st
         mean = average.get((variant, budget))
         label = "no pre-training" if variant == BASELINE else variant
         runs = min(r["pretrain_runs"] for r in group.values())
-        if variant != BASELINE and runs < spec["pretrain_seeds"]:
+        if runs < spec["pretrain_seeds"]:
             label += f" ({runs} of {spec['pretrain_seeds']} runs)"  # the study is still running
         lines.append(f"| {label} | {'–' if variant == BASELINE else f'{budget:.3g}'} | {steps} | "
                      + " | ".join(scores) + f" | {'–' if mean is None else f'{mean:.2f}'} |")

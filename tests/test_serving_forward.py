@@ -106,3 +106,9 @@ def test_lean_and_keras_exports_answer_alike(tmp_path):
     expected = model(_inputs(), training=False).numpy()
     got = tf.saved_model.load(lean).signatures["token_ids"](**_inputs())["logits"].numpy()
     np.testing.assert_allclose(got, expected, atol=1e-5, rtol=0)
+
+
+def test_an_encoder_without_layers_is_left_to_the_keras_forward():
+    encoder = ElectraEncoder(vocab_size=50, hidden_size=32, num_layers=0, num_heads=4,
+                             intermediate_size=64, embedding_size=32, max_position_embeddings=24)
+    assert not forward.supports(build_classifier(encoder, 2, False, seed=0))

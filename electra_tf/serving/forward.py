@@ -51,7 +51,7 @@ def supports(model) -> bool:
             or getattr(model, "task_head", None) is None or model.task_head.activation not in (
                 None, keras.activations.linear)):
         return False
-    return (type(encoder.embeddings) is ElectraEmbeddings
+    return (type(encoder.embeddings) is ElectraEmbeddings and encoder.transformer_layers
             and encoder.attention_direction == "bidirectional"
             and all(type(layer) is TransformerLayer
                     and layer.intermediate.activation is keras.activations.gelu
