@@ -7,16 +7,13 @@ loads without importing the module that defines it:
     discriminator = keras.saving.load_model("runs/x/export/discriminator.keras")
 """
 
-import os
-
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow is imported
-
 # Registration happens when the classes are defined: the models (with their
-# layers, heads and encoder), the fine-tuned models and the optimizers.
-from electra_tf import optimization as _optimization  # noqa: E402,F401
-from electra_tf.finetuning import model as _classifier  # noqa: E402,F401
-from electra_tf.finetuning import qa_model as _qa_model  # noqa: E402,F401
-from electra_tf.finetuning import tagging_model as _tagging_model  # noqa: E402,F401
-from electra_tf.modeling import electra as _electra  # noqa: E402,F401
+# layers, heads and encoder), the fine-tuned models and the optimizers. That
+# is the only thing importing the package does.
+from electra_tf import optimization as _optimization  # noqa: F401
+from electra_tf.finetuning import model as _classifier  # noqa: F401
+from electra_tf.finetuning import qa_model as _qa_model  # noqa: F401
+from electra_tf.finetuning import tagging_model as _tagging_model  # noqa: F401
+from electra_tf.modeling import electra as _electra  # noqa: F401
 
 __version__ = "0.9.0"

@@ -157,31 +157,13 @@ def check_batch_split(strategy: tf.distribute.Strategy, train_batch_size: int,
     """Raises RunError unless the global batch splits evenly into replicas and micro-batches.
 
     Equal shares are what make the replicas' summed gradients the gradient of
-    the global batch (see `global_batch_size`).
+    the global batch (see `electra_tf.training.train_step`).
     """
     replicas = strategy.num_replicas_in_sync
     if train_batch_size % (replicas * gradient_accumulation_steps):
         raise RunError(f"--train_batch_size={train_batch_size} is not divisible by the "
                        f"{replicas} replicas of the distribution strategy times "
                        f"--gradient_accumulation_steps={gradient_accumulation_steps}.")
-
-
-def global_batch_size(per_example):
-    """The examples of a step over all replicas: this replica's [B] times the replica count.
-
-    Exact when every replica holds as many examples, as with a global batch
-    divisible by the replica count.
-
-    Args:
-        per_example: [B] per-example losses of this replica, or any [B, ...]
-            tensor of its batch.
-
-    Returns:
-        float32 scalar, the divisor that makes a replica's loss sum its share
-        of the mean over the global batch.
-    """
-    replicas = tf.distribute.get_strategy().num_replicas_in_sync
-    return tf.cast(tf.shape(per_example)[0] * replicas, tf.float32)
 
 
 def micro_batch_sums(compute, batch, steps: int, variables, zero_stats=None):

@@ -11,6 +11,9 @@ import keras
 import tensorflow as tf
 from keras import ops
 
+from electra_tf.keras_compat import (DecayInUpdateStep, PresummedGradients, uses_weight_decay,
+                                     variable_index)
+
 # Substrings of variable names that get no weight decay: LayerNorm scale and
 # offset (named gamma/beta in Keras) and every bias, as in the original code.
 NO_WEIGHT_DECAY = ("gamma", "beta", "bias")
@@ -52,16 +55,17 @@ class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
 
 
 @keras.saving.register_keras_serializable(package="electra_tf")
-class AdamWeightDecay(keras.optimizers.Optimizer):
+class AdamWeightDecay(PresummedGradients, DecayInUpdateStep, keras.optimizers.Optimizer):
     """Adam with decoupled weight decay and no bias correction (the original's update).
 
     update = m / (sqrt(v) + epsilon) + weight_decay * w;  w -= lr * update.
 
     Gradients must arrive already summed over replicas (see
-    `Pretrainer.train_step`): Keras clips *before* its own all-reduce,
-    which under MirroredStrategy would clip each replica's partial gradient by
-    its local norm. Summing first, then clipping, gives the global-norm clip of
-    the original code, and this class skips the second all-reduce.
+    `electra_tf.training.train_step`): Keras clips *before* its own
+    all-reduce, which under MirroredStrategy would clip each replica's partial
+    gradient by its local norm. Summing first, then clipping, gives the
+    global-norm clip of the original code, and this class skips the second
+    all-reduce (`keras_compat.PresummedGradients`).
 
     Args:
         learning_rate: float or schedule.
@@ -96,31 +100,25 @@ class AdamWeightDecay(keras.optimizers.Optimizer):
         grads = [g if g is None else tf.convert_to_tensor(g) for g in grads]
         return super().apply(grads, trainable_variables)
 
-    def learning_rate_multiplier(self, variable_index: int) -> float:
-        """Scale of one variable's learning rate (1.0; fine-tuning overrides it per layer)."""
-        del variable_index
+    def learning_rate_multiplier(self, index: int) -> float:
+        """The learning-rate scale of the variable at `index` (1.0; fine-tuning sets them)."""
+        del index
         return 1.0
 
-    def _apply_weight_decay(self, variables):
-        # Applied in update_step instead, where the variable's rate is known.
-        return
-
     def update_step(self, gradient, variable, learning_rate):
-        index = self._get_variable_index(variable)
+        # Weight decay is applied here, where the variable's rate is known
+        # (keras_compat.DecayInUpdateStep turns off Keras' separate pass).
+        index = variable_index(self, variable)
         lr = ops.cast(learning_rate, variable.dtype) * self.learning_rate_multiplier(index)
         gradient = ops.cast(gradient, variable.dtype)  # dense, see apply()
         m, v = self._momentums[index], self._velocities[index]
         self.assign(m, self.beta_1 * m + (1.0 - self.beta_1) * gradient)
         self.assign(v, self.beta_2 * v + (1.0 - self.beta_2) * ops.square(gradient))
         update = m / (ops.sqrt(v) + self.epsilon)
-        if self.weight_decay and self._use_weight_decay(variable):
+        if self.weight_decay and uses_weight_decay(self, variable):
             # Decoupled decay on the pre-update weight, scaled by the same rate.
             update = update + ops.cast(self.weight_decay, variable.dtype) * variable
         self.assign_sub(variable, lr * update)
-
-    def _all_reduce_sum_gradients(self, grads_and_vars):
-        # Already summed across replicas by the train step (see class docstring).
-        return list(grads_and_vars)
 
     def get_config(self):
         config = super().get_config()

@@ -36,6 +36,23 @@ def test_import_electra_tf_is_enough_to_load_a_saved_discriminator(tmp_path):
     assert done.returncode != 0 and "ElectraDiscriminator" in done.stderr
 
 
+def test_importing_the_package_changes_no_process_state(tmp_path):
+    # Environment, __main__ and the process itself are as they were: the
+    # import only defines (and so registers) classes.
+    code = ("import os, sys\n"
+            "env, doc, argv, pid = dict(os.environ), sys.modules['__main__'].__doc__, "
+            "list(sys.argv), os.getpid()\n"
+            "import electra_tf\n"
+            "changed = sorted(k for k in set(env) | set(os.environ) if env.get(k) != os.environ.get(k))\n"
+            "print(changed, sys.modules['__main__'].__doc__ == doc, sys.argv == argv, "
+            "os.getpid() == pid)")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TF_CPP")}
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=300, env={**env, "PYTHONPATH": ROOT})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[-2] == "[] True True True"
+
+
 def test_every_keras_class_of_the_package_is_registered_under_its_own_name():
     import importlib
     import inspect

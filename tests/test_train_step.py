@@ -1,4 +1,4 @@
-"""The fine-tuning train step: replicas, accumulation, the loss reduction and float16 scaling.
+"""The shared train step, with fine-tuning models: replicas, accumulation, reduction, float16.
 
 The models run one step of plain SGD with learning rate 1, so that the
 change of every weight is minus its gradient (Adam's first step is nearly
@@ -17,14 +17,17 @@ from electra_tf.config import preset
 from electra_tf.finetuning.model import ElectraClassifier
 from electra_tf.finetuning.optimization import LayerwiseAdamWeightDecay, create_optimizer
 from electra_tf.finetuning.qa_model import ElectraQA
+from electra_tf.finetuning.tagging_model import ElectraTagger
+from electra_tf.keras_compat import PresummedGradients
 from electra_tf.modeling.electra import build_generator_and_discriminator
+from electra_tf.pretraining.pretrainer import Pretrainer
+from electra_tf.training.train_step import TrainStep
 
 BATCH, LENGTH, VOCAB = 8, 8, 20
 
 
-class ReplicaSummedSGD(keras.optimizers.SGD):
-    def _all_reduce_sum_gradients(self, grads_and_vars):
-        return list(grads_and_vars)  # summed by the train step
+class ReplicaSummedSGD(PresummedGradients, keras.optimizers.SGD):
+    """SGD taking the gradients as the train step hands them over: summed over replicas."""
 
 
 def _encoder():
@@ -180,3 +183,18 @@ def test_only_float16_gets_a_loss_scale_optimizer(precision, wrapped):
     assert isinstance(optimizer, keras.optimizers.LossScaleOptimizer) == wrapped
     inner = optimizer.inner_optimizer if wrapped else optimizer
     assert isinstance(inner, LayerwiseAdamWeightDecay)
+
+
+def test_pretraining_and_fine_tuning_models_share_one_train_step():
+    import ast
+    import pathlib
+
+    import electra_tf
+
+    for model in (Pretrainer, ElectraClassifier, ElectraQA, ElectraTagger):
+        assert model.train_step is TrainStep.train_step, model
+    # No other train step in the package.
+    defined = [path.name for path in pathlib.Path(electra_tf.__file__).parent.rglob("*.py")
+               for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+               if isinstance(node, ast.FunctionDef) and node.name == "train_step"]
+    assert defined == ["train_step.py"]

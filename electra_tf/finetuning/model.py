@@ -5,7 +5,7 @@ from __future__ import annotations
 import keras
 import tensorflow as tf
 
-from electra_tf.finetuning.train_step import FinetuningTrainStep
+from electra_tf.finetuning.loss import FinetuningLoss
 from electra_tf.modeling.encoder import INPUT_NAMES, ElectraEncoder
 from electra_tf.modeling.layers import ReplicaDropout, truncated_normal
 
@@ -27,13 +27,13 @@ class FirstToken(keras.layers.Layer):
 
 
 @keras.saving.register_keras_serializable(package="electra_tf")
-class ElectraClassifier(FinetuningTrainStep, keras.Model):
+class ElectraClassifier(FinetuningLoss, keras.Model):
     """Sentence (pair) classification or regression on top of an `ElectraEncoder`.
 
     Inputs: a dict of int32 [B, L] tensors `input_ids`, `input_mask`,
     `segment_ids`. Output: logits [B, num_outputs] (classification) or
     predictions [B] (regression, `num_outputs=1`, in the training scale).
-    `train_step` (see `FinetuningTrainStep`) takes (inputs, labels [B]).
+    `train_step` (see `FinetuningLoss`) takes (inputs, labels [B]).
 
     The head is a single linear layer named `task_head` (as in the original
     code, unlike the two-layer head of some other implementations); that name

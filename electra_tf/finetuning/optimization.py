@@ -23,6 +23,7 @@ from typing import Optional
 
 import keras
 
+from electra_tf.keras_compat import variable_index
 from electra_tf.optimization import AdamWeightDecay, WarmupLinearDecay
 
 # Learning rates of Table 7 (paper) by model size; tiny follows small.
@@ -120,11 +121,11 @@ class LayerwiseAdamWeightDecay(AdamWeightDecay):
         super().build(var_list)
         self._multiplier_by_index = [0.0] * len(var_list)
         for variable in var_list:
-            self._multiplier_by_index[self._get_variable_index(variable)] = (
+            self._multiplier_by_index[variable_index(self, variable)] = (
                 self.lr_multipliers[variable.path])
 
-    def learning_rate_multiplier(self, variable_index: int) -> float:
-        return self._multiplier_by_index[variable_index]
+    def learning_rate_multiplier(self, index: int) -> float:
+        return self._multiplier_by_index[index]
 
     def get_config(self):
         config = super().get_config()

@@ -22,7 +22,7 @@ from __future__ import annotations
 import keras
 import tensorflow as tf
 
-from electra_tf.finetuning.train_step import FinetuningTrainStep
+from electra_tf.finetuning.loss import FinetuningLoss
 from electra_tf.modeling.encoder import INPUT_NAMES, ElectraEncoder
 from electra_tf.modeling.layers import truncated_normal
 
@@ -178,13 +178,13 @@ def qa_losses(outputs: dict, labels: dict):
 
 
 @keras.saving.register_keras_serializable(package="electra_tf")
-class ElectraQA(FinetuningTrainStep, keras.Model):
+class ElectraQA(FinetuningLoss, keras.Model):
     """Extractive question answering on an `ElectraEncoder`.
 
     Inputs: dict of int32 [B, L] `input_ids`, `input_mask`, `segment_ids`
     (`[CLS] question [SEP] context [SEP]`, context in segment 1). `call`
     returns the beam search outputs of `QAHead`; `train_step` (see
-    `FinetuningTrainStep`) takes (inputs, labels) with the gold start/end
+    `FinetuningLoss`) takes (inputs, labels) with the gold start/end
     and `is_impossible`.
 
     Args:

@@ -8,7 +8,7 @@ from typing import Optional
 from electra_tf.config import KERNELS, MIXED_PRECISION_POLICIES
 from electra_tf.errors import RunError
 from electra_tf.finetuning.optimization import DEFAULT_LAYERWISE_DECAY, DEFAULT_LEARNING_RATES
-from electra_tf.finetuning.train_step import LOSS_REDUCTIONS
+from electra_tf.finetuning.loss import LOSS_REDUCTIONS
 
 # Settings a resumed run may change: they do not alter what a finished trial
 # means (accumulation and XLA compute the same update).

@@ -15,7 +15,7 @@ from __future__ import annotations
 import keras
 import tensorflow as tf
 
-from electra_tf.finetuning.train_step import FinetuningTrainStep
+from electra_tf.finetuning.loss import FinetuningLoss
 from electra_tf.modeling.encoder import INPUT_NAMES, ElectraEncoder
 from electra_tf.modeling.layers import truncated_normal
 
@@ -47,12 +47,12 @@ def tagging_losses(logits, labels: dict) -> dict:
 
 
 @keras.saving.register_keras_serializable(package="electra_tf")
-class ElectraTagger(FinetuningTrainStep, keras.Model):
+class ElectraTagger(FinetuningLoss, keras.Model):
     """Token classification (NER, chunking, part of speech) on an `ElectraEncoder`.
 
     Inputs: a dict of int32 [B, L] `input_ids`, `input_mask`, `segment_ids`.
     Output: logits [B, L, num_tags] at every position. `train_step` (see
-    `FinetuningTrainStep`) takes (inputs, {tag_ids [B, L], tag_mask [B, L]}).
+    `FinetuningLoss`) takes (inputs, {tag_ids [B, L], tag_mask [B, L]}).
 
     Args:
         encoder: a (pre-trained) `ElectraEncoder`.

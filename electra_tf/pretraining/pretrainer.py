@@ -12,10 +12,11 @@ three things, by name:
 * `metrics_from_sums(sums)`: the logged metrics from sums over any number of
   examples (a global batch, or a whole evaluation set).
 
-This class does the rest, the same for all of them: every (micro-)batch's
-loss is its local sums over the global counts, so the gradients summed over
-replicas and micro-batches are the gradients of the whole batch; the
-statistics are summed the same way, by name (`tf.nest`), for the metrics.
+The train step is the one every electra-tf model shares
+(`electra_tf.training.train_step`): every (micro-)batch's loss is its local
+sums over the global counts, so the gradients summed over replicas and
+micro-batches are the gradients of the whole batch; the statistics are summed
+the same way, by name (`tf.nest`), for the metrics.
 """
 
 from __future__ import annotations
@@ -24,9 +25,8 @@ import keras
 import tensorflow as tf
 
 from electra_tf.config import PretrainingConfig
-from electra_tf.distribute import in_multi_worker_mode, micro_batch_sums, sum_over_replicas
-from electra_tf.finiteness import gradient_norm
 from electra_tf.modeling.kernels import resolve_kernels
+from electra_tf.training.train_step import TrainStep, replica_sum
 
 # TensorBoard / console names of the default objective, as in the original code.
 METRIC_NAMES = ("total_loss", "masked_lm_loss", "disc_loss", "masked_lm_accuracy",
@@ -58,20 +58,15 @@ def input_counts(batch) -> dict:
             "tokens": tf.reduce_sum(tf.cast(batch["input_mask"], tf.float32))}
 
 
-def _sum_over_replicas(sums):
-    """A nest of float32 scalars summed over the replicas by name, without gradient."""
-    total = tf.distribute.get_replica_context().all_reduce(tf.distribute.ReduceOp.SUM, sums)
-    return tf.nest.map_structure(tf.stop_gradient, total)
-
-
 @keras.saving.register_keras_serializable(package="electra_tf")
-class Pretrainer(keras.Model):
+class Pretrainer(TrainStep, keras.Model):
     """The generator/discriminator pair of one objective, with its custom `train_step`.
 
     Consumes the batches of `electra_tf.data.pipeline.make_pretraining_dataset`
     (masking already applied on the fly). Build one with
     `electra_tf.pretraining.objectives.make_pretrainer(config)`, which picks
-    the subclass of `config.objective` and `config.training`.
+    the subclass of `config.objective` and `config.training`. Its
+    `train_step` is `electra_tf.training.train_step.TrainStep`'s.
 
     Losses are normalised by the counts of the *global* batch, so training
     on R replicas (and in A accumulated micro-batches) gives the same update
@@ -95,6 +90,8 @@ class Pretrainer(keras.Model):
                 f"--training={self.TRAINING}, not --objective={config.objective} "
                 f"--training={config.training}: build it with make_pretrainer(config).")
         self.config = config
+        self.gradient_accumulation_steps = config.gradient_accumulation_steps
+        self.replica_jit_compile = config.jit_compile
         # The kernel set every part of the model and the objective runs.
         self.kernels = resolve_kernels(config.kernels)
         self._build_networks()
@@ -107,9 +104,6 @@ class Pretrainer(keras.Model):
         self.discriminator_initialised = tf.Variable(
             0, dtype=tf.int64, trainable=False, name="discriminator_initialised",
             aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
-        self._xla_gradients = None  # built on first use (see _replica_gradients)
-        # A `finiteness.NonFiniteRecord` the loop attaches (untracked: not in checkpoints).
-        self.nonfinite_record = None
 
     # ------------------------------------------------------ what an objective defines
     def _build_networks(self) -> None:
@@ -164,65 +158,32 @@ class Pretrainer(keras.Model):
         Known from the inputs alone, so every replica (and every micro-batch)
         can divide its loss sums by the global counts before the forward pass.
         """
-        return _sum_over_replicas(self.counts(batch))
+        return replica_sum(self.counts(batch))
 
     def _local_sums(self, batch, training):
         """Forward pass -> this replica's named sums (see `statistics`)."""
         return statistics(self.compute_sums(batch, training=training))
 
-    def _stats(self, local):
-        """The logged metrics from the replica's sums (one all-reduce for all of them)."""
-        return self.metrics_from_sums(_sum_over_replicas(local))
-
     def _loss_and_stats(self, batch, training):
         """(this replica's loss share, global metrics) for one batch."""
+        loss, local = self.step_loss(batch, self._global_counts(batch), training)
+        return loss, self.step_logs(replica_sum(local), None)
+
+    # ------------------------------------------------------ the shared train step
+    loss_log = "total_loss"
+
+    def step_denominators(self, batch):
+        return self.counts(batch)
+
+    def step_loss(self, batch, denominators, training):
         local = self._local_sums(batch, training)
-        return self._loss(local, self._global_counts(batch)), self._stats(local)
+        return self._loss(local, denominators), local
 
-    def _gradients(self, batch, counts, variables):
-        """Scaled gradients of this replica's loss share and its sums, for one (micro-)batch."""
-        with tf.GradientTape() as tape:
-            local = self._local_sums(batch, training=True)
-            scaled_loss = self.optimizer.scale_loss(self._loss(local, counts))
-        return tape.gradient(scaled_loss, variables), local
+    def step_logs(self, sums, denominators):
+        return self.metrics_from_sums(sums)
 
-    def _replica_gradients(self, batch, counts, variables):
-        """`_gradients`, XLA-compiled per replica when asked and the step itself is not.
-
-        Keras cannot compile a whole step that spans several replicas (their
-        variables live on different devices), but each replica's forward and
-        backward pass compiles.
-        """
-        if self.config.jit_compile and tf.distribute.get_strategy().num_replicas_in_sync > 1:
-            if self._xla_gradients is None:  # variables are captured, not arguments
-                self._xla_gradients = tf.function(
-                    lambda b, c: self._gradients(b, c, self.trainable_variables),
-                    jit_compile=True)
-            return self._xla_gradients(batch, counts)
-        return self._gradients(batch, counts, variables)
-
-    def train_step(self, data):
-        variables = self.trainable_variables
-        counts = self._global_counts(data)
-        # Every micro-batch's loss is divided by the counts of the whole
-        # batch, so the summed gradients are those of the full batch.
-        grads, local = micro_batch_sums(
-            lambda part: self._replica_gradients(part, counts, variables), data,
-            self.config.gradient_accumulation_steps, variables)
-        grads = sum_over_replicas(grads)
-        stats = self._stats(local)
-        if self.nonfinite_record is not None:
-            # Global values (summed over replicas): the same on every replica.
-            # Under float16 loss scaling an overflowing step is skipped, not a fault.
-            scaled = isinstance(self.optimizer, keras.optimizers.LossScaleOptimizer)
-            self.nonfinite_record.update(self.optimizer.iterations + 1, stats["total_loss"],
-                                         None if scaled else gradient_norm(grads))
-        self.optimizer.apply(grads, variables)
+    def after_update(self):
         self.seen_batches.assign_add(1)
-        if in_multi_worker_mode(tf.distribute.get_strategy()):
-            # Keras averages logs across workers along axis 0, which scalars lack.
-            stats = {name: value[None] for name, value in stats.items()}
-        return stats
 
     def test_step(self, data):
         _, stats = self._loss_and_stats(data, training=False)
@@ -232,17 +193,9 @@ class Pretrainer(keras.Model):
         """Creates every variable by running one forward pass (call inside the strategy scope)."""
         self.compute_sums(tf.nest.map_structure(tf.convert_to_tensor, batch), training=False)
         # Tells Keras not to attempt its own symbolic build inside fit(), which
-        # under a strategy would average the (integer) first batch.
+        # under a strategy would average the (integer) first batch
+        # (keras_compat.PrebuiltModel).
         self.built = True
-
-    def _maybe_symbolic_build(self, iterator=None, data_batch=None):
-        # Keras builds a model inside fit() from the replica-average of the
-        # first batch; MultiWorkerMirroredStrategy cannot average a dict of
-        # tensors. Built by build_from_batch, with its optimizer, there is
-        # nothing left to build.
-        if self.built and self.optimizer is not None and self.optimizer.built:
-            return
-        super()._maybe_symbolic_build(iterator=iterator, data_batch=data_batch)
 
     def get_config(self):
         return {"config": self.config.to_dict(), "name": self.name}

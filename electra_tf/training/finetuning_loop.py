@@ -18,7 +18,7 @@ an interrupted trial from its last checkpoint, with the same batches and
 dropout masks as an uninterrupted trial.
 
 Trials train under a tf.distribute strategy (one device, several, or several
-machines; see `electra_tf.finetuning.train_step` for the step) in the
+machines; see `electra_tf.training.train_step` for the step) in the
 precision of `settings.mixed_precision`. Dev metrics and predictions come
 from a float32 single-device copy of the weights, on every worker, so they
 cover every dev example exactly once whatever the number of replicas. Only
@@ -101,7 +101,7 @@ class FinetuningTask(Protocol):
         """(inputs, labels) batches, reshuffled every epoch with `seed`, repeated forever."""
 
     def build_model(self, encoder, seed: int) -> keras.Model:
-        """The encoder with a fresh head; a `FinetuningTrainStep` model."""
+        """The encoder with a fresh head; a `FinetuningLoss` model."""
 
     def evaluate(self, model, batch_size: int,
                  trial: Optional[TrialDir] = None) -> tuple[dict, dict]:

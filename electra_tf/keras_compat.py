@@ -1,0 +1,79 @@
+"""Every use of private Keras API in electra-tf, in one place.
+
+Keras' public API has no hook for three things the training code needs. Each
+is wrapped here, so a Keras upgrade has one module to check;
+`tests/test_keras_compat.py` checks that the private names still exist with
+the signatures below and names the Keras versions they were checked on
+(`CHECKED_KERAS_VERSIONS`).
+
+* `PrebuiltModel`: `fit()` builds a model from the replica-average of its
+  first batch (`Model._maybe_symbolic_build`), which
+  MultiWorkerMirroredStrategy cannot take of a dict of integer tensors. A
+  model built beforehand, with its optimizer, skips that build.
+* `PresummedGradients`: an optimizer whose gradients arrive already summed
+  over replicas (so the global-norm clip sees the global gradient) skips
+  Keras' own all-reduce (`Optimizer._all_reduce_sum_gradients`).
+* `DecayInUpdateStep`: an optimizer that applies weight decay inside its
+  `update_step` turns off Keras' separate decay pass
+  (`Optimizer._apply_weight_decay`); `variable_index` and
+  `uses_weight_decay` read the optimizer's per-variable bookkeeping.
+"""
+
+from __future__ import annotations
+
+import keras
+
+# Keras releases (major.minor) on which the private names below were checked.
+CHECKED_KERAS_VERSIONS = ("3.15",)
+
+# (Keras class, private method, its parameters after self): what this module relies on.
+PRIVATE_API = (
+    (keras.Model, "_maybe_symbolic_build", ("iterator", "data_batch")),
+    (keras.optimizers.Optimizer, "_all_reduce_sum_gradients", ("grads_and_vars",)),
+    (keras.optimizers.Optimizer, "_apply_weight_decay", ("variables",)),
+    (keras.optimizers.Optimizer, "_get_variable_index", ("variable",)),
+    (keras.optimizers.Optimizer, "_use_weight_decay", ("variable",)),
+)
+
+
+class PrebuiltModel:
+    """Mix in before `keras.Model`: `fit()` does not rebuild a model built with its optimizer.
+
+    The model builds itself beforehand (e.g. one forward pass on a real
+    batch, inside the strategy scope) and sets `built`.
+    """
+
+    def _maybe_symbolic_build(self, iterator=None, data_batch=None):
+        if self.built and self.optimizer is not None and self.optimizer.built:
+            return
+        super()._maybe_symbolic_build(iterator=iterator, data_batch=data_batch)
+
+
+class PresummedGradients:
+    """Mix in before a `keras.optimizers.Optimizer`: gradients arrive summed over replicas.
+
+    Keras clips *before* its own all-reduce, which under MirroredStrategy
+    would clip each replica's partial gradient by its local norm. The train
+    step sums first (`electra_tf.training.train_step`), so the clip is the
+    global-norm clip, and this skips the second sum.
+    """
+
+    def _all_reduce_sum_gradients(self, grads_and_vars):
+        return list(grads_and_vars)
+
+
+class DecayInUpdateStep:
+    """Mix in before a `keras.optimizers.Optimizer` whose `update_step` applies weight decay."""
+
+    def _apply_weight_decay(self, variables):
+        return
+
+
+def variable_index(optimizer: keras.optimizers.Optimizer, variable) -> int:
+    """The position of `variable` in the optimizer's slot lists (momentums, velocities...)."""
+    return optimizer._get_variable_index(variable)
+
+
+def uses_weight_decay(optimizer: keras.optimizers.Optimizer, variable) -> bool:
+    """Whether `variable` is decayed (not excluded by `exclude_from_weight_decay`)."""
+    return optimizer._use_weight_decay(variable)
