@@ -2,8 +2,8 @@
 
     python -m tools.study spec.json --output_dir studies/electra-vs-mlm
 
-(from the repository root: the study runs `python -m electra_tf.commands.*`
-there, with the `electra_tf` that Python imports).
+Run it from the repository root; it runs every step there, as `python -m
+electra_tf.commands.pretrain|finetune|probe`.
 
 A spec names the variants (each a set of `pretrain.py` flags), a corpus, a
 model size, one or more training-FLOPs budgets and the fine-tuning tasks:
