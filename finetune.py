@@ -10,10 +10,6 @@ import os
 
 if __name__ == "__main__":
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # TensorFlow's C++ start-up noise
-    from electra_tf.huge_pages import use_huge_page_malloc
-
-    use_huge_page_malloc()  # only with ELECTRA_TF_HUGE_PAGES=1: re-executes this process
-
     from electra_tf.commands.finetune import run
 
     run()

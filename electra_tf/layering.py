@@ -6,13 +6,15 @@ sits, so a command inside a package (`electra_tf.serving.check`) can sit
 above the rest of it. `tests/test_layering.py` reads this list and fails on
 any import from a lower layer to a higher one and on any import cycle. The
 package's own `__init__` stands outside the order: it imports the modules
-that define Keras classes, so that `import electra_tf` registers them.
+that define Keras classes, so that `import electra_tf` registers them. The
+research tools in the repository's `tools/` (benchmark, study, parity) are
+not part of the package and not listed: they import it, never the reverse.
 """
 
 LAYERS = (
     # Foundations: configuration, text, distribution and precision, cost models, errors.
     ("electra_tf.config", "electra_tf.tokenization", "electra_tf.distribute", "electra_tf.flops",
-     "electra_tf.errors", "electra_tf.huge_pages", "electra_tf.layering", "electra_tf.fileio",
+     "electra_tf.errors", "electra_tf.layering", "electra_tf.fileio",
      "electra_tf.vocab_learning", "electra_tf.finiteness", "electra_tf.keras_compat"),
     # Models, input pipelines, and the optimiser and train step every training run uses.
     ("electra_tf.modeling", "electra_tf.data", "electra_tf.optimization",
@@ -26,8 +28,8 @@ LAYERS = (
     # Loops, callbacks and checkpoints; serving exports and clients.
     ("electra_tf.training", "electra_tf.serving"),
     # Command lines.
-    ("electra_tf.cli", "electra_tf.commands", "electra_tf.convert", "electra_tf.study", "electra_tf.benchmark",
-     "electra_tf.inspect", "electra_tf.export", "electra_tf.parity", "electra_tf.serving.check",
+    ("electra_tf.cli", "electra_tf.commands", "electra_tf.convert",
+     "electra_tf.inspect", "electra_tf.export", "electra_tf.serving.check",
      "electra_tf.serving.predict", "electra_tf.data.beam_shards", "electra_tf.vocab",
      "electra_tf.tokenize", "electra_tf.evaluate_qa", "pretrain", "finetune"),
 )

@@ -2,7 +2,7 @@ import time
 
 import pytest
 
-from electra_tf import benchmark
+from tools import benchmark
 from electra_tf.config import preset
 from electra_tf.pretraining.pretrainer import Pretrainer
 from test_flops import EMBEDDING, LAYER, MLM_HEAD, SPARSE_EMBEDDING, TOKEN_HEAD, tiny_run
@@ -158,3 +158,19 @@ def test_inference_sends_the_same_texts_and_vocabulary_to_the_peer(tmp_path):
     assert result["forward"] == "lean"
     assert (result["peer"]["texts"], result["peer"]["vocab"], result["peer"]["batch"],
             result["peer"]["threads"]) == (len(texts), len(vocab), 4, 1)
+
+
+def test_python_m_tools_benchmark_runs_from_the_repository_root():
+    import os
+    import subprocess
+    import sys
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    done = subprocess.run([sys.executable, "-m", "tools.benchmark", "--helpshort"], cwd=root,
+                          capture_output=True, text=True, timeout=300)
+    assert "Traceback" not in done.stderr, done.stderr  # absl's help exits with 1
+    for flag in ("--mode", "--inference_threads", "--peer_python", "--[no]huge_pages"):
+        assert flag in done.stdout
+    assert os.path.isfile(benchmark.LATENCY_SCRIPT)
+    assert all(os.path.isfile(os.path.join(benchmark.PEERS, name))
+               for name in benchmark.PEER_SCRIPTS.values())

@@ -131,6 +131,29 @@ def test_no_import_cycle():
     assert not components, "import cycles:\n" + "\n".join(described)
 
 
+def _imported_names(path: str) -> list:
+    """(line, module name) of every import statement in a file, absolute ones as written."""
+    with open(path, encoding="utf-8") as f:
+        tree = ast.parse(f.read(), path)
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+            found.append((node.lineno, node.module or ""))
+    return found
+
+
+def test_the_package_never_imports_the_tools():
+    """`tools/` (benchmark, study, parity) sits outside the package: pip does not install it."""
+    modules = _modules()
+    assert any(m.startswith("electra_tf.") for m in modules)
+    offending = [f"{os.path.relpath(path, PROJECT)}:{line} imports {name}"
+                 for path in modules.values() for line, name in _imported_names(path)
+                 if name == "tools" or name.startswith("tools.")]
+    assert not offending, "the package imports the research tools:\n" + "\n".join(offending)
+
+
 def test_the_checker_sees_upward_and_function_level_imports(tmp_path):
     """The graph builder finds imports inside functions and resolves `from a import b`."""
     source = tmp_path / "probe.py"

@@ -69,10 +69,8 @@ def test_every_keras_class_of_the_package_is_registered_under_its_own_name():
             if (obj.__module__ == module.name and not obj.__name__.startswith("_")
                     and issubclass(obj, (keras.layers.Layer, LearningRateSchedule))):
                 classes.add(obj)
-    # Not saved on their own: the pre-training-only GDES layer (an export holds a plain
-    # table) and the parity harness's recording subclass.
-    classes -= {electra_tf.modeling.layers.DisentangledEmbeddings,
-                electra_tf.parity.RecordingPretrainer}
+    # Not saved on its own: the pre-training-only GDES layer (an export holds a plain table).
+    classes -= {electra_tf.modeling.layers.DisentangledEmbeddings}
     names = {cls.__name__ for cls in classes}
     assert {"ElectraPretrainer", "ElectraDiscriminator"} <= names
     unregistered = sorted(cls.__name__ for cls in classes
@@ -98,6 +96,14 @@ def test_pip_installs_every_module_and_the_commands(tmp_path):
                           "print(electra_tf.__file__)", cwd=tmp_path, pythonpath=str(site))
         assert done.returncode == 0, done.stderr
         assert done.stdout.strip().startswith(str(site))
+    # The research tools stay in the repository: neither they nor their peers are installed.
+    done = run_python("import importlib.util as u\n"
+                      "print([m for m in ('tools', 'electra_tf.study', 'electra_tf.benchmark', "
+                      "'electra_tf.parity', 'electra_tf.huge_pages', 'electra_tf.serving.latency') "
+                      "if u.find_spec(m)])", cwd=tmp_path, pythonpath=str(site))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["[]"]
+    assert not list(site.rglob("peers")) and not (site / "tools").exists()
     entry_points = next(site.glob("electra_tf-*.dist-info")) / "entry_points.txt"
     scripts = entry_points.read_text()
     assert "electra-pretrain = electra_tf.commands.pretrain:run" in scripts

@@ -8,9 +8,10 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
+from absl import flags
 from conftest import SPECIAL_IDS, make_batch
 
-from electra_tf import parity
+from tools import parity
 from electra_tf.config import preset
 from electra_tf.data.pipeline import make_pretraining_dataset
 from electra_tf.data.shards import write_shards
@@ -132,14 +133,34 @@ def test_peer_settings_refuse_what_the_peer_does_not_implement(variant):
 
 
 def test_warmup_defaults_to_a_tenth_of_the_budgeted_steps():
-    args = parity._parser().parse_args(["--corpus=c", "--peer_python=p",
-                                        "--max_train_flops=2e14", "--vocab_size=8000"])
+    args = parity.parse_flags(["--corpus=c", "--peer_python=p", "--max_train_flops=2e14",
+                               "--vocab_size=8000"])
     config = parity.resolve_config(args)
     assert config.num_train_steps == 3713  # electra_tf.flops for tiny, batch 32 x 128
     assert config.num_warmup_steps == 371
-    args = parity._parser().parse_args(["--corpus=c", "--peer_python=p", "--num_train_steps=50",
-                                        "--num_warmup_steps=7"])
+    args = parity.parse_flags(["--corpus=c", "--peer_python=p", "--num_train_steps=50",
+                               "--num_warmup_steps=7"])
     assert parity.resolve_config(args).num_warmup_steps == 7
+
+
+def test_flags_keep_their_defaults_and_rules():
+    args = parity.parse_flags(["--corpus=c", "--peer_python=p", "--num_train_steps=50"])
+    assert (args.model_size, args.train_batch_size, args.max_seq_length, args.vocab_size,
+            args.seed, args.init_seeds, args.eval_fraction, args.num_eval_examples,
+            args.eval_every_steps, args.peer_init, args.peer_threads) == (
+        "tiny", 32, 128, 8000, 0, "0", 0.01, 1024, 100, "transformers", 1)
+    assert (args.output_dir, args.figure, args.learning_rate, args.num_warmup_steps,
+            args.corpus_megabytes) == (None, None, None, None, None)
+    with pytest.raises(flags.Error, match="max_train_flops"):  # one of the two, not both
+        parity.parse_flags(["--corpus=c", "--peer_python=p", "--num_train_steps=50",
+                            "--max_train_flops=1e12"])
+    with pytest.raises(flags.Error, match="max_train_flops"):  # nor neither
+        parity.parse_flags(["--corpus=c", "--peer_python=p"])
+    with pytest.raises(flags.Error, match="peer_python"):
+        parity.parse_flags(["--corpus=c", "--num_train_steps=50"])
+    with pytest.raises(flags.Error, match="peer_init"):
+        parity.parse_flags(["--corpus=c", "--peer_python=p", "--num_train_steps=50",
+                            "--peer_init=other"])
 
 
 # ------------------------------------------------------------- electra-tf side
@@ -345,11 +366,11 @@ def test_learning_curves_agree_with_transformers(tmp_path):
     # discriminator collapses to the prior on this corpus: held-out AUC
     # 0.49 +- 0.02 over three seeds, against electra-tf's 0.56.
     corpus = write_markov_corpus(tmp_path / "corpus.txt")
-    logs = parity.main([f"--corpus={corpus}", f"--peer_python={_peer_python()}",
-                        f"--output_dir={tmp_path / 'out'}", "--vocab_size=120",
-                        "--max_seq_length=64", "--num_train_steps=300", "--eval_fraction=0.1",
-                        "--num_eval_examples=256", "--eval_every_steps=50",
-                        "--num_shard_workers=1", "--peer_init=original"])
+    logs = parity.compare(parity.parse_flags([
+        f"--corpus={corpus}", f"--peer_python={_peer_python()}", f"--output_dir={tmp_path / 'out'}",
+        "--vocab_size=120", "--max_seq_length=64", "--num_train_steps=300", "--eval_fraction=0.1",
+        "--num_eval_examples=256", "--eval_every_steps=50", "--num_shard_workers=1",
+        "--peer_init=original"]))
     assert os.path.getsize(tmp_path / "out" / "comparison.png") > 10_000
     final = {side: runs[0]["eval"][-1] for side, runs in logs.items()}
     assert final["electra-tf"]["step"] == final["transformers"]["step"] == 300
@@ -361,3 +382,16 @@ def test_learning_curves_agree_with_transformers(tmp_path):
         first, last = runs[0]["eval"][0], runs[0]["eval"][-1]
         assert last["masked_lm_accuracy"] > first["masked_lm_accuracy"] + 0.1, side
         assert last["disc_loss"] < first["disc_loss"] - 0.2, side
+
+
+def test_python_m_tools_parity_runs_from_the_repository_root():
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    done = subprocess.run([sys.executable, "-m", "tools.parity", "--helpshort"], cwd=root,
+                          capture_output=True, text=True, timeout=300)
+    assert "Traceback" not in done.stderr, done.stderr  # absl's help exits with 1
+    assert "--peer_init" in done.stdout and "--max_train_flops" in done.stdout
+    assert os.path.isfile(parity.PEER_SCRIPT)
+    # The required flags are checked before anything runs.
+    done = subprocess.run([sys.executable, "-m", "tools.parity", "--num_train_steps=5"],
+                          cwd=root, capture_output=True, text=True, timeout=300)
+    assert done.returncode != 0 and "--corpus" in done.stderr

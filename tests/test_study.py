@@ -8,12 +8,17 @@ tests/test_pretrain_cli.py and tests/test_finetune_cli.py cover the commands.
 import csv
 import json
 import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
+from absl import app, flags
 
-from electra_tf import study
+from tools import study
 from electra_tf.artifacts.results import make_results, write_results
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 @pytest.fixture
@@ -222,7 +227,7 @@ def test_report_tabulates_finished_cells_and_runs_nothing(tmp_path, corpus, monk
     spec_path = tmp_path / "spec.json"
     spec_path.write_text(json.dumps(spec))
 
-    assert study.main([str(spec_path), "--output_dir", out, "--report"]) == 0
+    assert run_main(str(spec_path), "--output_dir", out, "--report") == 0
     assert fake.calls == []
     printed = capsys.readouterr().out
     assert "not finished yet (1): bert at 1e+12 on cola" in printed
@@ -233,8 +238,45 @@ def test_report_tabulates_finished_cells_and_runs_nothing(tmp_path, corpus, monk
     bert_line = next(line for line in table.splitlines() if line.startswith("| bert"))
     assert "| – |" in bert_line  # no CoLA result, hence no average either
 
-    assert study.main([str(spec_path), "--output_dir", str(tmp_path / "nowhere"), "--report"]) == 2
+    assert run_main(str(spec_path), "--output_dir", str(tmp_path / "nowhere"), "--report") == 2
     assert "--output_dir" in capsys.readouterr().err
+
+
+def run_main(*arguments) -> int:
+    """`python -m tools.study <arguments>` in this process, on a set of flags of its own."""
+    values = flags.FlagValues()
+    study.define_flags(values)
+    return study.main(values(["study", *arguments]), values)
+
+
+def test_the_command_line_keeps_its_flags_and_needs_one_spec(tmp_path, corpus):
+    values = flags.FlagValues()
+    study.define_flags(values)
+    assert (values["report"].default, values["output_dir"].default) == (False, None)
+    with pytest.raises(flags.IllegalFlagValueError, match="output_dir"):
+        values(["study", "spec.json"])  # --output_dir is required
+    spec_path = tmp_path / "spec.json"
+    spec_path.write_text(json.dumps(make_spec(corpus)))
+    with pytest.raises(app.UsageError):
+        run_main("--output_dir", str(tmp_path / "out"))  # no spec
+    with pytest.raises(app.UsageError):
+        run_main(str(spec_path), str(spec_path), "--output_dir", str(tmp_path / "out"))
+
+
+def test_python_m_tools_study_runs_from_the_repository_root(tmp_path, corpus):
+    """The command as the docs give it: the report of a study with nothing finished yet."""
+    spec_path = tmp_path / "spec.json"
+    spec_path.write_text(json.dumps(make_spec(corpus)))
+    (tmp_path / "out").mkdir()
+    done = subprocess.run([sys.executable, "-m", "tools.study", str(spec_path),
+                           f"--output_dir={tmp_path / 'out'}", "--report"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "not finished yet" in done.stdout
+    assert (tmp_path / "out" / "results.md").exists()
+    done = subprocess.run([sys.executable, "-m", "tools.study", str(spec_path)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode != 0 and "output_dir" in done.stderr
 
 
 def test_pretraining_seeds_and_the_no_pretraining_baseline(tmp_path, corpus, monkeypatch):

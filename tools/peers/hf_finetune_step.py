@@ -2,7 +2,7 @@
 
 Runs in its own virtualenv (torch + transformers; never a requirement of
 electra-tf) and prints one JSON line with tokens per second over whole steps
-after warm-up, for the same work as `python -m electra_tf.benchmark
+after warm-up, for the same work as `python -m tools.benchmark
 --mode=finetune`: the discriminator encoder, a classification head on [CLS],
 softmax cross-entropy, AdamW with global-norm clipping at 1.0.
 

@@ -1,6 +1,9 @@
 """Throughput benchmark for the pre-training step, the input pipeline and shard building.
 
-    python -m electra_tf.benchmark --model_size=small --train_batch_size=32 --max_seq_length=128
+    python -m tools.benchmark --model_size=small --train_batch_size=32 --max_seq_length=128
+
+Run from the repository root; it benchmarks the `electra_tf` that Python
+imports there (the checked-out source, or the installed package).
 
 Reports total work divided by wall time over a measured window after warm-up
 (never a mean of per-step rates), the step's FLOPs by the paper's accounting,
@@ -22,11 +25,12 @@ import tempfile
 import time
 from typing import Optional
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-if __name__ == "__main__":  # before TensorFlow allocates anything
-    from electra_tf.huge_pages import use_huge_page_malloc
+if __name__ == "__main__":  # before TensorFlow (and electra_tf, which imports it) is imported
+    from tools.huge_pages import reexec_for_huge_pages
 
-    use_huge_page_malloc()
+    reexec_for_huge_pages()  # only with --huge_pages: re-executes this process
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
@@ -37,11 +41,12 @@ from electra_tf.config import KERNELS, KERNELS_HELP, MODEL_SIZES, preset  # noqa
 from electra_tf.data.masking import mask_batch  # noqa: E402
 from electra_tf.data.pipeline import make_pretraining_dataset, pipeline_throughput  # noqa: E402
 from electra_tf.flops import executed_train_flops_per_step, train_flops_per_step  # noqa: E402
-from electra_tf.huge_pages import transparent_huge_page_mode  # noqa: E402
 from electra_tf.modeling.kernels import resolve_kernels  # noqa: E402
 from electra_tf.pretraining.optimization import create_optimizer  # noqa: E402
 from electra_tf.pretraining.objectives import make_pretrainer  # noqa: E402
 from electra_tf.distribute import set_precision_policy  # noqa: E402
+from tools.huge_pages import FLAG as HUGE_PAGES, FLAG_HELP as HUGE_PAGES_HELP  # noqa: E402
+from tools.huge_pages import transparent_huge_page_mode  # noqa: E402
 
 flags.DEFINE_enum("model_size", "small", MODEL_SIZES, "Size preset.")
 flags.DEFINE_integer("train_batch_size", 32, "Global batch size.")
@@ -74,10 +79,12 @@ flags.DEFINE_string("json", None, "Also write the results to this JSON file.")
 flags.DEFINE_string("peer_script", None, "A peer implementation's script doing the same work, "
                     "run in the same session, printing JSON (pretrain and finetune: taking "
                     "--size/--batch/--seq/--steps, reporting tokens_per_second). Default for the "
-                    "finetune and inference modes: the scripts in peers/ (Hugging Face "
+                    "finetune and inference modes: the scripts in tools/peers/ (Hugging Face "
                     "transformers on PyTorch), when --peer_python is given.")
 flags.DEFINE_string("peer_python", None, "The interpreter for --peer_script (its own "
                     "virtualenv: the peer's packages are not requirements of this project).")
+# Acted on before this module's imports (tools.huge_pages); defined here for --help and parsing.
+flags.DEFINE_boolean(HUGE_PAGES, False, HUGE_PAGES_HELP)
 FLAGS = flags.FLAGS
 
 SPECIAL_IDS = {"pad_id": 0, "cls_id": 2, "sep_id": 3, "mask_id": 4}
@@ -288,7 +295,7 @@ def benchmark_inference(config, requests: int, batches: int, peer_python: Option
     A classifier of the preset's size with random weights is exported as a TF
     Serving version (`electra_tf.serving.exporter`, with `forward`; None: the
     exporter's default), loaded in a fresh process that has only TensorFlow
-    and TensorFlow Text (`electra_tf/serving/latency.py`, `threads` intra-op
+    and TensorFlow Text (`tools/latency.py`, `threads` intra-op
     and inter-op threads) and called through its `serving_default`
     signature: `requests` single texts one at a time (their median latency),
     then `batches` batches of `config.train_batch_size` texts (texts per
@@ -521,8 +528,9 @@ def main(argv):
             json.dump(results, f, indent=2)
 
 
-LATENCY_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "serving", "latency.py")
-PEERS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "peers")
+TOOLS_DIR = os.path.dirname(os.path.abspath(__file__))
+LATENCY_SCRIPT = os.path.join(TOOLS_DIR, "latency.py")
+PEERS = os.path.join(TOOLS_DIR, "peers")
 PEER_SCRIPTS = {"finetune": "hf_finetune_step.py", "inference": "hf_text_classification_inference.py"}
 
 

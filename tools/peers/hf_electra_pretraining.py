@@ -1,10 +1,10 @@
 """ELECTRA pre-training with Hugging Face `transformers`, on batches given from outside.
 
-    python peers/hf_electra_pretraining.py --batches batches.npz --settings settings.json \
+    python tools/peers/hf_electra_pretraining.py --batches batches.npz --settings settings.json \
         --output transformers.jsonl [--seed 0] [--threads 1]
 
 An independent implementation of electra-tf's recipe, used by
-`python -m electra_tf.parity` to compare learning curves. It needs only
+`python -m tools.parity` to compare learning curves. It needs only
 `torch`, `transformers` and `numpy` (run it with an interpreter that has
 them; they are not requirements of electra-tf).
 
@@ -34,7 +34,7 @@ Inputs:
         the held-out batches.
     settings.json: {"model": ..., "generator": ..., "recipe": ...,
         "eval_every_steps": K, "initialisation": "transformers" or
-        "original"} (see `electra_tf.parity.peer_settings`): the models'
+        "original"} (see `tools.parity.peer_settings`): the models'
         own initialisation, or the original code's (`original_initialisation`).
 
 Output: JSON lines, one per training step ({"split": "train", "step": s,

@@ -1,6 +1,6 @@
 """Learning-curve parity: electra-tf against an independent Hugging Face implementation.
 
-    python -m electra_tf.parity --corpus=wiki.txt --corpus_megabytes=20 --vocab_size=8000 \
+    python -m tools.parity --corpus=wiki.txt --corpus_megabytes=20 --vocab_size=8000 \
         --max_train_flops=2e14 --peer_python=/path/to/venv/bin/python
 
 Both implementations train on exactly the same examples, masks and sampling
@@ -10,7 +10,7 @@ fixed set of held-out batches of `evaluation_dataset`) are written once to
 
 * electra-tf's `ElectraPretrainer` trains on them with its own training
   step, optimiser and schedule (`electra-tf-seed<k>.jsonl`);
-* `peers/hf_electra_pretraining.py`, run by `--peer_python` (an interpreter
+* `tools/peers/hf_electra_pretraining.py`, run by `--peer_python` (an interpreter
   with `torch` and `transformers`, which electra-tf does not need), trains
   `transformers`' `ElectraForMaskedLM` + `ElectraForPreTraining` with the
   same recipe (`transformers-seed<k>.jsonl`).
@@ -29,7 +29,6 @@ runs are reused when the command is repeated with the same settings.
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import os
@@ -43,9 +42,10 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
+from absl import app, flags  # noqa: E402
 
 from electra_tf import tokenization, vocab_learning  # noqa: E402
-from electra_tf.config import ConfigError, preset  # noqa: E402
+from electra_tf.config import MODEL_SIZES, ConfigError, preset  # noqa: E402
 from electra_tf.data.pipeline import make_pretraining_dataset  # noqa: E402
 from electra_tf.data.shards import write_shards  # noqa: E402
 from electra_tf.flops import steps_within_budget  # noqa: E402
@@ -53,11 +53,12 @@ from electra_tf.pretraining.evaluation import (PretrainingEvaluator, evaluation_
                                                roc_auc)
 from electra_tf.pretraining.optimization import create_optimizer, learning_rate_schedule  # noqa: E402
 from electra_tf.pretraining.objectives import ElectraPretrainer  # noqa: E402
-from electra_tf.study import sample_corpus  # noqa: E402
+from tools.study import sample_corpus  # noqa: E402
 from electra_tf.data.pipeline import dummy_batch  # noqa: E402
 
-PROJECT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-PEER_SCRIPT = os.path.join(PROJECT_DIR, "peers", "hf_electra_pretraining.py")
+TOOLS_DIR = os.path.dirname(os.path.abspath(__file__))
+PROJECT_DIR = os.path.dirname(TOOLS_DIR)
+PEER_SCRIPT = os.path.join(TOOLS_DIR, "peers", "hf_electra_pretraining.py")
 SIDES = ("electra-tf", "transformers")
 # The metrics of the figure and the table (held-out, no dropout).
 COMPARED = ("disc_loss", "disc_auc", "masked_lm_accuracy", "sampled_masked_lm_accuracy")
@@ -415,52 +416,62 @@ def report(logs: dict, settings: dict, num_eval_sequences: int) -> str:
 
 # ----------------------------------------------------------------------- CLI
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="python -m electra_tf.parity",
-        description="Train electra-tf and a transformers ELECTRA on the same batches and "
-                    "compare their learning curves.")
-    parser.add_argument("--corpus", required=True, help="a text file (a blank line ends a "
-                        "document); its last --eval_fraction is held out")
-    parser.add_argument("--corpus_megabytes", type=float, default=None,
-                        help="use only the first this many MB of the corpus")
-    parser.add_argument("--peer_python", required=True,
-                        help="an interpreter with torch and transformers")
-    parser.add_argument("--output_dir", default=None,
-                        help="default: runs/parity-<model_size>")
-    parser.add_argument("--figure", default=None, help="default: <output_dir>/comparison.png")
-    parser.add_argument("--model_size", default="tiny")
-    parser.add_argument("--train_batch_size", type=int, default=32)
-    parser.add_argument("--max_seq_length", type=int, default=128)
-    parser.add_argument("--vocab_size", type=int, default=8000)
-    parser.add_argument("--learning_rate", type=float, default=None,
-                        help="default: the preset's")
-    steps = parser.add_mutually_exclusive_group(required=True)
-    steps.add_argument("--max_train_flops", type=float,
-                       help="train for the steps this budget buys (electra_tf.flops)")
-    steps.add_argument("--num_train_steps", type=int)
-    parser.add_argument("--num_warmup_steps", type=int, default=None,
-                        help="default: 10%% of the training steps")
-    parser.add_argument("--seed", type=int, default=0, help="data seed: shards, order, masks")
-    parser.add_argument("--init_seeds", default="0",
-                        help="comma-separated initialisation seeds, each run on both sides")
-    parser.add_argument("--eval_fraction", type=float, default=0.01)
-    parser.add_argument("--num_eval_examples", type=int, default=1024)
-    parser.add_argument("--eval_every_steps", type=int, default=100)
-    parser.add_argument("--peer_init", choices=("transformers", "original"),
-                        default="transformers",
-                        help="the peer's initialisation: transformers' own, or the original "
-                             "code's Glorot-uniform output and projection layers")
+def define_flags(flag_values: flags.FlagValues = flags.FLAGS) -> None:
+    """Defines the command's flags on `flag_values` (the global set when run as a command)."""
+    on = {"flag_values": flag_values}
+    flags.DEFINE_string("corpus", None, "A text file (a blank line ends a document); its last "
+                        "--eval_fraction is held out.", **on)
+    flags.DEFINE_float("corpus_megabytes", None, "Use only the first this many MB of the "
+                       "corpus.", **on)
+    flags.DEFINE_string("peer_python", None, "An interpreter with torch and transformers.", **on)
+    flags.DEFINE_string("output_dir", None, "Default: runs/parity-<model_size> in the "
+                        "repository.", **on)
+    flags.DEFINE_string("figure", None, "Default: <output_dir>/comparison.png.", **on)
+    flags.DEFINE_enum("model_size", "tiny", MODEL_SIZES, "Size preset.", **on)
+    flags.DEFINE_integer("train_batch_size", 32, "Global batch size.", **on)
+    flags.DEFINE_integer("max_seq_length", 128, "Tokens per example.", **on)
+    flags.DEFINE_integer("vocab_size", 8000, "Vocabulary size learned from the corpus.", **on)
+    flags.DEFINE_float("learning_rate", None, "Default: the preset's.", **on)
+    flags.DEFINE_float("max_train_flops", None, "Train for the steps this budget buys "
+                       "(electra_tf.flops); or --num_train_steps.", **on)
+    flags.DEFINE_integer("num_train_steps", None, "Training steps; or --max_train_flops.", **on)
+    flags.DEFINE_integer("num_warmup_steps", None, "Default: 10% of the training steps.", **on)
+    flags.DEFINE_integer("seed", 0, "Data seed: shards, order, masks.", **on)
+    flags.DEFINE_string("init_seeds", "0", "Comma-separated initialisation seeds, each run on "
+                        "both sides.", **on)
+    flags.DEFINE_float("eval_fraction", 0.01, "Fraction of the corpus held out.", **on)
+    flags.DEFINE_integer("num_eval_examples", 1024, "Held-out sequences per evaluation.", **on)
+    flags.DEFINE_integer("eval_every_steps", 100, "Held-out evaluation interval in steps.", **on)
+    flags.DEFINE_enum("peer_init", "transformers", ["transformers", "original"], "The peer's "
+                      "initialisation: transformers' own, or the original code's "
+                      "Glorot-uniform output and projection layers.", **on)
     # With other work on the machine, torch's spinning OpenMP threads wait for
     # each other; one thread was about 10x faster on a busy 2-core machine.
-    parser.add_argument("--peer_threads", type=int, default=1,
-                        help="torch threads of the peer (0: torch's default)")
-    parser.add_argument("--num_shard_workers", type=int, default=os.cpu_count() or 1)
-    return parser
+    flags.DEFINE_integer("peer_threads", 1, "Torch threads of the peer (0: torch's default).",
+                         **on)
+    flags.DEFINE_integer("num_shard_workers", os.cpu_count() or 1, "Processes writing the "
+                         "shards.", **on)
+    flags.mark_flags_as_required(["corpus", "peer_python"], **on)
+    flags.mark_flags_as_mutual_exclusive(["max_train_flops", "num_train_steps"], required=True,
+                                         **on)
+
+
+def parse_flags(arguments: Sequence[str]) -> flags.FlagValues:
+    """The command's flags set from `arguments` (flags only, no program name), on a fresh set.
+
+    For running the comparison from Python without touching the global
+    flags. Raises `flags.Error` on a wrong or missing flag.
+    """
+    values = flags.FlagValues()
+    define_flags(values)
+    rest = values(["parity", *arguments])
+    if len(rest) > 1:
+        raise flags.Error(f"unexpected arguments: {rest[1:]}")
+    return values
 
 
 def resolve_config(args):
-    """The `PretrainingConfig` both sides train with, from the command line."""
+    """The `PretrainingConfig` both sides train with, from the command's flags."""
     overrides = {"train_batch_size": args.train_batch_size,
                  "max_seq_length": args.max_seq_length, "vocab_size": args.vocab_size,
                  "seed": args.seed}
@@ -480,9 +491,8 @@ def resolve_config(args):
     return config
 
 
-def main(argv: Optional[Sequence[str]] = None) -> dict:
-    """Runs the comparison; returns {side: [logs, one per seed]} (see `read_log`)."""
-    args = _parser().parse_args(argv)
+def compare(args: flags.FlagValues) -> dict:
+    """Runs the comparison the flags describe; returns {side: [logs, one per seed]} (`read_log`)."""
     say = lambda message: print(message, flush=True)  # noqa: E731
     config = resolve_config(args)
     output_dir = args.output_dir or os.path.join(PROJECT_DIR, "runs",
@@ -547,8 +557,15 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
     return logs
 
 
-if __name__ == "__main__":
+def main(argv: Sequence[str]) -> None:
+    if len(argv) > 1:
+        raise app.UsageError(f"unexpected arguments: {argv[1:]}")
     try:
-        main()
+        compare(flags.FLAGS)
     except ParityError as error:
         sys.exit(f"error: {error}")
+
+
+if __name__ == "__main__":
+    define_flags()
+    app.run(main)

@@ -3,7 +3,7 @@
 Runs in its own virtualenv (torch + transformers; never a requirement of
 electra-tf) and prints one JSON line: the median latency of single-text
 requests and the throughput of batches, for the same work as `python -m
-electra_tf.benchmark --mode=inference`: WordPiece tokenization (the fast
+tools.benchmark --mode=inference`: WordPiece tokenization (the fast
 tokenizer, from the same vocab.txt), an ELECTRA classifier, softmax.
 
     python hf_text_classification_inference.py --vocab_file vocab.txt --texts texts.txt \
