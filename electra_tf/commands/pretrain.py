@@ -325,7 +325,9 @@ def main(argv):
     if init is not None:
         _check_init_architecture(config, init)
 
-    from electra_tf.data.shards import EmptyTextRange, ShardError, write_shards
+    from electra_tf.data.shard_build import write_shards
+    from electra_tf.data.shard_layout import ShardError
+    from electra_tf.data.text_input import EmptyTextRange
 
     fingerprint = tokenization.vocab_fingerprint(vocab_file)[:8]
     # Seed, shard count and the held-out split change the examples, so they are part of the name.
@@ -385,7 +387,7 @@ def _prebuilt_shards(config, overrides):
         (config, vocab_file, tokenizer, shard_dir, eval_shard_dir or None).
     """
     from electra_tf import tokenization
-    from electra_tf.data.shards import ShardError, read_metadata
+    from electra_tf.data.shard_layout import ShardError, read_metadata
 
     try:
         meta = read_metadata(FLAGS.shard_dir)
@@ -417,7 +419,7 @@ def _prebuilt_shards(config, overrides):
         raise app.UsageError(str(error))
     eval_shard_dir = FLAGS.eval_shard_dir
     if eval_shard_dir is None and FLAGS.eval_corpus:
-        from electra_tf.data.shards import write_shards
+        from electra_tf.data.shard_build import write_shards
 
         eval_files = _resolve_corpus(FLAGS.eval_corpus, flag="--eval_corpus")
         eval_shard_dir = os.path.join(FLAGS.data_dir or os.path.join(WORKING_DIR, "data"),
