@@ -11,7 +11,8 @@ import sys
 
 import pytest
 
-from electra_tf.data import shards
+from electra_tf.data.shard_build import write_shards
+from electra_tf.data.shard_layout import read_metadata, shard_paths
 
 WORDS = [f"w{i}" for i in range(100)]
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + WORDS
@@ -41,9 +42,9 @@ def corpus(tmp_path):
 
 
 def local_build(corpus, output_dir, **kwargs):
-    return shards.write_shards(corpus["files"], str(output_dir),
-                               {"vocab_file": corpus["vocab_file"], "do_lower_case": True},
-                               max_seq_length=24, seed=7, **kwargs)
+    return write_shards(corpus["files"], str(output_dir),
+                        {"vocab_file": corpus["vocab_file"], "do_lower_case": True},
+                        max_seq_length=24, seed=7, **kwargs)
 
 
 def beam_build(beam_shards, corpus, output_dir, *args):
@@ -57,7 +58,7 @@ def beam_build(beam_shards, corpus, output_dir, *args):
 def shard_files(output_dir):
     """{name: bytes} of the shards listed in the build's metadata."""
     out = {}
-    for path in shards.shard_paths(output_dir):
+    for path in shard_paths(output_dir):
         with open(path, "rb") as f:
             out[os.path.basename(path)] = f.read()
     return out
@@ -65,7 +66,7 @@ def shard_files(output_dir):
 
 def assert_same_build(local_dir, beam_dir):
     assert shard_files(beam_dir) == shard_files(local_dir)
-    local, beam = shards.read_metadata(local_dir), shards.read_metadata(beam_dir)
+    local, beam = read_metadata(local_dir), read_metadata(beam_dir)
     assert beam["shards"] == local["shards"] and beam["num_examples"] == local["num_examples"]
     # The rest of the metadata too, but for how the run went.
     for meta in (local, beam):
@@ -97,12 +98,12 @@ def test_text_range_build_and_reuse_of_finished_shards(tmp_path, beam_shards, co
     assert beam_build(beam_shards, corpus, out, *args) == 0
     assert "reusing 1 finished shard(s); building 1" in capsys.readouterr().out
     assert os.stat(out / names[1]).st_mtime_ns == kept_mtime
-    assert shards.read_metadata(out)["reused_shards"] == 1
+    assert read_metadata(out)["reused_shards"] == 1
     assert_same_build(tmp_path / "local", out)
 
     # Nothing left to build: the pipeline only writes the metadata.
     assert beam_build(beam_shards, corpus, out, *args) == 0
-    assert shards.read_metadata(out)["reused_shards"] == 2
+    assert read_metadata(out)["reused_shards"] == 2
     assert_same_build(tmp_path / "local", out)
 
 

@@ -10,7 +10,8 @@ import random
 import tensorflow as tf
 
 from electra_tf import fileio
-from electra_tf.data import shards
+from electra_tf.data.shard_build import write_shards
+from electra_tf.data.shard_layout import read_metadata, shard_paths
 
 WORDS = [f"w{i}" for i in range(100)]
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + WORDS
@@ -68,23 +69,23 @@ def test_shards_read_and_written_through_urls_equal_local_ones(tmp_path):
 
     write_corpus(write_both, random.Random(0))
     kwargs = dict(max_seq_length=24, num_shards=3, seed=5, text_range=(0.1, 1.0))
-    local = shards.write_shards([str(tmp_path / "a.txt"), str(tmp_path / "b.txt")],
-                                str(tmp_path / "out"),
-                                {"vocab_file": str(tmp_path / "vocab.txt")}, **kwargs)
-    remote = shards.write_shards([f"{root}/text/[ab].txt"], f"{root}/out",
-                                 {"vocab_file": f"{root}/text/vocab.txt"}, **kwargs)
+    local = write_shards([str(tmp_path / "a.txt"), str(tmp_path / "b.txt")],
+                         str(tmp_path / "out"),
+                         {"vocab_file": str(tmp_path / "vocab.txt")}, **kwargs)
+    remote = write_shards([f"{root}/text/[ab].txt"], f"{root}/out",
+                          {"vocab_file": f"{root}/text/vocab.txt"}, **kwargs)
     assert remote["shards"] == local["shards"] and remote["num_examples"] > 0
     assert remote["sources"][0]["path"] == f"{root}/text/a.txt"
     assert remote["vocab_file"] == f"{root}/text/vocab.txt"
-    assert remote == shards.read_metadata(f"{root}/out")
-    remote_paths = shards.shard_paths(f"{root}/out")
-    for local_path, remote_path in zip(shards.shard_paths(str(tmp_path / "out")), remote_paths):
+    assert remote == read_metadata(f"{root}/out")
+    remote_paths = shard_paths(f"{root}/out")
+    for local_path, remote_path in zip(shard_paths(str(tmp_path / "out")), remote_paths):
         with open(local_path, "rb") as f, tf.io.gfile.GFile(remote_path, "rb") as g:
             assert f.read() == g.read()
     assert sorted(tf.io.gfile.listdir(f"{root}/out")) == sorted(os.listdir(tmp_path / "out"))
 
     # A re-run reuses the finished shards; a lost one is rebuilt.
     tf.io.gfile.remove(remote_paths[1])
-    again = shards.write_shards([f"{root}/text/[ab].txt"], f"{root}/out",
-                                {"vocab_file": f"{root}/text/vocab.txt"}, **kwargs)
+    again = write_shards([f"{root}/text/[ab].txt"], f"{root}/out",
+                         {"vocab_file": f"{root}/text/vocab.txt"}, **kwargs)
     assert again["reused_shards"] == 2 and again["shards"] == local["shards"]

@@ -14,7 +14,7 @@ from conftest import SPECIAL_IDS, make_batch
 from tools import parity
 from electra_tf.config import preset
 from electra_tf.data.pipeline import make_pretraining_dataset
-from electra_tf.data.shards import write_shards
+from electra_tf.data.shard_build import write_shards
 from electra_tf.pretraining import objective
 from electra_tf.pretraining.evaluation import evaluation_dataset, roc_auc
 from electra_tf.pretraining.optimization import AdamWeightDecay, WarmupLinearDecay

@@ -85,7 +85,7 @@ def test_a_tiny_run_completes_and_reports_where_everything_is(tmp_path):
 
 def test_training_on_shards_built_elsewhere(tmp_path):
     """--shard_dir takes a finished build (e.g. from the Beam pipeline) with its vocabulary."""
-    from electra_tf.data.shards import write_shards
+    from electra_tf.data.shard_build import write_shards
 
     words = "the cat sat on a mat and the dog ran to the park".split()
     text = tmp_path / "corpus.txt"
@@ -176,7 +176,7 @@ def test_zero_steps_export_the_untrained_model_as_a_baseline(tmp_path):
 
 def _prebuilt(tmp_path):
     """Shards and vocabulary of a small corpus, and the flags of a tiny run on them."""
-    from electra_tf.data.shards import write_shards
+    from electra_tf.data.shard_build import write_shards
 
     words = "the cat sat on a mat and the dog ran to the park".split()
     text = tmp_path / "corpus.txt"

@@ -13,7 +13,7 @@ import tensorflow as tf
 from electra_tf.artifacts.pretrained import load_discriminator
 from electra_tf.config import preset
 from electra_tf.data.pipeline import dummy_batch
-from electra_tf.data.shards import write_shards
+from electra_tf.data.shard_build import write_shards
 from electra_tf.errors import RunError
 from electra_tf.finiteness import NonFiniteError
 from electra_tf.flops import train_flops_per_step

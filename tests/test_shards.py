@@ -1,4 +1,5 @@
-"""Tests for raw text -> packed TFRecord shards (electra_tf/data/shards.py)."""
+"""Tests for raw text -> packed TFRecord shards (the shard build of electra_tf/data/: shard_build,
+shard_writer, shard_verification, shard_layout, text_input, example_packing, example_encoding)."""
 
 import json
 import os
@@ -9,8 +10,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from electra_tf.data import shards
-from electra_tf.data.shards import ExampleBuilder, ShardError
+from electra_tf.data import (example_encoding, shard_build, shard_layout, shard_verification,
+                             shard_writer, text_input)
+from electra_tf.data.example_packing import ExampleBuilder
+from electra_tf.data.shard_layout import ShardError
 
 WORDS = [f"w{i}" for i in range(100)]
 # Special tokens deliberately not at ids 0..4, so nothing may assume BERT's layout.
@@ -43,7 +46,7 @@ def read_examples(output_dir, max_seq_length):
     """
     spec = {name: tf.io.FixedLenFeature([max_seq_length], tf.int64)
             for name in ("input_ids", "input_mask", "segment_ids")}
-    dataset = tf.data.TFRecordDataset(shards.shard_paths(output_dir)).batch(4096)
+    dataset = tf.data.TFRecordDataset(shard_layout.shard_paths(output_dir)).batch(4096)
     out = []
     for batch in dataset.map(lambda records: tf.io.parse_example(records, spec)):
         for value in batch.values():
@@ -83,8 +86,8 @@ def check_layout(example, max_seq_length):
 
 def build(inputs, output_dir, tokenizer_config, **kwargs):
     kwargs.setdefault("max_seq_length", 16)
-    return shards.write_shards([str(p) for p in inputs], str(output_dir), tokenizer_config,
-                               **kwargs)
+    return shard_build.write_shards([str(p) for p in inputs], str(output_dir), tokenizer_config,
+                                    **kwargs)
 
 
 # ---------------------------------------------------------------------------
@@ -193,7 +196,7 @@ def test_serialized_bytes_match_protobuf():
     ids = rng.integers(0, 5, size=(n, length)) * rng.choice([1, 200, 20_000, 3_000_000], size=(n, length))
     mask = (rng.random((n, length)) < 0.7).astype(np.int64)
     seg = (rng.random((n, length)) < 0.5).astype(np.int64)
-    records = shards.serialize_examples(ids, mask, seg)
+    records = example_encoding.serialize_examples(ids, mask, seg)
     for r in range(n):
         features = {name: tf.train.Feature(int64_list=tf.train.Int64List(value=arr[r].tolist()))
                     for name, arr in (("input_ids", ids), ("input_mask", mask), ("segment_ids", seg))}
@@ -225,7 +228,7 @@ def test_tfrecord_round_trip(tmp_path, tokenizer_config):
     assert sum(s["num_examples"] for s in meta["shards"]) == meta["num_examples"]
     assert [s["path"] for s in meta["shards"]] == [
         f"pretrain_data.tfrecord-{i:05d}-of-00003" for i in range(3)]
-    assert meta == shards.read_metadata(tmp_path / "out")
+    assert meta == shard_layout.read_metadata(tmp_path / "out")
     assert meta["max_seq_length"] == 24 and meta["vocab_size"] == len(VOCAB)
     assert meta["do_lower_case"] is True and meta["replaced_lines"] == 0
     assert meta["special_ids"]["cls_id"] == CLS and meta["special_ids"]["sep_id"] == SEP
@@ -233,7 +236,7 @@ def test_tfrecord_round_trip(tmp_path, tokenizer_config):
     assert meta["sources"][0]["bytes"] == os.path.getsize(tmp_path / "a.txt")
     spec = {name: tf.io.FixedLenFeature([24], tf.int64)
             for name in ("input_ids", "input_mask", "segment_ids")}
-    for path, shard in zip(shards.shard_paths(tmp_path / "out"), meta["shards"]):
+    for path, shard in zip(shard_layout.shard_paths(tmp_path / "out"), meta["shards"]):
         assert os.path.isabs(path)
         records = list(tf.data.TFRecordDataset(path))
         assert len(records) == shard["num_examples"]
@@ -335,8 +338,8 @@ def test_pieces_cover_input_and_cut_at_blank_lines(tmp_path):
         paths.append(str(tmp_path / f"f{i}.txt"))
         with open(paths[-1], "wb") as f:
             f.write(blob)
-    sources = shards._resolve_sources([str(tmp_path / "f*.txt")])
-    pieces = shards._plan_pieces(sources, 7)
+    sources = text_input.resolve_sources([str(tmp_path / "f*.txt")])
+    pieces = text_input.plan_pieces(sources, 7)
     assert len(pieces) == 7
     joined = b"".join(data[paths.index(p)][s:e] for piece in pieces for p, s, e in piece)
     assert joined == b"".join(data)
@@ -354,9 +357,9 @@ def test_line_reading_handles_blocks_bom_and_crlf(tmp_path, monkeypatch):
     path.write_bytes(blob)
     expected = ["αβ one", "", "two", "three", "", "four", ""]
     for block in (3, 7, 1 << 20):
-        monkeypatch.setattr(shards, "READ_BLOCK_BYTES", block)
+        monkeypatch.setattr(text_input, "READ_BLOCK_BYTES", block)
         stats = {"replaced_lines": 0, "first_replaced": None}
-        got = list(shards._iter_piece_lines([(str(path), 0, len(blob))], "error", stats))
+        got = list(text_input.iter_piece_lines([(str(path), 0, len(blob))], "error", stats))
         assert got == expected, block
 
 
@@ -366,9 +369,9 @@ def test_small_read_blocks_give_identical_shards(tmp_path, tokenizer_config, mon
                      for _ in range(600))
     (tmp_path / "e.txt").write_text(text, encoding="utf-8")
     build([tmp_path / "e.txt"], tmp_path / "big", tokenizer_config, num_shards=2)
-    monkeypatch.setattr(shards, "READ_BLOCK_BYTES", 11)
-    monkeypatch.setattr(shards, "TOKENIZE_BATCH_LINES", 3)
-    monkeypatch.setattr(shards, "ENCODE_BATCH", 5)
+    monkeypatch.setattr(text_input, "READ_BLOCK_BYTES", 11)
+    monkeypatch.setattr(shard_writer, "TOKENIZE_BATCH_LINES", 3)
+    monkeypatch.setattr(shard_writer, "ENCODE_BATCH", 5)
     build([tmp_path / "e.txt"], tmp_path / "small", tokenizer_config, num_shards=2)
     for name in ("pretrain_data.tfrecord-00000-of-00002", "pretrain_data.tfrecord-00001-of-00002"):
         assert (tmp_path / "big" / name).read_bytes() == (tmp_path / "small" / name).read_bytes()
@@ -383,7 +386,7 @@ def write_corpus(path, lines=400, seed=0):
 
 
 def shard_bytes(output_dir):
-    return {os.path.basename(p): open(p, "rb").read() for p in shards.shard_paths(output_dir)}
+    return {os.path.basename(p): open(p, "rb").read() for p in shard_layout.shard_paths(output_dir)}
 
 
 def test_deterministic_and_independent_of_workers(tmp_path, tokenizer_config):
@@ -395,7 +398,7 @@ def test_deterministic_and_independent_of_workers(tmp_path, tokenizer_config):
     # Spawned workers (each imports TensorFlow) must write the very same shards.
     meta = build([tmp_path / "g.txt"], tmp_path / "c", tokenizer_config, num_workers=2, **kwargs)
     assert shard_bytes(tmp_path / "a") == shard_bytes(tmp_path / "c")
-    assert meta["shards"] == shards.read_metadata(tmp_path / "a")["shards"]
+    assert meta["shards"] == shard_layout.read_metadata(tmp_path / "a")["shards"]
     # A different seed gives different examples.
     build([tmp_path / "g.txt"], tmp_path / "d", tokenizer_config, max_seq_length=24,
           num_shards=3, seed=12)
@@ -497,8 +500,9 @@ def test_checking_a_finished_shard_reads_it_only_when_its_time_changed(tmp_path,
     (name,) = shard_bytes(out)
     sidecar_path = out / (name + ".json")
     reads = []
-    original = shards.file_crc32
-    monkeypatch.setattr(shards, "file_crc32", lambda path: reads.append(path) or original(path))
+    original = shard_verification.file_crc32
+    monkeypatch.setattr(shard_verification, "file_crc32",
+                        lambda path: reads.append(path) or original(path))
     assert build([tmp_path / "h.txt"], out, tokenizer_config, num_shards=1)["reused_shards"] == 1
     assert reads == []  # size and time as recorded: one stat
     # Touched but unchanged (copied, restored from a backup): read once, its new time recorded.
@@ -522,12 +526,12 @@ def test_a_shard_damaged_without_a_trace_is_found_by_reading_it(tmp_path, tokeni
     out = tmp_path / "out"
     build([tmp_path / "h.txt"], out, tokenizer_config, num_shards=2)
     names = sorted(shard_bytes(out))
-    assert shards.find_damaged_shard(str(out)) is None
+    assert shard_verification.find_damaged_shard(str(out)) is None
     data = (out / names[0]).read_bytes()
     stat = os.stat(out / names[0])
     _flip(out / names[0], 40)
     os.utime(out / names[0], ns=(stat.st_atime_ns, stat.st_mtime_ns))  # bit rot keeps the time
-    damaged = shards.find_damaged_shard(str(out))
+    damaged = shard_verification.find_damaged_shard(str(out))
     assert damaged.path == str(out / names[0])
     assert damaged.problem == f"corrupted record at byte {_record_start(data, 40)}"
 
@@ -572,7 +576,7 @@ def test_missing_and_empty_inputs(tmp_path, tokenizer_config):
     with pytest.raises(ShardError, match="max_seq_length"):
         build([tmp_path / "blank.txt"], tmp_path / "out3", tokenizer_config, max_seq_length=4)
     with pytest.raises(ShardError, match="metadata.json"):
-        shards.read_metadata(tmp_path)
+        shard_layout.read_metadata(tmp_path)
 
 
 def test_text_range_splits_at_a_document_boundary_into_disjoint_parts(tmp_path, tokenizer_config):
@@ -598,7 +602,7 @@ def test_text_range_splits_at_a_document_boundary_into_disjoint_parts(tmp_path, 
     assert train["build"]["fingerprint"] != whole["build"]["fingerprint"]
     assert held_out["text_bytes"] + train["text_bytes"] == whole["text_bytes"]
     # A range inside one line selects nothing, with its own error type.
-    with pytest.raises(shards.EmptyTextRange):
+    with pytest.raises(text_input.EmptyTextRange):
         build([tmp_path / "docs.txt"], tmp_path / "none", tokenizer_config,
               text_range=(0.9999, 1.0))
 

@@ -377,7 +377,7 @@ def benchmark_peer(python: str, script: str, config, steps: int, size: str) -> d
 
 def benchmark_pipeline(config, num_batches: int) -> dict:
     """Batches/s of reading, parsing and masking (no model) from synthetic shards."""
-    from electra_tf.data.shards import serialize_examples
+    from electra_tf.data.example_encoding import serialize_examples
 
     rng = np.random.default_rng(1)
     length = config.max_seq_length
@@ -406,7 +406,7 @@ def benchmark_pipeline(config, num_batches: int) -> dict:
 
 def benchmark_shards(megabytes: float, max_seq_length: int) -> dict:
     """MB/s of raw text -> packed TFRecord shards (one process, tokenization included)."""
-    from electra_tf.data.shards import write_shards
+    from electra_tf.data.shard_build import write_shards
     from electra_tf.tokenization import WordPieceTokenizer
 
     rng = np.random.default_rng(2)

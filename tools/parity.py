@@ -47,7 +47,7 @@ from absl import app, flags  # noqa: E402
 from electra_tf import tokenization, vocab_learning  # noqa: E402
 from electra_tf.config import MODEL_SIZES, ConfigError, preset  # noqa: E402
 from electra_tf.data.pipeline import make_pretraining_dataset  # noqa: E402
-from electra_tf.data.shards import write_shards  # noqa: E402
+from electra_tf.data.shard_build import write_shards  # noqa: E402
 from electra_tf.flops import steps_within_budget  # noqa: E402
 from electra_tf.pretraining.evaluation import (PretrainingEvaluator, evaluation_dataset,  # noqa: E402
                                                roc_auc)

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import dataclasses
 import glob
-import hashlib
 import os
 import re
 import sys
@@ -151,46 +150,68 @@ def _builtin_corpus(data_dir: str) -> list[str]:
     return [path]
 
 
-def _corpus_key(files: list[str]) -> str:
-    """Names the cache folder of a corpus: its paths, sizes and modification times.
-
-    An edited corpus gets a new folder (a new vocabulary and shards) instead of
-    silently reusing what was learned from the old text.
-    """
-    listing = "\n".join(f"{os.path.abspath(f)}\t{os.path.getsize(f)}\t{os.path.getmtime(f)}"
-                        for f in files)
-    digest = hashlib.sha256(listing.encode()).hexdigest()
-    stem = os.path.splitext(os.path.basename(files[0]))[0] or "corpus"
-    return f"{stem}-{digest[:8]}"
-
-
 def _run_name(builtin: bool, corpus: list[str]) -> str:
     """The run directory's default name under runs/."""
-    return f"{FLAGS.model_size}-{'builtin' if builtin else _corpus_key(corpus)}"
+    from electra_tf.data.preparation import corpus_key
+
+    return f"{FLAGS.model_size}-{'builtin' if builtin else corpus_key(corpus)}"
 
 
-def _learned_vocab(corpus: list[str], data_dir: str, config, size: int, casing: str) -> str:
-    """The vocabulary learned from the corpus with the --vocab_* flags (cached in data_dir)."""
-    from electra_tf import tokenization, vocab_learning
+def _given_vocab(init, overrides: dict, builtin: bool, corpus: list[str]):
+    """--vocab_file, the checkpoint's or the resumed run's vocabulary; None: learn one."""
+    from electra_tf import tokenization
 
-    options = cli.vocab_options_from_flags(size)
-    settings = {"do_lower_case": config.do_lower_case,
-                "strip_accents": config.resolved_strip_accents,
-                "normalization": config.normalization}
-    vocab_file = os.path.join(data_dir, f"vocab-{casing}-{size}-{options.cache_key(settings)}.txt")
-    if os.path.exists(vocab_file):
-        _say(f"Vocabulary: {vocab_file} (cached)")
+    if FLAGS.vocab_file or init is not None:
+        vocab_file = FLAGS.vocab_file or init.vocab_file
+        try:
+            vocab = tokenization.load_vocab(vocab_file)
+        except tokenization.VocabError as error:
+            raise app.UsageError(f"--vocab_file: {error}")
+        if "vocab_size" in overrides and overrides["vocab_size"] != len(vocab):
+            raise app.UsageError(f"--vocab_size={overrides['vocab_size']} but --vocab_file="
+                                 f"{vocab_file} has {len(vocab)} tokens; drop one of the flags.")
         return vocab_file
-    _say(f"Learning a {size}-token WordPiece vocabulary from the corpus...")
+    from electra_tf.artifacts.run_dir import RunDir
+
+    run = RunDir(FLAGS.output_dir or os.path.join(WORKING_DIR, "runs", _run_name(builtin, corpus)))
+    if os.path.isfile(run.config_file) and os.path.isfile(run.vocab_file):
+        # Resuming: the run's vocabulary, whatever the vocabulary flags learn today.
+        _say(f"Vocabulary: {run.vocab_file} (the run's own)")
+        return run.vocab_file
+    return None
+
+
+def _prepare_data(config, corpus: list[str], data_dir: str, vocab_file, vocab_size: int,
+                  held_out: float, init):
+    """The vocabulary and shards (`prepare_pretraining_data`), its errors named by flag."""
+    from electra_tf.data.preparation import PreparationError, prepare_pretraining_data
+    from electra_tf.data.text_input import EmptyTextRange
+    from electra_tf.vocab_learning import VocabLearningError
+
+    eval_files = (_resolve_corpus(FLAGS.eval_corpus, flag="--eval_corpus")
+                  if FLAGS.eval_corpus else None)
     try:
-        tokens, stats = vocab_learning.learn_vocab(corpus, options, **settings)
-    except vocab_learning.VocabLearningError as error:
+        data = prepare_pretraining_data(
+            config, corpus, data_dir, vocab_file=vocab_file,
+            vocab_options=None if vocab_file else cli.vocab_options_from_flags(vocab_size),
+            eval_corpus=eval_files, eval_fraction=held_out, num_shards=FLAGS.num_shards,
+            num_workers=FLAGS.num_shard_workers or os.cpu_count() or 1,
+            invalid_utf8=FLAGS.invalid_utf8,
+            check_config=(lambda config: _check_init_architecture(config, init)) if init else None,
+            progress=_say)
+    except (VocabLearningError, ConfigError) as error:
         raise app.UsageError(str(error))
-    vocab_learning.write_vocab(tokens, vocab_file)
-    _say(f"Vocabulary: {vocab_file}, {len(tokenization.load_vocab(vocab_file)):,} tokens, "
-         f"{stats['alphabet_size']:,} of {stats['distinct_characters']:,} characters, from "
-         f"{stats['sample_bytes'] / 1e6:.1f} MB of text ({stats['seconds']:.0f}s)")
-    return vocab_file
+    except PreparationError as error:
+        if error.part == "training" and isinstance(error.cause, EmptyTextRange):
+            raise app.UsageError(f"--eval_fraction={held_out:g} leaves no training text: the "
+                                 "held-out part starts inside the corpus's first document.")
+        prefix = "--eval_corpus: " if FLAGS.eval_corpus and error.part == "held-out" else ""
+        raise app.UsageError(f"{prefix}{error}")
+    if data.nothing_held_out:
+        _say(f"note: the last {100 * held_out:g}% of the corpus falls inside its last "
+             "document, so nothing is held out and there is no held-out evaluation (pass "
+             "a larger --eval_fraction, or --eval_corpus).")
+    return data
 
 
 def _load_init_checkpoint(config, overrides):
@@ -280,102 +301,25 @@ def main(argv):
         os.makedirs(data_dir, exist_ok=True)
         corpus = _builtin_corpus(data_dir)
     else:
+        from electra_tf.data.preparation import corpus_key
+
         corpus = _resolve_corpus(FLAGS.corpus)
         data_dir = os.path.join(
-            FLAGS.data_dir or os.path.join(WORKING_DIR, "data", _corpus_key(corpus)), own_copy)
+            FLAGS.data_dir or os.path.join(WORKING_DIR, "data", corpus_key(corpus)), own_copy)
         os.makedirs(data_dir, exist_ok=True)
 
     init = _load_init_checkpoint(config, overrides) if config.init_checkpoint else None
-    from electra_tf import tokenization
-
-    # Names of cached vocabularies and shards; `casefold` builds keep their earlier names.
-    casing = f"{'uncased' if config.do_lower_case else 'cased'}" + (
-        "" if config.resolved_strip_accents == config.do_lower_case
-        else ("-strip" if config.resolved_strip_accents else "-accents")) + (
-        "" if config.normalization == DEFAULT_NORMALIZATION else f"-{config.normalization}")
-    if FLAGS.vocab_file or init is not None:
-        vocab_file = FLAGS.vocab_file or init.vocab_file
-        try:
-            vocab = tokenization.load_vocab(vocab_file)
-        except tokenization.VocabError as error:
-            raise app.UsageError(f"--vocab_file: {error}")
-        if "vocab_size" in overrides and overrides["vocab_size"] != len(vocab):
-            raise app.UsageError(f"--vocab_size={overrides['vocab_size']} but --vocab_file="
-                                 f"{vocab_file} has {len(vocab)} tokens; drop one of the flags.")
-    else:
-        from electra_tf.artifacts.run_dir import RunDir
-
-        size = overrides.get("vocab_size", BUILTIN_VOCAB_SIZE if builtin else 30522)
-        run = RunDir(FLAGS.output_dir or os.path.join(WORKING_DIR, "runs",
-                                                      _run_name(builtin, corpus)))
-        if os.path.isfile(run.config_file) and os.path.isfile(run.vocab_file):
-            # Resuming: the run's vocabulary, whatever the vocabulary flags learn today.
-            vocab_file = run.vocab_file
-            _say(f"Vocabulary: {vocab_file} (the run's own)")
-        else:
-            vocab_file = _learned_vocab(corpus, data_dir, config, size, casing)
-    tokenizer = tokenization.WordPieceTokenizer(vocab_file, config.do_lower_case,
-                                                config.resolved_strip_accents,
-                                                config.normalization)
-    config.model.vocab_size = tokenizer.vocab_size
-    try:
-        config.validate()
-    except ConfigError as error:
-        raise app.UsageError(str(error))
-    if init is not None:
-        _check_init_architecture(config, init)
-
-    from electra_tf.data.shards import EmptyTextRange, ShardError, write_shards
-
-    fingerprint = tokenization.vocab_fingerprint(vocab_file)[:8]
-    # Seed, shard count and the held-out split change the examples, so they are part of the name.
+    vocab_file = _given_vocab(init, overrides, builtin, corpus)
     held_out = 0.0 if FLAGS.eval_corpus else FLAGS.eval_fraction
     if builtin and not FLAGS["eval_fraction"].present:
         held_out = BUILTIN_EVAL_FRACTION
     if not 0.0 <= held_out < 1.0:
         raise app.UsageError(f"--eval_fraction={held_out}: must be in [0, 1).")
-    build_name = (f"L{config.max_seq_length}-{casing}-{fingerprint}-s{config.seed}"
-                  + (f"-n{FLAGS.num_shards}" if FLAGS.num_shards else ""))
-    shard_dir = os.path.join(data_dir, f"shards-{build_name}"
-                             + (f"-holdout{held_out:g}" if held_out else ""))
-
-    def build(files, directory, text_range, what, num_shards):
-        _say(f"Writing {what} TFRecord shards to {directory} ...")
-        try:
-            metadata = write_shards(
-                files, directory, tokenizer.get_config(), max_seq_length=config.max_seq_length,
-                num_shards=num_shards,
-                num_workers=FLAGS.num_shard_workers or os.cpu_count() or 1, seed=config.seed,
-                invalid_utf8=FLAGS.invalid_utf8, text_range=text_range, progress=_say)
-        except EmptyTextRange:
-            if what == "held-out":
-                raise
-            raise app.UsageError(f"--eval_fraction={held_out:g} leaves no training text: the "
-                                 "held-out part starts inside the corpus's first document.")
-        except ShardError as error:
-            raise app.UsageError(f"{'--eval_corpus: ' if FLAGS.eval_corpus and what == 'held-out' else ''}{error}")
-        _say(f"{what.capitalize()} shards: {metadata['num_examples']:,} examples of "
-             f"{config.max_seq_length} tokens in {len(metadata['shards'])} file(s).")
-
-    build(corpus, shard_dir, (0.0, 1.0 - held_out), "training", FLAGS.num_shards)
-    eval_shard_dir = None
-    if FLAGS.eval_corpus:
-        eval_files = _resolve_corpus(FLAGS.eval_corpus, flag="--eval_corpus")
-        eval_shard_dir = os.path.join(data_dir, f"eval-{_corpus_key(eval_files)}-{build_name}")
-        build(eval_files, eval_shard_dir, (0.0, 1.0), "held-out", None)
-    elif held_out:
-        eval_shard_dir = os.path.join(data_dir, f"eval-shards-{build_name}-holdout{held_out:g}")
-        try:
-            build(corpus, eval_shard_dir, (1.0 - held_out, 1.0), "held-out", 1)
-        except EmptyTextRange:
-            _say(f"note: the last {100 * held_out:g}% of the corpus falls inside its last "
-                 "document, so nothing is held out and there is no held-out evaluation (pass "
-                 "a larger --eval_fraction, or --eval_corpus).")
-            eval_shard_dir = None
-
-    return _train(config, vocab_file, tokenizer, shard_dir, eval_shard_dir,
-                  _run_name(builtin, corpus), strategy,
-                  init)
+    data = _prepare_data(config, corpus, data_dir, vocab_file,
+                         overrides.get("vocab_size", BUILTIN_VOCAB_SIZE if builtin else 30522),
+                         held_out, init)
+    return _train(config, data.vocab_file, data.tokenizer, data.shard_dir, data.eval_shard_dir,
+                  _run_name(builtin, corpus), strategy, init)
 
 
 def _prebuilt_shards(config, overrides):
@@ -385,7 +329,7 @@ def _prebuilt_shards(config, overrides):
         (config, vocab_file, tokenizer, shard_dir, eval_shard_dir or None).
     """
     from electra_tf import tokenization
-    from electra_tf.data.shards import ShardError, read_metadata
+    from electra_tf.data.shard_layout import ShardError, read_metadata
 
     try:
         meta = read_metadata(FLAGS.shard_dir)
@@ -417,11 +361,12 @@ def _prebuilt_shards(config, overrides):
         raise app.UsageError(str(error))
     eval_shard_dir = FLAGS.eval_shard_dir
     if eval_shard_dir is None and FLAGS.eval_corpus:
-        from electra_tf.data.shards import write_shards
+        from electra_tf.data.preparation import corpus_key
+        from electra_tf.data.shard_build import write_shards
 
         eval_files = _resolve_corpus(FLAGS.eval_corpus, flag="--eval_corpus")
         eval_shard_dir = os.path.join(FLAGS.data_dir or os.path.join(WORKING_DIR, "data"),
-                                      f"eval-{_corpus_key(eval_files)}-L{config.max_seq_length}-"
+                                      f"eval-{corpus_key(eval_files)}-L{config.max_seq_length}-"
                                       f"{meta['vocab_fingerprint'][:8]}-s{config.seed}")
         try:
             write_shards(eval_files, eval_shard_dir, tokenizer.get_config(),

@@ -6,10 +6,10 @@
          --strip_accents=... --invalid_utf8=error --text_range=0,1] [Beam options]
 
 Writes the same shards (byte for byte) and `metadata.json` as the local
-builder, `electra_tf.data.shards.write_shards`: the launcher plans the work
-exactly as the local builder does (`shards.plan_build`: arguments, output
+builder, `electra_tf.data.shard_build.write_shards`: the launcher plans the work
+exactly as the local builder does (`shard_build.plan_build`: arguments, output
 directory, reusable shards, one line-aligned piece of text per shard), the
-runner builds each remaining shard from its piece alone (`shards.build_shard`,
+runner builds each remaining shard from its piece alone (`shard_writer.build_shard`,
 one element per shard), and `metadata.json` is written from the collected
 sidecars once all shards exist. Re-running the same command reuses finished
 shards.
@@ -49,7 +49,9 @@ except ImportError as error:
 # After the check above, so that a missing Beam is reported before TensorFlow loads.
 from electra_tf import fileio  # noqa: E402
 from electra_tf.config import DEFAULT_NORMALIZATION, NORMALIZATIONS  # noqa: E402
-from electra_tf.data import shards  # noqa: E402
+from electra_tf.data.shard_build import ShardPlan, plan_build, write_metadata  # noqa: E402
+from electra_tf.data.shard_layout import ShardError, read_metadata  # noqa: E402
+from electra_tf.data.shard_writer import build_shard, graph_tokenize  # noqa: E402
 from electra_tf.tokenization import VocabError, WordPieceTokenizer  # noqa: E402
 
 logger = logging.getLogger(__name__)
@@ -67,43 +69,43 @@ class BuildShardFn(beam.DoFn):
 
     def setup(self):
         self._tokenizer = WordPieceTokenizer(**self._tokenizer_config)
-        self._tokenize = shards.graph_tokenize(self._tokenizer)
+        self._tokenize = graph_tokenize(self._tokenizer)
 
     def process(self, job: dict):
-        sidecar = shards.build_shard(job, self._tokenizer, self._tokenize)
+        sidecar = build_shard(job, self._tokenizer, self._tokenize)
         logger.info("%s: %d examples from %.1f MB of text in %.1fs", sidecar["shard"],
                     sidecar["num_examples"], sidecar["text_bytes"] / 1e6, sidecar["seconds"])
         yield sidecar
 
 
-def _write_metadata(sidecars: list[dict], plan: shards.ShardPlan, started: float) -> None:
+def _write_metadata(sidecars: list[dict], plan: ShardPlan, started: float) -> None:
     # Wall-clock time: this step may run on another machine than the launcher.
-    shards.write_metadata(plan, sidecars, seconds=round(time.time() - started, 3))
+    write_metadata(plan, sidecars, seconds=round(time.time() - started, 3))
 
 
 def _check_paths_for_runner(options: PipelineOptions, paths: Sequence[str]) -> None:
     runner = str(options.view_as(StandardOptions).runner or "")
     local = [os.fspath(path) for path in paths if not fileio.is_url(os.fspath(path))]
     if "Dataflow" in runner and local:
-        raise shards.ShardError(f"--runner={runner}: the workers cannot read local paths such "
+        raise ShardError(f"--runner={runner}: the workers cannot read local paths such "
                                 f"as {local[0]!r}; put inputs, vocabulary and output on gs://")
 
 
 def write_shards(input_patterns: Sequence[str], output_dir: str, tokenizer_config: dict, *,
                  pipeline_options: Optional[PipelineOptions] = None,
                  progress: Optional[Callable[[str], None]] = None, **build_args) -> dict:
-    """Builds the shards of `electra_tf.data.shards.write_shards` on Apache Beam.
+    """Builds the shards of `electra_tf.data.shard_build.write_shards` on Apache Beam.
 
     Returns when the pipeline has finished.
 
     Args:
         input_patterns, output_dir, tokenizer_config: as for
-            `shards.write_shards`.
+            `shard_build.write_shards`.
         pipeline_options: runner and its settings (default: DirectRunner).
         progress: called with short human-readable status lines.
         **build_args: `max_seq_length` and optionally `num_shards`, `seed`,
             `single_segment_prob`, `short_seq_prob`, `invalid_utf8`,
-            `text_range`, as for `shards.write_shards`.
+            `text_range`, as for `shard_build.write_shards`.
 
     Returns:
         The metadata written to `output_dir/metadata.json`.
@@ -120,7 +122,7 @@ def write_shards(input_patterns: Sequence[str], output_dir: str, tokenizer_confi
     _check_paths_for_runner(options, [*input_patterns, output_dir,
                                       tokenizer_config["vocab_file"]])
     started = time.time()
-    plan, _ = shards.plan_build(input_patterns, output_dir, tokenizer_config, **build_args)
+    plan, _ = plan_build(input_patterns, output_dir, tokenizer_config, **build_args)
     for path, problem in plan.damaged.items():
         report(f"Shard {path} is damaged ({problem}): rebuilding it.")
     report(f"{len(plan.sources)} input file(s), {plan.total_bytes / 1e6:,.1f} MB -> "
@@ -136,7 +138,7 @@ def write_shards(input_patterns: Sequence[str], output_dir: str, tokenizer_confi
              | "Collect sidecars" >> beam.combiners.ToList()
              | "Write metadata" >> beam.Map(_write_metadata, plan, started))
 
-    metadata = shards.read_metadata(plan.output_dir)
+    metadata = read_metadata(plan.output_dir)
     seconds = time.time() - started
     report(f"wrote {metadata['num_examples']:,} examples in {plan.num_shards} shard(s) to "
            f"{plan.output_dir} in {seconds:.1f}s"
@@ -204,7 +206,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             pipeline_options=PipelineOptions(beam_args), progress=print,
             max_seq_length=args.max_seq_length, num_shards=args.num_shards, seed=args.seed,
             invalid_utf8=args.invalid_utf8, text_range=args.text_range)
-    except (shards.ShardError, VocabError) as error:
+    except (ShardError, VocabError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     return 0

@@ -28,8 +28,8 @@ import tensorflow as tf
 
 from electra_tf import fileio
 from electra_tf.data.masking import mask_batch
+from electra_tf.data.shard_layout import FEATURE_NAMES, METADATA_FILE
 
-FEATURE_NAMES = ("input_ids", "input_mask", "segment_ids")
 MASKING_OUTPUT_NAMES = ("masked_input_ids", "masked_lm_positions", "masked_lm_ids",
                         "masked_lm_weights", "sampling_uniforms")
 SPECIAL_ID_KEYS = ("pad_id", "cls_id", "sep_id", "mask_id")
@@ -64,7 +64,7 @@ def load_shard_metadata(shard_dir):
     """
     if not fileio.isdir(shard_dir):
         raise PipelineError(f"Shard directory {shard_dir!r} does not exist.")
-    meta_path = os.path.join(shard_dir, "metadata.json")
+    meta_path = os.path.join(shard_dir, METADATA_FILE)
     if not fileio.isfile(meta_path):
         raise PipelineError(
             f"{meta_path!r} not found: {shard_dir!r} is not a directory of pre-training shards.")

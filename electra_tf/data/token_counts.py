@@ -22,7 +22,7 @@ def count_tokens(shard_dir: str, vocab_size: int,
     """Counts the non-padding token ids of the shards (special tokens included).
 
     Args:
-        shard_dir: a directory written by `electra_tf.data.shards.write_shards`.
+        shard_dir: a directory written by `electra_tf.data.shard_build.write_shards`.
         vocab_size: V; every id in the shards must be below it.
         max_tokens: stop after the example that reaches this many tokens.
 

@@ -28,7 +28,7 @@ from electra_tf.artifacts.run_dir import RunDir, read_config, write_result, writ
 from electra_tf.artifacts.run_lock import RunLock, RunLocked
 from electra_tf.config import ConfigError, PretrainingConfig, config_differences
 from electra_tf.data.pipeline import dummy_batch, make_pretraining_dataset
-from electra_tf.data.shards import find_damaged_shard
+from electra_tf.data.shard_verification import find_damaged_shard
 from electra_tf.data.token_counts import count_tokens
 from electra_tf.distribute import (check_batch_split, check_same_on_all_workers,
                                    in_multi_worker_mode, is_chief, set_precision_policy,
@@ -186,7 +186,7 @@ def run_pretraining(config: PretrainingConfig, run_dir: str, shard_dir: str, voc
     Args:
         config: validated configuration; `config.model.vocab_size` must match the vocab.
         run_dir: where config, checkpoints, TensorBoard logs and the export go.
-        shard_dir: directory written by `electra_tf.data.shards.write_shards`.
+        shard_dir: directory written by `electra_tf.data.shard_build.write_shards`.
         vocab_file: the vocabulary the shards were built with.
         special_ids: `pad_id`, `cls_id`, `sep_id`, `mask_id` of that vocabulary.
         strategy: a tf.distribute strategy (default: the current one).

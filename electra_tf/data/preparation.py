@@ -1,0 +1,237 @@
+"""The data a pre-training run needs: its vocabulary and the shards of its training and held-out text.
+
+`prepare_pretraining_data` learns a WordPiece vocabulary from the corpus (or
+takes a given one), then builds the training shards and the held-out shards
+(the corpus's last documents, or a separate corpus). Everything is cached
+under one data directory, named by what changes its content, and reused on
+the next call:
+
+    vocab-<casing>-<size>-<options>.txt          a learned vocabulary
+    shards-<build>[-holdout<f>]/                 the training shards
+    eval-shards-<build>-holdout<f>/              the held-out last fraction f of the corpus
+    eval-<corpus>-<build>/                       a separate held-out corpus
+
+where <build> is `L<max_seq_length>-<casing>-<vocabulary hash>-s<seed>`
+(plus `-n<num_shards>` when the count is given) and <corpus> is
+`corpus_key` of the files. Each shard directory is a finished shard build
+(`electra_tf.data.shard_build`): a re-run reuses its shards.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass, field
+from typing import Callable, Optional, Sequence
+
+from electra_tf import tokenization, vocab_learning
+from electra_tf.config import DEFAULT_NORMALIZATION
+from electra_tf.data.shard_build import write_shards
+from electra_tf.data.shard_layout import ShardError
+from electra_tf.data.text_input import EmptyTextRange
+
+
+class PreparationError(ValueError):
+    """A shard build failed.
+
+    Attributes:
+        part: "training" or "held-out": which build.
+        cause: the build's `ShardError` (an `EmptyTextRange` when the text
+            range selects no text).
+    """
+
+    def __init__(self, part: str, cause: ShardError):
+        super().__init__(str(cause))
+        self.part = part
+        self.cause = cause
+
+
+@dataclass
+class PreparedData:
+    """What `prepare_pretraining_data` built or found.
+
+    Attributes:
+        vocab_file: the vocabulary, given or learned.
+        tokenizer: a `WordPieceTokenizer` of it with the config's casing.
+        shard_dir: the training shard directory.
+        shard_paths: its shard files, in shard order.
+        num_examples: training examples (each `max_seq_length` tokens).
+        eval_shard_dir: the held-out shard directory, or None.
+        eval_shard_paths: its shard files, in shard order.
+        num_eval_examples: held-out examples.
+        nothing_held_out: a held-out fraction was asked for, but it falls
+            inside the corpus's last document, so nothing is held out.
+    """
+
+    vocab_file: str
+    tokenizer: tokenization.WordPieceTokenizer
+    shard_dir: str
+    shard_paths: list[str]
+    num_examples: int
+    eval_shard_dir: Optional[str] = None
+    eval_shard_paths: list[str] = field(default_factory=list)
+    num_eval_examples: int = 0
+    nothing_held_out: bool = False
+
+
+def corpus_key(files: Sequence[str]) -> str:
+    """Names the cache folder of a corpus: its paths, sizes and modification times.
+
+    An edited corpus gets a new folder (a new vocabulary and shards) instead of
+    silently reusing what was learned from the old text.
+    """
+    listing = "\n".join(f"{os.path.abspath(f)}\t{os.path.getsize(f)}\t{os.path.getmtime(f)}"
+                        for f in files)
+    digest = hashlib.sha256(listing.encode()).hexdigest()
+    stem = os.path.splitext(os.path.basename(files[0]))[0] or "corpus"
+    return f"{stem}-{digest[:8]}"
+
+
+def casing_name(config) -> str:
+    """The casing part of cached vocabulary and shard names, e.g. `uncased` or `cased-strip`.
+
+    `casefold` builds keep their earlier names.
+    """
+    return f"{'uncased' if config.do_lower_case else 'cased'}" + (
+        "" if config.resolved_strip_accents == config.do_lower_case
+        else ("-strip" if config.resolved_strip_accents else "-accents")) + (
+        "" if config.normalization == DEFAULT_NORMALIZATION else f"-{config.normalization}")
+
+
+def learned_vocab(corpus: Sequence[str], data_dir: str, config,
+                  options: vocab_learning.VocabOptions,
+                  progress: Callable[[str], None]) -> str:
+    """The vocabulary learned from the corpus with `options` (cached in `data_dir`).
+
+    Returns:
+        The path of the vocabulary file.
+
+    Raises:
+        VocabLearningError: the options or the text do not allow a vocabulary.
+    """
+    settings = {"do_lower_case": config.do_lower_case,
+                "strip_accents": config.resolved_strip_accents,
+                "normalization": config.normalization}
+    size = options.vocab_size
+    vocab_file = os.path.join(
+        data_dir, f"vocab-{casing_name(config)}-{size}-{options.cache_key(settings)}.txt")
+    if os.path.exists(vocab_file):
+        progress(f"Vocabulary: {vocab_file} (cached)")
+        return vocab_file
+    progress(f"Learning a {size}-token WordPiece vocabulary from the corpus...")
+    tokens, stats = vocab_learning.learn_vocab(list(corpus), options, **settings)
+    vocab_learning.write_vocab(tokens, vocab_file)
+    progress(f"Vocabulary: {vocab_file}, {len(tokenization.load_vocab(vocab_file)):,} tokens, "
+             f"{stats['alphabet_size']:,} of {stats['distinct_characters']:,} characters, from "
+             f"{stats['sample_bytes'] / 1e6:.1f} MB of text ({stats['seconds']:.0f}s)")
+    return vocab_file
+
+
+def prepare_pretraining_data(config, corpus: Sequence[str], data_dir: str, *,
+                             vocab_file: Optional[str] = None,
+                             vocab_options: Optional[vocab_learning.VocabOptions] = None,
+                             eval_corpus: Optional[Sequence[str]] = None,
+                             eval_fraction: float = 0.0, num_shards: Optional[int] = None,
+                             num_workers: int = 1, invalid_utf8: str = "error",
+                             check_config: Optional[Callable] = None,
+                             progress: Optional[Callable[[str], None]] = None) -> PreparedData:
+    """Finds or builds a run's vocabulary and its training and held-out shards.
+
+    Sets `config.model.vocab_size` to the vocabulary's size and validates
+    the config before any shard is built. The shards hold packed examples
+    of `config.max_seq_length` tokens (int64 features `input_ids`,
+    `input_mask`, `segment_ids`, each [max_seq_length]), drawn with
+    `config.seed`.
+
+    Args:
+        config: a `PretrainingConfig`; its casing, normalization, length and
+            seed decide the vocabulary and the shards.
+        corpus: the text files (one sentence or paragraph per line, a blank
+            line ends a document).
+        data_dir: the cache directory (created if missing).
+        vocab_file: the vocabulary to use; None: learn one from the corpus
+            with `vocab_options` (default `VocabOptions()`), or reuse the one
+            learned before.
+        eval_corpus: held-out text files, built into the held-out shards.
+        eval_fraction: leave this last fraction of the corpus out of the
+            training shards, in [0, 1) (moved to a document boundary); it
+            becomes the held-out shards unless `eval_corpus` is given. 0 and
+            no `eval_corpus`: no held-out shards.
+        num_shards: training shards; default one per 8 MiB of text.
+        num_workers: processes building shards.
+        invalid_utf8: "error" or "replace" (see `write_shards`).
+        check_config: called with the config once its vocabulary size is
+            set, before any shard is built; may raise to stop.
+        progress: called with each human-readable status line (also those
+            of the shard builds, with their rate and ETA).
+
+    Returns:
+        The vocabulary, tokenizer, shard directories, shard paths and counts.
+
+    Raises:
+        ValueError: `eval_fraction` outside [0, 1).
+        VocabLearningError: the vocabulary cannot be learned.
+        ConfigError: the config is invalid with the vocabulary's size.
+        PreparationError: a shard build failed (bad input, invalid UTF-8,
+            another build's shards in the directory, no training text).
+    """
+    say = progress or (lambda message: None)
+    if not 0.0 <= eval_fraction < 1.0:
+        raise ValueError(f"eval_fraction={eval_fraction}: must be in [0, 1)")
+    os.makedirs(data_dir, exist_ok=True)
+    if vocab_file is None:
+        vocab_file = learned_vocab(corpus, data_dir, config,
+                                   vocab_options or vocab_learning.VocabOptions(), say)
+    tokenizer = tokenization.WordPieceTokenizer(vocab_file, config.do_lower_case,
+                                                config.resolved_strip_accents,
+                                                config.normalization)
+    config.model.vocab_size = tokenizer.vocab_size
+    config.validate()
+    if check_config is not None:
+        check_config(config)
+
+    fingerprint = tokenization.vocab_fingerprint(vocab_file)[:8]
+    # Seed, shard count and the held-out split change the examples, so they are part of the name.
+    build_name = (f"L{config.max_seq_length}-{casing_name(config)}-{fingerprint}-s{config.seed}"
+                  + (f"-n{num_shards}" if num_shards else ""))
+    shard_dir = os.path.join(data_dir, f"shards-{build_name}"
+                             + (f"-holdout{eval_fraction:g}" if eval_fraction else ""))
+
+    def build(files, directory, text_range, what, count) -> dict:
+        say(f"Writing {what} TFRecord shards to {directory} ...")
+        try:
+            metadata = write_shards(
+                files, directory, tokenizer.get_config(), max_seq_length=config.max_seq_length,
+                num_shards=count, num_workers=num_workers, seed=config.seed,
+                invalid_utf8=invalid_utf8, text_range=text_range, progress=say)
+        except ShardError as error:
+            raise PreparationError(what, error) from error
+        say(f"{what.capitalize()} shards: {metadata['num_examples']:,} examples of "
+            f"{config.max_seq_length} tokens in {len(metadata['shards'])} file(s).")
+        return metadata
+
+    def paths(directory, metadata) -> list[str]:
+        return [os.path.join(directory, shard["path"]) for shard in metadata["shards"]]
+
+    metadata = build(corpus, shard_dir, (0.0, 1.0 - eval_fraction), "training", num_shards)
+    data = PreparedData(vocab_file=vocab_file, tokenizer=tokenizer, shard_dir=shard_dir,
+                        shard_paths=paths(shard_dir, metadata),
+                        num_examples=metadata["num_examples"])
+    if eval_corpus:
+        eval_dir = os.path.join(data_dir, f"eval-{corpus_key(eval_corpus)}-{build_name}")
+        eval_metadata = build(eval_corpus, eval_dir, (0.0, 1.0), "held-out", None)
+    elif eval_fraction:
+        eval_dir = os.path.join(data_dir, f"eval-shards-{build_name}-holdout{eval_fraction:g}")
+        try:
+            eval_metadata = build(corpus, eval_dir, (1.0 - eval_fraction, 1.0), "held-out", 1)
+        except PreparationError as error:
+            if not isinstance(error.cause, EmptyTextRange):
+                raise
+            data.nothing_held_out = True
+            return data
+    else:
+        return data
+    data.eval_shard_dir = eval_dir
+    data.eval_shard_paths = paths(eval_dir, eval_metadata)
+    data.num_eval_examples = eval_metadata["num_examples"]
+    return data

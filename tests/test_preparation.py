@@ -1,0 +1,140 @@
+"""A run's vocabulary and shards, prepared and reused (electra_tf/data/preparation.py)."""
+
+import os
+import random
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from electra_tf.config import ConfigError, preset
+from electra_tf.data import shard_writer
+from electra_tf.data.example_packing import ExampleBuilder
+from electra_tf.data.preparation import PreparationError, prepare_pretraining_data
+from electra_tf.tokenization import load_vocab
+from electra_tf.vocab_learning import VocabOptions
+
+LENGTH = 32
+SEED = 3
+SYLLABLES = ["ka", "to", "ri", "mu", "sen", "do", "la", "pi", "ne", "bor", "ex", "qua"]
+
+
+def write_corpus(path, lines, seed):
+    """`lines` lines of generated words; about one in eight is blank (a document end)."""
+    rng = random.Random(seed)
+    words = ["".join(rng.choice(SYLLABLES) for _ in range(rng.randint(1, 3))) for _ in range(300)]
+    text = "\n".join("" if rng.random() < 0.12 else
+                     " ".join(rng.choice(words) for _ in range(rng.randint(2, 12)))
+                     for _ in range(lines))
+    path.write_text(text + "\n", encoding="utf-8")
+    return str(path)
+
+
+def read_examples(paths):
+    """{feature: int64 [n, L]} of every record of the shards."""
+    features = {name: tf.io.FixedLenFeature([LENGTH], tf.int64)
+                for name in ("input_ids", "input_mask", "segment_ids")}
+    rows = {name: [] for name in features}
+    for record in tf.data.TFRecordDataset(paths):
+        example = tf.io.parse_single_example(record, features)
+        for name in features:
+            rows[name].append(example[name].numpy())
+    return {name: np.stack(value) for name, value in rows.items()}
+
+
+def expected_count(path, tokenizer):
+    """Examples that packing the file's lines into one shard (shard 0) gives."""
+    builder = ExampleBuilder(LENGTH, shard_writer._shard_rng(SEED, 0, "examples"))
+    count = 0
+    with open(path, encoding="utf-8") as f:
+        lines = [line.strip() for line in f.read().split("\n")] + [""]  # the file end ends a doc
+    for line in lines:
+        if line:
+            example = builder.add_sentence(tokenizer.tokenize([line]).flat_values.numpy())
+        else:
+            example = builder.end_document()
+        count += example is not None
+    return count
+
+
+def test_prepares_the_vocabulary_and_shards_then_reuses_them(tmp_path):
+    corpus = write_corpus(tmp_path / "corpus.txt", lines=400, seed=0)
+    held_out = write_corpus(tmp_path / "held_out.txt", lines=120, seed=1)
+    config = preset("tiny", max_seq_length=LENGTH, seed=SEED)
+    checked = []
+
+    def check_config(config):
+        # Called once the vocabulary is known, before any shard is built.
+        checked.append(config.model.vocab_size)
+        assert not any(name.startswith(("shards-", "eval-")) for name in os.listdir(data_dir))
+
+    data_dir = str(tmp_path / "data")
+    messages = []
+    data = prepare_pretraining_data(config, [corpus], data_dir,
+                                    vocab_options=VocabOptions(vocab_size=120),
+                                    eval_corpus=[held_out], num_shards=1,
+                                    check_config=check_config, progress=messages.append)
+
+    # The vocabulary has the size asked for (WordPiece learning may fall a few tokens short,
+    # never over), and the config follows the file.
+    size = len(load_vocab(data.vocab_file))
+    assert 108 <= size <= 120 and "-120-" in os.path.basename(data.vocab_file)
+    assert data.tokenizer.vocab_size == config.model.vocab_size == size and checked == [size]
+    assert os.path.dirname(data.vocab_file) == data_dir
+    # Shards exist, and hold exactly the examples packing the text implies.
+    assert len(data.shard_paths) == 1 and all(os.path.isfile(p) for p in data.shard_paths)
+    assert data.eval_shard_dir is not None and not data.nothing_held_out
+    assert len(data.eval_shard_paths) == 1 and os.path.isfile(data.eval_shard_paths[0])
+    train = read_examples(data.shard_paths)
+    assert len(train["input_ids"]) == data.num_examples == expected_count(corpus, data.tokenizer)
+    evaluation = read_examples(data.eval_shard_paths)
+    assert (len(evaluation["input_ids"]) == data.num_eval_examples
+            == expected_count(held_out, data.tokenizer) > 0)
+    assert (train["input_ids"][:, 0] == data.tokenizer.cls_id).all()
+    assert (train["input_ids"] < size).all() and (train["input_mask"].sum(axis=1) > 2).all()
+    assert any(m.startswith("Learning a 120-token WordPiece vocabulary") for m in messages)
+    assert f"Training shards: {data.num_examples:,} examples of {LENGTH} tokens in 1 file(s)." \
+        in messages
+
+    # A second call finds everything: no vocabulary learned, no shard rewritten.
+    times = {p: os.stat(p).st_mtime_ns for p in data.shard_paths + data.eval_shard_paths}
+    messages.clear()
+    again = prepare_pretraining_data(preset("tiny", max_seq_length=LENGTH, seed=SEED), [corpus],
+                                     data_dir, vocab_options=VocabOptions(vocab_size=120),
+                                     eval_corpus=[held_out], num_shards=1,
+                                     progress=messages.append)
+    assert f"Vocabulary: {data.vocab_file} (cached)" in messages
+    assert not any(m.startswith("Learning") or " done: " in m for m in messages)
+    assert sum("reusing 1 finished shard(s)" in m for m in messages) == 2
+    assert {p: os.stat(p).st_mtime_ns for p in again.shard_paths + again.eval_shard_paths} == times
+    assert (again.vocab_file, again.shard_dir, again.eval_shard_dir, again.num_examples,
+            again.num_eval_examples) == (data.vocab_file, data.shard_dir, data.eval_shard_dir,
+                                         data.num_examples, data.num_eval_examples)
+
+
+def test_held_out_fraction_and_errors(tmp_path):
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *SYLLABLES,
+                                *(f"##{s}" for s in SYLLABLES)]) + "\n")
+    corpus = write_corpus(tmp_path / "corpus.txt", lines=300, seed=2)
+    config = preset("tiny", max_seq_length=LENGTH, seed=SEED)
+    data = prepare_pretraining_data(config, [corpus], str(tmp_path / "data"),
+                                    vocab_file=str(vocab), eval_fraction=0.2)
+    assert data.vocab_file == str(vocab) and config.model.vocab_size == len(load_vocab(str(vocab)))
+    assert data.shard_dir.endswith("-holdout0.2") and data.num_eval_examples > 0
+    assert data.num_examples > 2 * data.num_eval_examples
+    # One document: the held-out part falls inside it, so nothing is held out.
+    one = tmp_path / "one.txt"
+    one.write_text("\n".join(" ".join(SYLLABLES[i:] + SYLLABLES[:i]) for i in range(12)) + "\n")
+    data = prepare_pretraining_data(config, [str(one)], str(tmp_path / "one"),
+                                    vocab_file=str(vocab), eval_fraction=0.2)
+    assert data.nothing_held_out and data.eval_shard_dir is None and data.num_examples > 0
+    # A failed build names its part and keeps the shard builder's message.
+    (tmp_path / "empty.txt").write_text("")
+    with pytest.raises(PreparationError, match="all files are empty") as error:
+        prepare_pretraining_data(config, [str(tmp_path / "empty.txt")], str(tmp_path / "e"),
+                                 vocab_file=str(vocab))
+    assert error.value.part == "training"
+    with pytest.raises(ConfigError, match="--max_seq_length"):
+        prepare_pretraining_data(preset("tiny", max_seq_length=4096), [corpus],
+                                 str(tmp_path / "x"), vocab_file=str(vocab))
