@@ -5,8 +5,9 @@ The tokenizer reads a BERT-style `vocab.txt` (one token per line, line number
 same object works eagerly, inside `tf.data` and inside a `tf.function` or
 SavedModel. Only ops that TensorFlow Text 2.12 already ships are used
 (`CaseFoldUTF8`, `NormalizeUTF8`, `RegexSplitWithOffsets`,
-`WordpieceTokenizeWithOffsets`, core string ops and a lookup table), which
-keeps exported models loadable by TF Serving builds of that era.
+`WordpieceTokenizeWithOffsets`, `FastWordpieceTokenizeWithOffsets` in
+`tokenize_flat`, core string ops and a lookup table), which keeps exported
+models loadable by TF Serving builds of that era.
 
 Two normalizations (`NORMALIZATIONS`) turn raw text into what WordPiece sees.
 Both decode leniently (invalid UTF-8 bytes are dropped, as the original BERT
@@ -55,6 +56,7 @@ from typing import Iterable, Optional, Sequence, Union
 import numpy as np
 import tensorflow as tf
 import tensorflow_text as tf_text
+from tensorflow_text.python.ops import regex_split_ops
 
 from electra_tf import fileio
 from electra_tf.config import DEFAULT_NORMALIZATION, NORMALIZATIONS
@@ -335,6 +337,8 @@ class WordPieceTokenizer(tf.Module):
             keep_whitespace=False,
             normalization_form=None,
             preserve_unused_token=False))
+        # The same WordPiece as a trie (`tokenize_flat`), built on first use.
+        self._fast_model = None
 
     @property
     def special_ids(self) -> dict:
@@ -373,6 +377,43 @@ class WordPieceTokenizer(tf.Module):
             raise ValueError("tokenize() needs a string tensor of known rank")
         pieces = self._bert_tokenizer.tokenize(self.normalize(texts))  # [..., (words), (pieces)]
         return pieces.merge_dims(-2, -1)
+
+    def tokenize_flat(self, texts: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+        """The ids of `tokenize` as flat values and row splits, in fewer graph ops.
+
+        Meant for latency-bound graphs (a serving signature at batch 1), where
+        every op costs dispatch time whatever the size of its tensors. The
+        words are split as `tokenize` splits them (same patterns, same kernel,
+        no ragged wrappers) and cut into pieces by TF Text's
+        `FastWordpieceTokenizer` on pre-split words: the same greedy
+        longest-match-first WordPiece, with a word over `MAX_BYTES_PER_WORD`
+        bytes or with an unknown part giving one [UNK], but read from a trie
+        held in the graph, so no lookup-table op and no cast follow.
+
+        Args:
+            texts: string tensor of shape [B].
+
+        Returns:
+            (ids int32 [N], row_splits int64 [B + 1]): the pieces of text i
+            are `ids[row_splits[i]:row_splits[i + 1]]`.
+        """
+        texts = tf.convert_to_tensor(texts, dtype=tf.string)
+        if texts.shape.rank != 1:
+            raise ValueError("tokenize_flat() needs a string tensor of shape [B]")
+        basic = self._bert_tokenizer._basic_tokenizer
+        # BertTokenizer's own steps: control characters to spaces, then the split.
+        normalized = tf.strings.regex_replace(self.normalize(texts), r"\p{Cc}|\p{Cf}", " ")
+        words, _, _, word_splits = regex_split_ops.gen_regex_split_ops.regex_split_with_offsets(
+            normalized, f"({basic._delim_regex_pattern})", f"({basic._keep_delim_regex_pattern})")
+        if self._fast_model is None:
+            self._fast_model = self._no_dependency(np.frombuffer(
+                # vocab, max_bytes_per_word, suffix_indicator, unknown_token,
+                # no_pretokenization, support_detokenization (positional only).
+                tf_text.build_fast_wordpiece_model(
+                    self.vocab, MAX_BYTES_PER_WORD, "##", UNK_TOKEN, True, False), np.uint8))
+        pieces = tf_text.FastWordpieceTokenizer(
+            model_buffer=tf.constant(self._fast_model), token_out_type=tf.int32).tokenize(words)
+        return pieces.values, tf.gather(pieces.row_splits, word_splits)
 
     def tokenize_normalized_with_offsets(self, texts: tf.Tensor
                                          ) -> tuple[tf.RaggedTensor, tf.RaggedTensor,

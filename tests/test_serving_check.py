@@ -22,8 +22,8 @@ def test_classifier_export_agrees_in_a_fresh_process(serving_exports):
     report = check.check_export(serving_exports["pair"])
     assert report.ok, "\n".join(report.lines)
     _assert_isolated(report.result)
-    assert report.result["custom_ops"] == ["CaseFoldUTF8", "NormalizeUTF8",
-                                           "RegexSplitWithOffsets", "WordpieceTokenizeWithOffsets"]
+    assert report.result["custom_ops"] == ["CaseFoldUTF8", "FastWordpieceTokenizeWithOffsets",
+                                           "NormalizeUTF8", "RegexSplitWithOffsets"]
     assert report.result["unsupported_ops"] == []
     assert "signature_def['serving_default']" in report.result["listing"]
     assert "inputs['text_pair'] tensor_info" in report.result["listing"]

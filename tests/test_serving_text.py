@@ -51,6 +51,13 @@ def test_packing_matches_features_encode(tmp_path, lower, strip, max_seq_length)
             assert segments[row, :n].tolist() == want_segments
             assert mask[row].tolist() == [1] * n + [0] * (ids.shape[1] - n)
             assert not ids[row, n:].any() and not segments[row, n:].any()
+        flat = text_ops.pack_flat(tokenizer.tokenize_flat(tf.constant(texts_a)),
+                                  None if b is None else tokenizer.tokenize_flat(tf.constant(b)),
+                                  max_seq_length, tokenizer.cls_id, tokenizer.sep_id,
+                                  tokenizer.pad_id)
+        for name, value in packed.items():
+            assert flat[name].dtype == tf.int32
+            np.testing.assert_array_equal(flat[name].numpy(), value.numpy(), err_msg=name)
     # The Korean and accented pieces really are in-vocabulary ids, not [UNK].
     first = tokenizer.tokenize_to_lists(TEXTS[:2])
     assert tokenizer.unk_id not in first[0]
@@ -78,3 +85,25 @@ def test_token_id_checks_reject_bad_requests():
         with pytest.raises(tf.errors.InvalidArgumentError, match=message):
             run(*bad)
     np.testing.assert_array_equal(ids.numpy(), [[2, 5, 3]])
+
+
+@pytest.mark.parametrize("max_seq_length", [3, 4, 5, 8, 64])
+def test_dense_packing_equals_ragged_packing_on_every_length_mix(tmp_path, max_seq_length):
+    """`pack_flat` against `pack` for single texts and pairs of 0 to 12 pieces, at batch 1
+    (as a serving request) and with all the rows in one batch."""
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("\n".join(SPECIALS + WORDS) + "\n", encoding="utf-8")
+    tokenizer = WordPieceTokenizer(str(vocab))
+    texts = [" ".join(["movie"] * n) for n in range(13)]
+    pairs = list(itertools.product(texts, texts))
+    specials = (tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id)
+    batches = [([a], [b]) for a, b in pairs[::7]] + [([a for a, _ in pairs], [b for _, b in pairs])]
+    for texts_a, texts_b in batches:
+        a, b = tf.constant(texts_a), tf.constant(texts_b)
+        for second in (None, b):
+            packed = text_ops.pack(tokenizer.tokenize(a), None if second is None else
+                                   tokenizer.tokenize(second), max_seq_length, *specials)
+            flat = text_ops.pack_flat(tokenizer.tokenize_flat(a), None if second is None else
+                                      tokenizer.tokenize_flat(second), max_seq_length, *specials)
+            for name, value in packed.items():
+                np.testing.assert_array_equal(flat[name].numpy(), value.numpy(), err_msg=name)

@@ -223,13 +223,18 @@ def test_saved_model_uses_only_portable_ops(vocab_file, tmp_path, normalization,
     module.serve = tf.function(
         lambda t: tok.tokenize(t).to_tensor(default_value=tok.pad_id),
         input_signature=[tf.TensorSpec([None], tf.string)])
+    module.serve_flat = tf.function(lambda t: tok.tokenize_flat(t),
+                                    input_signature=[tf.TensorSpec([None], tf.string)])
     export_dir = str(tmp_path / "export")
     tf.saved_model.save(module, export_dir)
 
     loaded = tf.saved_model.load(export_dir)
+    expected = [ids_of(["the", "fox", "##es"]), ids_of(["한국어", "문장", "##입니다"])]
     out = loaded.serve(tf.constant(["the foxes", KOREAN])).numpy()
-    np.testing.assert_array_equal(out, [ids_of(["the", "fox", "##es"]),
-                                        ids_of(["한국어", "문장", "##입니다"])])
+    np.testing.assert_array_equal(out, expected)
+    flat_ids, splits = loaded.serve_flat(tf.constant(["the foxes", KOREAN]))
+    assert flat_ids.numpy().tolist() == expected[0] + expected[1]
+    assert splits.numpy().tolist() == [0, 3, 6]
 
     proto = saved_model_pb2.SavedModel()
     with open(os.path.join(export_dir, "saved_model.pb"), "rb") as f:
@@ -243,8 +248,8 @@ def test_saved_model_uses_only_portable_ops(vocab_file, tmp_path, normalization,
     # Everything outside core TensorFlow must be a TF Text op that 2.12
     # already had (no FastBertTokenizer / RoundRobinTrimmer kernels).
     text_ops = {op for op in ops - functions if not hasattr(tf.raw_ops, op)}
-    assert text_ops == {"NormalizeUTF8", "RegexSplitWithOffsets",
-                        "WordpieceTokenizeWithOffsets"} | case_op
+    assert text_ops == {"NormalizeUTF8", "RegexSplitWithOffsets", "WordpieceTokenizeWithOffsets",
+                        "FastWordpieceTokenizeWithOffsets"} | case_op
     if normalization == "bert":  # lower-casing and Hangul composition are core ops
         assert {"StringLower", "UnicodeDecode", "UnicodeEncode"} <= ops
 
@@ -366,3 +371,38 @@ def test_text_settings_round_trip_and_records_without_normalization(vocab_file):
     assert old.normalization == "casefold"
     with pytest.raises(ValueError, match="--normalization='nfkc'"):
         WordPieceTokenizer(vocab_file, normalization="nfkc")
+
+
+@pytest.mark.parametrize("normalization", ["casefold", "bert"])
+@pytest.mark.parametrize("lower,strip", [(True, None), (False, None), (False, True)])
+def test_tokenize_flat_gives_the_ids_of_tokenize(tmp_path, normalization, lower, strip):
+    """The trie WordPiece of `tokenize_flat` against the lookup-table one of `tokenize`:
+    random text over letters, accents, Hangul (syllables and jamo), CJK, punctuation,
+    control, format and space characters, and words around the 200-byte limit."""
+    vocab = SPECIALS + WORDS + ["a" * 40, "##" + "b" * 30, "ab", "##ab", "##a", "##b", "é",
+                                "##é", "ß", "ss", "ς", "σ", "##", "#", "[", "]", "…", "，"]
+    tok = WordPieceTokenizer(write_vocab(tmp_path / "vocab.txt", vocab), lower, strip,
+                             normalization)
+    rng = random.Random(7)
+    pool = (list("abcdefxyzABC019 .,!?#[]'-") + list("éÉçñüßİςΣ") + list(KOREAN) + list("中国人")
+            + ["e\u0301", "\u0301", "\u200b", "\ufeff", "\u00ad", "\t", "\n", "\x00", "\x85",
+               "\u00a0", "\u3000", "\u2028", "\ufffd", "\ue000", "\U0001F600", "\u1112\u1161\u11ab",
+               "\uff21", "\u00a8", "…", "，"])
+    texts = ["", " ", "[UNK]", "##", "the foxes!"]
+    for _ in range(300):
+        text = "".join(rng.choice(pool) for _ in range(rng.choice([1, 5, 20, 80])))
+        if rng.random() < 0.3:
+            text += " " + "ab" * rng.choice([99, 100, 101]) + " " + "é" * rng.choice([99, 100, 101])
+        if rng.random() < 0.4:
+            text += " " + " ".join(rng.choice(vocab[5:]).lstrip("#") + rng.choice(["", "s", "é"])
+                                   for _ in range(rng.choice([1, 10, 40])))
+        texts.append(text)
+    expected = tok.tokenize(tf.constant(texts))
+    ids, splits = tok.tokenize_flat(tf.constant(texts))
+    assert ids.dtype == tf.int32 and splits.dtype == tf.int64
+    assert ids.numpy().tolist() == expected.flat_values.numpy().tolist()
+    assert splits.numpy().tolist() == expected.row_splits.numpy().tolist()
+    # Some words are known and some are [UNK], so both paths were exercised.
+    assert 0 < np.mean(ids.numpy() == tok.unk_id) < 0.9
+    raw = tf.constant([b"bad \xff bytes caf\xc3", b"\xed\xa0\x80x"])
+    assert tok.tokenize_flat(raw)[0].numpy().tolist() == tok.tokenize(raw).flat_values.numpy().tolist()

@@ -89,11 +89,12 @@ class ClassifierServing(tf.Module):
             with tf.control_dependencies([tf.debugging.assert_equal(
                     tf.size(text), tf.size(text_pair),
                     message="text and text_pair must have the same batch size")]):
-                pieces_b = self.tokenizer.tokenize(
+                pieces_b = self.tokenizer.tokenize_flat(
                     text_ops.at_least_one_row(tf.identity(text_pair)))
-        pieces_a = self.tokenizer.tokenize(text_ops.at_least_one_row(text))
-        inputs = text_ops.pack(pieces_a, pieces_b, self._max_seq_length, self.tokenizer.cls_id,
-                               self.tokenizer.sep_id, self.tokenizer.pad_id)
+        pieces_a = self.tokenizer.tokenize_flat(text_ops.at_least_one_row(text))
+        inputs = text_ops.pack_flat(pieces_a, pieces_b, self._max_seq_length,
+                                    self.tokenizer.cls_id, self.tokenizer.sep_id,
+                                    self.tokenizer.pad_id)
         return text_ops.first_rows(self._outputs(inputs), count)
 
     def _from_ids(self, input_ids, input_mask, segment_ids) -> dict:

@@ -31,6 +31,7 @@ PROJECT_PACKAGE = "electra_tf"
 # which has all of them too.
 SERVING_TEXT_OPS = {
     "CaseFoldUTF8", "NormalizeUTF8", "RegexSplitWithOffsets", "WordpieceTokenizeWithOffsets",
+    "FastWordpieceTokenizeWithOffsets",
 }
 
 

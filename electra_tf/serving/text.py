@@ -76,6 +76,61 @@ def pack(pieces_a: tf.RaggedTensor, pieces_b: Optional[tf.RaggedTensor], max_seq
             "segment_ids": segments.to_tensor(default_value=0)}
 
 
+def pack_flat(pieces_a: tuple[tf.Tensor, tf.Tensor],
+              pieces_b: Optional[tuple[tf.Tensor, tf.Tensor]], max_seq_length: int,
+              cls_id: int, sep_id: int, pad_id: int) -> dict[str, tf.Tensor]:
+    """`pack` for pieces given as (ids, row_splits), with dense ops only.
+
+    The same outputs as `pack`, computed position by position: every output
+    cell picks its id from one flat array, so no ragged op (with its shape
+    checks) runs. That matters at batch 1, where a graph's cost is mostly
+    the number of ops it runs.
+
+    Args:
+        pieces_a: (ids int32 [N], row_splits int64 [B + 1]) of the first
+            texts (`WordPieceTokenizer.tokenize_flat`), B >= 1.
+        pieces_b: the same for the second texts, or None.
+        max_seq_length, cls_id, sep_id, pad_id: as in `pack`.
+
+    Returns:
+        `input_ids`, `input_mask`, `segment_ids`: int32 [B, L], L <= max_seq_length.
+    """
+    ids_a, splits_a = pieces_a
+    start_a = splits_a[:-1, tf.newaxis]
+    len_a = splits_a[1:, tf.newaxis] - start_a
+    if pieces_b is None:
+        keep_a = tf.minimum(len_a, max_seq_length - 2)
+        values = tf.concat([ids_a, [cls_id, sep_id, pad_id]], axis=0)
+        special = tf.size(ids_a, out_type=tf.int64)
+        total = keep_a + 2
+    else:
+        ids_b, splits_b = pieces_b
+        start_b = splits_b[:-1, tf.newaxis]
+        keep_a, keep_b = pair_lengths(len_a, splits_b[1:, tf.newaxis] - start_b,
+                                      max_seq_length - 3)
+        values = tf.concat([ids_a, ids_b, [cls_id, sep_id, pad_id]], axis=0)
+        special = tf.size(ids_a, out_type=tf.int64) + tf.size(ids_b, out_type=tf.int64)
+        total = keep_a + keep_b + 3
+    # Position p of a row: [CLS] at 0, A's pieces at 1..keep_a, [SEP], then B's.
+    positions = tf.range(tf.reduce_max(total), dtype=tf.int64)[tf.newaxis, :]  # [1, L]
+    sep_a = keep_a + 1
+    tail = tf.where(positions < total, special + 1, special + 2)  # [SEP] or padding
+    if pieces_b is not None:
+        in_b = (positions > sep_a) & (positions < total - 1)
+        tail = tf.where(in_b, special - tf.size(ids_b, out_type=tf.int64) + start_b
+                        + positions - sep_a - 1, tail)
+    index = tf.where(positions == 0, special,
+                     tf.where(positions < sep_a, start_a + positions - 1,
+                              tf.where(positions == sep_a, special + 1, tail)))
+    input_ids = tf.gather(values, index)
+    input_mask = tf.cast(positions < total, tf.int32)
+    if pieces_b is None:
+        segment_ids = tf.zeros_like(input_ids)
+    else:
+        segment_ids = tf.cast((positions > sep_a) & (positions < total), tf.int32)
+    return {"input_ids": input_ids, "input_mask": input_mask, "segment_ids": segment_ids}
+
+
 def ensure_texts(texts: tf.Tensor, name: str) -> tf.Tensor:
     """Rejects at run time a string input that is not of shape [B].
 
