@@ -204,7 +204,7 @@ def convert(arguments: list[str], flag_values: flags.FlagValues) -> int:
 
 def run(argv: list[str]) -> int:
     """Runs the command in this process on `argv` (no program name); returns the exit code."""
-    return cli.call(define_flags, convert, argv, "convert")
+    return cli.call(define_flags, convert, argv, "python -m electra_tf.commands.convert")
 
 
 if __name__ == "__main__":

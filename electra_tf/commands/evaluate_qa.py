@@ -90,7 +90,8 @@ def evaluate(arguments: list[str], flag_values: flags.FlagValues) -> int:
 
 def main(argv: list[str]) -> int:
     """Runs the command in this process on `argv` (no program name); returns the exit code."""
-    return cli.call(define_flags, evaluate, argv, "evaluate_qa")
+    return cli.call(define_flags, evaluate, argv,
+                    "python -m electra_tf.commands.evaluate_qa")
 
 
 if __name__ == "__main__":

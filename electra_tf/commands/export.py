@@ -57,7 +57,7 @@ def export(arguments: list[str], flag_values: flags.FlagValues) -> int:
 
 def main(argv: list[str]) -> int:
     """Runs the command in this process on `argv` (no program name); returns the exit code."""
-    return cli.call(define_flags, export, argv, "export")
+    return cli.call(define_flags, export, argv, "python -m electra_tf.commands.export")
 
 
 if __name__ == "__main__":
