@@ -192,7 +192,8 @@ def _define_help_flags(description: str) -> None:
     flags.DEFINE_flag(_HelpFlag("helpfull", None, description, full=True))
 
 
-def run(main: Callable, flags_module: str, description: Optional[str] = None) -> None:
+def run(main: Callable, flags_module: str, description: Optional[str] = None,
+        known_only: bool = False) -> None:
     """`absl.app.run(main)`, with errors in one line and the command's own help.
 
     absl prints the whole flag listing before a usage error's message; a user
@@ -205,6 +206,8 @@ def run(main: Callable, flags_module: str, description: Optional[str] = None) ->
             what `--helpshort` shows, whichever script started the process.
         description: what `--help` shows above the flags (default: the
             docstring of `flags_module`).
+        known_only: leave flags the command does not define in the argv
+            `main` gets (for another parser, such as Beam's).
     """
     program = os.path.basename(sys.argv[0])
     for flag in flags.FLAGS.get_key_flags_for_module(flags_module):
@@ -213,7 +216,7 @@ def run(main: Callable, flags_module: str, description: Optional[str] = None) ->
 
     def parse(argv):
         try:
-            return flags.FLAGS(argv)
+            return flags.FLAGS(argv, known_only=known_only)
         except flags.Error as error:
             _usage_error(program, str(error))
             sys.exit(2)
@@ -228,7 +231,8 @@ def run(main: Callable, flags_module: str, description: Optional[str] = None) ->
     app.run(checked, flags_parser=parse)
 
 
-def call(define_flags: Callable, main: Callable, argv: list[str], program: str) -> int:
+def call(define_flags: Callable, main: Callable, argv: list[str], program: str,
+         known_only: bool = False) -> int:
     """Runs a command in this process on its own flag values; returns its exit code.
 
     The process's `flags.FLAGS` is not touched, so a program (or a test) may
@@ -242,22 +246,25 @@ def call(define_flags: Callable, main: Callable, argv: list[str], program: str) 
             `app.UsageError`.
         argv: the command line without the program name.
         program: the command's name in error messages.
+        known_only: pass flags the command does not define on to `main`
+            with its arguments.
     """
     flag_values = flags.FlagValues()
     define_flags(flag_values)
     try:
-        arguments = flag_values([program, *argv])[1:]
+        arguments = flag_values([program, *argv], known_only=known_only)[1:]
         return main(arguments, flag_values) or 0
     except (flags.Error, app.UsageError) as error:
         _usage_error(program, str(error))
         return 2
 
 
-def run_command(define_flags: Callable, main: Callable, flags_module: str) -> None:
+def run_command(define_flags: Callable, main: Callable, flags_module: str,
+                known_only: bool = False) -> None:
     """`run` for a command written for `call`: its flags defined on `flags.FLAGS`."""
     define_flags(flags.FLAGS)
 
     def with_flags(argv):
         return main(argv[1:], flags.FLAGS)
 
-    run(with_flags, flags_module)
+    run(with_flags, flags_module, known_only=known_only)
