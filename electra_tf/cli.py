@@ -1,10 +1,14 @@
 """absl flags generated from the config dataclasses, and how a command runs.
 
-Every field of `ModelConfig` and `PretrainingConfig` is a flag whose help is
-the field's `help` metadata (`electra_tf.config`); the vocabulary flags come
-from `VocabOptions` the same way. A config flag left unset keeps the
-preset's value; a flag set on the command line overrides it.
-`overrides_from_flags` returns only what the user set.
+A dataclass field is a flag whose help is the field's `help` metadata:
+`choices` lists a field's allowed values, `flag` names its flag when that
+is not the field's name, and `flag=False` keeps a field off the command
+line. Every field of `ModelConfig` and `PretrainingConfig` is a pre-training
+flag (`electra_tf.config`); the vocabulary flags come from `VocabOptions`,
+the fine-tuning flags from `FinetuneSettings`, `FileTaskOptions` and
+`FinetuneOptions` (`electra_tf.finetuning.settings`) the same way. A config
+flag left unset keeps the preset's value; a flag set on the command line
+overrides it. `overrides_from_flags` returns only what the user set.
 
 `run` starts a command whose flags are defined on `flags.FLAGS`; `call`
 runs one in-process on its own `FlagValues` (tests, other programs). Both
@@ -16,32 +20,42 @@ from __future__ import annotations
 import dataclasses
 import os
 import sys
+import types
 import typing
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Iterable, Optional
 
 from absl import app, flags
 
 from electra_tf.config import ModelConfig, PretrainingConfig
 from electra_tf.distribute import STRATEGIES, create_strategy, split_cpu
+from electra_tf.finetuning.settings import FinetuneOptions, FinetuneSettings
+from electra_tf.finetuning.tasks import FileTaskOptions
 from electra_tf.vocab_learning import VocabOptions
 
-# Not flags: the nested model, and the preset, which each command defines with its own help.
-_NOT_FLAGS = ("model", "model_size")
 _TEXT_FIELDS = ("do_lower_case", "strip_accents", "normalization")
 _DEFINERS = {int: flags.DEFINE_integer, float: flags.DEFINE_float, bool: flags.DEFINE_boolean,
-             str: flags.DEFINE_string}
+             str: flags.DEFINE_string, list: flags.DEFINE_list}
+# The dataclasses whose fields are the flags of `finetune.py`.
+FINETUNE_CLASSES = (FinetuneSettings, FileTaskOptions, FinetuneOptions)
 
 
 def _flag_type(annotation) -> type:
     args = [a for a in typing.get_args(annotation) if a is not type(None)]
-    return args[0] if args else annotation
+    union = typing.get_origin(annotation) in (typing.Union, types.UnionType)
+    kind = args[0] if union and args else annotation
+    return typing.get_origin(kind) or kind
+
+
+def flag_name(field: dataclasses.Field) -> str:
+    """The name of the flag of a field: its metadata's `flag`, else the field's name."""
+    return field.metadata.get("flag") or field.name
 
 
 def config_fields(cls) -> list[tuple[dataclasses.Field, type]]:
     """(field, flag type) of every field of a config dataclass that is a flag."""
     hints = typing.get_type_hints(cls)
     return [(field, _flag_type(hints[field.name])) for field in dataclasses.fields(cls)
-            if field.name not in _NOT_FLAGS]
+            if field.metadata.get("flag", True) is not False]
 
 
 def field_help(cls, name: str) -> str:
@@ -49,10 +63,38 @@ def field_help(cls, name: str) -> str:
     return next(f for f in dataclasses.fields(cls) if f.name == name).metadata["help"]
 
 
-def _fields():
-    for cls in (ModelConfig, PretrainingConfig):
-        for field, kind in config_fields(cls):
-            yield field, kind
+def define_field_flags(cls, module_name: Optional[str], flag_values=flags.FLAGS,
+                       presets: bool = False, only: Optional[Iterable[str]] = None) -> None:
+    """Defines the flag of every flag field of dataclass `cls`, with the field's help.
+
+    Args:
+        cls: the dataclass.
+        module_name: the command's module; the flags count as its own (they
+            are listed by its --helpshort).
+        flag_values: where to define them.
+        presets: every flag defaults to None (keep the preset's value), and a
+            choice field is a string flag, which the dataclass's own check
+            rejects with a message naming the flag and the choices. Otherwise
+            a flag defaults to the field's default and a choice field is an
+            enum flag.
+        only: the names of the fields to define (default: every flag field).
+    """
+    for field, kind in config_fields(cls):
+        if only is not None and field.name not in only:
+            continue
+        default = None if presets or field.default is dataclasses.MISSING else field.default
+        choices = field.metadata.get("choices")
+        if choices and not presets:
+            flags.DEFINE_enum(flag_name(field), default, list(choices), field.metadata["help"],
+                              flag_values=flag_values, module_name=module_name)
+        else:
+            _DEFINERS[kind](flag_name(field), default, field.metadata["help"],
+                            flag_values=flag_values, module_name=module_name)
+
+
+def field_values(cls, flag_values=flags.FLAGS) -> dict[str, Any]:
+    """{field name: its flag's value} of the flag fields of `cls` (defined on `flag_values`)."""
+    return {field.name: flag_values[flag_name(field)].value for field, _ in config_fields(cls)}
 
 
 def define_config_flags(flag_values=flags.FLAGS, module_name: Optional[str] = None) -> None:
@@ -61,29 +103,19 @@ def define_config_flags(flag_values=flags.FLAGS, module_name: Optional[str] = No
     Choice fields are string flags, not enums: `PretrainingConfig.validate`
     rejects a bad value with a message that names the flag and the choices.
     """
-    for field, kind in _fields():
-        _DEFINERS[kind](field.name, None, field.metadata["help"], flag_values=flag_values,
-                        module_name=module_name)
+    for cls in (ModelConfig, PretrainingConfig):
+        define_field_flags(cls, module_name, flag_values, presets=True)
 
 
 def overrides_from_flags(flag_values=flags.FLAGS) -> dict[str, Any]:
     """The config fields the user set on the command line."""
-    return {field.name: flag_values[field.name].value for field, _ in _fields()
-            if flag_values[field.name].value is not None}
+    return {name: value for cls in (ModelConfig, PretrainingConfig)
+            for name, value in field_values(cls, flag_values).items() if value is not None}
 
 
 def define_text_flags(module_name: str, flag_values=flags.FLAGS) -> None:
     """--do_lower_case, --strip_accents and --normalization, as `pretrain.py` has them."""
-    fields = {f.name: f for f in dataclasses.fields(PretrainingConfig)}
-    for name in _TEXT_FIELDS:
-        field = fields[name]
-        if "choices" in field.metadata:
-            flags.DEFINE_enum(name, field.default, list(field.metadata["choices"]),
-                              field.metadata["help"], flag_values=flag_values,
-                              module_name=module_name)
-        else:
-            flags.DEFINE_boolean(name, field.default, field.metadata["help"],
-                                 flag_values=flag_values, module_name=module_name)
+    define_field_flags(PretrainingConfig, module_name, flag_values, only=_TEXT_FIELDS)
 
 
 def text_settings_from_flags(flag_values=flags.FLAGS) -> dict:
@@ -91,30 +123,20 @@ def text_settings_from_flags(flag_values=flags.FLAGS) -> dict:
     return {name: flag_values[name].value for name in _TEXT_FIELDS}
 
 
-def _vocab_flag_fields():
-    """(field, flag name, flag type) of the `VocabOptions` fields that are --vocab_* flags."""
-    for field, kind in config_fields(VocabOptions):
-        if "flag" in field.metadata:
-            yield field, field.metadata["flag"], kind
-
-
 def define_vocab_flags(module_name: str, flag_values=flags.FLAGS) -> None:
     """How a vocabulary is learned: the `vocab` command and `pretrain.py` share these."""
-    for field, name, kind in _vocab_flag_fields():
-        if "choices" in field.metadata:
-            flags.DEFINE_enum(name, field.default, list(field.metadata["choices"]),
-                              field.metadata["help"], flag_values=flag_values,
-                              module_name=module_name)
-        else:
-            _DEFINERS[kind](name, field.default, field.metadata["help"],
-                            flag_values=flag_values, module_name=module_name)
+    define_field_flags(VocabOptions, module_name, flag_values)
 
 
 def vocab_options_from_flags(vocab_size: int, flag_values=flags.FLAGS) -> VocabOptions:
     """The `VocabOptions` of the flags of `define_vocab_flags` and a vocabulary size."""
-    return VocabOptions(vocab_size=vocab_size,
-                        **{field.name: flag_values[name].value
-                           for field, name, _ in _vocab_flag_fields()})
+    return VocabOptions(vocab_size=vocab_size, **field_values(VocabOptions, flag_values))
+
+
+def define_finetune_flags(module_name: str, flag_values=flags.FLAGS) -> None:
+    """The flags of `finetune.py` but the devices': those of `FINETUNE_CLASSES`' fields."""
+    for cls in FINETUNE_CLASSES:
+        define_field_flags(cls, module_name, flag_values)
 
 
 def define_strategy_flags(module_name: str) -> None:

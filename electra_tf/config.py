@@ -61,9 +61,16 @@ DEFAULT_NORMALIZATION = "casefold"
 IMPORTED_NORMALIZATION = "bert"
 
 
-def _field(default: Any, help: str, **metadata: Any) -> Any:
-    """A dataclass field with a default and its flag's help (plus `choices`, if any)."""
+def flag_field(default: Any, help: str, **metadata: Any) -> Any:
+    """A dataclass field with a default and its flag's help.
+
+    Further metadata: `choices` (the allowed values), `flag` (the flag's name
+    when it is not the field's; False: the field is not a flag).
+    """
     return dataclasses.field(default=default, metadata={"help": help, **metadata})
+
+
+_field = flag_field
 
 
 class ConfigError(ValueError):
@@ -163,8 +170,9 @@ class PretrainingConfig:
 
     model_size: str = _field("small", "Size preset: tiny, small, base or large (paper Table 6; "
                                       "tiny is a CPU-sized model for tests and quick "
-                                      "experiments).", choices=MODEL_SIZES)
-    model: ModelConfig = dataclasses.field(default_factory=ModelConfig)
+                                      "experiments).", choices=MODEL_SIZES,
+                                      flag=False)  # each command defines --model_size itself
+    model: ModelConfig = dataclasses.field(default_factory=ModelConfig, metadata={"flag": False})
     # Data and masking.
     max_seq_length: int = _field(128, "Tokens per example.")
     mask_rate: float = _field(0.15, "Fraction of tokens masked (and replaced by the generator).")

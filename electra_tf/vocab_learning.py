@@ -75,7 +75,8 @@ class VocabOptions:
     """How a vocabulary is learned (flags of the `vocab` command and of `pretrain.py`).
 
     Each field's metadata holds its flag's help (and `flag`, the flag's name
-    when it is not the field's).
+    when it is not the field's, or False for `vocab_size`, which is not one
+    of the shared --vocab_* flags).
 
     Attributes:
         vocab_size: tokens in the vocabulary, special and unused ones included.
@@ -89,6 +90,7 @@ class VocabOptions:
     """
 
     vocab_size: int = dataclasses.field(default=30522, metadata={
+        "flag": False,  # the vocab command defines --vocab_size; pretrain.py has the model's
         "help": "Tokens in the vocabulary, special and unused ones included (the learner may "
                 "stop up to 5% short)."})
     alphabet_size: Optional[int] = dataclasses.field(default=None, metadata={

@@ -29,9 +29,8 @@ import tensorflow as tf
 
 from electra_tf.distribute import (global_batch_size, in_multi_worker_mode, micro_batch_sums,
                                    sum_over_replicas)
+from electra_tf.finetuning.settings import LOSS_REDUCTIONS
 from electra_tf.finiteness import gradient_norm
-
-LOSS_REDUCTIONS = ("mean", "sum")
 
 
 class FinetuningTrainStep:
