@@ -1,7 +1,18 @@
-"""absl flags generated from the config dataclasses, so every field is a flag.
+"""absl flags generated from the config dataclasses, and how a command runs.
 
-A flag left unset keeps the preset's value; a flag set on the command line
+A dataclass field is a flag whose help is the field's `help` metadata:
+`choices` lists a field's allowed values, `flag` names its flag when that
+is not the field's name, and `flag=False` keeps a field off the command
+line. Every field of `ModelConfig` and `PretrainingConfig` is a pre-training
+flag (`electra_tf.config`); the vocabulary flags come from `VocabOptions`,
+the fine-tuning flags from `FinetuneSettings`, `FileTaskOptions` and
+`FinetuneOptions` (`electra_tf.finetuning.settings`) the same way. A config
+flag left unset keeps the preset's value; a flag set on the command line
 overrides it. `overrides_from_flags` returns only what the user set.
+
+`run` starts a command whose flags are defined on `flags.FLAGS`; `call`
+runs one in-process on its own `FlagValues` (tests, other programs). Both
+report a usage error as one line plus a pointer to the help.
 """
 
 from __future__ import annotations
@@ -9,143 +20,123 @@ from __future__ import annotations
 import dataclasses
 import os
 import sys
+import types
 import typing
-from typing import Any, Callable
+from typing import Any, Callable, Iterable, Optional
 
 from absl import app, flags
 
-from electra_tf.config import (DEFAULT_NORMALIZATION, KERNELS_HELP, NORMALIZATIONS, ModelConfig,
-                               PretrainingConfig)
+from electra_tf.config import ModelConfig, PretrainingConfig
 from electra_tf.distribute import STRATEGIES, create_strategy, split_cpu
-from electra_tf.vocab_learning import DEFAULT_MAX_BYTES, PRESEGMENTERS, VocabOptions
+from electra_tf.finetuning.settings import FinetuneOptions, FinetuneSettings
+from electra_tf.finetuning.tasks import FileTaskOptions
+from electra_tf.vocab_learning import VocabOptions
 
-_HELP = {
-    "vocab_size": "Vocabulary size. With --vocab_file it must match the file; without, the size "
-                  "of the vocabulary built from the corpus.",
-    "hidden_size": "Discriminator hidden size.",
-    "num_layers": "Discriminator transformer layers.",
-    "num_heads": "Attention heads (default hidden_size // 64).",
-    "intermediate_size": "FFN inner size (default 4 * hidden_size).",
-    "embedding_size": "Shared embedding width; projected to each model's hidden size.",
-    "generator_hidden_fraction": "Generator width as a fraction of the discriminator's.",
-    "generator_layers_fraction": "Generator depth as a fraction of the discriminator's.",
-    "max_seq_length": "Tokens per example.",
-    "mask_rate": "Fraction of tokens masked (and replaced by the generator).",
-    "max_predictions_per_seq": "Masked slots per sequence (default int((mask_rate+0.005)*L)).",
-    "do_lower_case": "Lower-case text before WordPiece (Hangul is kept whole either way).",
-    "strip_accents": "Strip accents (default: same as --do_lower_case).",
-    "normalization": "Text normalization before WordPiece: bert (the original BERT/ELECTRA "
-                     "tokenizer: lower-case, accents stripped, nothing folded; Hangul kept "
-                     "whole) or casefold (NFKC case folding, NFC). Default: casefold, or the "
-                     "--init_checkpoint's (bert for imported checkpoints).",
-    "objective": "electra (replaced token detection), electra_15 (only masked positions), mlm "
-                 "(BERT), replace_mlm (MLM on generator samples), all_tokens_mlm (every token, "
-                 "with the copy mechanism).",
-    "training": "joint, two_stage (generator first, then the discriminator from its weights, "
-                "generator frozen) or adversarial (REINFORCE generator).",
-    "weight_sharing": "What the generator shares with the discriminator: embeddings, none or "
-                      "all (equal sizes).",
-    "two_stage_generator_steps": "Generator-only steps of --training=two_stage (default: half "
-                                 "of --num_train_steps).",
-    "uniform_generator": "Draw replacements uniformly from the vocabulary (no generator).",
-    "disallow_correct": "The generator may not sample the original token.",
-    "max_train_flops": "Training FLOPs budget (paper accounting); sets --num_train_steps to the "
-                       "steps that fit.",
-    "gen_weight": "Weight of the generator's MLM loss.",
-    "disc_weight": "lambda, the weight of the discriminator loss.",
-    "temperature": "Sampling temperature of the generator.",
-    "learning_rate": "Peak learning rate.",
-    "num_warmup_steps": "Linear warmup steps.",
-    "train_batch_size": "Global batch size (all replicas).",
-    "num_train_steps": "Total optimizer steps (0: export the randomly initialised model, the "
-                       "no-pre-training baseline).",
-    "gradient_accumulation_steps": "Split each batch into this many micro-batches whose "
-                                   "gradients are summed before one update (same update, less "
-                                   "memory).",
-    "mixed_precision": "none, float16 (with dynamic loss scaling) or bfloat16.",
-    "jit_compile": "Compile the training step with XLA (see the README's performance notes).",
-    "kernels": KERNELS_HELP,
-    "seed": "Seed for data order, masking and sampling.",
-    "save_checkpoints_steps": "Checkpoint interval in steps.",
-    "keep_checkpoint_max": "How many checkpoints to keep.",
-    "log_every_steps": "Console and TensorBoard interval in steps.",
-    "eval_every_steps": "Held-out evaluation interval in steps (default: every checkpoint; 0: "
-                        "only when training ends).",
-    "num_eval_examples": "Held-out sequences per evaluation.",
-    "steps_per_execution": "Steps run per tf.function call (fewer host round trips).",
-    "init_checkpoint": "Start from these weights: an electra-tf run directory, a "
-                       "google-research/electra checkpoint or a Hugging Face ELECTRA directory "
-                       "(discriminator, with the generator in <dir>/generator). The model flags "
-                       "must match it; its vocab.txt and casing are used by default.",
-}
+_TEXT_FIELDS = ("do_lower_case", "strip_accents", "normalization")
+_DEFINERS = {int: flags.DEFINE_integer, float: flags.DEFINE_float, bool: flags.DEFINE_boolean,
+             str: flags.DEFINE_string, list: flags.DEFINE_list}
+# The dataclasses whose fields are the flags of `finetune.py`.
+FINETUNE_CLASSES = (FinetuneSettings, FileTaskOptions, FinetuneOptions)
 
 
 def _flag_type(annotation) -> type:
     args = [a for a in typing.get_args(annotation) if a is not type(None)]
-    return args[0] if args else annotation
+    union = typing.get_origin(annotation) in (typing.Union, types.UnionType)
+    kind = args[0] if union and args else annotation
+    return typing.get_origin(kind) or kind
 
 
-def _fields():
+def flag_name(field: dataclasses.Field) -> str:
+    """The name of the flag of a field: its metadata's `flag`, else the field's name."""
+    return field.metadata.get("flag") or field.name
+
+
+def config_fields(cls) -> list[tuple[dataclasses.Field, type]]:
+    """(field, flag type) of every field of a config dataclass that is a flag."""
+    hints = typing.get_type_hints(cls)
+    return [(field, _flag_type(hints[field.name])) for field in dataclasses.fields(cls)
+            if field.metadata.get("flag", True) is not False]
+
+
+def field_help(cls, name: str) -> str:
+    """The help of field `name` of `cls`, from its metadata."""
+    return next(f for f in dataclasses.fields(cls) if f.name == name).metadata["help"]
+
+
+def define_field_flags(cls, module_name: Optional[str], flag_values=flags.FLAGS,
+                       presets: bool = False, only: Optional[Iterable[str]] = None) -> None:
+    """Defines the flag of every flag field of dataclass `cls`, with the field's help.
+
+    Args:
+        cls: the dataclass.
+        module_name: the command's module; the flags count as its own (they
+            are listed by its --helpshort).
+        flag_values: where to define them.
+        presets: every flag defaults to None (keep the preset's value), and a
+            choice field is a string flag, which the dataclass's own check
+            rejects with a message naming the flag and the choices. Otherwise
+            a flag defaults to the field's default and a choice field is an
+            enum flag.
+        only: the names of the fields to define (default: every flag field).
+    """
+    for field, kind in config_fields(cls):
+        if only is not None and field.name not in only:
+            continue
+        default = None if presets or field.default is dataclasses.MISSING else field.default
+        choices = field.metadata.get("choices")
+        if choices and not presets:
+            flags.DEFINE_enum(flag_name(field), default, list(choices), field.metadata["help"],
+                              flag_values=flag_values, module_name=module_name)
+        else:
+            _DEFINERS[kind](flag_name(field), default, field.metadata["help"],
+                            flag_values=flag_values, module_name=module_name)
+
+
+def field_values(cls, flag_values=flags.FLAGS) -> dict[str, Any]:
+    """{field name: its flag's value} of the flag fields of `cls` (defined on `flag_values`)."""
+    return {field.name: flag_values[flag_name(field)].value for field, _ in config_fields(cls)}
+
+
+def define_config_flags(flag_values=flags.FLAGS, module_name: Optional[str] = None) -> None:
+    """Defines one flag per config field (default None = keep the preset's value).
+
+    Choice fields are string flags, not enums: `PretrainingConfig.validate`
+    rejects a bad value with a message that names the flag and the choices.
+    """
     for cls in (ModelConfig, PretrainingConfig):
-        hints = typing.get_type_hints(cls)
-        for field in dataclasses.fields(cls):
-            if field.name in ("model", "model_size"):
-                continue
-            yield field.name, _flag_type(hints[field.name])
-
-
-def define_config_flags() -> None:
-    """Defines one flag per config field (default None = keep the preset's value)."""
-    definers = {int: flags.DEFINE_integer, float: flags.DEFINE_float, bool: flags.DEFINE_boolean,
-                str: flags.DEFINE_string}
-    for name, kind in _fields():
-        help_text = _HELP.get(name, f"Override the preset's {name}.")
-        definers[kind](name, None, help_text)
+        define_field_flags(cls, module_name, flag_values, presets=True)
 
 
 def overrides_from_flags(flag_values=flags.FLAGS) -> dict[str, Any]:
     """The config fields the user set on the command line."""
-    return {name: flag_values[name].value for name, _ in _fields()
-            if flag_values[name].value is not None}
+    return {name: value for cls in (ModelConfig, PretrainingConfig)
+            for name, value in field_values(cls, flag_values).items() if value is not None}
 
 
-def define_text_flags(module_name: str) -> None:
+def define_text_flags(module_name: str, flag_values=flags.FLAGS) -> None:
     """--do_lower_case, --strip_accents and --normalization, as `pretrain.py` has them."""
-    flags.DEFINE_boolean("do_lower_case", True, _HELP["do_lower_case"], module_name=module_name)
-    flags.DEFINE_boolean("strip_accents", None, _HELP["strip_accents"], module_name=module_name)
-    flags.DEFINE_enum("normalization", DEFAULT_NORMALIZATION, list(NORMALIZATIONS),
-                      _HELP["normalization"], module_name=module_name)
+    define_field_flags(PretrainingConfig, module_name, flag_values, only=_TEXT_FIELDS)
 
 
 def text_settings_from_flags(flag_values=flags.FLAGS) -> dict:
     """`WordPieceTokenizer`'s text arguments from the flags of `define_text_flags`."""
-    return {"do_lower_case": flag_values.do_lower_case,
-            "strip_accents": flag_values.strip_accents,
-            "normalization": flag_values.normalization}
+    return {name: flag_values[name].value for name in _TEXT_FIELDS}
 
 
-def define_vocab_flags(module_name: str) -> None:
-    """How a vocabulary is learned: `python -m electra_tf.vocab` and `pretrain.py` share these."""
-    flags.DEFINE_integer("vocab_alphabet_size", None, "Characters the vocabulary spells words "
-                         "with (each a token, and most also as ##c); words with any other "
-                         "character become [UNK]. Default: the most frequent characters that "
-                         "fit in half of the vocabulary.", module_name=module_name)
-    flags.DEFINE_integer("vocab_max_bytes", DEFAULT_MAX_BYTES, "Text read to learn the "
-                         "vocabulary (whole lines spread over the corpus).",
-                         module_name=module_name)
-    flags.DEFINE_integer("vocab_unused", 0, "[unused0], [unused1], ... slots after the special "
-                         "tokens, for tokens added later.", module_name=module_name)
-    flags.DEFINE_enum("vocab_presegment", "none", list(PRESEGMENTERS), "kiwi: learn pieces "
-                      "along Korean morpheme boundaries (pip install kiwipiepy); tokenization "
-                      "itself needs no analyser.", module_name=module_name)
+def define_vocab_flags(module_name: str, flag_values=flags.FLAGS) -> None:
+    """How a vocabulary is learned: the `vocab` command and `pretrain.py` share these."""
+    define_field_flags(VocabOptions, module_name, flag_values)
 
 
 def vocab_options_from_flags(vocab_size: int, flag_values=flags.FLAGS) -> VocabOptions:
     """The `VocabOptions` of the flags of `define_vocab_flags` and a vocabulary size."""
-    return VocabOptions(vocab_size=vocab_size, alphabet_size=flag_values.vocab_alphabet_size,
-                        max_bytes=flag_values.vocab_max_bytes,
-                        num_unused=flag_values.vocab_unused,
-                        presegment=flag_values.vocab_presegment)
+    return VocabOptions(vocab_size=vocab_size, **field_values(VocabOptions, flag_values))
+
+
+def define_finetune_flags(module_name: str, flag_values=flags.FLAGS) -> None:
+    """The flags of `finetune.py` but the devices': those of `FINETUNE_CLASSES`' fields."""
+    for cls in FINETUNE_CLASSES:
+        define_field_flags(cls, module_name, flag_values)
 
 
 def define_strategy_flags(module_name: str) -> None:
@@ -157,7 +148,10 @@ def define_strategy_flags(module_name: str) -> None:
     """
     flags.DEFINE_enum("strategy", "auto", list(STRATEGIES),
                       "auto: MultiWorkerMirroredStrategy if TF_CONFIG lists several workers, "
-                      "else MirroredStrategy over all GPUs if any, else one device.",
+                      "else MirroredStrategy over all GPUs if any, else one device. mirrored: "
+                      "MirroredStrategy over all GPUs, or the logical CPU devices without one; "
+                      "multi_worker: MultiWorkerMirroredStrategy from TF_CONFIG; default: one "
+                      "device, no distribution.",
                       module_name=module_name)
     flags.DEFINE_integer("num_cpu_devices", 1, "Split the CPU into this many logical devices "
                          "(with --strategy=mirrored: exercise multi-replica training on a CPU).",
@@ -180,30 +174,119 @@ def strategy_from_flags(flag_values=flags.FLAGS):
         raise app.UsageError(str(error))
 
 
-def run(main: Callable, flags_module: str) -> None:
-    """`absl.app.run(main)`, with a usage error printed as one line plus a pointer to the help.
+def _usage_error(program: str, message: str) -> None:
+    sys.stderr.write(f"{program}: error: {message}\n"
+                     f"(run '{program} --helpshort' for the flags)\n")
 
-    absl prints the whole flag listing before the message; a user looking for
-    what went wrong should see the message.
+
+class _HelpFlag(flags.BooleanFlag):
+    """--help / --helpshort / --helpfull: the command's description, then its flags.
+
+    absl's own help flags print the docstring of the `__main__` module, which
+    is a wrapper (`pretrain.py`, runpy) rather than the command; these print
+    the description they are given.
+    """
+
+    def __init__(self, name: str, short_name: Optional[str], description: str, full: bool):
+        super().__init__(name, False, "show full help" if full else "show this help",
+                         short_name=short_name, allow_hide_cpp=True)
+        self._description = description
+        self._full = full
+
+    def parse(self, argument):
+        if not self._parse(argument):
+            return
+        listing = flags.FLAGS.get_help() if self._full else flags.FLAGS.main_module_help()
+        sys.stdout.write(f"{self._description.rstrip()}\n\nflags:\n{listing}\n")
+        if not self._full:
+            sys.stdout.write("\nTry --helpfull to get a list of all flags.\n")
+        sys.exit(0)
+
+
+def _define_help_flags(description: str) -> None:
+    """Puts help flags that print `description` in place of absl's."""
+    app.define_help_flags()  # idempotent: app.run will not define them again
+    for name in ("help", "?", "helpshort", "helpfull"):
+        if name in flags.FLAGS:
+            delattr(flags.FLAGS, name)
+    flags.DEFINE_flag(_HelpFlag("help", "?", description, full=False))
+    flags.DEFINE_flag(_HelpFlag("helpshort", None, description, full=False))
+    flags.DEFINE_flag(_HelpFlag("helpfull", None, description, full=True))
+
+
+def run(main: Callable, flags_module: str, description: Optional[str] = None,
+        known_only: bool = False) -> None:
+    """`absl.app.run(main)`, with errors in one line and the command's own help.
+
+    absl prints the whole flag listing before a usage error's message; a user
+    looking for what went wrong should see the message. A bad flag is
+    reported the same way.
 
     Args:
         main: the command's main(argv).
-        flags_module: the module that defines the command's flags; they and
-            its docstring are what `--helpshort` shows, whichever script
-            started the process.
+        flags_module: the module that defines the command's flags; they are
+            what `--helpshort` shows, whichever script started the process.
+        description: what `--help` shows above the flags (default: the
+            docstring of `flags_module`).
+        known_only: leave flags the command does not define in the argv
+            `main` gets (for another parser, such as Beam's).
     """
+    program = os.path.basename(sys.argv[0])
     for flag in flags.FLAGS.get_key_flags_for_module(flags_module):
         flags.FLAGS.register_key_flag_for_module(sys.argv[0], flag)
-    # absl's help starts with the __main__ module's docstring: show the command's.
-    sys.modules["__main__"].__doc__ = sys.modules[flags_module].__doc__
+    _define_help_flags(description or sys.modules[flags_module].__doc__ or "")
+
+    def parse(argv):
+        try:
+            return flags.FLAGS(argv, known_only=known_only)
+        except flags.Error as error:
+            _usage_error(program, str(error))
+            sys.exit(2)
 
     def checked(argv):
         try:
             return main(argv)
         except app.UsageError as error:
-            program = os.path.basename(sys.argv[0])
-            sys.stderr.write(f"{program}: error: {error}\n"
-                             f"(run '{program} --helpshort' for the flags)\n")
+            _usage_error(program, str(error))
             sys.exit(2)
 
-    app.run(checked)
+    app.run(checked, flags_parser=parse)
+
+
+def call(define_flags: Callable, main: Callable, argv: list[str], program: str,
+         known_only: bool = False) -> int:
+    """Runs a command in this process on its own flag values; returns its exit code.
+
+    The process's `flags.FLAGS` is not touched, so a program (or a test) may
+    run several commands, or one command several times, whatever flags they
+    define.
+
+    Args:
+        define_flags: define_flags(flag_values) defines the command's flags.
+        main: main(arguments, flag_values) runs it (arguments: the positional
+            ones) and returns the exit code (None: 0); it may raise
+            `app.UsageError`.
+        argv: the command line without the program name.
+        program: the command's name in error messages.
+        known_only: pass flags the command does not define on to `main`
+            with its arguments.
+    """
+    flag_values = flags.FlagValues()
+    define_flags(flag_values)
+    try:
+        arguments = flag_values([program, *argv], known_only=known_only)[1:]
+        return main(arguments, flag_values) or 0
+    except (flags.Error, app.UsageError) as error:
+        _usage_error(program, str(error))
+        return 2
+
+
+def run_command(define_flags: Callable, main: Callable, flags_module: str,
+                known_only: bool = False) -> None:
+    """`run` for a command written for `call`: its flags defined on `flags.FLAGS`."""
+    define_flags(flags.FLAGS)
+
+    def with_flags(argv):
+        return main(argv[1:], flags.FLAGS)
+
+    run(with_flags, flags_module, known_only=known_only)

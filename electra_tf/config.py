@@ -12,6 +12,12 @@ Presets follow the ELECTRA paper (Table 6) and the original code:
 quick experiments. Every field can be overridden (see `pretrain.py`), the
 resolved config is written as JSON beside every run, and `validate()` rejects
 impossible values with a message that names the offending flag.
+
+Each field carries its flag's help text (`dataclasses.field` metadata
+`help`, and `choices` for a field with a fixed set of values), from which
+`electra_tf.cli` generates the flags. The module imports only the standard
+library; importing it through the package still loads TensorFlow, since
+`electra_tf/__init__` registers the Keras classes.
 """
 
 from __future__ import annotations
@@ -55,6 +61,18 @@ DEFAULT_NORMALIZATION = "casefold"
 IMPORTED_NORMALIZATION = "bert"
 
 
+def flag_field(default: Any, help: str, **metadata: Any) -> Any:
+    """A dataclass field with a default and its flag's help.
+
+    Further metadata: `choices` (the allowed values), `flag` (the flag's name
+    when it is not the field's; False: the field is not a flag).
+    """
+    return dataclasses.field(default=default, metadata={"help": help, **metadata})
+
+
+_field = flag_field
+
+
 class ConfigError(ValueError):
     """A configuration value is impossible; the message names the flag."""
 
@@ -70,20 +88,26 @@ class ModelConfig:
     from that width the same way.
     """
 
-    vocab_size: int = 30522
-    hidden_size: int = 256
-    num_layers: int = 12
-    num_heads: Optional[int] = None
-    intermediate_size: Optional[int] = None
-    embedding_size: int = 128
-    max_position_embeddings: int = 512
-    type_vocab_size: int = 2
-    dropout_rate: float = 0.1
-    attention_dropout_rate: float = 0.1
-    initializer_range: float = 0.02
-    layer_norm_epsilon: float = 1e-12
-    generator_hidden_fraction: float = 0.25
-    generator_layers_fraction: float = 1.0
+    vocab_size: int = _field(30522, "Vocabulary size. With --vocab_file it must match the file; "
+                             "without, the size of the vocabulary built from the corpus.")
+    hidden_size: int = _field(256, "Discriminator hidden size.")
+    num_layers: int = _field(12, "Discriminator transformer layers.")
+    num_heads: Optional[int] = _field(None, "Attention heads (default hidden_size // 64).")
+    intermediate_size: Optional[int] = _field(None, "FFN inner size (default 4 * hidden_size).")
+    embedding_size: int = _field(128, "Shared embedding width; projected to each model's hidden "
+                                      "size.")
+    max_position_embeddings: int = _field(512, "Rows of the position embedding table: the "
+                                               "longest --max_seq_length the model can take.")
+    type_vocab_size: int = _field(2, "Rows of the segment (token type) embedding table.")
+    dropout_rate: float = _field(0.1, "Dropout on embeddings and hidden states.")
+    attention_dropout_rate: float = _field(0.1, "Dropout on the attention probabilities.")
+    initializer_range: float = _field(0.02, "Standard deviation of the truncated-normal weight "
+                                            "initialiser.")
+    layer_norm_epsilon: float = _field(1e-12, "Epsilon of every LayerNorm.")
+    generator_hidden_fraction: float = _field(0.25, "Generator width as a fraction of the "
+                                                    "discriminator's.")
+    generator_layers_fraction: float = _field(1.0, "Generator depth as a fraction of the "
+                                                   "discriminator's.")
 
     @property
     def resolved_num_heads(self) -> int:
@@ -144,66 +168,96 @@ class ModelConfig:
 class PretrainingConfig:
     """Everything that defines a pre-training run (see the module docstring)."""
 
-    model_size: str = "small"
-    model: ModelConfig = dataclasses.field(default_factory=ModelConfig)
+    model_size: str = _field("small", "Size preset: tiny, small, base or large (paper Table 6; "
+                                      "tiny is a CPU-sized model for tests and quick "
+                                      "experiments).", choices=MODEL_SIZES,
+                                      flag=False)  # each command defines --model_size itself
+    model: ModelConfig = dataclasses.field(default_factory=ModelConfig, metadata={"flag": False})
     # Data and masking.
-    max_seq_length: int = 128
-    mask_rate: float = 0.15
-    max_predictions_per_seq: Optional[int] = None  # None: int((mask_rate + 0.005) * L)
-    do_lower_case: bool = True
-    strip_accents: Optional[bool] = None  # None: same as do_lower_case
-    normalization: str = DEFAULT_NORMALIZATION  # see NORMALIZATIONS
-    shuffle_buffer_size: int = 1000
+    max_seq_length: int = _field(128, "Tokens per example.")
+    mask_rate: float = _field(0.15, "Fraction of tokens masked (and replaced by the generator).")
+    max_predictions_per_seq: Optional[int] = _field(
+        None, "Masked slots per sequence (default int((mask_rate+0.005)*L)).")
+    do_lower_case: bool = _field(True, "Lower-case text before WordPiece (Hangul is kept whole "
+                                       "either way).")
+    strip_accents: Optional[bool] = _field(None, "Strip accents (default: same as "
+                                                 "--do_lower_case).")
+    normalization: str = _field(
+        DEFAULT_NORMALIZATION, "Text normalization before WordPiece: bert (the original "
+        "BERT/ELECTRA tokenizer: lower-case, accents stripped, nothing folded; Hangul kept "
+        "whole) or casefold (NFKC case folding, NFC). Default: casefold, or the "
+        "--init_checkpoint's (bert for imported checkpoints).", choices=NORMALIZATIONS)
+    shuffle_buffer_size: int = _field(1000, "Examples in the training data's shuffle buffer.")
     # Objective (see OBJECTIVES, TRAINING_ALGORITHMS, WEIGHT_SHARING).
-    objective: str = "electra"
-    training: str = "joint"
-    weight_sharing: str = "embeddings"
-    # two_stage: generator-only steps before the discriminator takes over
-    # (None: half of num_train_steps).
-    two_stage_generator_steps: Optional[int] = None
-    uniform_generator: bool = False  # sample replacements uniformly from the vocabulary
-    disallow_correct: bool = False  # the generator may not sample the original token
-    gen_weight: float = 1.0
-    disc_weight: float = 50.0
-    temperature: float = 1.0
-    # Stop at this many training FLOPs (paper accounting, electra_tf.flops):
-    # num_train_steps becomes the number of steps that fit in the budget.
-    max_train_flops: Optional[float] = None
+    objective: str = _field(
+        "electra", "electra (replaced token detection), electra_15 (only masked positions), "
+        "mlm (BERT), replace_mlm (MLM on generator samples), all_tokens_mlm (every token, with "
+        "the copy mechanism) or electric (the energy-based cloze objective of Electric).",
+        choices=OBJECTIVES)
+    training: str = _field(
+        "joint", "joint, two_stage (generator first, then the discriminator from its weights, "
+        "generator frozen) or adversarial (REINFORCE generator).", choices=TRAINING_ALGORITHMS)
+    weight_sharing: str = _field(
+        "embeddings", "What the generator shares with the discriminator: embeddings, none, all "
+        "(equal sizes) or gdes (gradient-disentangled: the discriminator reads the generator's "
+        "token table without gradient, plus a residual of its own).", choices=WEIGHT_SHARING)
+    two_stage_generator_steps: Optional[int] = _field(
+        None, "Generator-only steps of --training=two_stage (default: half of "
+        "--num_train_steps).")
+    uniform_generator: bool = _field(False, "Draw replacements uniformly from the vocabulary (no "
+                                            "generator).")
+    disallow_correct: bool = _field(False, "The generator may not sample the original token.")
+    gen_weight: float = _field(1.0, "Weight of the generator's MLM loss.")
+    disc_weight: float = _field(50.0, "lambda, the weight of the discriminator loss.")
+    temperature: float = _field(1.0, "Sampling temperature of the generator.")
+    # electra_tf.flops counts the budget; num_train_steps becomes the steps that fit.
+    max_train_flops: Optional[float] = _field(
+        None, "Training FLOPs budget (paper accounting); sets --num_train_steps to the steps "
+        "that fit.")
     # Optimisation.
-    learning_rate: float = 5e-4
-    lr_decay_power: float = 1.0
-    num_warmup_steps: int = 10000
-    weight_decay_rate: float = 0.01
-    adam_beta_1: float = 0.9
-    adam_beta_2: float = 0.999
-    adam_epsilon: float = 1e-6
-    clip_norm: float = 1.0
-    train_batch_size: int = 128
+    learning_rate: float = _field(5e-4, "Peak learning rate.")
+    lr_decay_power: float = _field(1.0, "Power of the polynomial decay after warmup (1: linear "
+                                        "to 0).")
+    num_warmup_steps: int = _field(10000, "Linear warmup steps.")
+    weight_decay_rate: float = _field(0.01, "Decoupled weight decay (not on LayerNorm and "
+                                            "biases).")
+    adam_beta_1: float = _field(0.9, "Adam's beta_1.")
+    adam_beta_2: float = _field(0.999, "Adam's beta_2.")
+    adam_epsilon: float = _field(1e-6, "Adam's epsilon.")
+    clip_norm: float = _field(1.0, "Clip the gradients to this global norm (0: no clipping).")
+    train_batch_size: int = _field(128, "Global batch size (all replicas).")
     # Micro-batches per optimizer step: the same update as the full batch with
     # the activation memory of one micro-batch (train_batch_size / this).
-    gradient_accumulation_steps: int = 1
-    num_train_steps: int = 1_000_000
-    mixed_precision: str = "none"
+    gradient_accumulation_steps: int = _field(
+        1, "Split each batch into this many micro-batches whose gradients are summed before "
+        "one update (same update, less memory).")
+    num_train_steps: int = _field(1_000_000, "Total optimizer steps (0: export the randomly "
+                                             "initialised model, the no-pre-training baseline).")
+    mixed_precision: str = _field("none", "none, float16 (with dynamic loss scaling) or "
+                                          "bfloat16.", choices=MIXED_PRECISION_POLICIES)
     # XLA: one device compiles the whole step; several replicas compile each
     # replica's forward and backward pass (a compiled step cannot span them).
-    jit_compile: bool = False
-    # Which implementation of the model's kernels runs (see KERNELS): the same
-    # weights and maths under each, so a run may resume with another.
-    kernels: str = "reference"
-    seed: int = 0
+    jit_compile: bool = _field(False, "Compile the training step with XLA (see "
+                                      "docs/performance.md).")
+    # The same weights and maths under each kernel set, so a run may resume with another.
+    kernels: str = _field("reference", KERNELS_HELP, choices=KERNELS)
+    seed: int = _field(0, "Seed for data order, masking and sampling.")
     # Bookkeeping.
-    save_checkpoints_steps: int = 1000
-    keep_checkpoint_max: int = 5  # 0 keeps every checkpoint
-    log_every_steps: int = 100
-    # Held-out evaluation (when the run has held-out text): every this many
-    # steps (None: at every checkpoint; 0: only when training ends), over the
-    # first `num_eval_examples` held-out sequences.
-    eval_every_steps: Optional[int] = None
-    num_eval_examples: int = 2048
-    steps_per_execution: int = 1
-    # Weights to start from (a run of ours, a google-research/electra or a
-    # Hugging Face checkpoint); None starts from a random initialisation.
-    init_checkpoint: Optional[str] = None
+    save_checkpoints_steps: int = _field(1000, "Checkpoint interval in steps.")
+    keep_checkpoint_max: int = _field(5, "How many checkpoints to keep (0: every one).")
+    log_every_steps: int = _field(100, "Console and TensorBoard interval in steps.")
+    # Held-out evaluation runs only when the run has held-out text.
+    eval_every_steps: Optional[int] = _field(
+        None, "Held-out evaluation interval in steps (default: every checkpoint; 0: only when "
+        "training ends).")
+    num_eval_examples: int = _field(2048, "Held-out sequences per evaluation.")
+    steps_per_execution: int = _field(1, "Steps run per tf.function call (fewer host round "
+                                         "trips).")
+    init_checkpoint: Optional[str] = _field(
+        None, "Start from these weights: an electra-tf run directory, a google-research/electra "
+        "checkpoint or a Hugging Face ELECTRA directory (discriminator, with the generator in "
+        "<dir>/generator). The model flags must match it; its vocab.txt and casing are used by "
+        "default.")
 
     @property
     def resolved_max_predictions_per_seq(self) -> int:

@@ -1,6 +1,6 @@
 """Training and inference FLOPs, counted the way the ELECTRA paper counts them.
 
-    python -m electra_tf.flops          # a table for every preset
+`python -m electra_tf.commands.flops` prints a table for every preset.
 
 The paper (Clark et al., 2020, Tables 1-2) compares models by the floating
 point operations their pre-training and inference take. This module applies
@@ -74,7 +74,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from electra_tf.config import MODEL_SIZES, OBJECTIVES, ModelConfig, PretrainingConfig, preset
+from electra_tf.config import OBJECTIVES, ModelConfig, PretrainingConfig
 
 DROPOUT_FLOPS = 4
 LAYER_NORM_FLOPS = 5
@@ -329,30 +329,3 @@ def count_parameters(model_config: ModelConfig) -> int:
              + (h * i + i) + (i * h + h)      # feed-forward
              + 2 * 2 * h)                     # two LayerNorms
     return embeddings + projection + model_config.num_layers * layer
-
-
-def _main() -> None:
-    print(f"{'size':<6} {'train (ELECTRA)':>16} {'train (MLM)':>12} {'per step':>10} "
-          f"{'infer@128':>10} {'params':>8}")
-    for size in MODEL_SIZES:
-        config = preset(size)
-        mlm = train_flops(config, objective="mlm")
-        print(f"{size:<6} {train_flops(config):>16.3g} {mlm:>12.3g} "
-              f"{train_flops_per_step(config):>10.3g} {inference_flops(config.model, 128):>10.3g} "
-              f"{count_parameters(config.model) / 1e6:>7.1f}M")
-    print("\nTraining FLOPs per step of each objective (the preset's batch and length; "
-          "relative to ELECTRA's):")
-    variants = [(name, dict(objective=name)) for name in OBJECTIVES]
-    variants.append(("electra + gdes", dict(weight_sharing="gdes")))
-    print(f"{'objective':<16}" + "".join(f"{size:>18}" for size in MODEL_SIZES))
-    for name, overrides in variants:
-        cells = []
-        for size in MODEL_SIZES:
-            base = train_flops_per_step(preset(size))
-            value = train_flops_per_step(preset(size, **overrides))
-            cells.append(f"{value:>10.3g} ({value / base:.2f})")
-        print(f"{name:<16}" + "".join(f"{cell:>18}" for cell in cells))
-
-
-if __name__ == "__main__":
-    _main()

@@ -1,28 +1,17 @@
-"""See what the discriminator sees: replacements and P(replaced) on every token of your text.
+"""What the discriminator sees: replacements and P(replaced) on every token of a text.
 
-    python -m electra_tf.inspect runs/small-builtin "The cat sat on the mat."
-    python -m electra_tf.inspect runs/small-builtin/export "text one" "text two" --html view.html
-    python -m electra_tf.inspect runs/small-builtin "The cat ate on the mat." --no_replace
-
-The text is tokenized as pre-training tokenized it, `--mask_rate` of its
+The text is tokenized as pre-training tokenized it, a fraction of its
 tokens are masked by ELECTRA's rules and the generator fills them with
 samples (at the run's temperature); the discriminator then scores every
-token. `--no_replace` skips the generator: the text is scored as given, to
-see which of your own edits the discriminator flags. Terminal output is
-coloured (white to red with the probability) when it is a terminal;
-`--html` writes a page.
+token. Without replacement the text is scored as given, to see which of
+your own edits the discriminator flags. The command line around it is
+`python -m electra_tf.commands.inspect`.
 
 Accepts a pre-training run directory (its export, else its latest
 checkpoint) or its `export/` directory.
 """
 
 from __future__ import annotations
-
-import argparse
-import os
-import sys
-
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 
 def inspect_texts(path: str, texts: list, *, replace: bool = True, mask_rate=None,
@@ -93,54 +82,3 @@ def inspect_texts(path: str, texts: list, *, replace: bool = True, mask_rate=Non
                         "masked": masked, "labels": (fake != ids).astype(np.int32),
                         "probabilities": 1.0 / (1.0 + np.exp(-logits.astype(np.float64)))})
     return samples, tokenizer.vocab, notes
-
-
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m electra_tf.inspect",
-        description="Show the generator's replacements and the discriminator's P(replaced) on "
-                    "every token of your text.")
-    parser.add_argument("run", help="pre-training run directory or its export/ directory")
-    parser.add_argument("texts", nargs="+", help="texts to score (one sequence each)")
-    parser.add_argument("--no_replace", action="store_true",
-                        help="score the text as given (no masking, no generator)")
-    parser.add_argument("--mask_rate", type=float, default=None,
-                        help="fraction of tokens the generator replaces (default: the run's)")
-    parser.add_argument("--seed", type=int, default=0, help="masking and sampling seed")
-    parser.add_argument("--color", choices=("auto", "always", "never"), default="auto",
-                        help="colour the terminal output (auto: when it is a terminal)")
-    parser.add_argument("--html", default=None, help="also write an HTML page to this file")
-    args = parser.parse_args(argv)
-    if args.mask_rate is not None and not 0.0 < args.mask_rate < 1.0:
-        parser.error(f"--mask_rate={args.mask_rate}: must be in (0, 1).")
-    if not os.path.exists(args.run):
-        parser.error(f"{args.run}: no such run or export directory.")
-
-    from electra_tf.interop.checkpoints import CheckpointError
-    from electra_tf.pretraining import display
-
-    try:
-        samples, vocab, notes = inspect_texts(args.run, args.texts, replace=not args.no_replace,
-                                              mask_rate=args.mask_rate, seed=args.seed)
-    except (CheckpointError, FileNotFoundError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    colour = args.color == "always" or (args.color == "auto" and sys.stdout.isatty())
-    for note in notes:
-        print(f"({note})")
-    print(display.LEGEND)
-    sections = []
-    for text, sample in zip(args.texts, samples):
-        tokens = display.annotate(sample, vocab)
-        print()
-        print(display.to_ansi(tokens) if colour else display.to_plain(tokens))
-        sections.append((text, display.to_html(tokens)))
-    if args.html:
-        with open(args.html, "w", encoding="utf-8") as f:
-            f.write(display.html_page(sections))
-        print(f"\nHTML: {args.html}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -2,9 +2,8 @@
 
 Each layer lists module prefixes: `electra_tf.modeling` covers the package
 and every module in it; the longest listed prefix decides where a module
-sits, so a command inside a package (`electra_tf.serving.check`) can sit
-above the rest of it. `tests/test_layering.py` reads this list and fails on
-any import from a lower layer to a higher one and on any import cycle. The
+sits, so a module inside a package can sit above the rest of it.
+`tests/test_layering.py` reads this list and fails on any import from a lower layer to a higher one and on any import cycle. The
 package's own `__init__` stands outside the order: it imports the modules
 that define Keras classes, so that `import electra_tf` registers them. The
 research tools in the repository's `tools/` (benchmark, study, parity) are
@@ -26,11 +25,8 @@ LAYERS = (
     # Other implementations' checkpoints.
     ("electra_tf.interop",),
     # Loops, callbacks and checkpoints; serving exports and clients.
-    ("electra_tf.training", "electra_tf.serving"),
-    # Command lines.
-    ("electra_tf.cli", "electra_tf.commands", "electra_tf.convert",
-     "electra_tf.inspect", "electra_tf.export", "electra_tf.serving.check",
-     "electra_tf.serving.predict", "electra_tf.data.beam_shards", "electra_tf.vocab",
-     "electra_tf.tokenize", "electra_tf.evaluate_qa", "pretrain", "finetune"),
+    # electra_tf.inspect runs a run's generator and discriminator on text.
+    ("electra_tf.training", "electra_tf.serving", "electra_tf.inspect"),
+    # Command lines: every user command is a module of electra_tf.commands.
+    ("electra_tf.cli", "electra_tf.commands", "pretrain", "finetune"),
 )
-

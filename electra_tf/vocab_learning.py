@@ -72,7 +72,11 @@ class VocabLearningError(ValueError):
 
 @dataclasses.dataclass
 class VocabOptions:
-    """How a vocabulary is learned (flags of `python -m electra_tf.vocab` and `pretrain.py`).
+    """How a vocabulary is learned (flags of the `vocab` command and of `pretrain.py`).
+
+    Each field's metadata holds its flag's help (and `flag`, the flag's name
+    when it is not the field's, or False for `vocab_size`, which is not one
+    of the shared --vocab_* flags).
 
     Attributes:
         vocab_size: tokens in the vocabulary, special and unused ones included.
@@ -85,11 +89,26 @@ class VocabOptions:
         presegment: `none`, or `kiwi` (Korean morphemes while learning).
     """
 
-    vocab_size: int = 30522
-    alphabet_size: Optional[int] = None
-    max_bytes: int = DEFAULT_MAX_BYTES
-    num_unused: int = 0
-    presegment: str = "none"
+    vocab_size: int = dataclasses.field(default=30522, metadata={
+        "flag": False,  # the vocab command defines --vocab_size; pretrain.py has the model's
+        "help": "Tokens in the vocabulary, special and unused ones included (the learner may "
+                "stop up to 5% short)."})
+    alphabet_size: Optional[int] = dataclasses.field(default=None, metadata={
+        "flag": "vocab_alphabet_size",
+        "help": "Characters the vocabulary spells words with (each a token, and most also as "
+                "##c); words with any other character become [UNK]. Default: the most frequent "
+                "characters that fit in half of the vocabulary."})
+    max_bytes: int = dataclasses.field(default=DEFAULT_MAX_BYTES, metadata={
+        "flag": "vocab_max_bytes",
+        "help": "Text read to learn the vocabulary (whole lines spread over the corpus)."})
+    num_unused: int = dataclasses.field(default=0, metadata={
+        "flag": "vocab_unused",
+        "help": "[unused0], [unused1], ... slots after the special tokens, for tokens added "
+                "later."})
+    presegment: str = dataclasses.field(default="none", metadata={
+        "flag": "vocab_presegment", "choices": PRESEGMENTERS,
+        "help": "none, or kiwi: learn pieces along Korean morpheme boundaries (pip install "
+                "kiwipiepy); tokenization itself needs no analyser."})
 
     def validate(self) -> None:
         """Raises VocabLearningError naming the flag of an impossible value."""

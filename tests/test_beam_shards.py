@@ -22,7 +22,7 @@ PROJECT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 @pytest.fixture
 def beam_shards():
     pytest.importorskip("apache_beam")
-    from electra_tf.data import beam_shards
+    from electra_tf.commands import beam_shards
     return beam_shards
 
 
@@ -122,8 +122,9 @@ def test_errors_before_the_pipeline_are_one_line(tmp_path, beam_shards, corpus, 
 def test_missing_beam_is_one_line_with_the_install_command(tmp_path):
     # Runs with or without Beam installed: the import is blocked in the child.
     code = ("import runpy, sys; sys.modules['apache_beam'] = None; "
-            "runpy.run_module('electra_tf.data.beam_shards', run_name='__main__')")
-    result = subprocess.run([sys.executable, "-c", code, "--corpus=x"], cwd=PROJECT_DIR,
+            "runpy.run_module('electra_tf.commands.beam_shards', run_name='__main__')")
+    result = subprocess.run([sys.executable, "-c", code, "--corpus=x", "--vocab_file=v",
+                             "--output_dir=o"], cwd=PROJECT_DIR,
                             capture_output=True, text=True, timeout=300)
     assert result.returncode == 1
     # One line of ours (TensorFlow, imported with the package, may log its start-up first).

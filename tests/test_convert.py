@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from electra_tf.config import preset
-from electra_tf.convert import run as convert
+from electra_tf.commands.convert import run as convert
 from electra_tf.interop import checkpoints
 from electra_tf.interop.huggingface import read_hf_dir
 from electra_tf.interop.tf1 import write_tf1_checkpoint

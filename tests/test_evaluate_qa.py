@@ -1,10 +1,10 @@
-"""python -m electra_tf.evaluate_qa: official-style scores of a predictions file, as one JSON object."""
+"""The evaluate_qa command: official-style scores of a predictions file, as one JSON object."""
 
 import json
 
 import pytest
 
-from electra_tf.evaluate_qa import main
+from electra_tf.commands.evaluate_qa import main
 
 
 def _data(path, version, questions, impossible=()):

@@ -10,7 +10,7 @@ import pytest
 
 from finetuning_support import make_pretrained_dir
 
-from electra_tf.convert import run as convert
+from electra_tf.commands.convert import run as convert
 from electra_tf.finetuning.saving import load_finetuned
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 from finetuning_support import VOCAB, write_vocab
 
-from electra_tf import inspect as inspect_command
+from electra_tf import inspect as inspect_library
+from electra_tf.commands import inspect as inspect_command
 from electra_tf.config import preset
 from electra_tf.modeling.electra import build_generator_and_discriminator
 
@@ -36,7 +37,7 @@ def discriminator_probabilities(export_dir, ids, mask):
 
 def test_generator_replacements_and_every_token_scored(export_dir):
     text = "the movie was good the actor was very fun"
-    samples, vocab, _ = inspect_command.inspect_texts(export_dir, [text], seed=3)
+    samples, vocab, _ = inspect_library.inspect_texts(export_dir, [text], seed=3)
     sample = samples[0]
     n = int(sample["input_mask"].sum())
     words = text.split()
@@ -52,7 +53,7 @@ def test_generator_replacements_and_every_token_scored(export_dir):
         discriminator_probabilities(export_dir, sample["fake_ids"], sample["input_mask"]),
         rtol=1e-5)
     # The same seed gives the same draws.
-    again, _, _ = inspect_command.inspect_texts(export_dir, [text], seed=3)
+    again, _, _ = inspect_library.inspect_texts(export_dir, [text], seed=3)
     np.testing.assert_array_equal(again[0]["fake_ids"], sample["fake_ids"])
 
 
@@ -65,12 +66,11 @@ def test_command_scores_text_as_given_and_writes_html(export_dir, tmp_path, caps
     assert line.split()[1].startswith("the") and "(was" not in line
     html = page.read_text()
     assert "the movie was fun" in html and html.count('class="t"') == 6
-    samples, _, _ = inspect_command.inspect_texts(export_dir, ["the movie was fun"],
+    samples, _, _ = inspect_library.inspect_texts(export_dir, ["the movie was fun"],
                                                   replace=False)
     np.testing.assert_array_equal(samples[0]["fake_ids"], samples[0]["input_ids"])
 
 
 def test_missing_run_is_named(tmp_path, capsys):
-    with pytest.raises(SystemExit):
-        inspect_command.main([str(tmp_path / "nowhere"), "text"])
+    assert inspect_command.main([str(tmp_path / "nowhere"), "text"]) == 2
     assert "nowhere: no such run" in capsys.readouterr().err

@@ -164,5 +164,5 @@ def test_the_checker_sees_upward_and_function_level_imports(tmp_path):
     found = _imports(str(source), "electra_tf.modeling.probe", modules)
     assert found == [(1, "electra_tf.finetuning.tasks"), (4, "electra_tf.serving.exporter"),
                      (5, "electra_tf.config")]
-    assert _layer("electra_tf.serving.check") > _layer("electra_tf.serving.exporter")
+    assert _layer("electra_tf.commands.check_export") > _layer("electra_tf.serving.exporter")
     assert _layer("electra_tf.modeling.probe") < _layer("electra_tf.finetuning.tasks")

@@ -56,13 +56,13 @@ def test_check_command_fails_on_disagreement(serving_exports, tmp_path):
     with open(config_path, "w", encoding="utf-8") as f:
         json.dump(config, f)
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
-    result = subprocess.run([sys.executable, "-m", "electra_tf.serving.check", tampered],
+    result = subprocess.run([sys.executable, "-m", "electra_tf.commands.check_export", tampered],
                             cwd=PROJECT, env=env, capture_output=True, text=True, timeout=600)
     assert result.returncode == 1, result.stdout[-3000:] + result.stderr[-2000:]
     assert "FAIL serving_default" in result.stdout and result.stdout.rstrip().endswith("FAILED")
     assert "ok   serving_default: text as int32 (must be rejected)" in result.stdout
 
-    not_a_version = subprocess.run([sys.executable, "-m", "electra_tf.serving.check",
+    not_a_version = subprocess.run([sys.executable, "-m", "electra_tf.commands.check_export",
                                     str(tmp_path)], cwd=PROJECT, env=env, capture_output=True,
                                    text=True, timeout=300)
     assert not_a_version.returncode == 2 and "no saved_model.pb" in not_a_version.stderr

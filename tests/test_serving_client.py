@@ -7,6 +7,7 @@ import pytest
 
 from serving_standins import GrpcStandIn, RestStandIn, ServedModel
 
+from electra_tf.commands import predict as predict_command
 from electra_tf.serving import predict
 from electra_tf.serving.client import GrpcClient, LocalPredictor, RestClient, ServingError
 
@@ -109,7 +110,7 @@ def test_predict_command_rest_grpc_and_local(served, serving_exports, tmp_path, 
                 "local": ["--saved_model", serving_exports["pair"]]}
         for name, where in runs.items():
             output = tmp_path / f"{name}.jsonl"
-            assert predict.main(where + ["--input", str(inputs), "--output", str(output),
+            assert predict_command.main(where + ["--input", str(inputs), "--output", str(output),
                                          "--batch_size", "2"]) == 0
             rows = [json.loads(line) for line in output.read_text(encoding="utf-8").splitlines()]
             assert len(rows) == len(TEXTS) + 1
@@ -119,13 +120,13 @@ def test_predict_command_rest_grpc_and_local(served, serving_exports, tmp_path, 
                                        atol=1e-5)
             assert [r["label"] for r in rows] == [v.decode() for v in want["label"]]
         capsys.readouterr()
-        assert predict.main(runs["grpc"] + ["--status"]) == 0
+        assert predict_command.main(runs["grpc"] + ["--status"]) == 0
         shown = json.loads(capsys.readouterr().out)
         assert shown["status"]["model_version_status"][0]["state"] == "AVAILABLE"
         assert "token_ids" in shown["metadata"]["metadata"]["signature_def"]["signature_def"]
-    assert predict.main(["--saved_model", str(tmp_path), "--input", str(inputs)]) == 2
+    assert predict_command.main(["--saved_model", str(tmp_path), "--input", str(inputs)]) == 2
     assert "no saved_model.pb" in capsys.readouterr().err
-    assert predict.main(["--server", "ftp://x", "--model_name", "m", "--input",
+    assert predict_command.main(["--server", "ftp://x", "--model_name", "m", "--input",
                          str(inputs)]) == 2
 
 

@@ -134,8 +134,8 @@ def test_a_model_that_is_not_finite_is_not_exported(serving_exports, tmp_path):
 
 def _run(*args):
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
-    return subprocess.run([sys.executable, "-m", "electra_tf.export", *args], cwd=PROJECT,
-                          env=env, capture_output=True, text=True, timeout=300)
+    return subprocess.run([sys.executable, "-m", "electra_tf.commands.export", *args],
+                          cwd=PROJECT, env=env, capture_output=True, text=True, timeout=300)
 
 
 def test_export_command_from_pretraining_run(serving_exports, tmp_path):

@@ -218,21 +218,21 @@ def test_check_passes_and_catches_tampered_weights(qa_exports, tmp_path):
     model.task_head.start_kernel.assign(-model.task_head.start_kernel)
     save_finetuned(model, extra, info)
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
-    result = subprocess.run([sys.executable, "-m", "electra_tf.serving.check", tampered],
+    result = subprocess.run([sys.executable, "-m", "electra_tf.commands.check_export", tampered],
                             cwd=PROJECT, env=env, capture_output=True, text=True, timeout=600)
     assert result.returncode == 1, result.stdout[-3000:] + result.stderr[-2000:]
     assert "FAIL token_ids" in result.stdout and result.stdout.rstrip().endswith("FAILED")
 
 
 def test_predict_command_reads_question_context_lines(qa_exports, tmp_path):
-    from electra_tf.serving import predict
+    from electra_tf.commands import predict as predict_command
 
     source = tmp_path / "questions.jsonl"
     with open(source, "w", encoding="utf-8") as f:
         for question, context in PAIRS[:2]:
             f.write(json.dumps({"question": question, "context": context}) + "\n")
     output = tmp_path / "answers.jsonl"
-    assert predict.main(["--saved_model", qa_exports["v1"], "--input", str(source),
+    assert predict_command.main(["--saved_model", qa_exports["v1"], "--input", str(source),
                          "--output", str(output)]) == 0
     with open(output, encoding="utf-8") as f:
         rows = [json.loads(line) for line in f]

@@ -144,12 +144,12 @@ def test_check_passes_in_a_fresh_process(tagger_export):
 
 
 def test_predict_command_gives_one_tag_per_word(tagger_export, tmp_path):
-    from electra_tf.serving import predict
+    from electra_tf.commands import predict as predict_command
 
     source = tmp_path / "texts.txt"
     source.write_text("The movie was good\n한국어 문장도\n\n", encoding="utf-8")
     output = tmp_path / "tags.jsonl"
-    assert predict.main(["--saved_model", tagger_export["version"], "--input", str(source),
+    assert predict_command.main(["--saved_model", tagger_export["version"], "--input", str(source),
                          "--output", str(output)]) == 0
     with open(output, encoding="utf-8") as f:
         rows = [json.loads(line) for line in f]

@@ -116,7 +116,7 @@ def test_korquad_files_are_scored_with_korquads_metric(files, tmp_path):
         results = json.load(f)
     assert results["task"]["qa_metric"] == "korquad"
     # The scores are those of the stand-alone scorer on the predictions written.
-    scored = subprocess.run([sys.executable, "-m", "electra_tf.evaluate_qa", str(data),
+    scored = subprocess.run([sys.executable, "-m", "electra_tf.commands.evaluate_qa", str(data),
                              str(out / "predictions.json")], capture_output=True, text=True,
                             cwd=PROJECT, timeout=120)
     assert scored.returncode == 0, scored.stderr

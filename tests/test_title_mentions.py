@@ -2,6 +2,7 @@
 
 import json
 
+from electra_tf.commands import title_mentions as title_mentions_command
 from electra_tf.finetuning import title_mentions
 from electra_tf.finetuning.tagging_data import read_conll
 
@@ -47,7 +48,7 @@ def test_build_writes_conll_splits_and_baselines(tmp_path):
     corpus = tmp_path / "corpus.txt"
     corpus.write_text(CORPUS, encoding="utf-8")
     out = tmp_path / "silver"
-    assert title_mentions.main(["--corpus", str(corpus), "--output_dir", str(out),
+    assert title_mentions_command.main(["--corpus", str(corpus), "--output_dir", str(out),
                                 "--dev_every", "2", "--baselines"]) == 0
     # Articles 0 and 2 go to dev, 1 and 3 to train; the digits-only title is skipped.
     dev = read_conll(str(out / "dev.txt"), "dev", True)

@@ -1,4 +1,4 @@
-"""python -m electra_tf.tokenize: one line of ids (or pieces) per line of standard input."""
+"""The tokenize command: one line of ids (or pieces) per line of standard input."""
 
 import os
 import subprocess
@@ -13,7 +13,8 @@ TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "中", "国", "，", "�
 
 def _run(args, text):
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
-    return subprocess.run([sys.executable, "-m", "electra_tf.tokenize", *args], input=text,
+    return subprocess.run([sys.executable, "-m", "electra_tf.commands.tokenize", *args],
+                          input=text,
                           capture_output=True, text=True, cwd=PROJECT, env=env, timeout=300)
 
 

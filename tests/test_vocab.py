@@ -1,4 +1,4 @@
-"""python -m electra_tf.vocab: a vocabulary learned with the flags pretrain.py shares."""
+"""The vocab command: a vocabulary learned with the flags pretrain.py shares."""
 
 import os
 import subprocess
@@ -11,7 +11,8 @@ PROJECT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 def _run(*args):
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
-    return subprocess.run([sys.executable, "-m", "electra_tf.vocab", *args], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "electra_tf.commands.vocab", *args],
+                          capture_output=True,
                           text=True, cwd=PROJECT, env=env, timeout=300)
 
 

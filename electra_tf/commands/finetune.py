@@ -43,123 +43,19 @@ import warnings
 from absl import app, flags, logging
 
 from electra_tf import cli
-from electra_tf.config import KERNELS, KERNELS_HELP, MIXED_PRECISION_POLICIES, MODEL_SIZES
+from electra_tf.finetuning.settings import FinetuneSettings
+from electra_tf.finetuning.tasks import GLUE_TASKS, FileTaskOptions
 
 # Keras warns that fit() ignores shuffle=True for a tf.data input; ours shuffles itself.
 warnings.filterwarnings("ignore", message=".*shuffle=True.*")
 
 # Caches and runs go under the working directory unless flags say otherwise.
 WORKING_DIR = os.getcwd()
-GLUE_TASKS = ("cola", "sst2", "mrpc", "stsb", "qqp", "mnli", "qnli", "rte")
 
-# --- what and from where
-flags.DEFINE_string("task", None, f"GLUE task ({', '.join(GLUE_TASKS)}), squad (question "
-                    "answering, see --squad_version), or a name for your own task given with "
-                    "--train_file (default name: custom).")
-flags.DEFINE_string("init_checkpoint", None, "Pre-training run directory, its export/ "
-                    "directory or discriminator.keras; or a google-research/electra checkpoint "
-                    "or Hugging Face ELECTRA directory (converted once into runs/imported/).")
-flags.DEFINE_string("vocab_file", None, "Vocabulary (default: the checkpoint's vocab.txt).")
-flags.DEFINE_boolean("random_init", False, "No-pre-training baseline: the --init_checkpoint's "
-                     "encoder (architecture, vocabulary, tokenizer) with freshly drawn weights, "
-                     "fine-tuned the same way, to see what pre-training adds.")
-flags.DEFINE_enum("model_size", None, MODEL_SIZES, "Default: the checkpoint's; if given it must "
-                  "match it. Selects the default learning rate and layer-wise decay.")
-flags.DEFINE_string("data_dir", None, "GLUE data in the standard layout (CoLA/, SST-2/, ...). "
-                    "Without it, GLUE tasks are read from TensorFlow Datasets (prepared data only).")
-flags.DEFINE_string("tfds_data_dir", None, "Where TFDS datasets are prepared (default: TFDS's).")
-# --- the user's own data
-flags.DEFINE_string("train_file", None, "Your training data: .csv, .tsv/.txt (tab-separated, "
-                    "with a header) or .jsonl; with --task=squad a SQuAD-format JSON file; with "
-                    "--task_type=tagging CoNLL columns (word first, tag last) or .jsonl.")
-flags.DEFINE_string("dev_file", None, "Your dev data (same format), scored after every epoch.")
-flags.DEFINE_string("test_file", None, "Unlabelled data to predict (same format).")
-flags.DEFINE_string("text_column", "text", "Column of the (first) text (tagging JSONL: the "
-                    "list of words, default tokens).")
-flags.DEFINE_string("text_pair_column", None, "Column of the second text of a pair task.")
-flags.DEFINE_string("label_column", "label", "Column of the label (tagging JSONL: the list of "
-                    "tags, default tags).")
-flags.DEFINE_string("index_column", None, "Column of the example id written with test "
-                    "predictions (default: the row number).")
-flags.DEFINE_enum("task_type", "classification", ["classification", "regression", "tagging"],
-                  "Your task's kind: tagging labels every word (NER, chunking, part of speech).")
-flags.DEFINE_float("label_scale", 1.0, "Regression: targets are divided by it for training and "
-                   "predictions multiplied by it (5 for KorSTS's 0-5 scores, as the original "
-                   "code does for STS-B).")
-flags.DEFINE_list("labels", None, "Class names in id order (default: the sorted labels of the "
-                  "training file; tagging: its tags, O first).")
-flags.DEFINE_enum("tag_format", "auto", ["auto", "prefix", "suffix", "plain"], "Tagging: "
-                  "prefix (B-PER, I-PER, E-PER, S-PER, O) or suffix (PER-B, ...) tags are scored "
-                  "as entities; plain tags (part of speech) by accuracy. auto: from the "
-                  "training tags.")
-flags.DEFINE_enum("quoting", "csv", ["csv", "none"], "CSV/TSV files: csv = fields may be "
-                  "wrapped in double quotes (doubled inside); none = quotes are plain text.")
-# --- question answering (--task=squad)
-flags.DEFINE_enum("squad_version", "1.1", ["1.1", "2.0"], "SQuAD version: 2.0 has unanswerable "
-                  "questions (null odds, threshold search).")
-flags.DEFINE_enum("qa_metric", None, ["squad", "korquad", "cmrc2018", "drcd"], "Whose "
-                  "official scores to report: SQuAD's, KorQuAD 1.0's (character F1), CMRC "
-                  "2018's or DRCD's (mixed segmentation, longest common run). Default: the one "
-                  "the --predict_file's version field names (KorQuAD_v1.0_dev), else squad.")
-flags.DEFINE_string("predict_file", None, "SQuAD-format JSON to predict and score (with "
-                    "--task=squad; default: TFDS squad validation when --train_file is absent).")
-flags.DEFINE_integer("doc_stride", 128, "SQuAD: tokens between the starts of context windows.")
-flags.DEFINE_integer("max_query_length", 64, "SQuAD: question tokens kept.")
-flags.DEFINE_integer("max_answer_length", 30, "SQuAD: longest answer in tokens.")
-flags.DEFINE_integer("n_best_size", 20, "SQuAD: candidate answers kept per question.")
-flags.DEFINE_integer("beam_size", 20, "SQuAD: start positions (and ends per start) searched.")
-flags.DEFINE_float("null_score_threshold", -2.75, "SQuAD 2.0: a question whose null odds exceed "
-                   "it is answered with the empty string (the original code's -2.75).")
-# --- run
-flags.DEFINE_string("output_dir", None, "Default: runs/finetune/<task>-<checkpoint name>.")
-flags.DEFINE_integer("num_trials", 1, "Fine-tuning runs with seeds seed, seed+1, ...; the median "
-                     "is reported (the paper: median of 10).")
-flags.DEFINE_integer("seed", 0, "Seed of the first trial.")
-flags.DEFINE_integer("max_seq_length", None, "Tokens per example, special tokens included "
-                     "(default: 128; 512 for squad).")
-flags.DEFINE_integer("train_batch_size", 32, "Examples per step.")
-flags.DEFINE_integer("eval_batch_size", 32, "Examples per prediction batch.")
-flags.DEFINE_float("learning_rate", None, "Peak learning rate (default: 3e-4 tiny/small, 1e-4 "
-                   "base, 5e-5 large).")
-flags.DEFINE_float("num_train_epochs", None, "Default: 10 for rte and stsb, 2 for squad, else 3.")
-flags.DEFINE_float("warmup_proportion", 0.1, "Fraction of steps of linear warmup.")
-flags.DEFINE_float("layerwise_lr_decay", None, "Learning-rate factor per layer from the top "
-                   "(default 0.8, 0.9 for large; 1 disables).")
-flags.DEFINE_boolean("layerwise_lr_decay_quirk", False, "Reproduce the original code: the top "
-                     "transformer layer gets lr*decay^2 instead of lr*decay.")
-flags.DEFINE_float("weight_decay_rate", 0.0, "Decoupled weight decay (paper: 0; original code: "
-                   "0.01).")
-flags.DEFINE_integer("max_train_examples", None, "Train on this many examples drawn from the "
-                     "training set (the same draw for every run; for quick comparisons).")
-flags.DEFINE_boolean("double_unordered", False, "Pair tasks: also train on every pair in the "
-                     "B, A order (the original does this for MRPC and STS-B).")
-flags.DEFINE_integer("log_every_steps", 50, "Console / TensorBoard interval in steps.")
-flags.DEFINE_integer("save_checkpoints_steps", 500, "Training checkpoint interval in steps; an "
-                     "interrupted trial resumes from the last one.")
-flags.DEFINE_boolean("restart", False, "Start unfinished trials again from step 0 although they "
-                     "have checkpoints (moved aside to checkpoints.before-restart-<time>/, not "
-                     "deleted). Without it an unfinished trial always resumes.")
-flags.DEFINE_boolean("save_models", True, "Save each trial's fine-tuned model (model.json + "
-                     "model.weights.h5).")
-flags.DEFINE_string("export_model_name", None, "TF Serving model name of the export written to "
-                    "<output_dir>/export/<name>/<version>/ from the best trial (default: the "
-                    "task name; needs --save_models).")
-flags.DEFINE_boolean("export", True, "Write that TF Serving export at the end.")
-# --- devices, precision and the training step
+# The flags' help and defaults are the fields of FinetuneSettings, FileTaskOptions and
+# FinetuneOptions (electra_tf.finetuning.settings).
+cli.define_finetune_flags(__name__)
 cli.define_strategy_flags(__name__)
-flags.DEFINE_enum("mixed_precision", "none", MIXED_PRECISION_POLICIES, "none, float16 (with "
-                  "dynamic loss scaling) or bfloat16. Saved models and exports are float32.")
-flags.DEFINE_boolean("jit_compile", False, "Compile the training step with XLA (with several "
-                     "replicas: each replica's forward and backward pass).")
-flags.DEFINE_integer("gradient_accumulation_steps", 1, "Split each batch into this many "
-                     "micro-batches whose gradients are summed before one update (same update, "
-                     "less memory).")
-flags.DEFINE_enum("loss_reduction", "mean", ["mean", "sum"], "mean: the loss is the mean of the "
-                  "per-example losses over the global batch. sum: their sum, as the original "
-                  "code (run_finetuning.py) computes it; the gradient is then batch-size times "
-                  "larger, so the global-norm clip at 1.0 bites on almost every step and sets "
-                  "the step size.")
-flags.DEFINE_enum("kernels", "reference", KERNELS, KERNELS_HELP)
 flags.mark_flag_as_required("init_checkpoint")
 FLAGS = flags.FLAGS
 
@@ -175,11 +71,7 @@ def _load_task():
         if FLAGS.task in GLUE_TASKS:
             raise app.UsageError(f"--task={FLAGS.task} is a GLUE task but --train_file is set; "
                                  "give your task another name (or drop --train_file).")
-        options = tasks.FileTaskOptions(
-            text_column=FLAGS.text_column, text_pair_column=FLAGS.text_pair_column,
-            label_column=FLAGS.label_column, index_column=FLAGS.index_column,
-            task_type=FLAGS.task_type, labels=FLAGS.labels, quoting=FLAGS.quoting,
-            label_scale=FLAGS.label_scale)
+        options = FileTaskOptions(**cli.field_values(FileTaskOptions))
         return tasks.load_user_files(FLAGS.task or "custom", options, FLAGS.train_file,
                                      FLAGS.dev_file, FLAGS.test_file)
     if FLAGS.task is None:
@@ -245,21 +137,8 @@ def _output_dir(task_name: str, model_file: str) -> str:
                                             f"{task_name}-{run_name(model_file)}{suffix}")
 
 
-def _settings(output_dir: str):
-    from electra_tf.finetuning.settings import FinetuneSettings
-
-    return FinetuneSettings(
-        output_dir=output_dir, train_batch_size=FLAGS.train_batch_size,
-        eval_batch_size=FLAGS.eval_batch_size, learning_rate=FLAGS.learning_rate,
-        num_train_epochs=FLAGS.num_train_epochs, warmup_proportion=FLAGS.warmup_proportion,
-        layerwise_lr_decay=FLAGS.layerwise_lr_decay,
-        layerwise_lr_decay_quirk=FLAGS.layerwise_lr_decay_quirk,
-        weight_decay_rate=FLAGS.weight_decay_rate, num_trials=FLAGS.num_trials, seed=FLAGS.seed,
-        log_every_steps=FLAGS.log_every_steps,
-        save_checkpoints_steps=FLAGS.save_checkpoints_steps, save_models=FLAGS.save_models,
-        mixed_precision=FLAGS.mixed_precision, loss_reduction=FLAGS.loss_reduction,
-        gradient_accumulation_steps=FLAGS.gradient_accumulation_steps,
-        jit_compile=FLAGS.jit_compile, kernels=FLAGS.kernels, random_init=FLAGS.random_init)
+def _settings(output_dir: str) -> FinetuneSettings:
+    return FinetuneSettings(**{**cli.field_values(FinetuneSettings), "output_dir": output_dir})
 
 
 def _squad_task():

@@ -23,13 +23,13 @@ from absl import app, flags, logging
 
 from electra_tf import cli
 from electra_tf.config import (DEFAULT_NORMALIZATION, IMPORTED_NORMALIZATION, MODEL_SIZES,
-                               ConfigError, preset)
+                               ConfigError, PretrainingConfig, preset)
 
 # Caches and runs go under the working directory unless flags say otherwise.
 WORKING_DIR = os.getcwd()
 
-flags.DEFINE_enum("model_size", "small", MODEL_SIZES, "Size preset (paper Table 6; tiny is a "
-                  "CPU-sized model for tests and quick experiments).")
+flags.DEFINE_enum("model_size", "small", MODEL_SIZES,
+                  cli.field_help(PretrainingConfig, "model_size"))
 flags.DEFINE_list("corpus", None, "Text files or globs (comma-separated). A line is a sentence or "
                   "paragraph; a blank line ends a document. Or a prepared TensorFlow Datasets "
                   "corpus: tfds:NAME[/CONFIG][:SPLIT]. Default: the built-in demo corpus.")

@@ -1,6 +1,6 @@
 """Raw text -> packed pre-training shards with Apache Beam, for corpora beyond one machine.
 
-    python -m electra_tf.data.beam_shards --corpus='gs://bucket/text/*.txt' \\
+    python -m electra_tf.commands.beam_shards --corpus='gs://bucket/text/*.txt' \\
         --vocab_file=gs://bucket/vocab.txt --output_dir=gs://bucket/shards \\
         [--max_seq_length=128 --num_shards=N --seed=0 --do_lower_case=true
          --strip_accents=... --invalid_utf8=error --text_range=0,1] [Beam options]
@@ -14,7 +14,7 @@ one element per shard), and `metadata.json` is written from the collected
 sidecars once all shards exist. Re-running the same command reuses finished
 shards.
 
-Arguments this module does not know go to Beam's `PipelineOptions`. Without
+Arguments the command does not know go to Beam's `PipelineOptions`. Without
 any, the pipeline runs on the DirectRunner on this machine
 (`--direct_num_workers=2 --direct_running_mode=multi_processing` uses two
 processes). `--runner=DataflowRunner --project=... --region=...
@@ -28,10 +28,8 @@ prebuilt image.
 Needs the `beam` extra: `pip install "electra-tf[beam]"`.
 """
 
-import argparse
 import logging
 import os
-import sys
 import time
 from typing import Callable, Optional, Sequence
 
@@ -42,17 +40,14 @@ try:
     import apache_beam as beam
     from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 except ImportError as error:
-    if __name__ == "__main__":
-        sys.exit(f"error: {_BEAM_MISSING}")
     raise ImportError(_BEAM_MISSING) from error
 
 # After the check above, so that a missing Beam is reported before TensorFlow loads.
 from electra_tf import fileio  # noqa: E402
-from electra_tf.config import DEFAULT_NORMALIZATION, NORMALIZATIONS  # noqa: E402
 from electra_tf.data.shard_build import ShardPlan, plan_build, write_metadata  # noqa: E402
 from electra_tf.data.shard_layout import ShardError, read_metadata  # noqa: E402
 from electra_tf.data.shard_writer import build_shard, graph_tokenize  # noqa: E402
-from electra_tf.tokenization import VocabError, WordPieceTokenizer  # noqa: E402
+from electra_tf.tokenization import WordPieceTokenizer  # noqa: E402
 
 logger = logging.getLogger(__name__)
 
@@ -146,75 +141,3 @@ def write_shards(input_patterns: Sequence[str], output_dir: str, tokenizer_confi
            + (f"; replaced invalid UTF-8 in {metadata['replaced_lines']:,} line(s)"
               if metadata["replaced_lines"] else ""))
     return metadata
-
-
-def _bool(text: str) -> bool:
-    value = text.strip().lower()
-    if value in ("true", "1", "yes"):
-        return True
-    if value in ("false", "0", "no"):
-        return False
-    raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
-
-
-def _fractions(text: str) -> tuple[float, float]:
-    try:
-        start, end = (float(part) for part in text.split(","))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected START,END fractions such as 0,0.99, "
-                                         f"got {text!r}") from None
-    return start, end
-
-
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="python -m electra_tf.data.beam_shards",
-        description="Raw text -> packed pre-training TFRecord shards, on Apache Beam. Other "
-                    "arguments are Beam pipeline options (e.g. --runner=DataflowRunner).")
-    parser.add_argument("--corpus", required=True,
-                        help="text files, directories or globs, comma-separated (local or gs://)")
-    parser.add_argument("--vocab_file", required=True, help="BERT-style vocab.txt")
-    parser.add_argument("--output_dir", required=True,
-                        help="receives the shards, their sidecars and metadata.json")
-    parser.add_argument("--max_seq_length", type=int, default=128, help="tokens per example")
-    parser.add_argument("--num_shards", type=int, default=None,
-                        help="default: one per 8 MiB of text, at most 1000")
-    parser.add_argument("--seed", type=int, default=0,
-                        help="base seed of the packing (pretrain.py's default seed is 0 too)")
-    parser.add_argument("--do_lower_case", type=_bool, nargs="?", const=True, default=True,
-                        help="case-fold text before WordPiece (true/false)")
-    parser.add_argument("--strip_accents", type=_bool, nargs="?", const=True, default=None,
-                        help="strip accents (default: same as --do_lower_case)")
-    parser.add_argument("--normalization", choices=NORMALIZATIONS, default=DEFAULT_NORMALIZATION,
-                        help="bert (the original BERT tokenizer's) or casefold (NFKC case "
-                             "folding, NFC); as pretrain.py --normalization")
-    parser.add_argument("--invalid_utf8", choices=("error", "replace"), default="error",
-                        help="stop at invalid UTF-8, or replace it and count the lines")
-    parser.add_argument("--text_range", type=_fractions, default=(0.0, 1.0),
-                        help="START,END fractions of the text to build from (default 0,1)")
-    return parser
-
-
-def main(argv: Optional[Sequence[str]] = None) -> int:
-    args, beam_args = _parser().parse_known_args(argv)
-    logging.getLogger().setLevel(logging.INFO)
-    try:
-        write_shards(
-            [p for p in args.corpus.split(",") if p], args.output_dir,
-            {"vocab_file": args.vocab_file, "do_lower_case": args.do_lower_case,
-             "strip_accents": args.strip_accents, "normalization": args.normalization},
-            pipeline_options=PipelineOptions(beam_args), progress=print,
-            max_seq_length=args.max_seq_length, num_shards=args.num_shards, seed=args.seed,
-            invalid_utf8=args.invalid_utf8, text_range=args.text_range)
-    except (ShardError, VocabError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    return 0
-
-
-if __name__ == "__main__":
-    # Run the module under its package name rather than as __main__, so that
-    # Beam pickles `BuildShardFn` by reference to an importable module.
-    from electra_tf.data import beam_shards
-
-    sys.exit(beam_shards.main())

@@ -251,7 +251,7 @@ def write_shards(input_patterns: Sequence[str], output_dir: str, tokenizer_confi
     """Builds packed pre-training examples from raw text into TFRecord shards.
 
     Paths may be local or URLs that `tf.io.gfile` reads (`gs://...`). For
-    corpora beyond one machine, `python -m electra_tf.data.beam_shards`
+    corpora beyond one machine, `python -m electra_tf.commands.beam_shards`
     writes the same shards with Apache Beam.
 
     Args:

@@ -13,9 +13,8 @@ from __future__ import annotations
 
 import tensorflow as tf
 
+from electra_tf.finetuning.settings import LOSS_REDUCTIONS
 from electra_tf.training.train_step import TrainStep
-
-LOSS_REDUCTIONS = ("mean", "sum")
 
 
 class FinetuningLoss(TrainStep):

@@ -26,10 +26,6 @@ import keras
 from electra_tf.keras_compat import variable_index
 from electra_tf.optimization import AdamWeightDecay, WarmupLinearDecay
 
-# Learning rates of Table 7 (paper) by model size; tiny follows small.
-DEFAULT_LEARNING_RATES = {"tiny": 3e-4, "small": 3e-4, "base": 1e-4, "large": 5e-5}
-DEFAULT_LAYERWISE_DECAY = {"tiny": 0.8, "small": 0.8, "base": 0.8, "large": 0.9}
-
 _LAYER_PATTERN = re.compile(r"transformer_layer_(\d+)")
 
 

@@ -1,14 +1,31 @@
-"""The hyperparameters every fine-tuning run shares (defaults: paper Table 7)."""
+"""What a fine-tuning run is given: its hyperparameters (defaults: paper Table 7) and inputs.
+
+`FinetuneSettings` holds the hyperparameters every run shares, whatever the
+task; `FinetuneOptions` what `finetune.py` trains on and does with the
+result. Each field's metadata holds its flag's help (and `choices`, the
+allowed values), from which `electra_tf.cli` generates the fine-tuning
+flags, together with those of `electra_tf.finetuning.tasks.FileTaskOptions`.
+The module imports no TensorFlow.
+"""
 
 from __future__ import annotations
 
 import dataclasses
 from typing import Optional
 
-from electra_tf.config import KERNELS, MIXED_PRECISION_POLICIES
+from electra_tf.config import (KERNELS, KERNELS_HELP, MIXED_PRECISION_POLICIES, MODEL_SIZES,
+                               flag_field)
 from electra_tf.errors import RunError
-from electra_tf.finetuning.optimization import DEFAULT_LAYERWISE_DECAY, DEFAULT_LEARNING_RATES
-from electra_tf.finetuning.loss import LOSS_REDUCTIONS
+from electra_tf.finetuning.qa_metrics import METRICS as QA_METRICS
+from electra_tf.finetuning.squad_data import VERSIONS as SQUAD_VERSIONS
+from electra_tf.finetuning.tagging_data import TAG_FORMAT_CHOICES
+from electra_tf.finetuning.tasks import GLUE_TASKS
+
+# Learning rates of Table 7 (paper) by model size; tiny follows small.
+DEFAULT_LEARNING_RATES = {"tiny": 3e-4, "small": 3e-4, "base": 1e-4, "large": 5e-5}
+DEFAULT_LAYERWISE_DECAY = {"tiny": 0.8, "small": 0.8, "base": 0.8, "large": 0.9}
+# How the per-example losses of a batch become the loss (see `FinetuneSettings`).
+LOSS_REDUCTIONS = ("mean", "sum")
 
 # Settings a resumed run may change: they do not alter what a finished trial
 # means (accumulation and XLA compute the same update).
@@ -57,34 +74,59 @@ class FinetuneSettings:
     Which devices train (the distribution strategy) is not a setting.
     """
 
-    output_dir: str
-    model_size: Optional[str] = None
-    train_batch_size: int = 32
-    eval_batch_size: int = 32
-    learning_rate: Optional[float] = None
-    num_train_epochs: Optional[float] = None
-    warmup_proportion: float = 0.1
-    layerwise_lr_decay: Optional[float] = None
-    layerwise_lr_decay_quirk: bool = False
-    weight_decay_rate: float = 0.0
-    clip_norm: float = 1.0
-    num_trials: int = 1
-    seed: int = 0
-    log_every_steps: int = 50
-    save_checkpoints_steps: int = 500
-    save_models: bool = True
-    mixed_precision: str = "none"  # none, float16 (dynamic loss scaling) or bfloat16
-    loss_reduction: str = "mean"  # mean over the global batch, or the original code's sum
+    output_dir: str = dataclasses.field(metadata={
+        "help": "Default: runs/finetune/<task>-<checkpoint name>."})
+    model_size: Optional[str] = flag_field(
+        None, "tiny, small, base or large. Default: the checkpoint's; if given it must match "
+        "it. Selects the default learning rate and layer-wise decay.", choices=MODEL_SIZES)
+    train_batch_size: int = flag_field(32, "Examples per step.")
+    eval_batch_size: int = flag_field(32, "Examples per prediction batch.")
+    learning_rate: Optional[float] = flag_field(
+        None, "Peak learning rate (default: 3e-4 tiny/small, 1e-4 base, 5e-5 large).")
+    num_train_epochs: Optional[float] = flag_field(
+        None, "Default: 10 for rte and stsb, 2 for squad, else 3.")
+    warmup_proportion: float = flag_field(0.1, "Fraction of steps of linear warmup.")
+    layerwise_lr_decay: Optional[float] = flag_field(
+        None, "Learning-rate factor per layer from the top (default 0.8, 0.9 for large; 1 "
+        "disables).")
+    layerwise_lr_decay_quirk: bool = flag_field(
+        False, "Reproduce the original code: the top transformer layer gets lr*decay^2 instead "
+        "of lr*decay.")
+    weight_decay_rate: float = flag_field(0.0, "Decoupled weight decay (paper: 0; original "
+                                               "code: 0.01).")
+    clip_norm: float = flag_field(1.0, "Clip the gradients to this global norm (0: no "
+                                       "clipping).", flag=False)
+    num_trials: int = flag_field(1, "Fine-tuning runs with seeds seed, seed+1, ...; the median "
+                                    "is reported (the paper: median of 10).")
+    seed: int = flag_field(0, "Seed of the first trial.")
+    log_every_steps: int = flag_field(50, "Console / TensorBoard interval in steps.")
+    save_checkpoints_steps: int = flag_field(500, "Training checkpoint interval in steps; an "
+                                                  "interrupted trial resumes from the last one.")
+    save_models: bool = flag_field(True, "Save each trial's fine-tuned model (model.json + "
+                                         "model.weights.h5).")
+    mixed_precision: str = flag_field(
+        "none", "none, float16 (with dynamic loss scaling) or bfloat16. Saved models and "
+        "exports are float32.", choices=MIXED_PRECISION_POLICIES)
+    loss_reduction: str = flag_field(
+        "mean", "mean: the loss is the mean of the per-example losses over the global batch. "
+        "sum: their sum, as the original code (run_finetuning.py) computes it; the gradient is "
+        "then batch-size times larger, so the global-norm clip at 1.0 bites on almost every "
+        "step and sets the step size.", choices=LOSS_REDUCTIONS)
     # Micro-batches per step: the same update, the activations of one micro-batch.
-    gradient_accumulation_steps: int = 1
+    gradient_accumulation_steps: int = flag_field(
+        1, "Split each batch into this many micro-batches whose gradients are summed before "
+        "one update (same update, less memory).")
     # XLA: one device compiles the whole step; several replicas compile each
     # replica's forward and backward pass.
-    jit_compile: bool = False
-    # The kernel set the model runs (electra_tf.modeling.kernels): reference,
-    # cpu_fast, or auto (cpu_fast without a GPU/TPU).
-    kernels: str = "reference"
+    jit_compile: bool = flag_field(False, "Compile the training step with XLA (with several "
+                                          "replicas: each replica's forward and backward pass).")
+    # The kernel set the model runs (electra_tf.modeling.kernels).
+    kernels: str = flag_field("reference", KERNELS_HELP, choices=KERNELS)
     # A no-pre-training baseline: the checkpoint's encoder with fresh weights.
-    random_init: bool = False
+    random_init: bool = flag_field(
+        False, "No-pre-training baseline: the --init_checkpoint's encoder (architecture, "
+        "vocabulary, tokenizer) with freshly drawn weights, fine-tuned the same way, to see "
+        "what pre-training adds.")
 
     def resolve(self, model_size: str, default_epochs: float) -> "FinetuneSettings":
         """Fills the size- and task-dependent defaults and checks every value.
@@ -131,3 +173,79 @@ class FinetuneSettings:
         """The settings that define the run (in results.json); the resumable ones are left out."""
         return {k: v for k, v in dataclasses.asdict(self).items()
                 if k not in RESUMABLE and _RECORDED_UNLESS_DEFAULT.get(k, object()) != v}
+
+
+@dataclasses.dataclass
+class FinetuneOptions:
+    """What `finetune.py` fine-tunes, on which data, and what it does with the result.
+
+    The flags of the command besides those of `FinetuneSettings` and
+    `FileTaskOptions` (how the user's files are read) and the devices'.
+    None for `max_seq_length` means the task's default (128; 512 for squad).
+    """
+
+    # What and from where.
+    task: Optional[str] = flag_field(
+        None, f"GLUE task ({', '.join(GLUE_TASKS)}), squad (question answering, see "
+        "--squad_version), or a name for your own task given with --train_file (default name: "
+        "custom).")
+    init_checkpoint: Optional[str] = flag_field(
+        None, "Pre-training run directory, its export/ directory or discriminator.keras; or a "
+        "google-research/electra checkpoint or Hugging Face ELECTRA directory (converted once "
+        "into runs/imported/).")
+    vocab_file: Optional[str] = flag_field(None, "Vocabulary (default: the checkpoint's "
+                                                 "vocab.txt).")
+    data_dir: Optional[str] = flag_field(
+        None, "GLUE data in the standard layout (CoLA/, SST-2/, ...). Without it, GLUE tasks "
+        "are read from TensorFlow Datasets (prepared data only).")
+    tfds_data_dir: Optional[str] = flag_field(None, "Where TFDS datasets are prepared (default: "
+                                                    "TFDS's).")
+    # The user's own data (how it is read: FileTaskOptions).
+    train_file: Optional[str] = flag_field(
+        None, "Your training data: .csv, .tsv/.txt (tab-separated, with a header) or .jsonl; "
+        "with --task=squad a SQuAD-format JSON file; with --task_type=tagging CoNLL columns "
+        "(word first, tag last) or .jsonl.")
+    dev_file: Optional[str] = flag_field(None, "Your dev data (same format), scored after every "
+                                               "epoch.")
+    test_file: Optional[str] = flag_field(None, "Unlabelled data to predict (same format).")
+    tag_format: str = flag_field(
+        "auto", "Tagging: prefix (B-PER, I-PER, E-PER, S-PER, O) or suffix (PER-B, ...) tags "
+        "are scored as entities; plain tags (part of speech) by accuracy. auto: from the "
+        "training tags.", choices=TAG_FORMAT_CHOICES)
+    # Question answering (--task=squad).
+    squad_version: str = flag_field(
+        "1.1", "SQuAD version: 1.1, or 2.0, which has unanswerable questions (null odds, "
+        "threshold search).", choices=SQUAD_VERSIONS)
+    qa_metric: Optional[str] = flag_field(
+        None, "Whose official scores to report: SQuAD's (squad), KorQuAD 1.0's (korquad: "
+        "character F1), CMRC 2018's (cmrc2018) or DRCD's (drcd; both: mixed segmentation, "
+        "longest common run). Default: the one the --predict_file's version field names "
+        "(KorQuAD_v1.0_dev), else squad.", choices=QA_METRICS)
+    predict_file: Optional[str] = flag_field(
+        None, "SQuAD-format JSON to predict and score (with --task=squad; default: TFDS squad "
+        "validation when --train_file is absent).")
+    doc_stride: int = flag_field(128, "SQuAD: tokens between the starts of context windows.")
+    max_query_length: int = flag_field(64, "SQuAD: question tokens kept.")
+    max_answer_length: int = flag_field(30, "SQuAD: longest answer in tokens.")
+    n_best_size: int = flag_field(20, "SQuAD: candidate answers kept per question.")
+    beam_size: int = flag_field(20, "SQuAD: start positions (and ends per start) searched.")
+    null_score_threshold: float = flag_field(
+        -2.75, "SQuAD 2.0: a question whose null odds exceed it is answered with the empty "
+        "string (the original code's -2.75).")
+    # The run.
+    max_seq_length: Optional[int] = flag_field(
+        None, "Tokens per example, special tokens included (default: 128; 512 for squad).")
+    max_train_examples: Optional[int] = flag_field(
+        None, "Train on this many examples drawn from the training set (the same draw for "
+        "every run; for quick comparisons).")
+    double_unordered: bool = flag_field(
+        False, "Pair tasks: also train on every pair in the B, A order (the original does this "
+        "for MRPC and STS-B).")
+    restart: bool = flag_field(
+        False, "Start unfinished trials again from step 0 although they have checkpoints (moved "
+        "aside to checkpoints.before-restart-<time>/, not deleted). Without it an unfinished "
+        "trial always resumes.")
+    export_model_name: Optional[str] = flag_field(
+        None, "TF Serving model name of the export written to <output_dir>/export/<name>/"
+        "<version>/ from the best trial (default: the task name; needs --save_models).")
+    export: bool = flag_field(True, "Write that TF Serving export at the end.")

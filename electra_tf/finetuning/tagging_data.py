@@ -40,13 +40,15 @@ import unicodedata
 from collections import Counter
 from typing import Optional, Sequence
 
-from electra_tf.finetuning.tasks import TaskDataError
+from electra_tf.finetuning.tasks import TAGGING, TaskDataError
 
-TAGGING = "tagging"
 PREFIX = "prefix"
 SUFFIX = "suffix"
 PLAIN = "plain"
 TAG_FORMATS = (PREFIX, SUFFIX, PLAIN)
+# --tag_format: one of TAG_FORMATS, or auto (detected from the training tags).
+AUTO = "auto"
+TAG_FORMAT_CHOICES = (AUTO, *TAG_FORMATS)
 OUTSIDE = "O"
 # The letters of BIO and IOBES: Begin, Inside, End, Single (O has no type).
 _POSITIONS = "BIES"
@@ -362,7 +364,7 @@ def _check_tags(split: TaggedSplit, tag_format: str) -> None:
 
 
 def load_tagging_files(name: str, train_file: str, dev_file: Optional[str] = None,
-                       test_file: Optional[str] = None, tag_format: str = "auto",
+                       test_file: Optional[str] = None, tag_format: str = AUTO,
                        tag_names: Optional[Sequence[str]] = None, words_key: str = "tokens",
                        tags_key: str = "tags", warn=print) -> tuple[TaggingDefinition,
                                                                     TaggingData]:
@@ -384,14 +386,14 @@ def load_tagging_files(name: str, train_file: str, dev_file: Optional[str] = Non
     """
     train = read_tagged_file(train_file, "train", True, words_key, tags_key)
     train_tags = [t for tags in train.tags for t in tags]
-    if tag_format == "auto":
+    if tag_format == AUTO:
         try:
             tag_format = detect_tag_format(train_tags)
         except ValueError as error:
             raise TaskDataError(f"{train_file}: {error}.") from None
     elif tag_format not in TAG_FORMATS:
-        raise TaskDataError(f"--tag_format={tag_format!r}: choose auto, "
-                            f"{', '.join(TAG_FORMATS)}.")
+        raise TaskDataError(f"--tag_format={tag_format!r}: choose "
+                            f"{', '.join(TAG_FORMAT_CHOICES)}.")
     _check_tags(train, tag_format)
     if tag_names:
         names = [str(t).strip() for t in tag_names]

@@ -27,8 +27,16 @@ from typing import Optional, Sequence
 
 import numpy as np
 
+from electra_tf.config import flag_field
+
 CLASSIFICATION = "classification"
 REGRESSION = "regression"
+# Token classification: electra_tf.finetuning.tagging_data.
+TAGGING = "tagging"
+TASK_TYPES = (CLASSIFICATION, REGRESSION, TAGGING)
+# How CSV / TSV fields are read: csv (standard quoting, quotes doubled inside)
+# or none (every character is literal, the GLUE convention).
+QUOTINGS = ("csv", "none")
 
 
 class TaskDataError(ValueError):
@@ -271,8 +279,8 @@ def read_delimited(path: str, delimiter: str = "\t", quoting: str = "none",
     options = dict(delimiter=delimiter)
     if quoting == "none":
         options["quoting"] = csv.QUOTE_NONE
-    elif quoting != "csv":
-        raise TaskDataError(f"--quoting={quoting!r}: choose csv or none.")
+    elif quoting not in QUOTINGS:
+        raise TaskDataError(f"--quoting={quoting!r}: choose {' or '.join(QUOTINGS)}.")
     rows: list[tuple[int, list[str]]] = []
     header = None
     line = 1
@@ -461,7 +469,7 @@ def load_tfds(task: Task, tfds_data_dir: Optional[str] = None) -> TaskData:
 
 @dataclasses.dataclass
 class FileTaskOptions:
-    """How to read the user's files (mirrors the `finetune.py` flags).
+    """How to read the user's files (`finetune.py` flags: each field's metadata holds its help).
 
     Attributes:
         text_column: first text.
@@ -478,15 +486,28 @@ class FileTaskOptions:
         delimiter: None picks by extension (`.csv` comma, else tab).
     """
 
-    text_column: str = "text"
-    text_pair_column: Optional[str] = None
-    label_column: str = "label"
-    index_column: Optional[str] = None
-    task_type: str = CLASSIFICATION
-    labels: Optional[list[str]] = None
-    label_scale: float = 1.0
-    quoting: str = "csv"
-    delimiter: Optional[str] = None
+    text_column: str = flag_field("text", "Column of the (first) text (tagging JSONL: the list "
+                                          "of words, default tokens).")
+    text_pair_column: Optional[str] = flag_field(None, "Column of the second text of a pair "
+                                                       "task.")
+    label_column: str = flag_field("label", "Column of the label (tagging JSONL: the list of "
+                                            "tags, default tags).")
+    index_column: Optional[str] = flag_field(None, "Column of the example id written with test "
+                                                   "predictions (default: the row number).")
+    task_type: str = flag_field(
+        CLASSIFICATION, "Your task's kind: classification, regression, or tagging, which "
+        "labels every word (NER, chunking, part of speech).", choices=TASK_TYPES)
+    labels: Optional[list[str]] = flag_field(
+        None, "Class names in id order (default: the sorted labels of the training file; "
+        "tagging: its tags, O first).")
+    label_scale: float = flag_field(
+        1.0, "Regression: targets are divided by it for training and predictions multiplied by "
+        "it (5 for KorSTS's 0-5 scores, as the original code does for STS-B).")
+    quoting: str = flag_field("csv", "CSV/TSV files: csv = fields may be wrapped in double "
+                                     "quotes (doubled inside); none = quotes are plain text.",
+                              choices=QUOTINGS)
+    delimiter: Optional[str] = flag_field(None, "None: by extension (.csv comma, else tab).",
+                                          flag=False)
 
 
 def _is_jsonl(path: str) -> bool:

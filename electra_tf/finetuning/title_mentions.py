@@ -1,6 +1,6 @@
 """A silver NER task from Wikipedia text: mentions of each article's title in its body.
 
-    python -m electra_tf.finetuning.title_mentions --corpus kowiki_sample.txt \\
+    python -m electra_tf.commands.title_mentions --corpus kowiki_sample.txt \\
         --output_dir silver/ [--baselines]
 
 The corpus is in the pre-training layout (an article's title on its first
@@ -31,11 +31,8 @@ sequence equal to one, longest first, gets its most frequent type).
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import re
-import sys
 from collections import Counter, defaultdict
 from typing import Iterator, Optional
 
@@ -190,46 +187,3 @@ def baselines(splits: dict) -> dict:
     words = [w for w, _ in splits["dev"]]
     return {"all_O": score(gold, [[OUTSIDE] * len(t) for t in gold], PREFIX),
             "dictionary": score(gold, dictionary_tags(splits["train"], words), PREFIX)}
-
-
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m electra_tf.finetuning.title_mentions",
-                                     description=__doc__.split("\n\n")[0])
-    parser.add_argument("--corpus", required=True, help="Text in the pre-training layout.")
-    parser.add_argument("--output_dir", required=True)
-    parser.add_argument("--dev_every", type=int, default=10, help="Every n-th article is dev.")
-    parser.add_argument("--max_sentences", type=int, default=6, help="Sentences per article.")
-    parser.add_argument("--max_words", type=int, default=48, help="Longer sentences are skipped.")
-    parser.add_argument("--max_articles", type=int, default=None)
-    parser.add_argument("--baselines", action="store_true",
-                        help="Print the dev scores of the all-O and dictionary baselines.")
-    args = parser.parse_args(argv)
-    if not os.path.isfile(args.corpus):
-        print(f"error: --corpus={args.corpus}: no such file.", file=sys.stderr)
-        return 2
-    if args.dev_every < 2 or args.max_sentences < 1:
-        print("error: --dev_every must be >= 2 and --max_sentences >= 1.", file=sys.stderr)
-        return 2
-    splits = build(args.corpus, args.dev_every, args.max_sentences, args.max_words,
-                   args.max_articles)
-    os.makedirs(args.output_dir, exist_ok=True)
-    stats = {}
-    for name, sentences in splits.items():
-        write_conll(os.path.join(args.output_dir, f"{name}.txt"), sentences)
-        mentions = Counter(t[2:] for _, tags in sentences for t in tags if t.startswith("B-"))
-        stats[name] = {"sentences": len(sentences),
-                       "words": sum(len(w) for w, _ in sentences),
-                       "sentences_with_mentions": sum(any(t != OUTSIDE for t in tags)
-                                                      for _, tags in sentences),
-                       "mentions": dict(sorted(mentions.items()))}
-    if args.baselines:
-        stats["dev_baselines"] = baselines(splits)
-    with open(os.path.join(args.output_dir, "stats.json"), "w", encoding="utf-8") as f:
-        json.dump(stats, f, indent=2, ensure_ascii=False)
-        f.write("\n")
-    print(json.dumps(stats, indent=2, ensure_ascii=False))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -11,7 +11,7 @@ the same logits.
     export_hf_tagger(trial_dir, hf_dir)   -> ElectraForTokenClassification.from_pretrained(hf_dir)
     import_hf_tagger(hf_dir, model_dir)   -> a fine-tuned model directory (model.json,
                                              model.weights.h5, vocab.txt), which
-                                             `python -m electra_tf.export` serves
+                                             `python -m electra_tf.commands.export` serves
 """
 
 from __future__ import annotations

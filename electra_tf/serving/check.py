@@ -1,4 +1,4 @@
-"""Check an export before deploying it: `python -m electra_tf.serving.check <version_dir>`.
+"""Check an export before deploying it (`python -m electra_tf.commands.check_export`).
 
 1. Builds sample requests (English, accented, Korean and Chinese text, an
    empty string, text longer than `max_seq_length`, invalid UTF-8, a batch
@@ -25,12 +25,10 @@
    rank, mismatched pair sizes, out-of-range ids) must fail with an error
    each.
 
-Exits 1 if anything fails or disagrees, 2 on a usage error.
 """
 
 from __future__ import annotations
 
-import argparse
 import base64
 import dataclasses
 import json
@@ -331,35 +329,3 @@ def check_export(version_dir: str, tolerance: float = DEFAULT_TOLERANCE,
             lines.append(f"latency batch {batch}: p50 {timing['p50_ms']:.2f} ms, p99 "
                          f"{timing['p99_ms']:.2f} ms over {timing['requests']} requests")
     return CheckReport(ok, lines, result)
-
-
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m electra_tf.serving.check",
-                                     description=__doc__.split("\n\n")[0])
-    parser.add_argument("version_dir", help="<export_base>/<model_name>/<version>")
-    parser.add_argument("--tolerance", type=float, default=DEFAULT_TOLERANCE,
-                        help="Largest absolute difference allowed in float outputs.")
-    parser.add_argument("--benchmark_requests", type=int, default=0,
-                        help="Also time this many serving_default calls per batch size.")
-    parser.add_argument("--benchmark_batch_sizes", default="1,32")
-    parser.add_argument("--benchmark_text", default=SAMPLE_TEXTS[0],
-                        help="The text of every benchmark example (question answering: a "
-                             "fixed question and paragraph of about 150 words).")
-    args = parser.parse_args(argv)
-    benchmark = None
-    if args.benchmark_requests > 0:
-        benchmark = {"requests": args.benchmark_requests,
-                     "batch_sizes": [int(b) for b in args.benchmark_batch_sizes.split(",")],
-                     "text": base64.b64encode(args.benchmark_text.encode()).decode()}
-    try:
-        report = check_export(args.version_dir, args.tolerance, benchmark)
-    except (CheckError, FileNotFoundError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    print("\n".join(report.lines))
-    print("PASSED" if report.ok else "FAILED")
-    return 0 if report.ok else 1
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,36 +1,23 @@
-"""The `predict` command: texts from a file -> one JSON line of outputs per text.
+"""Texts from a file -> one JSON line of outputs per text, from a server or an export.
 
-    # through TF Serving (REST or gRPC)
-    python -m electra_tf.serving.predict --server http://localhost:8501 --model_name sst2 \\
-        --input reviews.txt --output predictions.jsonl
-    python -m electra_tf.serving.predict --server grpc://localhost:8500 --model_name sst2 ...
-    # without a server, from an export
-    python -m electra_tf.serving.predict --saved_model export/sst2/3 --input reviews.txt ...
-    # model state and signatures
-    python -m electra_tf.serving.predict --server http://localhost:8501 --model_name sst2 --status
-
-Input formats (by extension): `.txt` one text per line; `.tsv` a text, or a
-text and its pair, per line (tab-separated, no header); `.jsonl` objects with
-`text` (and `text_pair`), or with `question` and `context` for a
-question-answering export (a tagger takes `text` and returns one tag per
-word, cut to the example's words). Lines are sent in batches of `--batch_size`. A
-batch the server rejects is retried one example at a time, so only the
-examples at fault get an `"error"` field in their output line and all
-others are still predicted.
+The command is `python -m electra_tf.commands.predict`. Input formats (by
+extension): `.txt` one text per line; `.tsv` a text, or a text and its pair,
+per line (tab-separated, no header); `.jsonl` objects with `text` (and
+`text_pair`), or with `question` and `context` for a question-answering
+export (a tagger takes `text` and returns one tag per word, cut to the
+example's words). A batch the server rejects is retried one example at a
+time, so only the examples at fault get an `"error"` field in their output
+line and all others are still predicted.
 """
-
 from __future__ import annotations
 
-import argparse
 import json
 import os
-import sys
-from typing import Iterator, Optional
+from typing import Iterator
 
 import numpy as np
 
-from electra_tf.serving.client import (DEFAULT_SIGNATURE, LocalPredictor, ServingError,
-                                       connect)
+from electra_tf.serving.client import DEFAULT_SIGNATURE, ServingError
 
 
 class InputError(ValueError):
@@ -165,48 +152,3 @@ def predict_file(client, input_path: str, output_path: str, batch_size: int = 32
         if os.path.exists(tmp):
             os.remove(tmp)
     return count, errors
-
-
-def main(argv: Optional[list] = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m electra_tf.serving.predict",
-                                     description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    where = parser.add_mutually_exclusive_group(required=True)
-    where.add_argument("--server", help="http://host:port (REST) or grpc://host:port (gRPC).")
-    where.add_argument("--saved_model", help="A version directory: predict without a server.")
-    parser.add_argument("--model_name", help="The served model's name (with --server).")
-    parser.add_argument("--version", type=int, default=None, help="Default: the server's latest.")
-    parser.add_argument("--signature_name", default=DEFAULT_SIGNATURE)
-    parser.add_argument("--input", help=".txt, .tsv or .jsonl file of texts.")
-    parser.add_argument("--output", help="JSON-lines output (default: <input>.predictions.jsonl).")
-    parser.add_argument("--batch_size", type=int, default=32)
-    parser.add_argument("--timeout", type=float, default=30.0, help="Seconds per request.")
-    parser.add_argument("--status", action="store_true",
-                        help="Print the model's status and signatures instead of predicting.")
-    args = parser.parse_args(argv)
-    try:
-        if args.saved_model:
-            if not os.path.isfile(os.path.join(args.saved_model, "saved_model.pb")):
-                raise InputError(f"--saved_model={args.saved_model}: no saved_model.pb; pass a "
-                                 "version directory <export_base>/<model_name>/<version>.")
-            client = LocalPredictor(args.saved_model)
-        else:
-            client = connect(args.server, args.model_name, args.version, args.timeout)
-        if args.status:
-            print(json.dumps({"status": client.status(), "metadata": client.metadata()},
-                             indent=2))
-            return 0
-        if not args.input:
-            raise InputError("--input is required (or pass --status).")
-        output = args.output or os.path.splitext(args.input)[0] + ".predictions.jsonl"
-        count, errors = predict_file(client, args.input, output, args.batch_size,
-                                     args.signature_name)
-    except (InputError, ServingError, ValueError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    print(f"{count} predictions ({errors} rejected) -> {output}")
-    return 1 if errors else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,11 +1,11 @@
 """Checkpoint conversion: original TF1 and Hugging Face checkpoints in, Hugging Face out.
 
-    python -m electra_tf.convert import-tf1 electra_small/ runs/electra-small
-    python -m electra_tf.convert import-hf electra-base-discriminator/ runs/electra-base \\
+    python -m electra_tf.commands.convert import-tf1 electra_small/ runs/electra-small
+    python -m electra_tf.commands.convert import-hf electra-base-discriminator/ runs/electra-base \\
         --generator_dir electra-base-generator/
-    python -m electra_tf.convert export-hf runs/small-wiki hf/small-wiki
-    python -m electra_tf.convert export-hf runs/finetune/ner-ko hf/ner-ko     # a tagger
-    python -m electra_tf.convert import-hf koelectra-ner/ models/koelectra-ner  # a tagger
+    python -m electra_tf.commands.convert export-hf runs/small-wiki hf/small-wiki
+    python -m electra_tf.commands.convert export-hf runs/finetune/ner-ko hf/ner-ko     # a tagger
+    python -m electra_tf.commands.convert import-hf koelectra-ner/ models/koelectra-ner  # a tagger
 
 An imported run directory (config.json, vocab.txt, export/) is used like a
 run of our own: `finetune.py --init_checkpoint=<run_dir>`,
@@ -15,63 +15,77 @@ generator). Both scripts also accept the original checkpoints directly.
 Fine-tuned taggers (`finetune.py --task_type=tagging`: a fine-tuning output
 directory, its best trial, or a trial directory) are exported as Hugging
 Face's `ElectraForTokenClassification`; importing one of those writes a
-fine-tuned model directory that `python -m electra_tf.export` serves (see
+fine-tuned model directory that `python -m electra_tf.commands.export` serves (see
 `electra_tf.interop.hf_tagger`).
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shutil
 import sys
 from typing import Optional
 
+from absl import app, flags
+
+from electra_tf import cli
+from electra_tf.config import NORMALIZATIONS
+
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+# Each subcommand: its positional arguments and the flags it takes.
+SUBCOMMANDS = {
+    "import-tf1": (("checkpoint", "run_dir"),
+                   ("vocab_file", "do_lower_case", "normalization", "num_heads")),
+    "import-hf": (("hf_dir", "run_dir"),
+                  ("generator_dir", "vocab_file", "do_lower_case", "normalization",
+                   "max_seq_length")),
+    "export-hf": (("run_dir", "hf_dir"), ()),
+}
 
-def _bool(text: str) -> bool:
-    if text.lower() in ("true", "1", "yes"):
-        return True
-    if text.lower() in ("false", "0", "no"):
-        return False
-    raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
+
+def define_flags(flag_values: flags.FlagValues) -> None:
+    """The flags of every subcommand (each rejects the others' flags)."""
+    flags.DEFINE_string("vocab_file", None, "import-tf1: default vocab.txt beside the "
+                        "checkpoint; import-hf: default <hf_dir>/vocab.txt.",
+                        flag_values=flag_values)
+    # Not a boolean flag: `--do_lower_case false` (a separate value) keeps working.
+    flags.DEFINE(flags.BooleanParser(), "do_lower_case", None, "import-*: lower-case text "
+                 "(true or false; default: what the checkpoint records; the original code's "
+                 "true for TF1 checkpoints).", flag_values=flag_values)
+    flags.DEFINE_enum("normalization", None, list(NORMALIZATIONS), "import-*: text "
+                      "normalization before WordPiece, casefold or bert (default: bert, the "
+                      "original code's and Hugging Face's BERT tokenizer, so that the model "
+                      "sees the ids it was trained with).", flag_values=flag_values)
+    flags.DEFINE_integer("num_heads", None, "import-tf1: attention heads (default hidden // 64, "
+                         "the original rule; shapes do not tell).", flag_values=flag_values)
+    flags.DEFINE_string("generator_dir", None, "import-hf: the generator (ElectraForMaskedLM); "
+                        "default <hf_dir>/generator if present.", flag_values=flag_values)
+    flags.DEFINE_integer("max_seq_length", None, "import-hf of an "
+                         "ElectraForTokenClassification: the served model's raw-text length "
+                         "(default 128).", flag_values=flag_values)
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m electra_tf.convert",
-                                     description=__doc__.split("\n\n")[0])
-    commands = parser.add_subparsers(dest="command", required=True)
-    casing = dict(type=_bool, default=None, help="Lower-case text (default: what the checkpoint "
-                  "records; the original code's true for TF1 checkpoints).")
-    normalization = dict(choices=("bert", "casefold"), default=None,
-                         help="Text normalization before WordPiece (default: bert, the original "
-                              "code's and Hugging Face's BERT tokenizer, so that the model sees "
-                              "the ids it was trained with).")
-    tf1 = commands.add_parser("import-tf1", help="google-research/electra checkpoint -> run dir")
-    tf1.add_argument("checkpoint", help="Checkpoint directory or prefix (model.ckpt-N).")
-    tf1.add_argument("run_dir")
-    tf1.add_argument("--vocab_file", help="Default: vocab.txt beside the checkpoint.")
-    tf1.add_argument("--do_lower_case", **casing)
-    tf1.add_argument("--normalization", **normalization)
-    tf1.add_argument("--num_heads", type=int, help="Attention heads (default hidden // 64, the "
-                     "original rule; shapes do not tell).")
-    hf = commands.add_parser("import-hf", help="Hugging Face ELECTRA directory -> run dir")
-    hf.add_argument("hf_dir", help="The discriminator (ElectraForPreTraining or ElectraModel).")
-    hf.add_argument("run_dir")
-    hf.add_argument("--generator_dir", help="The generator (ElectraForMaskedLM); default "
-                    "<hf_dir>/generator if present.")
-    hf.add_argument("--vocab_file", help="Default: <hf_dir>/vocab.txt.")
-    hf.add_argument("--do_lower_case", **casing)
-    hf.add_argument("--normalization", **normalization)
-    hf.add_argument("--max_seq_length", type=int, help="ElectraForTokenClassification: the "
-                    "served model's raw-text length (default 128).")
-    out = commands.add_parser("export-hf", help="run dir -> Hugging Face directories")
-    out.add_argument("run_dir", help="An electra-tf run directory (export/ or checkpoints/), or "
-                     "a fine-tuned tagger (fine-tuning output or trial directory).")
-    out.add_argument("hf_dir", help="Discriminator here, generator in <hf_dir>/generator.")
-    return parser
+class _Arguments:
+    """The subcommand, its positional arguments and flags, as attributes."""
+
+    def __init__(self, arguments: list[str], flag_values: flags.FlagValues):
+        if not arguments or arguments[0] not in SUBCOMMANDS:
+            raise app.UsageError(f"expected a subcommand: {', '.join(SUBCOMMANDS)}"
+                                 + (f" (got {arguments[0]!r})" if arguments else ""))
+        self.command = arguments[0]
+        names, allowed = SUBCOMMANDS[self.command]
+        if len(arguments) - 1 != len(names):
+            raise app.UsageError(f"{self.command} takes {len(names)} arguments: "
+                                 f"{' '.join(n.upper() for n in names)}")
+        for name, value in zip(names, arguments[1:]):
+            setattr(self, name, value)
+        for name in ("vocab_file", "do_lower_case", "normalization", "num_heads",
+                     "generator_dir", "max_seq_length"):
+            if flag_values[name].present and name not in allowed:
+                raise app.UsageError(f"--{name} is not a flag of {self.command}.")
+            setattr(self, name, flag_values[name].value)
 
 
 def _print_summary(loaded) -> None:
@@ -104,7 +118,7 @@ def _tagger_conversion(args) -> Optional[int]:
                                                  vocab_file=args.vocab_file,
                                                  do_lower_case=args.do_lower_case)
         print(f"Wrote {os.path.dirname(description)} (a fine-tuned tagger). Serve it with "
-              f"`python -m electra_tf.export --checkpoint {args.run_dir} ...`.")
+              f"`python -m electra_tf.commands.export --checkpoint {args.run_dir} ...`.")
         return 0
     if args.command != "export-hf":
         return None
@@ -129,8 +143,9 @@ def _tagger_conversion(args) -> Optional[int]:
     return 0
 
 
-def run(argv: list[str]) -> int:
-    args = _parser().parse_args(argv)
+def convert(arguments: list[str], flag_values: flags.FlagValues) -> int:
+    """Runs the subcommand; returns the exit code."""
+    args = _Arguments(arguments, flag_values)
     from electra_tf.interop import checkpoints, huggingface
 
     try:
@@ -147,8 +162,7 @@ def run(argv: list[str]) -> int:
                     + {"tf1": "import-tf1", "huggingface": "import-hf",
                        "electra-tf": "it directly (it is already a run of ours)"}[kind] + ".")
             loaded = checkpoints.load_checkpoint(
-                source, generator_dir=getattr(args, "generator_dir", None),
-                num_heads=getattr(args, "num_heads", None))
+                source, generator_dir=args.generator_dir, num_heads=args.num_heads)
             print(f"Read {source} ({kind}):")
             _print_summary(loaded)
             checkpoints.write_run_dir(loaded, args.run_dir, vocab_file=args.vocab_file,
@@ -188,5 +202,10 @@ def run(argv: list[str]) -> int:
         return 2
 
 
+def run(argv: list[str]) -> int:
+    """Runs the command in this process on `argv` (no program name); returns the exit code."""
+    return cli.call(define_flags, convert, argv, "python -m electra_tf.commands.convert")
+
+
 if __name__ == "__main__":
-    sys.exit(run(sys.argv[1:]))
+    cli.run_command(define_flags, convert, __name__)

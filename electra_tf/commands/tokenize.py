@@ -1,8 +1,9 @@
 """Print the WordPiece ids (or pieces) of each line of standard input.
 
-    echo "中国，你好！" | python -m electra_tf.tokenize --vocab_file=vocab.txt \\
+    echo "中国，你好！" | python -m electra_tf.commands.tokenize --vocab_file=vocab.txt \\
         --normalization=bert
-    python -m electra_tf.tokenize --vocab_file=vocab.txt --do_lower_case=false --pieces < text.txt
+    python -m electra_tf.commands.tokenize --vocab_file=vocab.txt --do_lower_case=false \\
+        --pieces < text.txt
 
 One output line per input line: the ids separated by spaces (no [CLS] or
 [SEP]), or with --pieces the tokens. Give the casing and normalization the

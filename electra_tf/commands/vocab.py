@@ -1,6 +1,6 @@
 """Learn a WordPiece vocabulary from raw text (Korean and Chinese included).
 
-    python -m electra_tf.vocab --corpus=ko.txt --output=vocab.txt --vocab_size=32000 \\
+    python -m electra_tf.commands.vocab --corpus=ko.txt --output=vocab.txt --vocab_size=32000 \\
         --do_lower_case=false --normalization=bert --vocab_unused=200
 
 The text is normalized and split exactly as the tokenizer will do it (the
@@ -19,6 +19,7 @@ import sys
 from absl import app, flags
 
 from electra_tf import cli
+from electra_tf.vocab_learning import VocabOptions
 
 FLAGS = flags.FLAGS
 
@@ -29,8 +30,7 @@ def define_flags(module_name: str) -> None:
                       module_name=module_name)
     flags.DEFINE_string("output", None, "Where to write vocab.txt (one token per line).",
                         module_name=module_name)
-    flags.DEFINE_integer("vocab_size", 30522, "Tokens in the vocabulary, special and unused "
-                         "ones included (the learner may stop up to 5% short).",
+    flags.DEFINE_integer("vocab_size", 30522, cli.field_help(VocabOptions, "vocab_size"),
                          module_name=module_name)
     cli.define_text_flags(module_name)
     cli.define_vocab_flags(module_name)

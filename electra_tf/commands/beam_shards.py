@@ -1,0 +1,96 @@
+"""Raw text -> packed pre-training shards on Apache Beam, for corpora beyond one machine.
+
+    python -m electra_tf.commands.beam_shards --corpus='gs://bucket/text/*.txt' \\
+        --vocab_file=gs://bucket/vocab.txt --output_dir=gs://bucket/shards \\
+        [--max_seq_length=128 --num_shards=N --seed=0 --do_lower_case=true
+         --strip_accents=... --invalid_utf8=error --text_range=0,1] [Beam options]
+
+Writes the same shards (byte for byte) and metadata.json as pretrain.py's
+local builder; re-running the same command reuses finished shards. Flags
+this command does not define are Beam pipeline options: without any, the
+DirectRunner runs on this machine; `--runner=DataflowRunner --project=...
+--region=... --temp_location=gs://...` runs on Dataflow. See
+`electra_tf.data.beam_shards`. Needs the `beam` extra:
+`pip install "electra-tf[beam]"`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+
+from absl import app, flags
+
+from electra_tf import cli
+
+
+def _fractions(text: str) -> tuple[float, float]:
+    try:
+        start, end = (float(part) for part in text.split(","))
+    except ValueError:
+        raise app.UsageError(f"--text_range={text!r}: expected START,END fractions such as "
+                             "0,0.99.") from None
+    return start, end
+
+
+def define_flags(flag_values: flags.FlagValues) -> None:
+    """The command's flags (Beam's options are not among them)."""
+    flags.DEFINE_list("corpus", None, "Text files, directories or globs, comma-separated (local "
+                      "or gs://).", flag_values=flag_values)
+    flags.DEFINE_string("vocab_file", None, "BERT-style vocab.txt.", flag_values=flag_values)
+    flags.DEFINE_string("output_dir", None, "Receives the shards, their sidecars and "
+                        "metadata.json.", flag_values=flag_values)
+    flags.DEFINE_integer("max_seq_length", 128, "Tokens per example.", flag_values=flag_values)
+    flags.DEFINE_integer("num_shards", None, "Default: one per 8 MiB of text, at most 1000.",
+                         flag_values=flag_values)
+    flags.DEFINE_integer("seed", 0, "Base seed of the packing (pretrain.py's default seed is 0 "
+                         "too).", flag_values=flag_values)
+    cli.define_text_flags(__name__, flag_values=flag_values)
+    flags.DEFINE_enum("invalid_utf8", "error", ["error", "replace"], "Stop at invalid UTF-8, or "
+                      "replace it and count the lines.", flag_values=flag_values)
+    flags.DEFINE_string("text_range", "0,1", "START,END fractions of the text to build from.",
+                        flag_values=flag_values)
+    flags.mark_flags_as_required(["corpus", "vocab_file", "output_dir"],
+                                 flag_values=flag_values)
+
+
+def build(beam_args: list[str], flag_values: flags.FlagValues) -> int:
+    """Builds the shards; `beam_args` are Beam's pipeline options. Returns the exit code."""
+    text_range = _fractions(flag_values.text_range)
+    try:
+        from electra_tf.data import beam_shards
+    except ImportError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    from apache_beam.options.pipeline_options import PipelineOptions
+
+    from electra_tf.data.shard_layout import ShardError
+    from electra_tf.tokenization import VocabError
+
+    logging.getLogger().setLevel(logging.INFO)
+    try:
+        beam_shards.write_shards(
+            [p for p in flag_values.corpus if p], flag_values.output_dir,
+            {"vocab_file": flag_values.vocab_file, **cli.text_settings_from_flags(flag_values)},
+            pipeline_options=PipelineOptions(beam_args), progress=print,
+            max_seq_length=flag_values.max_seq_length, num_shards=flag_values.num_shards,
+            seed=flag_values.seed, invalid_utf8=flag_values.invalid_utf8,
+            text_range=text_range)
+    except (ShardError, VocabError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    """Runs the command in this process on `argv` (no program name); returns the exit code."""
+    return cli.call(define_flags, build, argv, "python -m electra_tf.commands.beam_shards",
+                    known_only=True)
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    # The DoFns Beam pickles live in electra_tf.data.beam_shards, an importable
+    # module, so that workers unpickle them by reference.
+    cli.run_command(define_flags, build, __name__, known_only=True)

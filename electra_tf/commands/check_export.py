@@ -1,0 +1,71 @@
+"""Check an export before deploying it: what TF Serving would answer, against the Keras model.
+
+    python -m electra_tf.commands.check_export <export_base>/<model_name>/<version>
+    python -m electra_tf.commands.check_export export/sst2/1 --benchmark_requests=200
+
+Loads the SavedModel in a fresh interpreter that cannot import this project
+(as TF Serving would), sends sample requests (several scripts, empty,
+too long, invalid UTF-8, malformed) and compares the answers with the
+in-process model; see `electra_tf.serving.check`. Exits 1 if anything fails
+or disagrees, 2 on a usage error.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import sys
+
+from absl import app, flags
+
+from electra_tf import cli
+
+
+def define_flags(flag_values: flags.FlagValues) -> None:
+    """The command's flags (the version directory is its argument)."""
+    from electra_tf.serving.check import DEFAULT_TOLERANCE, SAMPLE_TEXTS
+
+    flags.DEFINE_float("tolerance", DEFAULT_TOLERANCE, "Largest absolute difference allowed in "
+                       "float outputs.", flag_values=flag_values)
+    flags.DEFINE_integer("benchmark_requests", 0, "Also time this many serving_default calls "
+                         "per batch size.", flag_values=flag_values)
+    flags.DEFINE_string("benchmark_batch_sizes", "1,32", "Batch sizes of the benchmark, "
+                        "comma-separated.", flag_values=flag_values)
+    flags.DEFINE_string("benchmark_text", SAMPLE_TEXTS[0], "The text of every benchmark example "
+                        "(question answering: a fixed question and paragraph of about 150 "
+                        "words).", flag_values=flag_values)
+
+
+def check(arguments: list[str], flag_values: flags.FlagValues) -> int:
+    """Checks the export; prints the report; returns the exit code."""
+    from electra_tf.serving.check import CheckError, check_export
+
+    if len(arguments) != 1:
+        raise app.UsageError("expected one argument: <export_base>/<model_name>/<version>")
+    benchmark = None
+    if flag_values.benchmark_requests > 0:
+        try:
+            sizes = [int(b) for b in flag_values.benchmark_batch_sizes.split(",")]
+        except ValueError:
+            raise app.UsageError(f"--benchmark_batch_sizes={flag_values.benchmark_batch_sizes}: "
+                                 "expected integers separated by commas.") from None
+        benchmark = {"requests": flag_values.benchmark_requests, "batch_sizes": sizes,
+                     "text": base64.b64encode(flag_values.benchmark_text.encode()).decode()}
+    try:
+        report = check_export(arguments[0], flag_values.tolerance, benchmark)
+    except (CheckError, FileNotFoundError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    print("\n".join(report.lines))
+    print("PASSED" if report.ok else "FAILED")
+    return 0 if report.ok else 1
+
+
+def main(argv: list[str]) -> int:
+    """Runs the command in this process on `argv` (no program name); returns the exit code."""
+    return cli.call(define_flags, check, argv, "python -m electra_tf.commands.check_export")
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    cli.run_command(define_flags, check, __name__)

@@ -1,0 +1,65 @@
+"""Export a run for TF Serving: <export_base>/<model_name>/<version>/.
+
+    python -m electra_tf.commands.export --checkpoint <run or trial dir> \\
+        --export_base <dir> --model_name <name>
+
+The checkpoint may be a fine-tuning output directory (its best trial is
+exported), one trial directory, or a pre-training run (its export/ or latest
+checkpoint); see `electra_tf.serving.exporter`. Prints the version directory.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from absl import app, flags
+
+from electra_tf import cli
+
+
+def define_flags(flag_values: flags.FlagValues) -> None:
+    """The command's flags."""
+    flags.DEFINE_string("checkpoint", None, "Fine-tuning output directory, trial_<k>/ "
+                        "directory, or pre-training run directory (its export/ or latest "
+                        "checkpoint).", flag_values=flag_values)
+    flags.DEFINE_string("export_base", None, "TF Serving's --model_base_path is "
+                        "<export_base>/<model_name>.", flag_values=flag_values)
+    flags.DEFINE_string("model_name", None, "TF Serving's --model_name.", flag_values=flag_values)
+    flags.DEFINE_integer("version", None, "Version number (default: one more than the highest "
+                         "present; an existing version is never overwritten).",
+                         flag_values=flag_values)
+    flags.DEFINE_integer("max_seq_length", None, "Pre-training runs: raw-text truncation "
+                         "(default: the run's length).", flag_values=flag_values)
+    flags.mark_flags_as_required(["checkpoint", "export_base", "model_name"],
+                                 flag_values=flag_values)
+
+
+def export(arguments: list[str], flag_values: flags.FlagValues) -> int:
+    """Exports, prints the version directory; returns the exit code."""
+    from electra_tf.artifacts.serving_dir import ExportLayoutError
+    from electra_tf.serving.exporter import ExportError, export_checkpoint
+
+    if arguments:
+        raise app.UsageError(f"unexpected arguments: {' '.join(arguments)}")
+    name = flag_values.model_name
+    if not name or "/" in name or name.startswith("."):
+        raise app.UsageError(f"--model_name={name!r}: must be a plain directory name.")
+    try:
+        version_dir = export_checkpoint(flag_values.checkpoint, flag_values.export_base, name,
+                                        flag_values.version, flag_values.max_seq_length)
+    except (ExportError, ExportLayoutError, FileNotFoundError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    print(version_dir)
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    """Runs the command in this process on `argv` (no program name); returns the exit code."""
+    return cli.call(define_flags, export, argv, "python -m electra_tf.commands.export")
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    cli.run_command(define_flags, export, __name__)
