@@ -33,8 +33,13 @@ from electra_tf.finetuning.tasks import FileTaskOptions
 from electra_tf.vocab_learning import VocabOptions
 
 _TEXT_FIELDS = ("do_lower_case", "strip_accents", "normalization")
-_DEFINERS = {int: flags.DEFINE_integer, float: flags.DEFINE_float, bool: flags.DEFINE_boolean,
-             str: flags.DEFINE_string, list: flags.DEFINE_list}
+_DEFINERS = {
+    int: flags.DEFINE_integer,
+    float: flags.DEFINE_float,
+    bool: flags.DEFINE_boolean,
+    str: flags.DEFINE_string,
+    list: flags.DEFINE_list,
+}
 # The dataclasses whose fields are the flags of `finetune.py`.
 FINETUNE_CLASSES = (FinetuneSettings, FileTaskOptions, FinetuneOptions)
 
@@ -54,8 +59,11 @@ def flag_name(field: dataclasses.Field) -> str:
 def config_fields(cls) -> list[tuple[dataclasses.Field, type]]:
     """(field, flag type) of every field of a config dataclass that is a flag."""
     hints = typing.get_type_hints(cls)
-    return [(field, _flag_type(hints[field.name])) for field in dataclasses.fields(cls)
-            if field.metadata.get("flag", True) is not False]
+    return [
+        (field, _flag_type(hints[field.name]))
+        for field in dataclasses.fields(cls)
+        if field.metadata.get("flag", True) is not False
+    ]
 
 
 def field_help(cls, name: str) -> str:
@@ -63,8 +71,13 @@ def field_help(cls, name: str) -> str:
     return next(f for f in dataclasses.fields(cls) if f.name == name).metadata["help"]
 
 
-def define_field_flags(cls, module_name: Optional[str], flag_values=flags.FLAGS,
-                       presets: bool = False, only: Optional[Iterable[str]] = None) -> None:
+def define_field_flags(
+    cls,
+    module_name: Optional[str],
+    flag_values=flags.FLAGS,
+    presets: bool = False,
+    only: Optional[Iterable[str]] = None,
+) -> None:
     """Defines the flag of every flag field of dataclass `cls`, with the field's help.
 
     Args:
@@ -85,11 +98,22 @@ def define_field_flags(cls, module_name: Optional[str], flag_values=flags.FLAGS,
         default = None if presets or field.default is dataclasses.MISSING else field.default
         choices = field.metadata.get("choices")
         if choices and not presets:
-            flags.DEFINE_enum(flag_name(field), default, list(choices), field.metadata["help"],
-                              flag_values=flag_values, module_name=module_name)
+            flags.DEFINE_enum(
+                flag_name(field),
+                default,
+                list(choices),
+                field.metadata["help"],
+                flag_values=flag_values,
+                module_name=module_name,
+            )
         else:
-            _DEFINERS[kind](flag_name(field), default, field.metadata["help"],
-                            flag_values=flag_values, module_name=module_name)
+            _DEFINERS[kind](
+                flag_name(field),
+                default,
+                field.metadata["help"],
+                flag_values=flag_values,
+                module_name=module_name,
+            )
 
 
 def field_values(cls, flag_values=flags.FLAGS) -> dict[str, Any]:
@@ -109,8 +133,12 @@ def define_config_flags(flag_values=flags.FLAGS, module_name: Optional[str] = No
 
 def overrides_from_flags(flag_values=flags.FLAGS) -> dict[str, Any]:
     """The config fields the user set on the command line."""
-    return {name: value for cls in (ModelConfig, PretrainingConfig)
-            for name, value in field_values(cls, flag_values).items() if value is not None}
+    return {
+        name: value
+        for cls in (ModelConfig, PretrainingConfig)
+        for name, value in field_values(cls, flag_values).items()
+        if value is not None
+    }
 
 
 def define_text_flags(module_name: str, flag_values=flags.FLAGS) -> None:
@@ -146,16 +174,24 @@ def define_strategy_flags(module_name: str) -> None:
         module_name: the command's module; the flags count as its own (they
             are listed by its --helpshort).
     """
-    flags.DEFINE_enum("strategy", "auto", list(STRATEGIES),
-                      "auto: MultiWorkerMirroredStrategy if TF_CONFIG lists several workers, "
-                      "else MirroredStrategy over all GPUs if any, else one device. mirrored: "
-                      "MirroredStrategy over all GPUs, or the logical CPU devices without one; "
-                      "multi_worker: MultiWorkerMirroredStrategy from TF_CONFIG; default: one "
-                      "device, no distribution.",
-                      module_name=module_name)
-    flags.DEFINE_integer("num_cpu_devices", 1, "Split the CPU into this many logical devices "
-                         "(with --strategy=mirrored: exercise multi-replica training on a CPU).",
-                         module_name=module_name)
+    flags.DEFINE_enum(
+        "strategy",
+        "auto",
+        list(STRATEGIES),
+        "auto: MultiWorkerMirroredStrategy if TF_CONFIG lists several workers, "
+        "else MirroredStrategy over all GPUs if any, else one device. mirrored: "
+        "MirroredStrategy over all GPUs, or the logical CPU devices without one; "
+        "multi_worker: MultiWorkerMirroredStrategy from TF_CONFIG; default: one "
+        "device, no distribution.",
+        module_name=module_name,
+    )
+    flags.DEFINE_integer(
+        "num_cpu_devices",
+        1,
+        "Split the CPU into this many logical devices "
+        "(with --strategy=mirrored: exercise multi-replica training on a CPU).",
+        module_name=module_name,
+    )
 
 
 def strategy_from_flags(flag_values=flags.FLAGS):
@@ -175,8 +211,7 @@ def strategy_from_flags(flag_values=flags.FLAGS):
 
 
 def _usage_error(program: str, message: str) -> None:
-    sys.stderr.write(f"{program}: error: {message}\n"
-                     f"(run '{program} --helpshort' for the flags)\n")
+    sys.stderr.write(f"{program}: error: {message}\n(run '{program} --helpshort' for the flags)\n")
 
 
 class _HelpFlag(flags.BooleanFlag):
@@ -188,8 +223,13 @@ class _HelpFlag(flags.BooleanFlag):
     """
 
     def __init__(self, name: str, short_name: Optional[str], description: str, full: bool):
-        super().__init__(name, False, "show full help" if full else "show this help",
-                         short_name=short_name, allow_hide_cpp=True)
+        super().__init__(
+            name,
+            False,
+            "show full help" if full else "show this help",
+            short_name=short_name,
+            allow_hide_cpp=True,
+        )
         self._description = description
         self._full = full
 
@@ -214,8 +254,9 @@ def _define_help_flags(description: str) -> None:
     flags.DEFINE_flag(_HelpFlag("helpfull", None, description, full=True))
 
 
-def run(main: Callable, flags_module: str, description: Optional[str] = None,
-        known_only: bool = False) -> None:
+def run(
+    main: Callable, flags_module: str, description: Optional[str] = None, known_only: bool = False
+) -> None:
     """`absl.app.run(main)`, with errors in one line and the command's own help.
 
     absl prints the whole flag listing before a usage error's message; a user
@@ -253,8 +294,9 @@ def run(main: Callable, flags_module: str, description: Optional[str] = None,
     app.run(checked, flags_parser=parse)
 
 
-def call(define_flags: Callable, main: Callable, argv: list[str], program: str,
-         known_only: bool = False) -> int:
+def call(
+    define_flags: Callable, main: Callable, argv: list[str], program: str, known_only: bool = False
+) -> int:
     """Runs a command in this process on its own flag values; returns its exit code.
 
     The process's `flags.FLAGS` is not touched, so a program (or a test) may
@@ -281,8 +323,9 @@ def call(define_flags: Callable, main: Callable, argv: list[str], program: str,
         return 2
 
 
-def run_command(define_flags: Callable, main: Callable, flags_module: str,
-                known_only: bool = False) -> None:
+def run_command(
+    define_flags: Callable, main: Callable, flags_module: str, known_only: bool = False
+) -> None:
     """`run` for a command written for `call`: its flags defined on `flags.FLAGS`."""
     define_flags(flags.FLAGS)
 

@@ -45,12 +45,14 @@ WEIGHT_SHARING = ("none", "embeddings", "all", "gdes")
 # for XLA on a CPU), or auto (cpu_fast when TensorFlow sees no GPU or TPU).
 KERNELS = ("auto", "reference", "cpu_fast")
 # The --kernels help of every command that builds a model.
-KERNELS_HELP = ("The model's kernels: reference (the default: Keras layers, standard "
-                "TensorFlow ops and autodiff), cpu_fast (opt-in: hand-written gradients and "
-                "layouts, about 1.3x the training tokens/s under --jit_compile on a CPU; see "
-                "docs/performance.md) or auto (cpu_fast when no GPU or TPU is visible, else "
-                "reference). Weights, checkpoints and exports are the same under each, so a run "
-                "may resume with another; exports always trace with reference.")
+KERNELS_HELP = (
+    "The model's kernels: reference (the default: Keras layers, standard "
+    "TensorFlow ops and autodiff), cpu_fast (opt-in: hand-written gradients and "
+    "layouts, about 1.3x the training tokens/s under --jit_compile on a CPU; see "
+    "docs/performance.md) or auto (cpu_fast when no GPU or TPU is visible, else "
+    "reference). Weights, checkpoints and exports are the same under each, so a run "
+    "may resume with another; exports always trace with reference."
+)
 # How text is normalized before WordPiece (electra_tf.tokenization): `bert`,
 # the original BERT/ELECTRA BasicTokenizer (Hangul kept whole), or `casefold`
 # (NFKC_Casefold when lower-casing, NFC). `casefold` is the default of new runs
@@ -88,26 +90,35 @@ class ModelConfig:
     from that width the same way.
     """
 
-    vocab_size: int = _field(30522, "Vocabulary size. With --vocab_file it must match the file; "
-                             "without, the size of the vocabulary built from the corpus.")
+    vocab_size: int = _field(
+        30522,
+        "Vocabulary size. With --vocab_file it must match the file; "
+        "without, the size of the vocabulary built from the corpus.",
+    )
     hidden_size: int = _field(256, "Discriminator hidden size.")
     num_layers: int = _field(12, "Discriminator transformer layers.")
     num_heads: Optional[int] = _field(None, "Attention heads (default hidden_size // 64).")
     intermediate_size: Optional[int] = _field(None, "FFN inner size (default 4 * hidden_size).")
-    embedding_size: int = _field(128, "Shared embedding width; projected to each model's hidden "
-                                      "size.")
-    max_position_embeddings: int = _field(512, "Rows of the position embedding table: the "
-                                               "longest --max_seq_length the model can take.")
+    embedding_size: int = _field(
+        128, "Shared embedding width; projected to each model's hidden size."
+    )
+    max_position_embeddings: int = _field(
+        512,
+        "Rows of the position embedding table: the longest --max_seq_length the model can take.",
+    )
     type_vocab_size: int = _field(2, "Rows of the segment (token type) embedding table.")
     dropout_rate: float = _field(0.1, "Dropout on embeddings and hidden states.")
     attention_dropout_rate: float = _field(0.1, "Dropout on the attention probabilities.")
-    initializer_range: float = _field(0.02, "Standard deviation of the truncated-normal weight "
-                                            "initialiser.")
+    initializer_range: float = _field(
+        0.02, "Standard deviation of the truncated-normal weight initialiser."
+    )
     layer_norm_epsilon: float = _field(1e-12, "Epsilon of every LayerNorm.")
-    generator_hidden_fraction: float = _field(0.25, "Generator width as a fraction of the "
-                                                    "discriminator's.")
-    generator_layers_fraction: float = _field(1.0, "Generator depth as a fraction of the "
-                                                   "discriminator's.")
+    generator_hidden_fraction: float = _field(
+        0.25, "Generator width as a fraction of the discriminator's."
+    )
+    generator_layers_fraction: float = _field(
+        1.0, "Generator depth as a fraction of the discriminator's."
+    )
 
     @property
     def resolved_num_heads(self) -> int:
@@ -132,11 +143,20 @@ class ModelConfig:
         )
 
     def validate(self) -> None:
-        _positive(self, "vocab_size", "hidden_size", "num_layers", "embedding_size",
-                  "max_position_embeddings", "type_vocab_size")
+        _positive(
+            self,
+            "vocab_size",
+            "hidden_size",
+            "num_layers",
+            "embedding_size",
+            "max_position_embeddings",
+            "type_vocab_size",
+        )
         if self.vocab_size < 6:
-            raise ConfigError(f"--vocab_size={self.vocab_size}: a vocabulary needs at least "
-                              "the 5 special tokens and one word piece.")
+            raise ConfigError(
+                f"--vocab_size={self.vocab_size}: a vocabulary needs at least "
+                "the 5 special tokens and one word piece."
+            )
         for name in ("num_heads", "intermediate_size"):
             value = getattr(self, name)
             if value is not None and value <= 0:
@@ -144,7 +164,8 @@ class ModelConfig:
         if self.hidden_size % self.resolved_num_heads:
             raise ConfigError(
                 f"--hidden_size={self.hidden_size} is not divisible by --num_heads="
-                f"{self.resolved_num_heads}; pick a head count that divides the hidden size.")
+                f"{self.resolved_num_heads}; pick a head count that divides the hidden size."
+            )
         for name in ("dropout_rate", "attention_dropout_rate"):
             value = getattr(self, name)
             if not 0.0 <= value < 1.0:
@@ -161,66 +182,87 @@ class ModelConfig:
         if gen.hidden_size % gen.resolved_num_heads:
             raise ConfigError(
                 f"--generator_hidden_fraction={self.generator_hidden_fraction} gives a generator "
-                f"width of {gen.hidden_size}, not divisible by its {gen.resolved_num_heads} heads.")
+                f"width of {gen.hidden_size}, not divisible by its {gen.resolved_num_heads} heads."
+            )
 
 
 @dataclasses.dataclass
 class PretrainingConfig:
     """Everything that defines a pre-training run (see the module docstring)."""
 
-    model_size: str = _field("small", "Size preset: tiny, small, base or large (paper Table 6; "
-                                      "tiny is a CPU-sized model for tests and quick "
-                                      "experiments).", choices=MODEL_SIZES,
-                                      flag=False)  # each command defines --model_size itself
+    model_size: str = _field(
+        "small",
+        "Size preset: tiny, small, base or large (paper Table 6; "
+        "tiny is a CPU-sized model for tests and quick "
+        "experiments).",
+        choices=MODEL_SIZES,
+        flag=False,
+    )  # each command defines --model_size itself
     model: ModelConfig = dataclasses.field(default_factory=ModelConfig, metadata={"flag": False})
     # Data and masking.
     max_seq_length: int = _field(128, "Tokens per example.")
     mask_rate: float = _field(0.15, "Fraction of tokens masked (and replaced by the generator).")
     max_predictions_per_seq: Optional[int] = _field(
-        None, "Masked slots per sequence (default int((mask_rate+0.005)*L)).")
-    do_lower_case: bool = _field(True, "Lower-case text before WordPiece (Hangul is kept whole "
-                                       "either way).")
-    strip_accents: Optional[bool] = _field(None, "Strip accents (default: same as "
-                                                 "--do_lower_case).")
+        None, "Masked slots per sequence (default int((mask_rate+0.005)*L))."
+    )
+    do_lower_case: bool = _field(
+        True, "Lower-case text before WordPiece (Hangul is kept whole either way)."
+    )
+    strip_accents: Optional[bool] = _field(
+        None, "Strip accents (default: same as --do_lower_case)."
+    )
     normalization: str = _field(
-        DEFAULT_NORMALIZATION, "Text normalization before WordPiece: bert (the original "
+        DEFAULT_NORMALIZATION,
+        "Text normalization before WordPiece: bert (the original "
         "BERT/ELECTRA tokenizer: lower-case, accents stripped, nothing folded; Hangul kept "
         "whole) or casefold (NFKC case folding, NFC). Default: casefold, or the "
-        "--init_checkpoint's (bert for imported checkpoints).", choices=NORMALIZATIONS)
+        "--init_checkpoint's (bert for imported checkpoints).",
+        choices=NORMALIZATIONS,
+    )
     shuffle_buffer_size: int = _field(1000, "Examples in the training data's shuffle buffer.")
     # Objective (see OBJECTIVES, TRAINING_ALGORITHMS, WEIGHT_SHARING).
     objective: str = _field(
-        "electra", "electra (replaced token detection), electra_15 (only masked positions), "
+        "electra",
+        "electra (replaced token detection), electra_15 (only masked positions), "
         "mlm (BERT), replace_mlm (MLM on generator samples), all_tokens_mlm (every token, with "
         "the copy mechanism) or electric (the energy-based cloze objective of Electric).",
-        choices=OBJECTIVES)
+        choices=OBJECTIVES,
+    )
     training: str = _field(
-        "joint", "joint, two_stage (generator first, then the discriminator from its weights, "
-        "generator frozen) or adversarial (REINFORCE generator).", choices=TRAINING_ALGORITHMS)
+        "joint",
+        "joint, two_stage (generator first, then the discriminator from its weights, "
+        "generator frozen) or adversarial (REINFORCE generator).",
+        choices=TRAINING_ALGORITHMS,
+    )
     weight_sharing: str = _field(
-        "embeddings", "What the generator shares with the discriminator: embeddings, none, all "
+        "embeddings",
+        "What the generator shares with the discriminator: embeddings, none, all "
         "(equal sizes) or gdes (gradient-disentangled: the discriminator reads the generator's "
-        "token table without gradient, plus a residual of its own).", choices=WEIGHT_SHARING)
+        "token table without gradient, plus a residual of its own).",
+        choices=WEIGHT_SHARING,
+    )
     two_stage_generator_steps: Optional[int] = _field(
-        None, "Generator-only steps of --training=two_stage (default: half of "
-        "--num_train_steps).")
-    uniform_generator: bool = _field(False, "Draw replacements uniformly from the vocabulary (no "
-                                            "generator).")
+        None, "Generator-only steps of --training=two_stage (default: half of --num_train_steps)."
+    )
+    uniform_generator: bool = _field(
+        False, "Draw replacements uniformly from the vocabulary (no generator)."
+    )
     disallow_correct: bool = _field(False, "The generator may not sample the original token.")
     gen_weight: float = _field(1.0, "Weight of the generator's MLM loss.")
     disc_weight: float = _field(50.0, "lambda, the weight of the discriminator loss.")
     temperature: float = _field(1.0, "Sampling temperature of the generator.")
     # electra_tf.flops counts the budget; num_train_steps becomes the steps that fit.
     max_train_flops: Optional[float] = _field(
-        None, "Training FLOPs budget (paper accounting); sets --num_train_steps to the steps "
-        "that fit.")
+        None,
+        "Training FLOPs budget (paper accounting); sets --num_train_steps to the steps that fit.",
+    )
     # Optimisation.
     learning_rate: float = _field(5e-4, "Peak learning rate.")
-    lr_decay_power: float = _field(1.0, "Power of the polynomial decay after warmup (1: linear "
-                                        "to 0).")
+    lr_decay_power: float = _field(
+        1.0, "Power of the polynomial decay after warmup (1: linear to 0)."
+    )
     num_warmup_steps: int = _field(10000, "Linear warmup steps.")
-    weight_decay_rate: float = _field(0.01, "Decoupled weight decay (not on LayerNorm and "
-                                            "biases).")
+    weight_decay_rate: float = _field(0.01, "Decoupled weight decay (not on LayerNorm and biases).")
     adam_beta_1: float = _field(0.9, "Adam's beta_1.")
     adam_beta_2: float = _field(0.999, "Adam's beta_2.")
     adam_epsilon: float = _field(1e-6, "Adam's epsilon.")
@@ -229,16 +271,25 @@ class PretrainingConfig:
     # Micro-batches per optimizer step: the same update as the full batch with
     # the activation memory of one micro-batch (train_batch_size / this).
     gradient_accumulation_steps: int = _field(
-        1, "Split each batch into this many micro-batches whose gradients are summed before "
-        "one update (same update, less memory).")
-    num_train_steps: int = _field(1_000_000, "Total optimizer steps (0: export the randomly "
-                                             "initialised model, the no-pre-training baseline).")
-    mixed_precision: str = _field("none", "none, float16 (with dynamic loss scaling) or "
-                                          "bfloat16.", choices=MIXED_PRECISION_POLICIES)
+        1,
+        "Split each batch into this many micro-batches whose gradients are summed before "
+        "one update (same update, less memory).",
+    )
+    num_train_steps: int = _field(
+        1_000_000,
+        "Total optimizer steps (0: export the randomly "
+        "initialised model, the no-pre-training baseline).",
+    )
+    mixed_precision: str = _field(
+        "none",
+        "none, float16 (with dynamic loss scaling) or bfloat16.",
+        choices=MIXED_PRECISION_POLICIES,
+    )
     # XLA: one device compiles the whole step; several replicas compile each
     # replica's forward and backward pass (a compiled step cannot span them).
-    jit_compile: bool = _field(False, "Compile the training step with XLA (see "
-                                      "docs/performance.md).")
+    jit_compile: bool = _field(
+        False, "Compile the training step with XLA (see docs/performance.md)."
+    )
     # The same weights and maths under each kernel set, so a run may resume with another.
     kernels: str = _field("reference", KERNELS_HELP, choices=KERNELS)
     seed: int = _field(0, "Seed for data order, masking and sampling.")
@@ -248,16 +299,19 @@ class PretrainingConfig:
     log_every_steps: int = _field(100, "Console and TensorBoard interval in steps.")
     # Held-out evaluation runs only when the run has held-out text.
     eval_every_steps: Optional[int] = _field(
-        None, "Held-out evaluation interval in steps (default: every checkpoint; 0: only when "
-        "training ends).")
+        None,
+        "Held-out evaluation interval in steps (default: every checkpoint; 0: only when "
+        "training ends).",
+    )
     num_eval_examples: int = _field(2048, "Held-out sequences per evaluation.")
-    steps_per_execution: int = _field(1, "Steps run per tf.function call (fewer host round "
-                                         "trips).")
+    steps_per_execution: int = _field(1, "Steps run per tf.function call (fewer host round trips).")
     init_checkpoint: Optional[str] = _field(
-        None, "Start from these weights: an electra-tf run directory, a google-research/electra "
+        None,
+        "Start from these weights: an electra-tf run directory, a google-research/electra "
         "checkpoint or a Hugging Face ELECTRA directory (discriminator, with the generator in "
         "<dir>/generator). The model flags must match it; its vocab.txt and casing are used by "
-        "default.")
+        "default.",
+    )
 
     @property
     def resolved_max_predictions_per_seq(self) -> int:
@@ -289,29 +343,47 @@ class PretrainingConfig:
 
     def validate(self) -> None:
         if self.model_size not in MODEL_SIZES:
-            raise ConfigError(f"--model_size={self.model_size!r}: choose one of {', '.join(MODEL_SIZES)}.")
+            raise ConfigError(
+                f"--model_size={self.model_size!r}: choose one of {', '.join(MODEL_SIZES)}."
+            )
         self.model.validate()
-        _positive(self, "max_seq_length", "train_batch_size", "gradient_accumulation_steps",
-                  "save_checkpoints_steps", "log_every_steps", "steps_per_execution",
-                  "shuffle_buffer_size")
-        if isinstance(self.num_train_steps, bool) or not isinstance(self.num_train_steps, int) \
-                or self.num_train_steps < 0:
-            raise ConfigError(f"--num_train_steps={self.num_train_steps}: must be >= 0 (0 exports "
-                              "the randomly initialised model: the no-pre-training baseline).")
+        _positive(
+            self,
+            "max_seq_length",
+            "train_batch_size",
+            "gradient_accumulation_steps",
+            "save_checkpoints_steps",
+            "log_every_steps",
+            "steps_per_execution",
+            "shuffle_buffer_size",
+        )
+        if (
+            isinstance(self.num_train_steps, bool)
+            or not isinstance(self.num_train_steps, int)
+            or self.num_train_steps < 0
+        ):
+            raise ConfigError(
+                f"--num_train_steps={self.num_train_steps}: must be >= 0 (0 exports "
+                "the randomly initialised model: the no-pre-training baseline)."
+            )
         if self.max_seq_length < 5:
-            raise ConfigError(f"--max_seq_length={self.max_seq_length}: must be at least 5 "
-                              "([CLS] A [SEP] B [SEP]).")
+            raise ConfigError(
+                f"--max_seq_length={self.max_seq_length}: must be at least 5 "
+                "([CLS] A [SEP] B [SEP])."
+            )
         if self.max_seq_length > self.model.max_position_embeddings:
             raise ConfigError(
                 f"--max_seq_length={self.max_seq_length} exceeds --max_position_embeddings="
-                f"{self.model.max_position_embeddings}.")
+                f"{self.model.max_position_embeddings}."
+            )
         if not 0.0 < self.mask_rate < 1.0:
             raise ConfigError(f"--mask_rate={self.mask_rate}: must be in (0, 1).")
         n = self.resolved_max_predictions_per_seq
         if not 1 <= n <= self.max_seq_length:
             raise ConfigError(
                 f"--max_predictions_per_seq={n}: must be between 1 and --max_seq_length="
-                f"{self.max_seq_length} (it is int((mask_rate + 0.005) * max_seq_length) by default).")
+                f"{self.max_seq_length} (it is int((mask_rate + 0.005) * max_seq_length) by default)."
+            )
         if self.gen_weight < 0 or self.disc_weight < 0:
             raise ConfigError("--gen_weight and --disc_weight must be >= 0.")
         if self.temperature <= 0:
@@ -331,66 +403,90 @@ class PretrainingConfig:
         if self.clip_norm < 0:
             raise ConfigError(f"--clip_norm={self.clip_norm}: must be >= 0 (0 disables clipping).")
         if self.eval_every_steps is not None and self.eval_every_steps < 0:
-            raise ConfigError(f"--eval_every_steps={self.eval_every_steps}: must be >= 0 "
-                              "(0 evaluates only when training ends).")
+            raise ConfigError(
+                f"--eval_every_steps={self.eval_every_steps}: must be >= 0 "
+                "(0 evaluates only when training ends)."
+            )
         if self.num_eval_examples < 1:
             raise ConfigError(f"--num_eval_examples={self.num_eval_examples}: must be >= 1.")
         if self.keep_checkpoint_max < 0:
-            raise ConfigError(f"--keep_checkpoint_max={self.keep_checkpoint_max}: must be >= 0 "
-                              "(0 keeps every checkpoint).")
+            raise ConfigError(
+                f"--keep_checkpoint_max={self.keep_checkpoint_max}: must be >= 0 "
+                "(0 keeps every checkpoint)."
+            )
         for name in ("num_train_steps", "save_checkpoints_steps", "log_every_steps"):
             if getattr(self, name) % self.steps_per_execution:
                 raise ConfigError(
                     f"--{name}={getattr(self, name)} must be a multiple of --steps_per_execution="
-                    f"{self.steps_per_execution} (steps run in groups of that size).")
+                    f"{self.steps_per_execution} (steps run in groups of that size)."
+                )
         if self.train_batch_size % self.gradient_accumulation_steps:
             raise ConfigError(
                 f"--train_batch_size={self.train_batch_size} is not divisible by "
-                f"--gradient_accumulation_steps={self.gradient_accumulation_steps}.")
-        if not 0 <= self.seed < 2 ** 31:
+                f"--gradient_accumulation_steps={self.gradient_accumulation_steps}."
+            )
+        if not 0 <= self.seed < 2**31:
             raise ConfigError(f"--seed={self.seed}: must be in [0, 2**31).")
         if self.mixed_precision not in MIXED_PRECISION_POLICIES:
-            raise ConfigError(f"--mixed_precision={self.mixed_precision!r}: choose one of "
-                              f"{', '.join(MIXED_PRECISION_POLICIES)}.")
+            raise ConfigError(
+                f"--mixed_precision={self.mixed_precision!r}: choose one of "
+                f"{', '.join(MIXED_PRECISION_POLICIES)}."
+            )
         if self.kernels not in KERNELS:
             raise ConfigError(f"--kernels={self.kernels!r}: choose one of {', '.join(KERNELS)}.")
         if self.normalization not in NORMALIZATIONS:
-            raise ConfigError(f"--normalization={self.normalization!r}: choose one of "
-                              f"{', '.join(NORMALIZATIONS)}.")
+            raise ConfigError(
+                f"--normalization={self.normalization!r}: choose one of "
+                f"{', '.join(NORMALIZATIONS)}."
+            )
 
     def _validate_variant(self) -> None:
         """Checks objective, training algorithm and weight sharing go together."""
-        for name, choices in (("objective", OBJECTIVES), ("training", TRAINING_ALGORITHMS),
-                              ("weight_sharing", WEIGHT_SHARING)):
+        for name, choices in (
+            ("objective", OBJECTIVES),
+            ("training", TRAINING_ALGORITHMS),
+            ("weight_sharing", WEIGHT_SHARING),
+        ):
             if getattr(self, name) not in choices:
-                raise ConfigError(f"--{name}={getattr(self, name)!r}: choose one of "
-                                  f"{', '.join(choices)}.")
+                raise ConfigError(
+                    f"--{name}={getattr(self, name)!r}: choose one of {', '.join(choices)}."
+                )
         if self.max_train_flops is not None and self.max_train_flops <= 0:
             raise ConfigError(f"--max_train_flops={self.max_train_flops}: must be > 0.")
-        equal_size = (self.model.generator_hidden_fraction == 1.0
-                      and self.model.generator_layers_fraction == 1.0)
+        equal_size = (
+            self.model.generator_hidden_fraction == 1.0
+            and self.model.generator_layers_fraction == 1.0
+        )
         if self.weight_sharing == "all" and not equal_size:
             raise ConfigError(
                 "--weight_sharing=all ties every generator weight to the discriminator, so both "
                 "must have the same size: pass --generator_hidden_fraction=1 and "
-                "--generator_layers_fraction=1.")
+                "--generator_layers_fraction=1."
+            )
         if self.objective == "mlm" and (self.uniform_generator or self.disallow_correct):
-            raise ConfigError("--objective=mlm (BERT) has no generator: drop "
-                              "--uniform_generator / --disallow_correct.")
-        if self.objective == "electric" and (self.uniform_generator
-                                             or self.weight_sharing == "all"):
+            raise ConfigError(
+                "--objective=mlm (BERT) has no generator: drop "
+                "--uniform_generator / --disallow_correct."
+            )
+        if self.objective == "electric" and (
+            self.uniform_generator or self.weight_sharing == "all"
+        ):
             raise ConfigError(
                 "--objective=electric needs its two-tower cloze generator: drop "
-                "--uniform_generator, and use --weight_sharing=embeddings, gdes or none.")
+                "--uniform_generator, and use --weight_sharing=embeddings, gdes or none."
+            )
         if self.weight_sharing == "gdes" and (self.objective == "mlm" or self.uniform_generator):
-            raise ConfigError("--weight_sharing=gdes shares the generator's token embeddings "
-                              "with the discriminator: it needs a generator (not --objective=mlm "
-                              "or --uniform_generator).")
+            raise ConfigError(
+                "--weight_sharing=gdes shares the generator's token embeddings "
+                "with the discriminator: it needs a generator (not --objective=mlm "
+                "or --uniform_generator)."
+            )
         if self.init_checkpoint and self.weight_sharing != "embeddings":
             raise ConfigError(
                 f"--init_checkpoint with --weight_sharing={self.weight_sharing}: checkpoints hold "
                 "a generator that reads the discriminator's embeddings (the original code's "
-                "layout); start from them with --weight_sharing=embeddings.")
+                "layout); start from them with --weight_sharing=embeddings."
+            )
         if self.training == "joint":
             return
         if self.objective != "electra" or self.uniform_generator:
@@ -398,25 +494,30 @@ class PretrainingConfig:
                 f"--training={self.training} trains a generator against the replaced-token "
                 f"discriminator: it needs --objective=electra and a learned generator (got "
                 f"--objective={self.objective}"
-                + (", --uniform_generator" if self.uniform_generator else "") + ").")
+                + (", --uniform_generator" if self.uniform_generator else "")
+                + ")."
+            )
         if self.training == "two_stage":
             if self.weight_sharing != "none" or not equal_size:
                 raise ConfigError(
                     "--training=two_stage initialises the discriminator from the generator and "
                     "then freezes the generator, so the two must have the same size and share "
                     "nothing: pass --weight_sharing=none --generator_hidden_fraction=1 "
-                    "--generator_layers_fraction=1.")
+                    "--generator_layers_fraction=1."
+                )
             steps = self.resolved_two_stage_generator_steps
             if self.max_train_flops is not None and self.two_stage_generator_steps is None:
                 return  # the budget decides the steps (electra_tf.flops.steps_within_budget)
             if not 0 < steps < self.num_train_steps:
                 raise ConfigError(
                     f"--two_stage_generator_steps={steps}: must be between 1 and "
-                    f"--num_train_steps={self.num_train_steps} - 1 (both stages need steps).")
+                    f"--num_train_steps={self.num_train_steps} - 1 (both stages need steps)."
+                )
             if steps % self.steps_per_execution:
                 raise ConfigError(
                     f"--two_stage_generator_steps={steps} must be a multiple of "
-                    f"--steps_per_execution={self.steps_per_execution}.")
+                    f"--steps_per_execution={self.steps_per_execution}."
+                )
 
     # ----------------------------------------------------------------- JSON
     def to_dict(self) -> dict[str, Any]:
@@ -427,7 +528,8 @@ class PretrainingConfig:
             "num_heads": self.model.resolved_num_heads,
             "intermediate_size": self.model.resolved_intermediate_size,
             "generator": {
-                k: v for k, v in dataclasses.asdict(self.model.generator_config()).items()
+                k: v
+                for k, v in dataclasses.asdict(self.model.generator_config()).items()
                 if k in ("hidden_size", "num_layers", "num_heads", "intermediate_size")
             },
         }
@@ -466,25 +568,49 @@ class PretrainingConfig:
 # for larger models. `tiny` is ours: a CPU-sized model for tests and smoke runs.
 _PRESETS: dict[str, dict[str, Any]] = {
     "tiny": dict(
-        model=dict(hidden_size=128, num_layers=4, embedding_size=128,
-                   generator_hidden_fraction=0.25),
-        max_seq_length=128, mask_rate=0.15, learning_rate=5e-4, train_batch_size=32,
-        num_train_steps=10_000, num_warmup_steps=1000),
+        model=dict(
+            hidden_size=128, num_layers=4, embedding_size=128, generator_hidden_fraction=0.25
+        ),
+        max_seq_length=128,
+        mask_rate=0.15,
+        learning_rate=5e-4,
+        train_batch_size=32,
+        num_train_steps=10_000,
+        num_warmup_steps=1000,
+    ),
     "small": dict(
-        model=dict(hidden_size=256, num_layers=12, embedding_size=128,
-                   generator_hidden_fraction=0.25),
-        max_seq_length=128, mask_rate=0.15, learning_rate=5e-4, train_batch_size=128,
-        num_train_steps=1_000_000, num_warmup_steps=10_000),
+        model=dict(
+            hidden_size=256, num_layers=12, embedding_size=128, generator_hidden_fraction=0.25
+        ),
+        max_seq_length=128,
+        mask_rate=0.15,
+        learning_rate=5e-4,
+        train_batch_size=128,
+        num_train_steps=1_000_000,
+        num_warmup_steps=10_000,
+    ),
     "base": dict(
-        model=dict(hidden_size=768, num_layers=12, embedding_size=768,
-                   generator_hidden_fraction=1.0 / 3.0),
-        max_seq_length=512, mask_rate=0.15, learning_rate=2e-4, train_batch_size=256,
-        num_train_steps=766_000, num_warmup_steps=10_000),
+        model=dict(
+            hidden_size=768, num_layers=12, embedding_size=768, generator_hidden_fraction=1.0 / 3.0
+        ),
+        max_seq_length=512,
+        mask_rate=0.15,
+        learning_rate=2e-4,
+        train_batch_size=256,
+        num_train_steps=766_000,
+        num_warmup_steps=10_000,
+    ),
     "large": dict(
-        model=dict(hidden_size=1024, num_layers=24, embedding_size=1024,
-                   generator_hidden_fraction=0.25),
-        max_seq_length=512, mask_rate=0.25, learning_rate=2e-4, train_batch_size=2048,
-        num_train_steps=400_000, num_warmup_steps=10_000),
+        model=dict(
+            hidden_size=1024, num_layers=24, embedding_size=1024, generator_hidden_fraction=0.25
+        ),
+        max_seq_length=512,
+        mask_rate=0.25,
+        learning_rate=2e-4,
+        train_batch_size=2048,
+        num_train_steps=400_000,
+        num_warmup_steps=10_000,
+    ),
 }
 
 
@@ -511,12 +637,16 @@ def preset(model_size: str, **overrides: Any) -> PretrainingConfig:
     return config
 
 
-def config_differences(old: PretrainingConfig, new: PretrainingConfig,
-                       ignore: tuple[str, ...] = ()) -> list[str]:
+def config_differences(
+    old: PretrainingConfig, new: PretrainingConfig, ignore: tuple[str, ...] = ()
+) -> list[str]:
     """Lists `field: old -> new` for every field that differs (model fields flattened)."""
     a, b = _flatten(old.to_dict()), _flatten(new.to_dict())
-    return [f"{k}: {a.get(k)!r} -> {b.get(k)!r}" for k in sorted(set(a) | set(b))
-            if a.get(k) != b.get(k) and k.split(".")[-1] not in ignore and not k.startswith("resolved")]
+    return [
+        f"{k}: {a.get(k)!r} -> {b.get(k)!r}"
+        for k in sorted(set(a) | set(b))
+        if a.get(k) != b.get(k) and k.split(".")[-1] not in ignore and not k.startswith("resolved")
+    ]
 
 
 def _flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:

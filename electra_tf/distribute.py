@@ -35,7 +35,8 @@ def split_cpu(num_devices: int) -> None:
         return
     cpus = tf.config.list_physical_devices("CPU")
     tf.config.set_logical_device_configuration(
-        cpus[0], [tf.config.LogicalDeviceConfiguration() for _ in range(num_devices)])
+        cpus[0], [tf.config.LogicalDeviceConfiguration() for _ in range(num_devices)]
+    )
 
 
 def create_strategy(kind: str = "auto") -> tf.distribute.Strategy:
@@ -55,8 +56,10 @@ def create_strategy(kind: str = "auto") -> tf.distribute.Strategy:
     workers = tf_config_task_count()
     if kind == "multi_worker" or (kind == "auto" and workers > 1):
         if workers == 0:
-            raise ValueError("--strategy=multi_worker needs the TF_CONFIG environment variable "
-                             "(the cluster's workers and this process's task).")
+            raise ValueError(
+                "--strategy=multi_worker needs the TF_CONFIG environment variable "
+                "(the cluster's workers and this process's task)."
+            )
         # Every GPU of every worker; CPU-only workers contribute one replica each.
         return tf.distribute.MultiWorkerMirroredStrategy()
     gpus = tf.config.list_logical_devices("GPU")
@@ -72,7 +75,9 @@ def set_precision_policy(mixed_precision: str) -> None:
     """Sets Keras' global dtype policy: float32, mixed_float16 or mixed_bfloat16."""
     policy = {"none": "float32", "float16": "mixed_float16", "bfloat16": "mixed_bfloat16"}
     if mixed_precision not in policy:
-        raise ValueError(f"--mixed_precision={mixed_precision!r}: choose one of {', '.join(policy)}.")
+        raise ValueError(
+            f"--mixed_precision={mixed_precision!r}: choose one of {', '.join(policy)}."
+        )
     keras.mixed_precision.set_global_policy(policy[mixed_precision])
 
 
@@ -105,8 +110,9 @@ def in_multi_worker_mode(strategy: tf.distribute.Strategy) -> bool:
     return bool(check and check())
 
 
-def worker_print(print_fn: Callable[[str], None],
-                 strategy: tf.distribute.Strategy) -> Callable[[str], None]:
+def worker_print(
+    print_fn: Callable[[str], None], strategy: tf.distribute.Strategy
+) -> Callable[[str], None]:
     """`print_fn` for this process: the chief's as it is, another worker's lines labelled."""
     if is_chief(strategy):
         return print_fn
@@ -120,7 +126,8 @@ def check_same_on_all_workers(strategy: tf.distribute.Strategy, values: dict) ->
     local = tf.constant([values[n] for n in names], tf.int64)
 
     gathered = strategy.run(
-        lambda: tf.distribute.get_replica_context().all_gather(local[None], axis=0))
+        lambda: tf.distribute.get_replica_context().all_gather(local[None], axis=0)
+    )
     every = strategy.experimental_local_results(gathered)[0].numpy()  # [replicas, values]
     differing = [n for n, column in zip(names, every.T) if len(set(column.tolist())) > 1]
     if differing:
@@ -130,8 +137,7 @@ def check_same_on_all_workers(strategy: tf.distribute.Strategy, values: dict) ->
 def true_on_all_workers(strategy: tf.distribute.Strategy, value: bool) -> bool:
     """Whether `value` is True on every worker (a collective: every worker must call it)."""
     local = tf.constant([int(bool(value))], tf.int64)
-    gathered = strategy.run(
-        lambda: tf.distribute.get_replica_context().all_gather(local, axis=0))
+    gathered = strategy.run(lambda: tf.distribute.get_replica_context().all_gather(local, axis=0))
     return bool(strategy.experimental_local_results(gathered)[0].numpy().min())
 
 
@@ -152,8 +158,9 @@ def sum_over_replicas(grads):
     return [None if g is None else next(reduced) for g in grads]
 
 
-def check_batch_split(strategy: tf.distribute.Strategy, train_batch_size: int,
-                      gradient_accumulation_steps: int) -> None:
+def check_batch_split(
+    strategy: tf.distribute.Strategy, train_batch_size: int, gradient_accumulation_steps: int
+) -> None:
     """Raises RunError unless the global batch splits evenly into replicas and micro-batches.
 
     Equal shares are what make the replicas' summed gradients the gradient of
@@ -161,9 +168,11 @@ def check_batch_split(strategy: tf.distribute.Strategy, train_batch_size: int,
     """
     replicas = strategy.num_replicas_in_sync
     if train_batch_size % (replicas * gradient_accumulation_steps):
-        raise RunError(f"--train_batch_size={train_batch_size} is not divisible by the "
-                       f"{replicas} replicas of the distribution strategy times "
-                       f"--gradient_accumulation_steps={gradient_accumulation_steps}.")
+        raise RunError(
+            f"--train_batch_size={train_batch_size} is not divisible by the "
+            f"{replicas} replicas of the distribution strategy times "
+            f"--gradient_accumulation_steps={gradient_accumulation_steps}."
+        )
 
 
 def micro_batch_sums(compute, batch, steps: int, variables, zero_stats=None):
@@ -194,13 +203,16 @@ def micro_batch_sums(compute, batch, steps: int, variables, zero_stats=None):
     if steps == 1:
         return compute(batch)
     micro = tf.nest.map_structure(
-        lambda t: tf.reshape(t, tf.concat([[steps, -1], tf.shape(t)[1:]], 0)), batch)
+        lambda t: tf.reshape(t, tf.concat([[steps, -1], tf.shape(t)[1:]], 0)), batch
+    )
 
     def body(i, grad_sums, stat_sums):
         grads, stats = compute(tf.nest.map_structure(lambda t: t[i], micro))
-        return (i + 1, [a if g is None else a + tf.convert_to_tensor(g)
-                        for a, g in zip(grad_sums, grads)],
-                stats if stat_sums is None else tf.nest.map_structure(tf.add, stat_sums, stats))
+        return (
+            i + 1,
+            [a if g is None else a + tf.convert_to_tensor(g) for a, g in zip(grad_sums, grads)],
+            stats if stat_sums is None else tf.nest.map_structure(tf.add, stat_sums, stats),
+        )
 
     start = tf.constant(0)
     grads = [tf.zeros(v.shape, v.dtype) for v in variables]

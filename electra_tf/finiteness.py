@@ -62,12 +62,19 @@ class NonFiniteRecord:
 
     def __init__(self):
         only_first = tf.VariableAggregation.ONLY_FIRST_REPLICA
-        self.step = tf.Variable(-1, dtype=tf.int64, trainable=False, name="nonfinite_step",
-                                aggregation=only_first)
-        self.loss = tf.Variable(0.0, dtype=tf.float32, trainable=False, name="nonfinite_loss",
-                                aggregation=only_first)
-        self.gradient_norm = tf.Variable(-1.0, dtype=tf.float32, trainable=False,
-                                         name="nonfinite_gradient_norm", aggregation=only_first)
+        self.step = tf.Variable(
+            -1, dtype=tf.int64, trainable=False, name="nonfinite_step", aggregation=only_first
+        )
+        self.loss = tf.Variable(
+            0.0, dtype=tf.float32, trainable=False, name="nonfinite_loss", aggregation=only_first
+        )
+        self.gradient_norm = tf.Variable(
+            -1.0,
+            dtype=tf.float32,
+            trainable=False,
+            name="nonfinite_gradient_norm",
+            aggregation=only_first,
+        )
 
     def update(self, step, loss, gradient_norm=None) -> None:
         """Records `step` if it is the first non-finite one (graph code, inside the train step).
@@ -104,8 +111,11 @@ def gradient_norm(grads) -> tf.Tensor:
     A sparse (`IndexedSlices`) gradient counts by its rows as they come, not
     densified: finite exactly when its rows are, and no [V, E] copy is made.
     """
-    present = [tf.cast(g.values if isinstance(g, tf.IndexedSlices) else g, tf.float32)
-               for g in grads if g is not None]
+    present = [
+        tf.cast(g.values if isinstance(g, tf.IndexedSlices) else g, tf.float32)
+        for g in grads
+        if g is not None
+    ]
     return tf.linalg.global_norm(present)
 
 
@@ -141,4 +151,5 @@ def check_finite_weights(weights: Iterable, source: str) -> None:
         raise NonFiniteError(
             f"{source}: {len(bad)} of {len(weights)} weight tensors hold NaN or infinite values "
             f"(e.g. {bad[0]}); the model diverged. Use an earlier checkpoint of its run (see "
-            "docs/pretraining.md, 'After a NaN').")
+            "docs/pretraining.md, 'After a NaN')."
+        )

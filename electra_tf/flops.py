@@ -98,23 +98,30 @@ def transformer_layer_flops(hidden: int, intermediate: int, heads: int, seq_len:
     """One post-LN transformer layer applied to one sequence of `seq_len` tokens."""
     h, s = hidden, seq_len
     attention = (
-        3 * dense_flops(h, h)                    # query, key and value projections
-        + 2 * h * s                              # q.k scores against every position
+        3 * dense_flops(h, h)  # query, key and value projections
+        + 2 * h * s  # q.k scores against every position
         + heads * s * (1 + SOFTMAX_FLOPS + DROPOUT_FLOPS)  # scale, softmax, dropout of probs
-        + 2 * h * s                              # probabilities times values
-        + dense_flops(h, h)                      # output projection
+        + 2 * h * s  # probabilities times values
+        + dense_flops(h, h)  # output projection
         + h * (DROPOUT_FLOPS + 1 + LAYER_NORM_FLOPS)  # dropout, residual add, LayerNorm
     )
     feed_forward = (
-        dense_flops(h, intermediate) + GELU_FLOPS * intermediate
+        dense_flops(h, intermediate)
+        + GELU_FLOPS * intermediate
         + dense_flops(intermediate, h)
         + h * (DROPOUT_FLOPS + 1 + LAYER_NORM_FLOPS)
     )
     return float(s * (attention + feed_forward))
 
 
-def input_embedding_flops(hidden: int, embedding_size: int, vocab_size: int, seq_len: int,
-                          type_vocab_size: int = 2, sparse_lookup: bool = False) -> float:
+def input_embedding_flops(
+    hidden: int,
+    embedding_size: int,
+    vocab_size: int,
+    seq_len: int,
+    type_vocab_size: int = 2,
+    sparse_lookup: bool = False,
+) -> float:
     """Embedding one sequence: lookups, sums, LayerNorm, dropout, projection to `hidden`."""
     e = embedding_size
     per_token = 2 * e + e * (LAYER_NORM_FLOPS + DROPOUT_FLOPS)  # two adds, LayerNorm, dropout
@@ -127,16 +134,21 @@ def input_embedding_flops(hidden: int, embedding_size: int, vocab_size: int, seq
     return float(seq_len * per_token)
 
 
-def mlm_head_flops(hidden: int, embedding_size: int, vocab_size: int,
-                   num_predictions: float) -> float:
+def mlm_head_flops(
+    hidden: int, embedding_size: int, vocab_size: int, num_predictions: float
+) -> float:
     """The masked-LM output for `num_predictions` positions of one sequence.
 
     Dense H->E with GELU and LayerNorm, the tied E->V output product, the
     softmax over the vocabulary and reading off the target's log-probability.
     """
     e, v = embedding_size, vocab_size
-    per_position = (dense_flops(hidden, e) + e * (GELU_FLOPS + LAYER_NORM_FLOPS)
-                    + 2 * e * v + v * (SOFTMAX_FLOPS + 2))
+    per_position = (
+        dense_flops(hidden, e)
+        + e * (GELU_FLOPS + LAYER_NORM_FLOPS)
+        + 2 * e * v
+        + v * (SOFTMAX_FLOPS + 2)
+    )
     return float(num_predictions * per_position)
 
 
@@ -145,20 +157,37 @@ def token_classifier_flops(hidden: int, seq_len: int) -> float:
     return float(seq_len * (dense_flops(hidden, hidden) + GELU_FLOPS * hidden + 2 * hidden))
 
 
-def encoder_forward_flops(hidden: int, layers: int, intermediate: int, heads: int, seq_len: int,
-                          embedding_size: int, vocab_size: int, type_vocab_size: int = 2,
-                          sparse_lookup: bool = False) -> float:
+def encoder_forward_flops(
+    hidden: int,
+    layers: int,
+    intermediate: int,
+    heads: int,
+    seq_len: int,
+    embedding_size: int,
+    vocab_size: int,
+    type_vocab_size: int = 2,
+    sparse_lookup: bool = False,
+) -> float:
     """One sequence through embeddings (+ projection) and `layers` transformer layers."""
-    return (layers * transformer_layer_flops(hidden, intermediate, heads, seq_len)
-            + input_embedding_flops(hidden, embedding_size, vocab_size, seq_len,
-                                    type_vocab_size, sparse_lookup))
+    return layers * transformer_layer_flops(
+        hidden, intermediate, heads, seq_len
+    ) + input_embedding_flops(
+        hidden, embedding_size, vocab_size, seq_len, type_vocab_size, sparse_lookup
+    )
 
 
 def _encoder_flops(model: ModelConfig, seq_len: int, sparse_lookup: bool) -> float:
     return encoder_forward_flops(
-        model.hidden_size, model.num_layers, model.resolved_intermediate_size,
-        model.resolved_num_heads, seq_len, model.embedding_size, model.vocab_size,
-        model.type_vocab_size, sparse_lookup)
+        model.hidden_size,
+        model.num_layers,
+        model.resolved_intermediate_size,
+        model.resolved_num_heads,
+        seq_len,
+        model.embedding_size,
+        model.vocab_size,
+        model.type_vocab_size,
+        sparse_lookup,
+    )
 
 
 def _generator_flops(config: PretrainingConfig, predictions: float, sparse_lookup: bool) -> float:
@@ -169,9 +198,9 @@ def _generator_flops(config: PretrainingConfig, predictions: float, sparse_looku
     # Tied to the discriminator (--weight_sharing=all), the generator is the
     # full-size encoder; otherwise a narrower one reading the same-width embeddings.
     generator = model if config.weight_sharing == "all" else model.generator_config()
-    return (_encoder_flops(generator, config.max_seq_length, sparse_lookup)
-            + mlm_head_flops(generator.hidden_size, generator.embedding_size,
-                             generator.vocab_size, predictions))
+    return _encoder_flops(generator, config.max_seq_length, sparse_lookup) + mlm_head_flops(
+        generator.hidden_size, generator.embedding_size, generator.vocab_size, predictions
+    )
 
 
 def _cloze_generator_flops(config: PretrainingConfig, sparse_lookup: bool) -> float:
@@ -179,29 +208,37 @@ def _cloze_generator_flops(config: PretrainingConfig, sparse_lookup: bool) -> fl
     its input) and the masked-LM style output over their concatenated states at every
     position (which also gives the noise log-probabilities the discriminator adds)."""
     generator, s = config.model.generator_config(), config.max_seq_length
-    return (2 * _encoder_flops(generator, s, sparse_lookup)
-            + mlm_head_flops(2 * generator.hidden_size, generator.embedding_size,
-                             generator.vocab_size, s))
+    return 2 * _encoder_flops(generator, s, sparse_lookup) + mlm_head_flops(
+        2 * generator.hidden_size, generator.embedding_size, generator.vocab_size, s
+    )
 
 
-def _main_model_flops(config: PretrainingConfig, objective: str, predictions: float,
-                      sparse_lookup: bool) -> float:
+def _main_model_flops(
+    config: PretrainingConfig, objective: str, predictions: float, sparse_lookup: bool
+) -> float:
     """The full-size model's forward pass with the head its objective uses."""
     model, s = config.model, config.max_seq_length
     encoder = _encoder_flops(model, s, sparse_lookup)
     if objective in ("electra", "electra_15", "electric"):
         return encoder + token_classifier_flops(model.hidden_size, s)
     if objective in ("mlm", "replace_mlm"):
-        return encoder + mlm_head_flops(model.hidden_size, model.embedding_size, model.vocab_size,
-                                        predictions)
+        return encoder + mlm_head_flops(
+            model.hidden_size, model.embedding_size, model.vocab_size, predictions
+        )
     # all_tokens_mlm: the softmax output at every position, plus the copy probability.
-    return (encoder + mlm_head_flops(model.hidden_size, model.embedding_size, model.vocab_size, s)
-            + token_classifier_flops(model.hidden_size, s))
+    return (
+        encoder
+        + mlm_head_flops(model.hidden_size, model.embedding_size, model.vocab_size, s)
+        + token_classifier_flops(model.hidden_size, s)
+    )
 
 
-def forward_flops_per_sequence(config: PretrainingConfig, objective: Optional[str] = None,
-                               output_fraction: Optional[float] = None,
-                               sparse_lookup: bool = False) -> float:
+def forward_flops_per_sequence(
+    config: PretrainingConfig,
+    objective: Optional[str] = None,
+    output_fraction: Optional[float] = None,
+    sparse_lookup: bool = False,
+) -> float:
     """Forward FLOPs of one pre-training example (see `train_flops_per_step`)."""
     objective = objective or config.objective
     if objective not in OBJECTIVES:
@@ -221,9 +258,13 @@ def _predictions(config: PretrainingConfig, output_fraction: Optional[float]) ->
     return output_fraction * config.max_seq_length
 
 
-def train_flops_per_step(config: PretrainingConfig, objective: Optional[str] = None,
-                         output_fraction: Optional[float] = None,
-                         sparse_lookup: bool = False, stage: Optional[str] = None) -> float:
+def train_flops_per_step(
+    config: PretrainingConfig,
+    objective: Optional[str] = None,
+    output_fraction: Optional[float] = None,
+    sparse_lookup: bool = False,
+    stage: Optional[str] = None,
+) -> float:
     """FLOPs of one optimisation step over `config.train_batch_size` sequences.
 
     Args:
@@ -242,8 +283,11 @@ def train_flops_per_step(config: PretrainingConfig, objective: Optional[str] = N
             forward, so it counts once, not twice). None: a joint step.
     """
     if stage is None:
-        return (TRAIN_FORWARD_MULTIPLIER * config.train_batch_size
-                * forward_flops_per_sequence(config, objective, output_fraction, sparse_lookup))
+        return (
+            TRAIN_FORWARD_MULTIPLIER
+            * config.train_batch_size
+            * forward_flops_per_sequence(config, objective, output_fraction, sparse_lookup)
+        )
     if stage not in STAGES:
         raise ValueError(f"stage={stage!r}: choose one of {', '.join(STAGES)}.")
     predictions = _predictions(config, output_fraction)
@@ -264,13 +308,20 @@ def executed_train_flops_per_step(config: PretrainingConfig) -> float:
     ELECTRA-Small the two counts differ by 10% (3.2e11 vs 2.9e11 FLOPs per
     step of 32 x 128 tokens), so the benchmark reports both.
     """
-    return (EXECUTED_TRAIN_FORWARD_MULTIPLIER / TRAIN_FORWARD_MULTIPLIER
-            * train_flops_per_step(config, sparse_lookup=True))
+    return (
+        EXECUTED_TRAIN_FORWARD_MULTIPLIER
+        / TRAIN_FORWARD_MULTIPLIER
+        * train_flops_per_step(config, sparse_lookup=True)
+    )
 
 
-def train_flops(config: PretrainingConfig, num_steps: Optional[int] = None,
-                objective: Optional[str] = None, output_fraction: Optional[float] = None,
-                sparse_lookup: bool = False) -> float:
+def train_flops(
+    config: PretrainingConfig,
+    num_steps: Optional[int] = None,
+    objective: Optional[str] = None,
+    output_fraction: Optional[float] = None,
+    sparse_lookup: bool = False,
+) -> float:
     """Total pre-training FLOPs: `num_steps` (default `config.num_train_steps`) steps.
 
     A two-stage run counts its generator steps and its discriminator steps
@@ -280,10 +331,11 @@ def train_flops(config: PretrainingConfig, num_steps: Optional[int] = None,
     if config.training != "two_stage" or objective not in (None, config.objective):
         return steps * train_flops_per_step(config, objective, output_fraction, sparse_lookup)
     first = min(steps, config.resolved_two_stage_generator_steps)
-    return (first * train_flops_per_step(config, None, output_fraction, sparse_lookup,
-                                         stage="generator")
-            + (steps - first) * train_flops_per_step(config, None, output_fraction,
-                                                     sparse_lookup, stage="discriminator"))
+    return first * train_flops_per_step(
+        config, None, output_fraction, sparse_lookup, stage="generator"
+    ) + (steps - first) * train_flops_per_step(
+        config, None, output_fraction, sparse_lookup, stage="discriminator"
+    )
 
 
 def steps_within_budget(config: PretrainingConfig, budget: float) -> int:
@@ -310,8 +362,9 @@ def steps_within_budget(config: PretrainingConfig, budget: float) -> int:
 
 def inference_flops(model_config: ModelConfig, seq_len: int, sparse_lookup: bool = False) -> float:
     """FLOPs to classify one example of `seq_len` tokens: one forward pass with the token head."""
-    return (_encoder_flops(model_config, seq_len, sparse_lookup)
-            + token_classifier_flops(model_config.hidden_size, seq_len))
+    return _encoder_flops(model_config, seq_len, sparse_lookup) + token_classifier_flops(
+        model_config.hidden_size, seq_len
+    )
 
 
 def count_parameters(model_config: ModelConfig) -> int:
@@ -322,10 +375,17 @@ def count_parameters(model_config: ModelConfig) -> int:
     """
     h, e = model_config.hidden_size, model_config.embedding_size
     i = model_config.resolved_intermediate_size
-    embeddings = (model_config.vocab_size + model_config.max_position_embeddings
-                  + model_config.type_vocab_size) * e + 2 * e
+    embeddings = (
+        model_config.vocab_size
+        + model_config.max_position_embeddings
+        + model_config.type_vocab_size
+    ) * e + 2 * e
     projection = (e * h + h) if e != h else 0
-    layer = (3 * (h * h + h) + (h * h + h)  # attention projections
-             + (h * i + i) + (i * h + h)      # feed-forward
-             + 2 * 2 * h)                     # two LayerNorms
+    layer = (
+        3 * (h * h + h)
+        + (h * h + h)  # attention projections
+        + (h * i + i)
+        + (i * h + h)  # feed-forward
+        + 2 * 2 * h
+    )  # two LayerNorms
     return embeddings + projection + model_config.num_layers * layer

@@ -14,8 +14,9 @@ checkpoint) or its `export/` directory.
 from __future__ import annotations
 
 
-def inspect_texts(path: str, texts: list, *, replace: bool = True, mask_rate=None,
-                  seed: int = 0) -> tuple:
+def inspect_texts(
+    path: str, texts: list, *, replace: bool = True, mask_rate=None, seed: int = 0
+) -> tuple:
     """Runs the generator (optionally) and the discriminator over `texts`.
 
     Args:
@@ -42,43 +43,64 @@ def inspect_texts(path: str, texts: list, *, replace: bool = True, mask_rate=Non
     vocab_file = locate_pretrained(path).vocab_file
     if vocab_file is None:
         raise FileNotFoundError(f"{path}: no vocab.txt in the run or its export/.")
-    tokenizer = WordPieceTokenizer(vocab_file, config.do_lower_case, config.resolved_strip_accents,
-                                   config.normalization)
+    tokenizer = WordPieceTokenizer(
+        vocab_file, config.do_lower_case, config.resolved_strip_accents, config.normalization
+    )
     notes = [f"weights: {where}"]
     if replace and generator is None:
-        notes.append("this run has no generator (MLM objective or uniform generator): the text "
-                     "is scored as given")
+        notes.append(
+            "this run has no generator (MLM objective or uniform generator): the text "
+            "is scored as given"
+        )
         replace = False
     length = config.max_seq_length
     slots = config.resolved_max_predictions_per_seq
     samples = []
     for index, text in enumerate(texts):
-        pieces = tokenizer.tokenize_to_lists([text])[0][:length - 2]
+        pieces = tokenizer.tokenize_to_lists([text])[0][: length - 2]
         ids = np.zeros(length, np.int32)
-        ids[:len(pieces) + 2] = [tokenizer.cls_id, *pieces, tokenizer.sep_id]
+        ids[: len(pieces) + 2] = [tokenizer.cls_id, *pieces, tokenizer.sep_id]
         mask = (np.arange(length) < len(pieces) + 2).astype(np.int32)
         segments = np.zeros(length, np.int32)
         fake, masked = ids.copy(), np.zeros(length, np.int32)
         if replace:
-            m = mask_example(ids, mask, tf.constant([seed, index], tf.int64),
-                             mask_rate=mask_rate or config.mask_rate,
-                             max_predictions_per_seq=slots,
-                             **{k: tokenizer.special_ids[k]
-                                for k in ("pad_id", "cls_id", "sep_id", "mask_id")})
+            m = mask_example(
+                ids,
+                mask,
+                tf.constant([seed, index], tf.int64),
+                mask_rate=mask_rate or config.mask_rate,
+                max_predictions_per_seq=slots,
+                **{k: tokenizer.special_ids[k] for k in ("pad_id", "cls_id", "sep_id", "mask_id")},
+            )
             m = {k: v.numpy() for k, v in m.items()}
-            logits = generator({"input_ids": m["masked_input_ids"][None],
-                                "input_mask": mask[None], "segment_ids": segments[None],
-                                "masked_lm_positions": m["masked_lm_positions"][None]})
-            sampled = objective.sample_tokens(logits, m["sampling_uniforms"][None],
-                                              config.temperature)
-            fake_t, _ = objective.replace_tokens(ids[None], m["masked_lm_positions"][None],
-                                                 sampled, m["masked_lm_weights"][None])
+            logits = generator(
+                {
+                    "input_ids": m["masked_input_ids"][None],
+                    "input_mask": mask[None],
+                    "segment_ids": segments[None],
+                    "masked_lm_positions": m["masked_lm_positions"][None],
+                }
+            )
+            sampled = objective.sample_tokens(
+                logits, m["sampling_uniforms"][None], config.temperature
+            )
+            fake_t, _ = objective.replace_tokens(
+                ids[None], m["masked_lm_positions"][None], sampled, m["masked_lm_weights"][None]
+            )
             fake = fake_t.numpy()[0]
             masked[m["masked_lm_positions"][m["masked_lm_weights"] > 0]] = 1
-        out = discriminator({"input_ids": fake[None], "input_mask": mask[None],
-                             "segment_ids": segments[None]})
+        out = discriminator(
+            {"input_ids": fake[None], "input_mask": mask[None], "segment_ids": segments[None]}
+        )
         logits = tf.cast(out["logits"], tf.float32).numpy()[0]
-        samples.append({"input_ids": ids, "fake_ids": fake, "input_mask": mask,
-                        "masked": masked, "labels": (fake != ids).astype(np.int32),
-                        "probabilities": 1.0 / (1.0 + np.exp(-logits.astype(np.float64)))})
+        samples.append(
+            {
+                "input_ids": ids,
+                "fake_ids": fake,
+                "input_mask": mask,
+                "masked": masked,
+                "labels": (fake != ids).astype(np.int32),
+                "probabilities": 1.0 / (1.0 + np.exp(-logits.astype(np.float64))),
+            }
+        )
     return samples, tokenizer.vocab, notes

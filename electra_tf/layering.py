@@ -12,12 +12,25 @@ not part of the package and not listed: they import it, never the reverse.
 
 LAYERS = (
     # Foundations: configuration, text, distribution and precision, cost models, errors.
-    ("electra_tf.config", "electra_tf.tokenization", "electra_tf.distribute", "electra_tf.flops",
-     "electra_tf.errors", "electra_tf.layering", "electra_tf.fileio",
-     "electra_tf.vocab_learning", "electra_tf.finiteness", "electra_tf.keras_compat"),
+    (
+        "electra_tf.config",
+        "electra_tf.tokenization",
+        "electra_tf.distribute",
+        "electra_tf.flops",
+        "electra_tf.errors",
+        "electra_tf.layering",
+        "electra_tf.fileio",
+        "electra_tf.vocab_learning",
+        "electra_tf.finiteness",
+        "electra_tf.keras_compat",
+    ),
     # Models, input pipelines, and the optimiser and train step every training run uses.
-    ("electra_tf.modeling", "electra_tf.data", "electra_tf.optimization",
-     "electra_tf.training.train_step"),
+    (
+        "electra_tf.modeling",
+        "electra_tf.data",
+        "electra_tf.optimization",
+        "electra_tf.training.train_step",
+    ),
     # What is on disk: run, export, trial and results layouts, serving versions.
     ("electra_tf.artifacts",),
     # Objectives and tasks: pre-training, and fine-tuning data, heads, losses and metrics.

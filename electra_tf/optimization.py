@@ -11,8 +11,12 @@ import keras
 import tensorflow as tf
 from keras import ops
 
-from electra_tf.keras_compat import (DecayInUpdateStep, PresummedGradients, uses_weight_decay,
-                                     variable_index)
+from electra_tf.keras_compat import (
+    DecayInUpdateStep,
+    PresummedGradients,
+    uses_weight_decay,
+    variable_index,
+)
 
 # Substrings of variable names that get no weight decay: LayerNorm scale and
 # offset (named gamma/beta in Keras) and every bias, as in the original code.
@@ -33,8 +37,13 @@ class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
         power: polynomial decay power (1.0 = linear).
     """
 
-    def __init__(self, peak_learning_rate: float, num_train_steps: int, num_warmup_steps: int,
-                 power: float = 1.0):
+    def __init__(
+        self,
+        peak_learning_rate: float,
+        num_train_steps: int,
+        num_warmup_steps: int,
+        power: float = 1.0,
+    ):
         self.peak_learning_rate = peak_learning_rate
         self.num_train_steps = num_train_steps
         self.num_warmup_steps = num_warmup_steps
@@ -49,9 +58,12 @@ class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
         return rate
 
     def get_config(self):
-        return {"peak_learning_rate": self.peak_learning_rate,
-                "num_train_steps": self.num_train_steps,
-                "num_warmup_steps": self.num_warmup_steps, "power": self.power}
+        return {
+            "peak_learning_rate": self.peak_learning_rate,
+            "num_train_steps": self.num_train_steps,
+            "num_warmup_steps": self.num_warmup_steps,
+            "power": self.power,
+        }
 
 
 @keras.saving.register_keras_serializable(package="electra_tf")
@@ -75,11 +87,24 @@ class AdamWeightDecay(PresummedGradients, DecayInUpdateStep, keras.optimizers.Op
         global_clipnorm: clip the global gradient norm to this value (None: off).
     """
 
-    def __init__(self, learning_rate=5e-4, weight_decay: float = 0.01, beta_1: float = 0.9,
-                 beta_2: float = 0.999, epsilon: float = 1e-6, global_clipnorm=1.0,
-                 name: str = "adam_weight_decay", **kwargs):
-        super().__init__(learning_rate=learning_rate, weight_decay=weight_decay or None,
-                         global_clipnorm=global_clipnorm or None, name=name, **kwargs)
+    def __init__(
+        self,
+        learning_rate=5e-4,
+        weight_decay: float = 0.01,
+        beta_1: float = 0.9,
+        beta_2: float = 0.999,
+        epsilon: float = 1e-6,
+        global_clipnorm=1.0,
+        name: str = "adam_weight_decay",
+        **kwargs,
+    ):
+        super().__init__(
+            learning_rate=learning_rate,
+            weight_decay=weight_decay or None,
+            global_clipnorm=global_clipnorm or None,
+            name=name,
+            **kwargs,
+        )
         self.beta_1 = beta_1
         self.beta_2 = beta_2
         self.epsilon = epsilon
@@ -90,7 +115,8 @@ class AdamWeightDecay(PresummedGradients, DecayInUpdateStep, keras.optimizers.Op
             return
         super().build(var_list)
         self._momentums, self._velocities = self.add_optimizer_variables(
-            var_list, ["momentum", "velocity"])
+            var_list, ["momentum", "velocity"]
+        )
 
     def apply(self, grads, trainable_variables=None):
         # Dense before the global-norm clip. The norm of a sparse (IndexedSlices)
@@ -140,16 +166,23 @@ class TwoStageSchedule(keras.optimizers.schedules.LearningRateSchedule):
         num_train_steps: the last step of the second stage.
     """
 
-    def __init__(self, peak_learning_rate: float, boundary: int, num_train_steps: int,
-                 num_warmup_steps: int, power: float = 1.0):
+    def __init__(
+        self,
+        peak_learning_rate: float,
+        boundary: int,
+        num_train_steps: int,
+        num_warmup_steps: int,
+        power: float = 1.0,
+    ):
         self.peak_learning_rate = peak_learning_rate
         self.boundary = boundary
         self.num_train_steps = num_train_steps
         self.num_warmup_steps = num_warmup_steps
         self.power = power
         self._first = WarmupLinearDecay(peak_learning_rate, boundary, num_warmup_steps, power)
-        self._second = WarmupLinearDecay(peak_learning_rate, num_train_steps - boundary,
-                                         num_warmup_steps, power)
+        self._second = WarmupLinearDecay(
+            peak_learning_rate, num_train_steps - boundary, num_warmup_steps, power
+        )
 
     def __call__(self, step):
         step = ops.cast(step, "float32")
@@ -157,6 +190,10 @@ class TwoStageSchedule(keras.optimizers.schedules.LearningRateSchedule):
         return ops.where(step < float(self.boundary), self._first(step), second)
 
     def get_config(self):
-        return {"peak_learning_rate": self.peak_learning_rate, "boundary": self.boundary,
-                "num_train_steps": self.num_train_steps,
-                "num_warmup_steps": self.num_warmup_steps, "power": self.power}
+        return {
+            "peak_learning_rate": self.peak_learning_rate,
+            "boundary": self.boundary,
+            "num_train_steps": self.num_train_steps,
+            "num_warmup_steps": self.num_warmup_steps,
+            "power": self.power,
+        }

@@ -76,7 +76,9 @@ _SENTENCEPIECE_HINT = (
     "SentencePiece vocabularies (tab-separated scores, '<unk>'/'<s>' tokens, "
     "'\u2581' word markers) must first be converted to WordPiece format: one "
     "token per line, continuation pieces prefixed with '##', and the tokens "
-    + " ".join(SPECIAL_TOKENS) + " present")
+    + " ".join(SPECIAL_TOKENS)
+    + " present"
+)
 
 
 class VocabError(ValueError):
@@ -107,7 +109,7 @@ def load_vocab(path: str) -> list[str]:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as err:
-        line_no = data[:err.start].count(b"\n") + 1
+        line_no = data[: err.start].count(b"\n") + 1
         raise VocabError(
             f"vocab file {path!r} is not UTF-8 text: invalid byte "
             f"0x{data[err.start]:02x} at line {line_no} (byte offset {err.start})"
@@ -125,16 +127,19 @@ def load_vocab(path: str) -> list[str]:
         if "\t" in line.strip():
             raise VocabError(
                 f"vocab file {path!r} line {line_no} contains a tab ({line!r}); "
-                f"this looks like a SentencePiece vocabulary. {_SENTENCEPIECE_HINT}")
+                f"this looks like a SentencePiece vocabulary. {_SENTENCEPIECE_HINT}"
+            )
         token = line.strip()
         if not token:
             raise VocabError(
                 f"vocab file {path!r} line {line_no} is empty; every line must "
-                "hold one token (ids are line numbers)")
+                "hold one token (ids are line numbers)"
+            )
         if token in first_line:
             raise VocabError(
                 f"vocab file {path!r} has duplicate token {token!r} on lines "
-                f"{first_line[token]} and {line_no}")
+                f"{first_line[token]} and {line_no}"
+            )
         first_line[token] = line_no
         tokens.append(token)
 
@@ -142,7 +147,8 @@ def load_vocab(path: str) -> list[str]:
     if missing:
         raise VocabError(
             f"vocab file {path!r} lacks the special token(s) {' '.join(missing)}. "
-            + _SENTENCEPIECE_HINT)
+            + _SENTENCEPIECE_HINT
+        )
     return tokens
 
 
@@ -166,8 +172,9 @@ def check_normalization(normalization: str) -> str:
         ValueError: it is not, naming the choices.
     """
     if normalization not in NORMALIZATIONS:
-        raise ValueError(f"--normalization={normalization!r}: choose one of "
-                         f"{', '.join(NORMALIZATIONS)}.")
+        raise ValueError(
+            f"--normalization={normalization!r}: choose one of {', '.join(NORMALIZATIONS)}."
+        )
     return normalization
 
 
@@ -200,8 +207,10 @@ def compose_hangul(texts: tf.Tensor) -> tf.Tensor:
     # The next and next-but-one character of the same text (-1 past its end).
     padded_codes = tf.concat([codes, [-1, -1]], 0)
     padded_rows = tf.concat([rows, tf.constant([-1, -2], rows.dtype)], 0)
-    following = [tf.where(padded_rows[k:count + k] == rows, padded_codes[k:count + k], -1)
-                 for k in (1, 2)]
+    following = [
+        tf.where(padded_rows[k : count + k] == rows, padded_codes[k : count + k], -1)
+        for k in (1, 2)
+    ]
     lead = codes - _L_BASE
     vowel = following[0] - _V_BASE
     trail = following[1] - _T_BASE
@@ -214,13 +223,19 @@ def compose_hangul(texts: tf.Tensor) -> tf.Tensor:
     padded_lvt = tf.concat([[False, False], lvt], 0)[:count]
     keep = ~(padded_lv | padded_lvt)
     composed = tf.RaggedTensor.from_value_rowids(
-        tf.boolean_mask(merged, keep), tf.boolean_mask(rows, keep),
-        nrows=tf.shape(flat, out_type=rows.dtype)[0])
+        tf.boolean_mask(merged, keep),
+        tf.boolean_mask(rows, keep),
+        nrows=tf.shape(flat, out_type=rows.dtype)[0],
+    )
     return tf.reshape(tf.strings.unicode_encode(composed, "UTF-8"), shape)
 
 
-def normalize_text(texts: tf.Tensor, do_lower_case: bool, strip_accents: bool,
-                   normalization: str = DEFAULT_NORMALIZATION) -> tf.Tensor:
+def normalize_text(
+    texts: tf.Tensor,
+    do_lower_case: bool,
+    strip_accents: bool,
+    normalization: str = DEFAULT_NORMALIZATION,
+) -> tf.Tensor:
     """Normalizes UTF-8 strings with graph ops (see the module docstring).
 
     Args:
@@ -234,7 +249,8 @@ def normalize_text(texts: tf.Tensor, do_lower_case: bool, strip_accents: bool,
     """
     check_normalization(normalization)
     texts = tf.strings.unicode_transcode(
-        texts, input_encoding="UTF-8", output_encoding="UTF-8", errors="ignore")
+        texts, input_encoding="UTF-8", output_encoding="UTF-8", errors="ignore"
+    )
     # BERT's text cleaning: tabs and line breaks are spaces; other control and
     # format characters (zero-width space, BOM, ...) and U+FFFD are dropped, so
     # they never glue words together or turn a word into [UNK].
@@ -283,9 +299,13 @@ class WordPieceTokenizer(tf.Module):
             absent).
     """
 
-    def __init__(self, vocab_file: str, do_lower_case: bool = True,
-                 strip_accents: Optional[bool] = None,
-                 normalization: str = DEFAULT_NORMALIZATION):
+    def __init__(
+        self,
+        vocab_file: str,
+        do_lower_case: bool = True,
+        strip_accents: Optional[bool] = None,
+        normalization: str = DEFAULT_NORMALIZATION,
+    ):
         """Loads and validates `vocab_file` (see `load_vocab`).
 
         Args:
@@ -322,29 +342,39 @@ class WordPieceTokenizer(tf.Module):
         self.lookup_table = tf.lookup.StaticHashTable(
             tf.lookup.KeyValueTensorInitializer(
                 keys=tf.constant(vocab, dtype=tf.string),
-                values=tf.range(len(vocab), dtype=tf.int64)),
-            default_value=-1)
+                values=tf.range(len(vocab), dtype=tf.int64),
+            ),
+            default_value=-1,
+        )
         max_chars = max(len(t[2:] if t.startswith("##") else t) for t in vocab)
-        self._bert_tokenizer = self._no_dependency(tf_text.BertTokenizer(
-            self.lookup_table,
-            suffix_indicator="##",
-            max_bytes_per_word=MAX_BYTES_PER_WORD,
-            max_chars_per_token=max_chars,
-            token_out_type=tf.int32,
-            unknown_token=UNK_TOKEN,
-            split_unknown_characters=False,
-            lower_case=False,
-            keep_whitespace=False,
-            normalization_form=None,
-            preserve_unused_token=False))
+        self._bert_tokenizer = self._no_dependency(
+            tf_text.BertTokenizer(
+                self.lookup_table,
+                suffix_indicator="##",
+                max_bytes_per_word=MAX_BYTES_PER_WORD,
+                max_chars_per_token=max_chars,
+                token_out_type=tf.int32,
+                unknown_token=UNK_TOKEN,
+                split_unknown_characters=False,
+                lower_case=False,
+                keep_whitespace=False,
+                normalization_form=None,
+                preserve_unused_token=False,
+            )
+        )
         # The same WordPiece as a trie (`tokenize_flat`), built on first use.
         self._fast_model = None
 
     @property
     def special_ids(self) -> dict:
         """`{"pad_id", "unk_id", "cls_id", "sep_id", "mask_id"}` -> id."""
-        return {"pad_id": self.pad_id, "unk_id": self.unk_id, "cls_id": self.cls_id,
-                "sep_id": self.sep_id, "mask_id": self.mask_id}
+        return {
+            "pad_id": self.pad_id,
+            "unk_id": self.unk_id,
+            "cls_id": self.cls_id,
+            "sep_id": self.sep_id,
+            "mask_id": self.mask_id,
+        }
 
     def normalize(self, texts: tf.Tensor) -> tf.Tensor:
         """Applies this tokenizer's normalization (graph ops only).
@@ -358,7 +388,9 @@ class WordPieceTokenizer(tf.Module):
         texts = tf.convert_to_tensor(texts, dtype=tf.string)
         return normalize_text(texts, self.do_lower_case, self.strip_accents, self.normalization)
 
-    def tokenize(self, texts: Union[tf.Tensor, Sequence[str], str]) -> Union[tf.RaggedTensor, tf.Tensor]:
+    def tokenize(
+        self, texts: Union[tf.Tensor, Sequence[str], str]
+    ) -> Union[tf.RaggedTensor, tf.Tensor]:
         """Tokenizes raw text into WordPiece ids.
 
         Args:
@@ -404,20 +436,27 @@ class WordPieceTokenizer(tf.Module):
         # BertTokenizer's own steps: control characters to spaces, then the split.
         normalized = tf.strings.regex_replace(self.normalize(texts), r"\p{Cc}|\p{Cf}", " ")
         words, _, _, word_splits = regex_split_ops.gen_regex_split_ops.regex_split_with_offsets(
-            normalized, f"({basic._delim_regex_pattern})", f"({basic._keep_delim_regex_pattern})")
+            normalized, f"({basic._delim_regex_pattern})", f"({basic._keep_delim_regex_pattern})"
+        )
         if self._fast_model is None:
-            self._fast_model = self._no_dependency(np.frombuffer(
-                # vocab, max_bytes_per_word, suffix_indicator, unknown_token,
-                # no_pretokenization, support_detokenization (positional only).
-                tf_text.build_fast_wordpiece_model(
-                    self.vocab, MAX_BYTES_PER_WORD, "##", UNK_TOKEN, True, False), np.uint8))
+            self._fast_model = self._no_dependency(
+                np.frombuffer(
+                    # vocab, max_bytes_per_word, suffix_indicator, unknown_token,
+                    # no_pretokenization, support_detokenization (positional only).
+                    tf_text.build_fast_wordpiece_model(
+                        self.vocab, MAX_BYTES_PER_WORD, "##", UNK_TOKEN, True, False
+                    ),
+                    np.uint8,
+                )
+            )
         pieces = tf_text.FastWordpieceTokenizer(
-            model_buffer=tf.constant(self._fast_model), token_out_type=tf.int32).tokenize(words)
+            model_buffer=tf.constant(self._fast_model), token_out_type=tf.int32
+        ).tokenize(words)
         return pieces.values, tf.gather(pieces.row_splits, word_splits)
 
-    def tokenize_normalized_with_offsets(self, texts: tf.Tensor
-                                         ) -> tuple[tf.RaggedTensor, tf.RaggedTensor,
-                                                    tf.RaggedTensor]:
+    def tokenize_normalized_with_offsets(
+        self, texts: tf.Tensor
+    ) -> tuple[tf.RaggedTensor, tf.RaggedTensor, tf.RaggedTensor]:
         """WordPiece ids of already normalized text, with byte offsets into it.
 
         Args:
@@ -454,7 +493,8 @@ class WordPieceTokenizer(tf.Module):
             if not 0 <= int(i) < self.vocab_size:
                 raise ValueError(
                     f"token id {i} is outside the vocabulary [0, {self.vocab_size}) "
-                    f"of {self.vocab_file!r}")
+                    f"of {self.vocab_file!r}"
+                )
             out.append(self.vocab[int(i)])
         return out
 
@@ -468,8 +508,11 @@ class WordPieceTokenizer(tf.Module):
         Recorded beside every model (export configs, fine-tuned model info);
         `from_settings` reads them back.
         """
-        return {"do_lower_case": self.do_lower_case, "strip_accents": self.strip_accents,
-                "normalization": self.normalization}
+        return {
+            "do_lower_case": self.do_lower_case,
+            "strip_accents": self.strip_accents,
+            "normalization": self.normalization,
+        }
 
     def get_config(self) -> dict:
         """Arguments that rebuild this tokenizer: `WordPieceTokenizer(**cfg)`."""
@@ -479,5 +522,9 @@ class WordPieceTokenizer(tf.Module):
     def from_settings(cls, vocab_file: str, settings: dict) -> "WordPieceTokenizer":
         """The tokenizer `text_settings()` describe (records without a
         normalization were written before it existed: `casefold`)."""
-        return cls(vocab_file, settings["do_lower_case"], settings.get("strip_accents"),
-                   settings.get("normalization") or DEFAULT_NORMALIZATION)
+        return cls(
+            vocab_file,
+            settings["do_lower_case"],
+            settings.get("strip_accents"),
+            settings.get("normalization") or DEFAULT_NORMALIZATION,
+        )

@@ -62,8 +62,16 @@ _MIN_AUTO_ALPHABET = 100
 _MAX_TOKEN_LENGTH = 50
 _SAMPLE_CHUNK_BYTES = 1 << 16
 # The CJK blocks the splitter cuts into one-character words (as BERT).
-_CJK_RANGES = ((0x4E00, 0x9FFF), (0x3400, 0x4DBF), (0x20000, 0x2A6DF), (0x2A700, 0x2B73F),
-               (0x2B740, 0x2B81F), (0x2B820, 0x2CEAF), (0xF900, 0xFAFF), (0x2F800, 0x2FA1F))
+_CJK_RANGES = (
+    (0x4E00, 0x9FFF),
+    (0x3400, 0x4DBF),
+    (0x20000, 0x2A6DF),
+    (0x2A700, 0x2B73F),
+    (0x2B740, 0x2B81F),
+    (0x2B820, 0x2CEAF),
+    (0xF900, 0xFAFF),
+    (0x2F800, 0x2FA1F),
+)
 
 
 class VocabLearningError(ValueError):
@@ -89,26 +97,47 @@ class VocabOptions:
         presegment: `none`, or `kiwi` (Korean morphemes while learning).
     """
 
-    vocab_size: int = dataclasses.field(default=30522, metadata={
-        "flag": False,  # the vocab command defines --vocab_size; pretrain.py has the model's
-        "help": "Tokens in the vocabulary, special and unused ones included (the learner may "
-                "stop up to 5% short)."})
-    alphabet_size: Optional[int] = dataclasses.field(default=None, metadata={
-        "flag": "vocab_alphabet_size",
-        "help": "Characters the vocabulary spells words with (each a token, and most also as "
-                "##c); words with any other character become [UNK]. Default: the most frequent "
-                "characters that fit in half of the vocabulary."})
-    max_bytes: int = dataclasses.field(default=DEFAULT_MAX_BYTES, metadata={
-        "flag": "vocab_max_bytes",
-        "help": "Text read to learn the vocabulary (whole lines spread over the corpus)."})
-    num_unused: int = dataclasses.field(default=0, metadata={
-        "flag": "vocab_unused",
-        "help": "[unused0], [unused1], ... slots after the special tokens, for tokens added "
-                "later."})
-    presegment: str = dataclasses.field(default="none", metadata={
-        "flag": "vocab_presegment", "choices": PRESEGMENTERS,
-        "help": "none, or kiwi: learn pieces along Korean morpheme boundaries (pip install "
-                "kiwipiepy); tokenization itself needs no analyser."})
+    vocab_size: int = dataclasses.field(
+        default=30522,
+        metadata={
+            "flag": False,  # the vocab command defines --vocab_size; pretrain.py has the model's
+            "help": "Tokens in the vocabulary, special and unused ones included (the learner may "
+            "stop up to 5% short).",
+        },
+    )
+    alphabet_size: Optional[int] = dataclasses.field(
+        default=None,
+        metadata={
+            "flag": "vocab_alphabet_size",
+            "help": "Characters the vocabulary spells words with (each a token, and most also as "
+            "##c); words with any other character become [UNK]. Default: the most frequent "
+            "characters that fit in half of the vocabulary.",
+        },
+    )
+    max_bytes: int = dataclasses.field(
+        default=DEFAULT_MAX_BYTES,
+        metadata={
+            "flag": "vocab_max_bytes",
+            "help": "Text read to learn the vocabulary (whole lines spread over the corpus).",
+        },
+    )
+    num_unused: int = dataclasses.field(
+        default=0,
+        metadata={
+            "flag": "vocab_unused",
+            "help": "[unused0], [unused1], ... slots after the special tokens, for tokens added "
+            "later.",
+        },
+    )
+    presegment: str = dataclasses.field(
+        default="none",
+        metadata={
+            "flag": "vocab_presegment",
+            "choices": PRESEGMENTERS,
+            "help": "none, or kiwi: learn pieces along Korean morpheme boundaries (pip install "
+            "kiwipiepy); tokenization itself needs no analyser.",
+        },
+    )
 
     def validate(self) -> None:
         """Raises VocabLearningError naming the flag of an impossible value."""
@@ -118,15 +147,19 @@ class VocabOptions:
         if self.vocab_size <= reserved:
             raise VocabLearningError(
                 f"--vocab_size={self.vocab_size}: must exceed the {len(SPECIAL_TOKENS)} special "
-                f"tokens and {self.num_unused} unused slots.")
+                f"tokens and {self.num_unused} unused slots."
+            )
         if self.alphabet_size is not None and self.alphabet_size < 1:
-            raise VocabLearningError(f"--vocab_alphabet_size={self.alphabet_size}: must be "
-                                     ">= 1 (or unset for the automatic size).")
+            raise VocabLearningError(
+                f"--vocab_alphabet_size={self.alphabet_size}: must be "
+                ">= 1 (or unset for the automatic size)."
+            )
         if self.max_bytes <= 0:
             raise VocabLearningError(f"--vocab_max_bytes={self.max_bytes}: must be positive.")
         if self.presegment not in PRESEGMENTERS:
-            raise VocabLearningError(f"--vocab_presegment={self.presegment!r}: choose one of "
-                                     f"{', '.join(PRESEGMENTERS)}.")
+            raise VocabLearningError(
+                f"--vocab_presegment={self.presegment!r}: choose one of {', '.join(PRESEGMENTERS)}."
+            )
 
     def cache_key(self, text_settings: dict) -> str:
         """A short name for these options and text settings (cached vocabulary files)."""
@@ -153,9 +186,13 @@ def is_standalone_character(char: str) -> bool:
     return unicodedata.category(char).startswith("P")
 
 
-def choose_alphabet(word_counts: dict, vocab_size: int, reserved: int,
-                    alphabet_size: Optional[int],
-                    min_size: int = _MIN_AUTO_ALPHABET) -> list[str]:
+def choose_alphabet(
+    word_counts: dict,
+    vocab_size: int,
+    reserved: int,
+    alphabet_size: Optional[int],
+    min_size: int = _MIN_AUTO_ALPHABET,
+) -> list[str]:
     """The characters the vocabulary spells words with, most frequent first.
 
     Args:
@@ -219,9 +256,9 @@ def read_text_sample(text_files: Sequence[str], max_bytes: int) -> list[str]:
                 at_line_start = True
             data = f.read(length)
         if not at_line_start and b"\n" in data:
-            data = data[data.index(b"\n") + 1:]  # Drop the partial first line.
+            data = data[data.index(b"\n") + 1 :]  # Drop the partial first line.
         if offset + length < sizes[i] and b"\n" in data:
-            data = data[:data.rindex(b"\n") + 1]  # And the partial last one.
+            data = data[: data.rindex(b"\n") + 1]  # And the partial last one.
         # Same leniency as the tokenizer: invalid bytes are dropped.
         text = data.decode("utf-8", errors="ignore")
         lines.extend(line for line in text.splitlines() if line.strip())
@@ -248,7 +285,8 @@ def cap_vocab(vocab: list[str], vocab_size: int, reserved: Sequence[str]) -> lis
     if room < 0:
         raise VocabLearningError(
             f"--vocab_size={vocab_size} is too small for the {len(keep)} reserved "
-            "and single-character tokens the text needs (lower --vocab_alphabet_size)")
+            "and single-character tokens the text needs (lower --vocab_alphabet_size)"
+        )
     for token in vocab:
         if room == 0:
             break
@@ -261,6 +299,7 @@ def cap_vocab(vocab: list[str], vocab_size: int, reserved: Sequence[str]) -> lis
 def _split_words(lines: list[str], text_settings: dict) -> collections.Counter:
     """Word counts of the lines, normalized and split as `WordPieceTokenizer` does."""
     import tensorflow as tf
+
     # The learner's splitter: whitespace, punctuation, CJK ideographs, no
     # normalization of its own (ours runs first, as in tokenization).
     from tensorflow_text.python.ops.bert_tokenizer import BasicTokenizer
@@ -270,20 +309,23 @@ def _split_words(lines: list[str], text_settings: dict) -> collections.Counter:
     splitter = BasicTokenizer(lower_case=False, normalization_form=None)
     counts = collections.Counter()
     for start in range(0, len(lines), 1024):
-        batch = tf.constant(lines[start:start + 1024], dtype=tf.string)
+        batch = tf.constant(lines[start : start + 1024], dtype=tf.string)
         words = splitter.tokenize(normalize_text(batch, **text_settings)).flat_values
         counts.update(words.numpy().tolist())
     return collections.Counter({w.decode("utf-8"): c for w, c in counts.items()})
 
 
-def _kiwi_pieces(word_counts: collections.Counter) -> tuple[collections.Counter,
-                                                             collections.Counter]:
+def _kiwi_pieces(
+    word_counts: collections.Counter,
+) -> tuple[collections.Counter, collections.Counter]:
     """(word-initial, inner) morpheme counts: every word cut at Kiwi's morpheme starts."""
     try:
         from kiwipiepy import Kiwi
     except ImportError:
-        raise VocabLearningError("--vocab_presegment=kiwi needs the Kiwi analyser: pip install "
-                                 "kiwipiepy (or drop the flag).") from None
+        raise VocabLearningError(
+            "--vocab_presegment=kiwi needs the Kiwi analyser: pip install "
+            "kiwipiepy (or drop the flag)."
+        ) from None
     kiwi = Kiwi()
     initial, inner = collections.Counter(), collections.Counter()
     words = list(word_counts)
@@ -310,9 +352,15 @@ def _learn(word_counts: dict, size: int, alphabet_size: int) -> list[str]:
     # vocabulary of `size` tokens used >= t times each needs about t * size
     # uses: 10 * words / size halves the probes (an overshoot is trimmed).
     upper_thresh = max(lower_thresh + 1, 10 * num_words // size)
-    return learner.learn(word_counts, size, list(SPECIAL_TOKENS), upper_thresh=upper_thresh,
-                         lower_thresh=lower_thresh, max_unique_chars=alphabet_size,
-                         max_token_length=_MAX_TOKEN_LENGTH)
+    return learner.learn(
+        word_counts,
+        size,
+        list(SPECIAL_TOKENS),
+        upper_thresh=upper_thresh,
+        lower_thresh=lower_thresh,
+        max_unique_chars=alphabet_size,
+        max_token_length=_MAX_TOKEN_LENGTH,
+    )
 
 
 def _learn_presegmented(initial: dict, inner: dict, size: int, alphabet_size: int) -> list[str]:
@@ -321,8 +369,7 @@ def _learn_presegmented(initial: dict, inner: dict, size: int, alphabet_size: in
     first = _learn(initial, round(size * share), alphabet_size)
     second = _learn(inner, size - round(size * share), alphabet_size)
     first = [t for t in first if t not in SPECIAL_TOKENS]
-    joined = [t if t.startswith("##") else "##" + t for t in second
-              if t not in SPECIAL_TOKENS]
+    joined = [t if t.startswith("##") else "##" + t for t in second if t not in SPECIAL_TOKENS]
     # Alternate the two lists so that a cap keeps the most frequent of both.
     merged, seen = list(SPECIAL_TOKENS), set(SPECIAL_TOKENS)
     for k in range(max(len(first), len(joined))):
@@ -333,9 +380,13 @@ def _learn_presegmented(initial: dict, inner: dict, size: int, alphabet_size: in
     return merged
 
 
-def learn_vocab(text_files: Union[str, Sequence[str]], options: VocabOptions,
-                do_lower_case: bool, strip_accents: Optional[bool] = None,
-                normalization: str = DEFAULT_NORMALIZATION) -> tuple[list[str], dict]:
+def learn_vocab(
+    text_files: Union[str, Sequence[str]],
+    options: VocabOptions,
+    do_lower_case: bool,
+    strip_accents: Optional[bool] = None,
+    normalization: str = DEFAULT_NORMALIZATION,
+) -> tuple[list[str], dict]:
     """Learns a WordPiece vocabulary from text files (see the module docstring).
 
     Args:
@@ -363,8 +414,11 @@ def learn_vocab(text_files: Union[str, Sequence[str]], options: VocabOptions,
         if not os.path.isfile(f):
             raise VocabLearningError(f"text file {f!r} does not exist")
     strip = bool(do_lower_case) if strip_accents is None else bool(strip_accents)
-    settings = {"do_lower_case": bool(do_lower_case), "strip_accents": strip,
-                "normalization": normalization}
+    settings = {
+        "do_lower_case": bool(do_lower_case),
+        "strip_accents": strip,
+        "normalization": normalization,
+    }
 
     start = time.monotonic()
     lines = read_text_sample(text_files, options.max_bytes)
@@ -386,8 +440,11 @@ def learn_vocab(text_files: Union[str, Sequence[str]], options: VocabOptions,
     else:
         vocab = _learn(word_counts, size, len(alphabet))
     # A token must survive the one-token-per-line file format unchanged.
-    vocab = [t for t in vocab if t not in useless and t == t.strip() and len(t.split()) == 1
-             and len(t.splitlines()) == 1]
+    vocab = [
+        t
+        for t in vocab
+        if t not in useless and t == t.strip() and len(t.split()) == 1 and len(t.splitlines()) == 1
+    ]
     specials = len(SPECIAL_TOKENS)
     vocab = vocab[:specials] + unused + vocab[specials:]
     vocab = cap_vocab(vocab, options.vocab_size, list(SPECIAL_TOKENS) + unused)
@@ -398,9 +455,13 @@ def learn_vocab(text_files: Union[str, Sequence[str]], options: VocabOptions,
         # few subwords occur often enough in a small sample.
         logger.info("Learned %d tokens of the requested %d.", len(vocab), options.vocab_size)
     distinct = len({c for w in word_counts for c in w})
-    stats = {"sample_bytes": sum(len(line.encode("utf-8")) + 1 for line in lines),
-             "words": sum(word_counts.values()), "distinct_characters": distinct,
-             "alphabet_size": len(alphabet), "seconds": time.monotonic() - start}
+    stats = {
+        "sample_bytes": sum(len(line.encode("utf-8")) + 1 for line in lines),
+        "words": sum(word_counts.values()),
+        "distinct_characters": distinct,
+        "alphabet_size": len(alphabet),
+        "seconds": time.monotonic() - start,
+    }
     return vocab, stats
 
 
@@ -419,19 +480,27 @@ def write_vocab(tokens: Sequence[str], output_path: str) -> str:
     return output_path
 
 
-def build_vocab(text_files: Union[str, Sequence[str]], output_path: str,
-                options: Union[VocabOptions, int], do_lower_case: bool,
-                strip_accents: Optional[bool] = None,
-                normalization: str = DEFAULT_NORMALIZATION) -> str:
+def build_vocab(
+    text_files: Union[str, Sequence[str]],
+    output_path: str,
+    options: Union[VocabOptions, int],
+    do_lower_case: bool,
+    strip_accents: Optional[bool] = None,
+    normalization: str = DEFAULT_NORMALIZATION,
+) -> str:
     """`learn_vocab`, then writes the tokens to `output_path`; returns it.
 
     `options` may be a bare vocabulary size (every other option default).
     """
     if isinstance(options, int):
         options = VocabOptions(vocab_size=options)
-    tokens, stats = learn_vocab(text_files, options, do_lower_case, strip_accents,
-                                normalization)
+    tokens, stats = learn_vocab(text_files, options, do_lower_case, strip_accents, normalization)
     write_vocab(tokens, output_path)
-    logger.info("Wrote %d-token vocabulary to %s from %d bytes of text in %.1f s.",
-                len(tokens), output_path, stats["sample_bytes"], stats["seconds"])
+    logger.info(
+        "Wrote %d-token vocabulary to %s from %d bytes of text in %.1f s.",
+        len(tokens),
+        output_path,
+        stats["sample_bytes"],
+        stats["seconds"],
+    )
     return output_path

@@ -17,15 +17,31 @@ PAD, UNK, CLS, SEP, MASK = 0, 1, 2, 3, 4
 SPECIAL_IDS = {"pad_id": PAD, "cls_id": CLS, "sep_id": SEP, "mask_id": MASK}
 
 
-def make_batch(rng: np.random.Generator, batch_size: int, seq_length: int, num_slots: int,
-               vocab_size: int, mask_rate: float = 0.15) -> dict:
+def make_batch(
+    rng: np.random.Generator,
+    batch_size: int,
+    seq_length: int,
+    num_slots: int,
+    vocab_size: int,
+    mask_rate: float = 0.15,
+) -> dict:
     """A pipeline-shaped batch built with NumPy (independent of the pipeline code).
 
     Rows have random lengths with padding; masking follows ELECTRA's rules.
     """
-    out = {k: [] for k in ("input_ids", "input_mask", "segment_ids", "masked_input_ids",
-                           "masked_lm_positions", "masked_lm_ids", "masked_lm_weights",
-                           "sampling_uniforms")}
+    out = {
+        k: []
+        for k in (
+            "input_ids",
+            "input_mask",
+            "segment_ids",
+            "masked_input_ids",
+            "masked_lm_positions",
+            "masked_lm_ids",
+            "masked_lm_weights",
+            "sampling_uniforms",
+        )
+    }
     for _ in range(batch_size):
         length = int(rng.integers(4, seq_length + 1))
         ids = np.zeros(seq_length, np.int32)
@@ -33,7 +49,7 @@ def make_batch(rng: np.random.Generator, batch_size: int, seq_length: int, num_s
         ids[0], ids[length - 1] = CLS, SEP
         mask = (np.arange(seq_length) < length).astype(np.int32)
         segments = np.zeros(seq_length, np.int32)
-        segments[length // 2:length] = 1
+        segments[length // 2 : length] = 1
         candidates = np.arange(1, length - 1)
         count = min(max(1, min(num_slots, int(np.round(mask_rate * length)))), len(candidates))
         positions = np.zeros(num_slots, np.int32)
@@ -99,9 +115,14 @@ def serving_exports(tmp_path_factory):
     root = tmp_path_factory.mktemp("serving")
     pretrained = make_serving_pretrained_dir(str(root / "pretrained"))
     pair_trial = make_trial_dir(str(root / "pair_trial"), pretrained)
-    regression_trial = make_trial_dir(str(root / "regression_trial"), pretrained,
-                                      label_names=None, is_pair=False, seed=1)
+    regression_trial = make_trial_dir(
+        str(root / "regression_trial"), pretrained, label_names=None, is_pair=False, seed=1
+    )
     base = str(root / "export")
-    return {"pretrained": pretrained, "export_base": base, "pair_trial": pair_trial,
-            "pair": export_finetuned_dir(pair_trial, base, "pair"),
-            "regression": export_finetuned_dir(regression_trial, base, "regression")}
+    return {
+        "pretrained": pretrained,
+        "export_base": base,
+        "pair_trial": pair_trial,
+        "pair": export_finetuned_dir(pair_trial, base, "pair"),
+        "regression": export_finetuned_dir(regression_trial, base, "regression"),
+    }

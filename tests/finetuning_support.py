@@ -2,8 +2,22 @@
 
 import os
 
-WORDS = ["movie", "film", "plot", "the", "a", "was", "is", "very", "fun", "dull", "actor",
-         "story", "good", "bad"]
+WORDS = [
+    "movie",
+    "film",
+    "plot",
+    "the",
+    "a",
+    "was",
+    "is",
+    "very",
+    "fun",
+    "dull",
+    "actor",
+    "story",
+    "good",
+    "bad",
+]
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + WORDS
 
 
@@ -25,8 +39,16 @@ def make_pretrained_dir(directory, num_layers=2, seed=0, **overrides):
 
     os.makedirs(directory, exist_ok=True)
     write_vocab(os.path.join(directory, "vocab.txt"))
-    config = preset("tiny", vocab_size=len(VOCAB), hidden_size=32, num_layers=num_layers,
-                    embedding_size=16, num_heads=2, intermediate_size=64, **overrides)
+    config = preset(
+        "tiny",
+        vocab_size=len(VOCAB),
+        hidden_size=32,
+        num_layers=num_layers,
+        embedding_size=16,
+        num_heads=2,
+        intermediate_size=64,
+        **overrides,
+    )
     config.save_json(os.path.join(directory, "config.json"))
     keras.utils.set_random_seed(seed)
     _, discriminator = build_generator_and_discriminator(config.model)
@@ -65,11 +87,13 @@ def toy_regression_task(count, dev_count):
     texts = [r[0] for r in rows]
     targets = np.array([r[1] + 0.1 * (i % 3) for i, r in enumerate(rows)], np.float64)
     indices = [str(i) for i in range(count)]
-    definition = tasks.Task("toyreg", tasks.REGRESSION, None, ("pearson", "spearman"),
-                            "pearson", False)
+    definition = tasks.Task(
+        "toyreg", tasks.REGRESSION, None, ("pearson", "spearman"), "pearson", False
+    )
     train = tasks.Split("train", "memory", texts, None, targets, indices)
-    dev = tasks.Split("dev", "memory", texts[:dev_count], None, targets[:dev_count],
-                      indices[:dev_count])
+    dev = tasks.Split(
+        "dev", "memory", texts[:dev_count], None, targets[:dev_count], indices[:dev_count]
+    )
     task = ClassificationTask(definition, tasks.TaskData(train, {"dev": dev}, {}))
     build = task.build_model
 
@@ -103,25 +127,44 @@ def toy_tagged_sentences(count, seed=0, tag_format="prefix"):
                 tag = ("I", "WORK")
             else:
                 tag = None
-            tags.append("O" if tag is None else
-                        f"{tag[0]}-{tag[1]}" if tag_format == "prefix" else f"{tag[1]}-{tag[0]}")
+            tags.append(
+                "O"
+                if tag is None
+                else f"{tag[0]}-{tag[1]}"
+                if tag_format == "prefix"
+                else f"{tag[1]}-{tag[0]}"
+            )
         rows.append((words, tags))
     return rows
 
 
 def toy_tagging_task(count, dev_count=None, max_seq_length=16, with_test=False):
     """A prefix-BIO tagging task on `toy_tagged_sentences` (dev: other sentences)."""
-    from electra_tf.finetuning.tagging_data import (TaggedSplit, TaggingData, TaggingDefinition,
-                                                    order_tags)
+    from electra_tf.finetuning.tagging_data import (
+        TaggedSplit,
+        TaggingData,
+        TaggingDefinition,
+        order_tags,
+    )
     from electra_tf.finetuning.tagging_task import TaggingTask
 
     def split(name, rows, labelled=True):
-        return TaggedSplit(name, "memory", [r[0] for r in rows],
-                           [r[1] for r in rows] if labelled else None, list(range(len(rows))))
+        return TaggedSplit(
+            name,
+            "memory",
+            [r[0] for r in rows],
+            [r[1] for r in rows] if labelled else None,
+            list(range(len(rows))),
+        )
 
     train = split("train", toy_tagged_sentences(count))
     dev = split("dev", toy_tagged_sentences(dev_count or count, seed=1))
     test = split("test", toy_tagged_sentences(4, seed=2), labelled=False) if with_test else None
-    definition = TaggingDefinition("toyner", order_tags([t for s in train.tags for t in s]),
-                                   "prefix", ("precision", "recall", "f1", "accuracy"), "f1")
+    definition = TaggingDefinition(
+        "toyner",
+        order_tags([t for s in train.tags for t in s]),
+        "prefix",
+        ("precision", "recall", "f1", "accuracy"),
+        "f1",
+    )
     return TaggingTask(definition, TaggingData(train, dev, test), max_seq_length=max_seq_length)

@@ -14,7 +14,6 @@ and `labels` (its id2label, in id order).
 """
 
 import json
-
 import os
 import sys
 
@@ -23,13 +22,18 @@ import numpy as np
 
 def run(hf_dir: str, inputs_file: str, outputs_file: str) -> None:
     import torch
-    from transformers import (ElectraForMaskedLM, ElectraForPreTraining,
-                              ElectraForTokenClassification)
+    from transformers import (
+        ElectraForMaskedLM,
+        ElectraForPreTraining,
+        ElectraForTokenClassification,
+    )
 
     data = np.load(inputs_file)
-    kwargs = {"input_ids": torch.tensor(data["input_ids"], dtype=torch.long),
-              "attention_mask": torch.tensor(data["input_mask"], dtype=torch.long),
-              "token_type_ids": torch.tensor(data["segment_ids"], dtype=torch.long)}
+    kwargs = {
+        "input_ids": torch.tensor(data["input_ids"], dtype=torch.long),
+        "attention_mask": torch.tensor(data["input_mask"], dtype=torch.long),
+        "token_type_ids": torch.tensor(data["segment_ids"], dtype=torch.long),
+    }
     out = {}
     with open(os.path.join(hf_dir, "config.json"), encoding="utf-8") as f:
         architectures = json.load(f).get("architectures") or []

@@ -20,10 +20,21 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 TESTS = os.path.dirname(os.path.abspath(__file__))
 
 # Shared with the single-process reference runs of the tests.
-SETTINGS = dict(dropout_rate=0.0, attention_dropout_rate=0.0, num_train_steps=4,
-                save_checkpoints_steps=2, keep_checkpoint_max=0)
-FINETUNE_SETTINGS = dict(train_batch_size=4, eval_batch_size=4, learning_rate=3e-3,
-                         num_train_epochs=1, log_every_steps=100, save_checkpoints_steps=2)
+SETTINGS = dict(
+    dropout_rate=0.0,
+    attention_dropout_rate=0.0,
+    num_train_steps=4,
+    save_checkpoints_steps=2,
+    keep_checkpoint_max=0,
+)
+FINETUNE_SETTINGS = dict(
+    train_batch_size=4,
+    eval_batch_size=4,
+    learning_rate=3e-3,
+    num_train_epochs=1,
+    log_every_steps=100,
+    save_checkpoints_steps=2,
+)
 
 
 def _free_port():
@@ -52,13 +63,27 @@ def run_workers(tmp_path, command, per_worker_args):
     for index in range(2):
         scratch = tmp_path / f"tmp{index}"
         scratch.mkdir()
-        env = dict(os.environ, TF_CONFIG=json.dumps(
-            {"cluster": cluster, "task": {"type": "worker", "index": index}}),
-            PYTHONPATH=root, TMPDIR=str(scratch), CUDA_VISIBLE_DEVICES="")
-        processes.append(subprocess.Popen(
-            [sys.executable, os.path.join(TESTS, "multi_worker_support.py"), command,
-             *map(str, per_worker_args(index))],
-            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+        env = dict(
+            os.environ,
+            TF_CONFIG=json.dumps({"cluster": cluster, "task": {"type": "worker", "index": index}}),
+            PYTHONPATH=root,
+            TMPDIR=str(scratch),
+            CUDA_VISIBLE_DEVICES="",
+        )
+        processes.append(
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    os.path.join(TESTS, "multi_worker_support.py"),
+                    command,
+                    *map(str, per_worker_args(index)),
+                ],
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+            )
+        )
     outputs = [p.communicate(timeout=600)[0] for p in processes]
     for p, out in zip(processes, outputs):
         assert p.returncode == 0, out
@@ -77,27 +102,38 @@ def _dump_weights_callback(weights_file):
 
 
 def pretrain(strategy, shard_dir, vocab, run_dir, weights_file):
-    from electra_tf.tokenization import WordPieceTokenizer
-    from electra_tf.training.pretraining_loop import run_pretraining
     from test_pretraining_loop import tiny
 
+    from electra_tf.tokenization import WordPieceTokenizer
+    from electra_tf.training.pretraining_loop import run_pretraining
+
     tokenizer = WordPieceTokenizer(vocab, do_lower_case=True)
-    result = run_pretraining(tiny(**SETTINGS), run_dir, shard_dir, vocab, tokenizer.special_ids,
-                             strategy=strategy,
-                             extra_callbacks=[_dump_weights_callback(weights_file)])
+    result = run_pretraining(
+        tiny(**SETTINGS),
+        run_dir,
+        shard_dir,
+        vocab,
+        tokenizer.special_ids,
+        strategy=strategy,
+        extra_callbacks=[_dump_weights_callback(weights_file)],
+    )
     assert result.finished
 
 
 def finetune(strategy, pretrained_dir, output_dir, weights_file):
+    from finetuning_support import toy_regression_task
+
     from electra_tf.artifacts.pretrained import resolve_pretrained
     from electra_tf.finetuning.settings import FinetuneSettings
     from electra_tf.training.finetuning_loop import run_trials
-    from finetuning_support import toy_regression_task
 
-    results = run_trials(toy_regression_task(16, 13), resolve_pretrained(pretrained_dir),
-                         FinetuneSettings(output_dir=output_dir, **FINETUNE_SETTINGS),
-                         extra_callbacks=[_dump_weights_callback(weights_file)],
-                         strategy=strategy)
+    results = run_trials(
+        toy_regression_task(16, 13),
+        resolve_pretrained(pretrained_dir),
+        FinetuneSettings(output_dir=output_dir, **FINETUNE_SETTINGS),
+        extra_callbacks=[_dump_weights_callback(weights_file)],
+        strategy=strategy,
+    )
     print("DEV " + json.dumps(results["trials"][0]["dev"]), flush=True)
 
 

@@ -29,14 +29,16 @@ class ServedModel:
         saved = saved_model_pb2.SavedModel()
         with open(f"{version_dir}/saved_model.pb", "rb") as f:
             saved.ParseFromString(f.read())
-        self.signature_defs = {k: v for k, v in saved.meta_graphs[0].signature_def.items()
-                               if not k.startswith("__")}
+        self.signature_defs = {
+            k: v for k, v in saved.meta_graphs[0].signature_def.items() if not k.startswith("__")
+        }
 
     def run(self, signature_name, inputs):
         """`{name: np.ndarray}` -> `{name: np.ndarray}`; ValueError for a bad request."""
         if signature_name not in self.signature_defs:
-            raise ValueError(f"Serving signature name: \"{signature_name}\" not found in "
-                             "signature def")
+            raise ValueError(
+                f'Serving signature name: "{signature_name}" not found in signature def'
+            )
         expected = set(self.signature_defs[signature_name].inputs)
         if set(inputs) != expected:
             raise ValueError(f"input names {sorted(inputs)} do not match {sorted(expected)}")
@@ -54,8 +56,15 @@ class ServedModel:
             raise ValueError(error.message or str(error)) from None
 
     def status(self):
-        return {"model_version_status": [{"version": str(self.version), "state": "AVAILABLE",
-                                          "status": {"error_code": "OK", "error_message": ""}}]}
+        return {
+            "model_version_status": [
+                {
+                    "version": str(self.version),
+                    "state": "AVAILABLE",
+                    "status": {"error_code": "OK", "error_message": ""},
+                }
+            ]
+        }
 
     def signature_def_map(self):
         from tensorflow_serving.apis import get_model_metadata_pb2
@@ -79,8 +88,11 @@ def _from_json(value):
 def _to_json(array):
     array = np.asarray(array)
     if array.dtype.kind in ("O", "S"):
-        return np.vectorize(lambda b: b.decode("utf-8", "replace"), otypes=[object])(
-            array).tolist() if array.size else array.tolist()
+        return (
+            np.vectorize(lambda b: b.decode("utf-8", "replace"), otypes=[object])(array).tolist()
+            if array.size
+            else array.tolist()
+        )
     return array.tolist()
 
 
@@ -112,10 +124,10 @@ class RestStandIn:
                     self._reply(404, {"error": f"Malformed request: {method} {self.path}"})
                     return False, None
                 name, version, action = match.groups()
-                if name != stand_in.model.name or (version and
-                                                   int(version) != stand_in.model.version):
-                    self._reply(404, {"error": f"Servable not found for request: "
-                                               f"Latest({name})"})
+                if name != stand_in.model.name or (
+                    version and int(version) != stand_in.model.version
+                ):
+                    self._reply(404, {"error": f"Servable not found for request: Latest({name})"})
                     return False, None
                 return True, action
 
@@ -128,12 +140,20 @@ class RestStandIn:
                 if action == "/metadata":
                     from google.protobuf import json_format
 
-                    mapping = json_format.MessageToDict(stand_in.model.signature_def_map(),
-                                                        preserving_proto_field_name=True)
-                    return self._reply(200, {"model_spec": {
-                        "name": stand_in.model.name, "signature_name": "",
-                        "version": str(stand_in.model.version)},
-                        "metadata": {"signature_def": mapping}})
+                    mapping = json_format.MessageToDict(
+                        stand_in.model.signature_def_map(), preserving_proto_field_name=True
+                    )
+                    return self._reply(
+                        200,
+                        {
+                            "model_spec": {
+                                "name": stand_in.model.name,
+                                "signature_name": "",
+                                "version": str(stand_in.model.version),
+                            },
+                            "metadata": {"signature_def": mapping},
+                        },
+                    )
                 if action == ":predict":
                     self._reply(400, {"error": "predict needs POST"})
 
@@ -142,8 +162,7 @@ class RestStandIn:
                 if not found:
                     return None
                 if action != ":predict":
-                    return self._reply(
-                        404, {"error": f"Malformed request: POST {self.path}"})
+                    return self._reply(404, {"error": f"Malformed request: POST {self.path}"})
                 try:
                     body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                     stand_in.requests.append(body)
@@ -159,8 +178,11 @@ class RestStandIn:
         signature = body.get("signature_name", "serving_default")
         if ("instances" in body) == ("inputs" in body):
             raise ValueError("JSON Value must contain exactly one of 'instances' or 'inputs'")
-        names = list(self.model.signature_defs.get(signature, {"inputs": {}}).inputs) \
-            if signature in self.model.signature_defs else []
+        names = (
+            list(self.model.signature_defs.get(signature, {"inputs": {}}).inputs)
+            if signature in self.model.signature_defs
+            else []
+        )
         if "instances" in body:
             instances = body["instances"]
             if instances and isinstance(instances[0], dict):
@@ -168,10 +190,10 @@ class RestStandIn:
             else:
                 inputs = {names[0] if names else "": _from_json(instances)}
             outputs = self.model.run(signature, inputs)
-            rows = [{k: _to_json(v[i]) for k, v in outputs.items()}
-                    for i in range(len(instances))]
-            return {"predictions": rows if len(outputs) > 1 else
-                    [next(iter(r.values())) for r in rows]}
+            rows = [{k: _to_json(v[i]) for k, v in outputs.items()} for i in range(len(instances))]
+            return {
+                "predictions": rows if len(outputs) > 1 else [next(iter(r.values())) for r in rows]
+            }
         inputs = body["inputs"]
         if not isinstance(inputs, dict):
             inputs = {names[0] if names else "": inputs}
@@ -193,25 +215,33 @@ class GrpcStandIn:
 
     def __init__(self, model: ServedModel):
         import grpc
-        from tensorflow_serving.apis import (get_model_metadata_pb2, get_model_status_pb2,
-                                             model_service_pb2_grpc, predict_pb2,
-                                             prediction_service_pb2_grpc)
+        from tensorflow_serving.apis import (
+            get_model_metadata_pb2,
+            get_model_status_pb2,
+            model_service_pb2_grpc,
+            predict_pb2,
+            prediction_service_pb2_grpc,
+        )
 
         self.model = model
 
         def check_spec(spec, context):
-            if spec.name != model.name or (spec.HasField("version")
-                                           and spec.version.value != model.version):
-                context.abort(grpc.StatusCode.NOT_FOUND,
-                              f"Servable not found for request: Latest({spec.name})")
+            if spec.name != model.name or (
+                spec.HasField("version") and spec.version.value != model.version
+            ):
+                context.abort(
+                    grpc.StatusCode.NOT_FOUND,
+                    f"Servable not found for request: Latest({spec.name})",
+                )
 
         class Predictions(prediction_service_pb2_grpc.PredictionServiceServicer):
             def Predict(self, request, context):
                 check_spec(request.model_spec, context)
                 inputs = {k: tf.make_ndarray(v) for k, v in request.inputs.items()}
                 try:
-                    outputs = model.run(request.model_spec.signature_name or "serving_default",
-                                        inputs)
+                    outputs = model.run(
+                        request.model_spec.signature_name or "serving_default", inputs
+                    )
                 except ValueError as error:
                     context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(error))
                 response = predict_pb2.PredictResponse()
@@ -224,8 +254,10 @@ class GrpcStandIn:
             def GetModelMetadata(self, request, context):
                 check_spec(request.model_spec, context)
                 if list(request.metadata_field) != ["signature_def"]:
-                    context.abort(grpc.StatusCode.INVALID_ARGUMENT,
-                                  "Metadata field signature_def is the only one supported")
+                    context.abort(
+                        grpc.StatusCode.INVALID_ARGUMENT,
+                        "Metadata field signature_def is the only one supported",
+                    )
                 response = get_model_metadata_pb2.GetModelMetadataResponse()
                 response.model_spec.name = model.name
                 response.model_spec.version.value = model.version
@@ -242,8 +274,9 @@ class GrpcStandIn:
                 return response
 
         self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
-        prediction_service_pb2_grpc.add_PredictionServiceServicer_to_server(Predictions(),
-                                                                            self.server)
+        prediction_service_pb2_grpc.add_PredictionServiceServicer_to_server(
+            Predictions(), self.server
+        )
         model_service_pb2_grpc.add_ModelServiceServicer_to_server(Models(), self.server)
         port = self.server.add_insecure_port("127.0.0.1:0")
         self.target = f"127.0.0.1:{port}"

@@ -23,6 +23,7 @@ PROJECT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 def beam_shards():
     pytest.importorskip("apache_beam")
     from electra_tf.commands import beam_shards
+
     return beam_shards
 
 
@@ -32,9 +33,12 @@ def corpus(tmp_path):
     rng = random.Random(0)
     paths = []
     for name, lines in (("a.txt", 900), ("b.txt", 500)):
-        text = "\n".join("" if rng.random() < 0.08 else
-                         " ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 9)))
-                         for _ in range(lines))
+        text = "\n".join(
+            ""
+            if rng.random() < 0.08
+            else " ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 9)))
+            for _ in range(lines)
+        )
         (tmp_path / name).write_text(text, encoding="utf-8")
         paths.append(str(tmp_path / name))
     (tmp_path / "vocab.txt").write_text("\n".join(VOCAB) + "\n", encoding="utf-8")
@@ -42,17 +46,29 @@ def corpus(tmp_path):
 
 
 def local_build(corpus, output_dir, **kwargs):
-    return write_shards(corpus["files"], str(output_dir),
-                        {"vocab_file": corpus["vocab_file"], "do_lower_case": True},
-                        max_seq_length=24, seed=7, **kwargs)
+    return write_shards(
+        corpus["files"],
+        str(output_dir),
+        {"vocab_file": corpus["vocab_file"], "do_lower_case": True},
+        max_seq_length=24,
+        seed=7,
+        **kwargs,
+    )
 
 
 def beam_build(beam_shards, corpus, output_dir, *args):
     """Runs the command line; returns its exit code."""
-    return beam_shards.main([f"--corpus={','.join(corpus['files'])}",
-                             f"--vocab_file={corpus['vocab_file']}",
-                             f"--output_dir={output_dir}", "--max_seq_length=24", "--seed=7",
-                             "--runner=DirectRunner", *args])
+    return beam_shards.main(
+        [
+            f"--corpus={','.join(corpus['files'])}",
+            f"--vocab_file={corpus['vocab_file']}",
+            f"--output_dir={output_dir}",
+            "--max_seq_length=24",
+            "--seed=7",
+            "--runner=DirectRunner",
+            *args,
+        ]
+    )
 
 
 def shard_files(output_dir):
@@ -121,11 +137,17 @@ def test_errors_before_the_pipeline_are_one_line(tmp_path, beam_shards, corpus, 
 
 def test_missing_beam_is_one_line_with_the_install_command(tmp_path):
     # Runs with or without Beam installed: the import is blocked in the child.
-    code = ("import runpy, sys; sys.modules['apache_beam'] = None; "
-            "runpy.run_module('electra_tf.commands.beam_shards', run_name='__main__')")
-    result = subprocess.run([sys.executable, "-c", code, "--corpus=x", "--vocab_file=v",
-                             "--output_dir=o"], cwd=PROJECT_DIR,
-                            capture_output=True, text=True, timeout=300)
+    code = (
+        "import runpy, sys; sys.modules['apache_beam'] = None; "
+        "runpy.run_module('electra_tf.commands.beam_shards', run_name='__main__')"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code, "--corpus=x", "--vocab_file=v", "--output_dir=o"],
+        cwd=PROJECT_DIR,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 1
     # One line of ours (TensorFlow, imported with the package, may log its start-up first).
     ours = [line for line in result.stderr.splitlines() if line.startswith("error:")]

@@ -1,17 +1,26 @@
 import time
 
 import pytest
+from test_flops import EMBEDDING, LAYER, MLM_HEAD, SPARSE_EMBEDDING, TOKEN_HEAD, tiny_run
 
-from tools import benchmark
 from electra_tf.config import preset
 from electra_tf.pretraining.pretrainer import Pretrainer
-from test_flops import EMBEDDING, LAYER, MLM_HEAD, SPARSE_EMBEDDING, TOKEN_HEAD, tiny_run
+from tools import benchmark
 
 
 def test_train_step_throughput_is_work_over_the_measured_window():
-    config = preset("tiny", vocab_size=64, hidden_size=32, num_layers=1, embedding_size=16,
-                    num_heads=2, max_seq_length=16, train_batch_size=4, num_warmup_steps=0,
-                    kernels="reference")
+    config = preset(
+        "tiny",
+        vocab_size=64,
+        hidden_size=32,
+        num_layers=1,
+        embedding_size=16,
+        num_heads=2,
+        max_seq_length=16,
+        train_batch_size=4,
+        num_warmup_steps=0,
+        kernels="reference",
+    )
     result = benchmark.benchmark_train_step(config, steps=3, warmup_steps=1, jit_compile=False)
     assert result["kernels"] == "reference"  # the set the step ran with
     assert result["measured_steps"] == 3
@@ -21,9 +30,18 @@ def test_train_step_throughput_is_work_over_the_measured_window():
 
 
 def test_window_spans_whole_calls_of_several_steps(monkeypatch):
-    config = preset("tiny", vocab_size=64, hidden_size=32, num_layers=1, embedding_size=16,
-                    num_heads=2, max_seq_length=16, train_batch_size=4, num_warmup_steps=0,
-                    steps_per_execution=2)
+    config = preset(
+        "tiny",
+        vocab_size=64,
+        hidden_size=32,
+        num_layers=1,
+        embedding_size=16,
+        num_heads=2,
+        max_seq_length=16,
+        train_batch_size=4,
+        num_warmup_steps=0,
+        steps_per_execution=2,
+    )
     compiled_with = []
     compile_model = Pretrainer.compile
 
@@ -33,21 +51,28 @@ def test_window_spans_whole_calls_of_several_steps(monkeypatch):
 
     monkeypatch.setattr(Pretrainer, "compile", compile_spy)
     calls = []
-    result = benchmark.benchmark_train_step(config, steps=4, warmup_steps=2, jit_compile=False,
-                                            peak_probe=lambda: calls.append(1) or 100.0)
+    result = benchmark.benchmark_train_step(
+        config,
+        steps=4,
+        warmup_steps=2,
+        jit_compile=False,
+        peak_probe=lambda: calls.append(1) or 100.0,
+    )
     # Steps 1-2 are the warm-up call; the window holds the two calls of steps 3-6.
     assert (result["warmup_steps"], result["measured_steps"]) == (2, 4)
     assert result["sequences_per_second"] == pytest.approx(4 * 4 / result["seconds"])
     assert compiled_with == [2] and len(calls) == 2
 
 
-@pytest.mark.parametrize("steps, warmup_steps, flag",
-                         [(3, 2, "--steps=3"), (4, 3, "--warmup_steps=3")])
+@pytest.mark.parametrize(
+    "steps, warmup_steps, flag", [(3, 2, "--steps=3"), (4, 3, "--warmup_steps=3")]
+)
 def test_window_is_whole_calls(steps, warmup_steps, flag):
     config = preset("tiny", train_batch_size=4, max_seq_length=16, steps_per_execution=2)
     with pytest.raises(ValueError, match=f"{flag} must be a multiple of --steps_per_execution=2"):
-        benchmark.benchmark_train_step(config, steps=steps, warmup_steps=warmup_steps,
-                                       jit_compile=False)
+        benchmark.benchmark_train_step(
+            config, steps=steps, warmup_steps=warmup_steps, jit_compile=False
+        )
 
 
 def test_machine_info_names_the_software():
@@ -66,17 +91,22 @@ def test_peer_benchmark_is_run_on_the_same_shapes_and_read(tmp_path):
         "a = p.parse_args()\n"
         "print('warming up')\n"
         "print(json.dumps({'size': a.size, 'batch': int(a.batch), 'seq': int(a.seq),\n"
-        "                  'tokens_per_sec': 123.5}))\n")
+        "                  'tokens_per_sec': 123.5}))\n"
+    )
     config = preset("tiny", train_batch_size=8, max_seq_length=32)
     result = benchmark.benchmark_peer(sys.executable, str(script), config, 4, "tiny")
     assert result["peer_tokens_per_second"] == 123.5
-    assert (result["peer"]["size"], result["peer"]["batch"], result["peer"]["seq"]) == ("tiny", 8, 32)
+    assert (result["peer"]["size"], result["peer"]["batch"], result["peer"]["seq"]) == (
+        "tiny",
+        8,
+        32,
+    )
 
 
 def test_utilisation_under_both_counts():
     # The one-layer, hidden-4, vocabulary-10 run counted by hand in tests/test_flops.py
     # (generator as wide as the discriminator, batch 3, length 2, one masked position).
-    paper = 2 * 3 * (2 * (LAYER + EMBEDDING) + TOKEN_HEAD + MLM_HEAD)          # 22404
+    paper = 2 * 3 * (2 * (LAYER + EMBEDDING) + TOKEN_HEAD + MLM_HEAD)  # 22404
     executed = 3 * 3 * (2 * (LAYER + SPARSE_EMBEDDING) + TOKEN_HEAD + MLM_HEAD)  # 29574
     result = benchmark.utilisation(tiny_run(), seconds_per_step=2.0, peak_flops_per_second=1e5)
     assert (paper, executed) == (22404, 29574)
@@ -89,8 +119,17 @@ def test_utilisation_under_both_counts():
 
 
 def test_peak_is_probed_on_both_sides_of_the_window_and_outside_it():
-    config = preset("tiny", vocab_size=64, hidden_size=32, num_layers=1, embedding_size=16,
-                    num_heads=2, max_seq_length=16, train_batch_size=4, num_warmup_steps=0)
+    config = preset(
+        "tiny",
+        vocab_size=64,
+        hidden_size=32,
+        num_layers=1,
+        embedding_size=16,
+        num_heads=2,
+        max_seq_length=16,
+        train_batch_size=4,
+        num_warmup_steps=0,
+    )
     readings = iter([300.0, 400.0])
     calls = []
 
@@ -100,8 +139,9 @@ def test_peak_is_probed_on_both_sides_of_the_window_and_outside_it():
         return next(readings)
 
     started = time.perf_counter()
-    result = benchmark.benchmark_train_step(config, steps=3, warmup_steps=1, jit_compile=False,
-                                            peak_probe=probe)
+    result = benchmark.benchmark_train_step(
+        config, steps=3, warmup_steps=1, jit_compile=False, peak_probe=probe
+    )
     assert len(calls) == 2
     # The first probe follows the warm-up step (tracing included), the second the window.
     assert calls[0] >= started + result["warmup_seconds"]
@@ -113,20 +153,27 @@ def test_peak_is_probed_on_both_sides_of_the_window_and_outside_it():
     assert result["peak_drift"] == pytest.approx(1 / 3)
 
 
-@pytest.mark.parametrize("steps, warmup_steps, flag",
-                         [(0, 1, "--steps"), (3, 0, "--warmup_steps")])
+@pytest.mark.parametrize("steps, warmup_steps, flag", [(0, 1, "--steps"), (3, 0, "--warmup_steps")])
 def test_window_needs_a_step_and_a_warm_up_step(steps, warmup_steps, flag):
     config = preset("tiny", train_batch_size=4, max_seq_length=16)
     with pytest.raises(ValueError, match=flag):
-        benchmark.benchmark_train_step(config, steps=steps, warmup_steps=warmup_steps,
-                                       jit_compile=False)
+        benchmark.benchmark_train_step(
+            config, steps=steps, warmup_steps=warmup_steps, jit_compile=False
+        )
 
 
 def test_finetune_step_throughput_is_work_over_the_measured_window():
-    config = preset("tiny", vocab_size=64, hidden_size=32, num_layers=1, embedding_size=16,
-                    num_heads=2, max_seq_length=16, train_batch_size=4)
-    result = benchmark.benchmark_finetune_step(config, steps=3, warmup_steps=1,
-                                               jit_compile=False)
+    config = preset(
+        "tiny",
+        vocab_size=64,
+        hidden_size=32,
+        num_layers=1,
+        embedding_size=16,
+        num_heads=2,
+        max_seq_length=16,
+        train_batch_size=4,
+    )
+    result = benchmark.benchmark_finetune_step(config, steps=3, warmup_steps=1, jit_compile=False)
     assert result["measured_steps"] == 3
     assert result["tokens_per_second"] == pytest.approx(3 * 4 * 16 / result["seconds"])
 
@@ -145,19 +192,37 @@ def test_inference_sends_the_same_texts_and_vocabulary_to_the_peer(tmp_path):
         "vocab = open(a.vocab_file).read().splitlines()\n"
         "print(json.dumps({'latency_ms_batch1_median': 5.0, 'texts_per_second_batched': 9.0,\n"
         "                  'texts': len(texts), 'vocab': len(vocab), 'batch': int(a.batch),\n"
-        "                  'threads': int(a.threads)}))\n")
-    config = preset("tiny", hidden_size=32, num_layers=1, embedding_size=16, num_heads=2,
-                    max_seq_length=16, train_batch_size=4)
-    result = benchmark.benchmark_inference(config, requests=3, batches=2,
-                                           peer_python=sys.executable, peer_script=str(script),
-                                           size="tiny", threads=1)
+        "                  'threads': int(a.threads)}))\n"
+    )
+    config = preset(
+        "tiny",
+        hidden_size=32,
+        num_layers=1,
+        embedding_size=16,
+        num_heads=2,
+        max_seq_length=16,
+        train_batch_size=4,
+    )
+    result = benchmark.benchmark_inference(
+        config,
+        requests=3,
+        batches=2,
+        peer_python=sys.executable,
+        peer_script=str(script),
+        size="tiny",
+        threads=1,
+    )
     vocab, texts = benchmark.synthetic_texts(64)
     # Ours was timed in a fresh process with the same thread count as the peer.
     assert result["latency_ms_batch1_median"] > 0 and result["texts_per_second_batched"] > 0
     assert (result["threads"], result["requests"], result["batch"]) == (1, 3, 4)
     assert result["forward"] == "lean"
-    assert (result["peer"]["texts"], result["peer"]["vocab"], result["peer"]["batch"],
-            result["peer"]["threads"]) == (len(texts), len(vocab), 4, 1)
+    assert (
+        result["peer"]["texts"],
+        result["peer"]["vocab"],
+        result["peer"]["batch"],
+        result["peer"]["threads"],
+    ) == (len(texts), len(vocab), 4, 1)
 
 
 def test_python_m_tools_benchmark_runs_from_the_repository_root():
@@ -166,11 +231,18 @@ def test_python_m_tools_benchmark_runs_from_the_repository_root():
     import sys
 
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    done = subprocess.run([sys.executable, "-m", "tools.benchmark", "--helpshort"], cwd=root,
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-m", "tools.benchmark", "--helpshort"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert "Traceback" not in done.stderr, done.stderr  # absl's help exits with 1
     for flag in ("--mode", "--inference_threads", "--peer_python", "--[no]huge_pages"):
         assert flag in done.stdout
     assert os.path.isfile(benchmark.LATENCY_SCRIPT)
-    assert all(os.path.isfile(os.path.join(benchmark.PEERS, name))
-               for name in benchmark.PEER_SCRIPTS.values())
+    assert all(
+        os.path.isfile(os.path.join(benchmark.PEERS, name))
+        for name in benchmark.PEER_SCRIPTS.values()
+    )

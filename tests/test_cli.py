@@ -16,9 +16,17 @@ import pytest
 from absl import flags
 
 from electra_tf import cli
-from electra_tf.config import (KERNELS, MIXED_PRECISION_POLICIES, MODEL_SIZES, NORMALIZATIONS,
-                               OBJECTIVES, TRAINING_ALGORITHMS, WEIGHT_SHARING, ModelConfig,
-                               PretrainingConfig)
+from electra_tf.config import (
+    KERNELS,
+    MIXED_PRECISION_POLICIES,
+    MODEL_SIZES,
+    NORMALIZATIONS,
+    OBJECTIVES,
+    TRAINING_ALGORITHMS,
+    WEIGHT_SHARING,
+    ModelConfig,
+    PretrainingConfig,
+)
 from electra_tf.finetuning.qa_metrics import METRICS
 from electra_tf.finetuning.settings import LOSS_REDUCTIONS, FinetuneSettings
 from electra_tf.finetuning.squad_data import VERSIONS
@@ -58,8 +66,17 @@ def test_every_generated_flag_has_help():
 def test_every_finetuning_flag_has_help():
     values = _finetune_flags()
     names = [name for name in values if len(name) > 1]
-    assert {"task", "init_checkpoint", "text_column", "task_type", "qa_metric", "loss_reduction",
-            "kernels", "train_batch_size", "export"} <= set(names)
+    assert {
+        "task",
+        "init_checkpoint",
+        "text_column",
+        "task_type",
+        "qa_metric",
+        "loss_reduction",
+        "kernels",
+        "train_batch_size",
+        "export",
+    } <= set(names)
     assert [name for name in names if not values[name].help.strip()] == []
 
 
@@ -69,22 +86,37 @@ def test_every_flag_field_carries_its_help():
             assert field.metadata.get("help", "").strip(), f"{cls.__name__}.{field.name}"
 
 
-@pytest.mark.parametrize("flag, choices", [
-    ("objective", OBJECTIVES), ("training", TRAINING_ALGORITHMS),
-    ("weight_sharing", WEIGHT_SHARING), ("mixed_precision", MIXED_PRECISION_POLICIES),
-    ("kernels", KERNELS), ("normalization", NORMALIZATIONS), ("vocab_presegment", PRESEGMENTERS),
-])
+@pytest.mark.parametrize(
+    "flag, choices",
+    [
+        ("objective", OBJECTIVES),
+        ("training", TRAINING_ALGORITHMS),
+        ("weight_sharing", WEIGHT_SHARING),
+        ("mixed_precision", MIXED_PRECISION_POLICIES),
+        ("kernels", KERNELS),
+        ("normalization", NORMALIZATIONS),
+        ("vocab_presegment", PRESEGMENTERS),
+    ],
+)
 def test_the_help_of_a_choice_flag_names_every_choice(flag, choices):
     help_text = _generated_flags()[flag].help
     assert [c for c in choices if not _mentions(help_text, c)] == []
 
 
-@pytest.mark.parametrize("flag, choices", [
-    ("task_type", TASK_TYPES), ("tag_format", TAG_FORMAT_CHOICES), ("quoting", QUOTINGS),
-    ("squad_version", VERSIONS), ("qa_metric", METRICS), ("loss_reduction", LOSS_REDUCTIONS),
-    ("mixed_precision", MIXED_PRECISION_POLICIES), ("kernels", KERNELS),
-    ("model_size", MODEL_SIZES),
-])
+@pytest.mark.parametrize(
+    "flag, choices",
+    [
+        ("task_type", TASK_TYPES),
+        ("tag_format", TAG_FORMAT_CHOICES),
+        ("quoting", QUOTINGS),
+        ("squad_version", VERSIONS),
+        ("qa_metric", METRICS),
+        ("loss_reduction", LOSS_REDUCTIONS),
+        ("mixed_precision", MIXED_PRECISION_POLICIES),
+        ("kernels", KERNELS),
+        ("model_size", MODEL_SIZES),
+    ],
+)
 def test_a_finetuning_choice_flag_takes_and_names_every_choice(flag, choices):
     values = _finetune_flags()
     assert values[flag].parser.enum_values == list(choices)
@@ -94,17 +126,23 @@ def test_a_finetuning_choice_flag_takes_and_names_every_choice(flag, choices):
 def test_finetuning_flags_default_to_the_fields_and_fill_the_dataclasses():
     values = _finetune_flags()
     values(["prog", "--train_batch_size=8", "--labels=neg,pos", "--loss_reduction=sum"])
-    settings = FinetuneSettings(**{**cli.field_values(FinetuneSettings, values),
-                                   "output_dir": "out"})
+    settings = FinetuneSettings(
+        **{**cli.field_values(FinetuneSettings, values), "output_dir": "out"}
+    )
     assert settings == FinetuneSettings(output_dir="out", train_batch_size=8, loss_reduction="sum")
     assert "clip_norm" not in values and "delimiter" not in values
-    assert FileTaskOptions(**cli.field_values(FileTaskOptions, values)) == \
-        FileTaskOptions(labels=["neg", "pos"])
+    assert FileTaskOptions(**cli.field_values(FileTaskOptions, values)) == FileTaskOptions(
+        labels=["neg", "pos"]
+    )
 
 
 def test_a_bad_choice_is_one_line_naming_the_flag(capsys):
-    code = cli.call(lambda values: cli.define_finetune_flags("test", values),
-                    lambda arguments, values: 0, ["--task_type=ranking"], "finetune.py")
+    code = cli.call(
+        lambda values: cli.define_finetune_flags("test", values),
+        lambda arguments, values: 0,
+        ["--task_type=ranking"],
+        "finetune.py",
+    )
     assert code == 2
     lines = capsys.readouterr().err.splitlines()
     assert lines[0].startswith("finetune.py: error: ") and "--task_type" in lines[0]
@@ -123,7 +161,10 @@ def test_text_flags_keep_the_config_defaults():
     cli.define_text_flags("test", flag_values=values)
     values(["prog"])
     assert cli.text_settings_from_flags(values) == {
-        "do_lower_case": True, "strip_accents": None, "normalization": "casefold"}
+        "do_lower_case": True,
+        "strip_accents": None,
+        "normalization": "casefold",
+    }
 
 
 def _docstring(path: str) -> str:
@@ -134,8 +175,14 @@ def _docstring(path: str) -> str:
 
 def test_help_starts_with_the_commands_description():
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
-    done = subprocess.run([sys.executable, os.path.join(ROOT, "pretrain.py"), "--help"],
-                          capture_output=True, text=True, cwd=ROOT, env=env, timeout=300)
+    done = subprocess.run(
+        [sys.executable, os.path.join(ROOT, "pretrain.py"), "--help"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith(_docstring("electra_tf/commands/pretrain.py"))
     assert "--model_size" in done.stdout and "--objective" not in done.stdout.split("flags:")[0]

@@ -7,15 +7,54 @@ from electra_tf.config import ConfigError, PretrainingConfig, config_differences
 
 # The paper's Table 6 and the original code, written out by hand.
 PAPER = {
-    "small": dict(hidden=256, layers=12, heads=4, ffn=1024, emb=128, gen_hidden=64, gen_heads=1,
-                  gen_ffn=256, mask=0.15, lr=5e-4, batch=128, steps=1_000_000, length=128,
-                  max_pred=19),
-    "base": dict(hidden=768, layers=12, heads=12, ffn=3072, emb=768, gen_hidden=256, gen_heads=4,
-                 gen_ffn=1024, mask=0.15, lr=2e-4, batch=256, steps=766_000, length=512,
-                 max_pred=79),
-    "large": dict(hidden=1024, layers=24, heads=16, ffn=4096, emb=1024, gen_hidden=256,
-                  gen_heads=4, gen_ffn=1024, mask=0.25, lr=2e-4, batch=2048, steps=400_000,
-                  length=512, max_pred=130),
+    "small": dict(
+        hidden=256,
+        layers=12,
+        heads=4,
+        ffn=1024,
+        emb=128,
+        gen_hidden=64,
+        gen_heads=1,
+        gen_ffn=256,
+        mask=0.15,
+        lr=5e-4,
+        batch=128,
+        steps=1_000_000,
+        length=128,
+        max_pred=19,
+    ),
+    "base": dict(
+        hidden=768,
+        layers=12,
+        heads=12,
+        ffn=3072,
+        emb=768,
+        gen_hidden=256,
+        gen_heads=4,
+        gen_ffn=1024,
+        mask=0.15,
+        lr=2e-4,
+        batch=256,
+        steps=766_000,
+        length=512,
+        max_pred=79,
+    ),
+    "large": dict(
+        hidden=1024,
+        layers=24,
+        heads=16,
+        ffn=4096,
+        emb=1024,
+        gen_hidden=256,
+        gen_heads=4,
+        gen_ffn=1024,
+        mask=0.25,
+        lr=2e-4,
+        batch=2048,
+        steps=400_000,
+        length=512,
+        max_pred=130,
+    ),
 }
 
 
@@ -33,7 +72,9 @@ def test_presets_match_the_paper(size):
     gen = model.generator_config()
     assert (gen.hidden_size, gen.num_layers) == (expected["gen_hidden"], expected["layers"])
     assert (gen.resolved_num_heads, gen.resolved_intermediate_size) == (
-        expected["gen_heads"], expected["gen_ffn"])
+        expected["gen_heads"],
+        expected["gen_ffn"],
+    )
     assert config.mask_rate == expected["mask"]
     assert config.learning_rate == expected["lr"]
     assert config.train_batch_size == expected["batch"]
@@ -69,8 +110,9 @@ def test_unknown_override_is_rejected():
 
 
 def test_json_round_trip(tmp_path):
-    config = preset("base", mask_rate=0.2, strip_accents=False, mixed_precision="bfloat16",
-                    kernels="reference")
+    config = preset(
+        "base", mask_rate=0.2, strip_accents=False, mixed_precision="bfloat16", kernels="reference"
+    )
     path = str(tmp_path / "config.json")
     config.save_json(path)
     loaded = PretrainingConfig.load_json(path)
@@ -78,28 +120,33 @@ def test_json_round_trip(tmp_path):
     assert dataclasses.asdict(loaded) == dataclasses.asdict(config)
 
 
-@pytest.mark.parametrize("overrides, flag", [
-    (dict(mask_rate=1.5), "--mask_rate"),
-    (dict(mask_rate=0.0), "--mask_rate"),
-    (dict(hidden_size=250), "--hidden_size"),
-    (dict(train_batch_size=0), "--train_batch_size"),
-    (dict(num_train_steps=-5), "--num_train_steps"),
-    (dict(max_seq_length=1024), "--max_seq_length"),
-    (dict(max_seq_length=3), "--max_seq_length"),
-    (dict(learning_rate=0.0), "--learning_rate"),
-    (dict(temperature=0.0), "--temperature"),
-    (dict(mixed_precision="float8"), "--mixed_precision"),
-    (dict(kernels="gpu"), "--kernels='gpu': choose one of auto, reference, cpu_fast"),
-    (dict(dropout_rate=1.0), "--dropout_rate"),
-    (dict(generator_hidden_fraction=1.5), "--generator_hidden_fraction"),
-    (dict(max_predictions_per_seq=0), "--max_predictions_per_seq"),
-    (dict(keep_checkpoint_max=-1), "--keep_checkpoint_max"),
-    (dict(steps_per_execution=4, save_checkpoints_steps=1000, log_every_steps=10),
-     "--log_every_steps=10 must be a multiple of --steps_per_execution=4"),
-    (dict(seed=-1), "--seed"),
-    (dict(seed=2 ** 32), "--seed"),
-    (dict(vocab_size=3), "--vocab_size"),
-])
+@pytest.mark.parametrize(
+    "overrides, flag",
+    [
+        (dict(mask_rate=1.5), "--mask_rate"),
+        (dict(mask_rate=0.0), "--mask_rate"),
+        (dict(hidden_size=250), "--hidden_size"),
+        (dict(train_batch_size=0), "--train_batch_size"),
+        (dict(num_train_steps=-5), "--num_train_steps"),
+        (dict(max_seq_length=1024), "--max_seq_length"),
+        (dict(max_seq_length=3), "--max_seq_length"),
+        (dict(learning_rate=0.0), "--learning_rate"),
+        (dict(temperature=0.0), "--temperature"),
+        (dict(mixed_precision="float8"), "--mixed_precision"),
+        (dict(kernels="gpu"), "--kernels='gpu': choose one of auto, reference, cpu_fast"),
+        (dict(dropout_rate=1.0), "--dropout_rate"),
+        (dict(generator_hidden_fraction=1.5), "--generator_hidden_fraction"),
+        (dict(max_predictions_per_seq=0), "--max_predictions_per_seq"),
+        (dict(keep_checkpoint_max=-1), "--keep_checkpoint_max"),
+        (
+            dict(steps_per_execution=4, save_checkpoints_steps=1000, log_every_steps=10),
+            "--log_every_steps=10 must be a multiple of --steps_per_execution=4",
+        ),
+        (dict(seed=-1), "--seed"),
+        (dict(seed=2**32), "--seed"),
+        (dict(vocab_size=3), "--vocab_size"),
+    ],
+)
 def test_impossible_values_name_the_flag(overrides, flag):
     with pytest.raises(ConfigError, match=flag):
         preset("small", **overrides).validate()

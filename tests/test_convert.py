@@ -10,24 +10,31 @@ import sys
 import keras
 import numpy as np
 import pytest
+from finetuning_support import VOCAB, write_vocab
 
-from electra_tf.config import preset
 from electra_tf.commands.convert import run as convert
+from electra_tf.config import preset
 from electra_tf.interop import checkpoints
 from electra_tf.interop.huggingface import read_hf_dir
 from electra_tf.interop.tf1 import write_tf1_checkpoint
 from electra_tf.interop.weight_names import hf_key, model_entries
 from electra_tf.modeling.electra import build_generator_and_discriminator
-from finetuning_support import VOCAB, write_vocab
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _erf = np.vectorize(math.erf)
 
 # The tiny architecture of the hand-written checkpoints below.
-V, E, H, L, I, HEADS, P = len(VOCAB), 16, 32, 2, 64, 2, 64
+V, E, H, L, FFN, HEADS, P = len(VOCAB), 16, 32, 2, 64, 2, 64
 GEN_H, GEN_HEADS = 24, 1
-FLAGS = ["--model_size=tiny", f"--hidden_size={H}", f"--num_layers={L}", f"--embedding_size={E}",
-         f"--num_heads={HEADS}", f"--intermediate_size={I}", f"--max_position_embeddings={P}"]
+FLAGS = [
+    "--model_size=tiny",
+    f"--hidden_size={H}",
+    f"--num_layers={L}",
+    f"--embedding_size={E}",
+    f"--num_heads={HEADS}",
+    f"--intermediate_size={FFN}",
+    f"--max_position_embeddings={P}",
+]
 
 
 def tf1_weights(rng, generator_hidden=GEN_H):
@@ -47,7 +54,7 @@ def tf1_weights(rng, generator_hidden=GEN_H):
     w["electra/embeddings/token_type_embeddings"] = rng.normal(0, 0.5, (2, E))
     norm("electra/embeddings/LayerNorm", E)
     for scope, hidden in (("electra", H), ("generator", generator_hidden)):
-        ffn = I if scope == "electra" else 4 * hidden
+        ffn = FFN if scope == "electra" else 4 * hidden
         if hidden != E:  # the original projects only when the widths differ
             dense(f"{scope}/embeddings_project", E, hidden)
         for i in range(L):
@@ -84,6 +91,7 @@ def write_original_checkpoint(directory, weights):
 
 # --- an independent float64 forward pass over the TF1 weights ------------------------------
 
+
 def _gelu(x):
     return 0.5 * x * (1.0 + _erf(x / math.sqrt(2.0)))
 
@@ -101,9 +109,11 @@ def _dense(x, w, name):
 def np_encoder(w, scope, heads, ids, mask, segments):
     w = {k: v.astype(np.float64) for k, v in w.items()}
     n = ids.shape[1]
-    x = (w["electra/embeddings/word_embeddings"][ids]
-         + w["electra/embeddings/position_embeddings"][:n][None]
-         + w["electra/embeddings/token_type_embeddings"][segments])
+    x = (
+        w["electra/embeddings/word_embeddings"][ids]
+        + w["electra/embeddings/position_embeddings"][:n][None]
+        + w["electra/embeddings/token_type_embeddings"][segments]
+    )
     x = _norm(x, w, "electra/embeddings/LayerNorm")
     if f"{scope}/embeddings_project/kernel" in w:
         x = _dense(x, w, f"{scope}/embeddings_project")
@@ -113,14 +123,18 @@ def np_encoder(w, scope, heads, ids, mask, segments):
     heads_of = lambda t: t.reshape(t.shape[0], n, heads, d).transpose(0, 2, 1, 3)  # noqa: E731
     for i in range(L):
         layer = f"{scope}/encoder/layer_{i}"
-        q, k, v = (heads_of(_dense(x, w, f"{layer}/attention/self/{p}"))
-                   for p in ("query", "key", "value"))
+        q, k, v = (
+            heads_of(_dense(x, w, f"{layer}/attention/self/{p}")) for p in ("query", "key", "value")
+        )
         scores = q @ k.transpose(0, 1, 3, 2) / math.sqrt(d) + bias
         probs = np.exp(scores - scores.max(-1, keepdims=True))
         probs /= probs.sum(-1, keepdims=True)
         context = (probs @ v).transpose(0, 2, 1, 3).reshape(x.shape[0], n, hidden)
-        x = _norm(x + _dense(context, w, f"{layer}/attention/output/dense"), w,
-                  f"{layer}/attention/output/LayerNorm")
+        x = _norm(
+            x + _dense(context, w, f"{layer}/attention/output/dense"),
+            w,
+            f"{layer}/attention/output/LayerNorm",
+        )
         inner = _gelu(_dense(x, w, f"{layer}/intermediate/dense"))
         x = _norm(x + _dense(inner, w, f"{layer}/output/dense"), w, f"{layer}/output/LayerNorm")
     return x, w
@@ -135,10 +149,14 @@ def np_discriminator_logits(weights, ids, mask, segments):
 def np_generator_logits(weights, ids, mask, segments, positions):
     x, w = np_encoder(weights, "generator", GEN_HEADS, ids, mask, segments)
     gathered = np.take_along_axis(x, positions[:, :, None], axis=1)
-    hidden = _norm(_gelu(_dense(gathered, w, "generator_predictions/dense")), w,
-                   "generator_predictions/LayerNorm")
-    return (hidden @ w["electra/embeddings/word_embeddings"].T
-            + w["generator_predictions/output_bias"])
+    hidden = _norm(
+        _gelu(_dense(gathered, w, "generator_predictions/dense")),
+        w,
+        "generator_predictions/LayerNorm",
+    )
+    return (
+        hidden @ w["electra/embeddings/word_embeddings"].T + w["generator_predictions/output_bias"]
+    )
 
 
 def sample_inputs(rng, batch=3, length=12):
@@ -168,11 +186,15 @@ def imported(original, tmp_path_factory):
 
 # --- name tables -------------------------------------------------------------------------
 
-@pytest.mark.parametrize("overrides", [
-    dict(embedding_size=16, generator_hidden_fraction=0.5),   # both models project
-    dict(embedding_size=32, generator_hidden_fraction=1.0),   # neither projects
-    dict(embedding_size=32, generator_hidden_fraction=0.5, generator_layers_fraction=0.5),
-])
+
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        dict(embedding_size=16, generator_hidden_fraction=0.5),  # both models project
+        dict(embedding_size=32, generator_hidden_fraction=1.0),  # neither projects
+        dict(embedding_size=32, generator_hidden_fraction=0.5, generator_layers_fraction=0.5),
+    ],
+)
 def test_every_variable_is_mapped_exactly_once_in_both_directions(overrides):
     config = preset("tiny", vocab_size=V, hidden_size=32, num_layers=2, num_heads=2, **overrides)
     generator, discriminator = build_generator_and_discriminator(config.model)
@@ -186,8 +208,11 @@ def test_every_variable_is_mapped_exactly_once_in_both_directions(overrides):
     assert len(names) == len(set(names))
     # Hugging Face keys: unique within each of the two models, and back to one name each.
     for is_gen in (False, True):
-        keys = [hf_key(n)[0] for n in names
-                if n.startswith(("generator/", "generator_predictions/")) == is_gen]
+        keys = [
+            hf_key(n)[0]
+            for n in names
+            if n.startswith(("generator/", "generator_predictions/")) == is_gen
+        ]
         assert len(keys) == len(set(keys))
 
 
@@ -197,14 +222,22 @@ def test_hugging_face_keys_and_transposes_follow_transformers_layout():
         "electra/embeddings/LayerNorm/gamma": ("electra.embeddings.LayerNorm.weight", False),
         "electra/embeddings_project/kernel": ("electra.embeddings_project.weight", True),
         "generator/embeddings_project/bias": ("electra.embeddings_project.bias", False),
-        "electra/encoder/layer_11/attention/self/key/kernel":
-            ("electra.encoder.layer.11.attention.self.key.weight", True),
-        "electra/encoder/layer_0/attention/output/LayerNorm/beta":
-            ("electra.encoder.layer.0.attention.output.LayerNorm.bias", False),
-        "generator/encoder/layer_2/output/dense/kernel":
-            ("electra.encoder.layer.2.output.dense.weight", True),
-        "discriminator_predictions/dense_1/kernel":
-            ("discriminator_predictions.dense_prediction.weight", True),
+        "electra/encoder/layer_11/attention/self/key/kernel": (
+            "electra.encoder.layer.11.attention.self.key.weight",
+            True,
+        ),
+        "electra/encoder/layer_0/attention/output/LayerNorm/beta": (
+            "electra.encoder.layer.0.attention.output.LayerNorm.bias",
+            False,
+        ),
+        "generator/encoder/layer_2/output/dense/kernel": (
+            "electra.encoder.layer.2.output.dense.weight",
+            True,
+        ),
+        "discriminator_predictions/dense_1/kernel": (
+            "discriminator_predictions.dense_prediction.weight",
+            True,
+        ),
         "discriminator_predictions/dense/bias": ("discriminator_predictions.dense.bias", False),
         "generator_predictions/LayerNorm/gamma": ("generator_predictions.LayerNorm.weight", False),
         "generator_predictions/output_bias": ("generator_lm_head.bias", False),
@@ -215,6 +248,7 @@ def test_hugging_face_keys_and_transposes_follow_transformers_layout():
 
 # --- original TF1 checkpoints -----------------------------------------------------------
 
+
 def test_tf1_import_gives_the_original_models_outputs(original, imported):
     _, weights = original
     ids, mask, segments, positions = sample_inputs(np.random.default_rng(1))
@@ -223,12 +257,13 @@ def test_tf1_import_gives_the_original_models_outputs(original, imported):
     disc = keras.saving.load_model(os.path.join(export, "discriminator.keras"))
     gen = keras.saving.load_model(os.path.join(export, "generator.keras"))
     ours = disc(inputs, training=False)["logits"].numpy()
-    np.testing.assert_allclose(ours, np_discriminator_logits(weights, ids, mask, segments),
-                               atol=1e-4)
+    np.testing.assert_allclose(
+        ours, np_discriminator_logits(weights, ids, mask, segments), atol=1e-4
+    )
     gen_logits = gen({**inputs, "masked_lm_positions": positions}, training=False).numpy()
-    np.testing.assert_allclose(gen_logits,
-                               np_generator_logits(weights, ids, mask, segments, positions),
-                               atol=1e-4)
+    np.testing.assert_allclose(
+        gen_logits, np_generator_logits(weights, ids, mask, segments, positions), atol=1e-4
+    )
     with open(os.path.join(imported, "config.json")) as f:
         config = json.load(f)
     assert config["model"]["generator_hidden_fraction"] == 0.75
@@ -240,40 +275,72 @@ def test_config_is_inferred_from_shapes(original):
     _, weights = original
     model, has_generator = checkpoints.infer_model_config(weights, num_heads=HEADS)
     assert has_generator
-    assert (model.vocab_size, model.embedding_size, model.hidden_size, model.num_layers) == (V, E, H, L)
-    assert (model.resolved_num_heads, model.resolved_intermediate_size) == (HEADS, I)
+    assert (model.vocab_size, model.embedding_size, model.hidden_size, model.num_layers) == (
+        V,
+        E,
+        H,
+        L,
+    )
+    assert (model.resolved_num_heads, model.resolved_intermediate_size) == (HEADS, FFN)
     assert model.max_position_embeddings == P
     generator = model.generator_config()
-    assert (generator.hidden_size, generator.num_layers, generator.resolved_num_heads) == (GEN_H, L, 1)
+    assert (generator.hidden_size, generator.num_layers, generator.resolved_num_heads) == (
+        GEN_H,
+        L,
+        1,
+    )
 
 
 def test_generator_size_mismatch_names_the_flag_and_the_fix(original):
     _, weights = original
     found, _ = checkpoints.infer_model_config(weights, num_heads=HEADS)
-    wanted = preset("tiny", vocab_size=V, hidden_size=H, num_layers=L, embedding_size=E,
-                    num_heads=HEADS, intermediate_size=I, max_position_embeddings=P).model
+    wanted = preset(
+        "tiny",
+        vocab_size=V,
+        hidden_size=H,
+        num_layers=L,
+        embedding_size=E,
+        num_heads=HEADS,
+        intermediate_size=FFN,
+        max_position_embeddings=P,
+    ).model
     lines = checkpoints.architecture_differences(wanted, found)
-    assert lines == ["--generator_hidden_fraction: the flags give a generator of hidden size 8, "
-                     "the checkpoint's generator has 24 (pass --generator_hidden_fraction=0.75)"]
+    assert lines == [
+        "--generator_hidden_fraction: the flags give a generator of hidden size 8, "
+        "the checkpoint's generator has 24 (pass --generator_hidden_fraction=0.75)"
+    ]
 
 
 def test_broken_checkpoints_are_refused_with_the_reason(original, tmp_path):
     _, weights = original
-    incomplete = {k: v for k, v in weights.items()
-                  if k != "electra/encoder/layer_1/intermediate/dense/kernel"}
+    incomplete = {
+        k: v for k, v in weights.items() if k != "electra/encoder/layer_1/intermediate/dense/kernel"
+    }
     directory = write_original_checkpoint(str(tmp_path / "incomplete"), incomplete)
     loaded = checkpoints.load_checkpoint(directory, num_heads=HEADS)
-    with pytest.raises(checkpoints.CheckpointError,
-                       match="missing electra/encoder/layer_1/intermediate/dense/kernel"):
+    with pytest.raises(
+        checkpoints.CheckpointError,
+        match="missing electra/encoder/layer_1/intermediate/dense/kernel",
+    ):
         checkpoints.build_models(loaded)
-    stray = dict(weights, **{"generator/encoder/layer_0/attention/self/extra/kernel":
-                             weights["electra/embeddings/token_type_embeddings"]})
+    stray = dict(
+        weights,
+        **{
+            "generator/encoder/layer_0/attention/self/extra/kernel": weights[
+                "electra/embeddings/token_type_embeddings"
+            ]
+        },
+    )
     directory = write_original_checkpoint(str(tmp_path / "stray"), stray)
-    with pytest.raises(checkpoints.CheckpointError,
-                       match="not used by the model: generator/encoder/layer_0/attention/self/extra"):
+    with pytest.raises(
+        checkpoints.CheckpointError,
+        match="not used by the model: generator/encoder/layer_0/attention/self/extra",
+    ):
         checkpoints.build_models(checkpoints.load_checkpoint(directory, num_heads=HEADS))
-    untied = dict(weights, **{"generator/embeddings/word_embeddings": weights[
-        "electra/embeddings/word_embeddings"]})
+    untied = dict(
+        weights,
+        **{"generator/embeddings/word_embeddings": weights["electra/embeddings/word_embeddings"]},
+    )
     directory = write_original_checkpoint(str(tmp_path / "untied"), untied)
     with pytest.raises(checkpoints.CheckpointError, match="embeddings of its own"):
         checkpoints.load_checkpoint(directory)
@@ -284,22 +351,45 @@ def test_broken_checkpoints_are_refused_with_the_reason(original, tmp_path):
 def test_pretrain_refuses_mismatched_flags_then_continues_from_the_checkpoint(original, tmp_path):
     directory, weights = original
     text = tmp_path / "corpus.txt"
-    text.write_text("\n".join(["the movie was very good", "a dull plot", "the actor is fun",
-                               "a bad story", ""] * 8) + "\n")
-    common = [sys.executable, os.path.join(ROOT, "pretrain.py"), f"--corpus={text}",
-              f"--init_checkpoint={directory}", f"--data_dir={tmp_path}/data", *FLAGS,
-              "--max_seq_length=16", "--train_batch_size=4", "--num_warmup_steps=1",
-              "--num_shard_workers=1", "--log_every_steps=1"]
-    refused = subprocess.run(common + [f"--output_dir={tmp_path}/refused"], capture_output=True,
-                             text=True, timeout=300)
+    text.write_text(
+        "\n".join(
+            ["the movie was very good", "a dull plot", "the actor is fun", "a bad story", ""] * 8
+        )
+        + "\n"
+    )
+    common = [
+        sys.executable,
+        os.path.join(ROOT, "pretrain.py"),
+        f"--corpus={text}",
+        f"--init_checkpoint={directory}",
+        f"--data_dir={tmp_path}/data",
+        *FLAGS,
+        "--max_seq_length=16",
+        "--train_batch_size=4",
+        "--num_warmup_steps=1",
+        "--num_shard_workers=1",
+        "--log_every_steps=1",
+    ]
+    refused = subprocess.run(
+        common + [f"--output_dir={tmp_path}/refused"], capture_output=True, text=True, timeout=300
+    )
     assert refused.returncode != 0
     assert "pass --generator_hidden_fraction=0.75" in refused.stderr + refused.stdout
     assert not os.path.exists(tmp_path / "refused")
     # Matching flags and a negligible learning rate: the export keeps the imported weights.
     run_dir = tmp_path / "run"
-    done = subprocess.run(common + ["--generator_hidden_fraction=0.75", "--num_train_steps=2",
-                                    "--learning_rate=1e-9", f"--output_dir={run_dir}"],
-                          capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        common
+        + [
+            "--generator_hidden_fraction=0.75",
+            "--num_train_steps=2",
+            "--learning_rate=1e-9",
+            f"--output_dir={run_dir}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "Initialised the generator and discriminator from" in done.stdout
     trained = checkpoints.load_checkpoint(str(run_dir)).weights
@@ -314,28 +404,50 @@ def test_pretrain_refuses_mismatched_flags_then_continues_from_the_checkpoint(or
         np.testing.assert_array_equal(from_checkpoint.weights[name], value, err_msg=name)
 
 
-def test_pretrain_from_a_discriminator_only_checkpoint_starts_a_fresh_generator(original,
-                                                                               tmp_path):
+def test_pretrain_from_a_discriminator_only_checkpoint_starts_a_fresh_generator(original, tmp_path):
     _, weights = original
-    discriminator_only = {k: v for k, v in weights.items()
-                          if not k.startswith(("generator/", "generator_predictions/"))}
+    discriminator_only = {
+        k: v
+        for k, v in weights.items()
+        if not k.startswith(("generator/", "generator_predictions/"))
+    }
     directory = str(tmp_path / "disc")
     write_original_checkpoint(directory, discriminator_only)
     text = tmp_path / "corpus.txt"
-    text.write_text("\n".join(["the movie was very good", "a dull plot", "the actor is fun",
-                               "a bad story", ""] * 8) + "\n")
+    text.write_text(
+        "\n".join(
+            ["the movie was very good", "a dull plot", "the actor is fun", "a bad story", ""] * 8
+        )
+        + "\n"
+    )
     run_dir = tmp_path / "run"
     done = subprocess.run(
-        [sys.executable, os.path.join(ROOT, "pretrain.py"), f"--corpus={text}",
-         f"--init_checkpoint={directory}", f"--data_dir={tmp_path}/data", *FLAGS,
-         "--max_seq_length=16", "--train_batch_size=4", "--num_warmup_steps=1",
-         "--num_shard_workers=1", "--log_every_steps=1", "--num_train_steps=2",
-         "--learning_rate=1e-9", f"--output_dir={run_dir}"],
-        capture_output=True, text=True, timeout=600)
+        [
+            sys.executable,
+            os.path.join(ROOT, "pretrain.py"),
+            f"--corpus={text}",
+            f"--init_checkpoint={directory}",
+            f"--data_dir={tmp_path}/data",
+            *FLAGS,
+            "--max_seq_length=16",
+            "--train_batch_size=4",
+            "--num_warmup_steps=1",
+            "--num_shard_workers=1",
+            "--log_every_steps=1",
+            "--num_train_steps=2",
+            "--learning_rate=1e-9",
+            f"--output_dir={run_dir}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     announced = [line for line in done.stdout.splitlines() if "fresh generator" in line]
-    assert announced == ["The checkpoint holds only a discriminator: starting a fresh generator "
-                         "(it shares the checkpoint's embeddings)."]
+    assert announced == [
+        "The checkpoint holds only a discriminator: starting a fresh generator "
+        "(it shares the checkpoint's embeddings)."
+    ]
     assert "Initialised the discriminator (the generator is new) from" in done.stdout
     trained = checkpoints.load_checkpoint(str(run_dir))
     assert trained.has_generator
@@ -348,27 +460,40 @@ def test_pretrain_from_a_discriminator_only_checkpoint_starts_a_fresh_generator(
 def test_imports_record_the_original_tokenizers_normalization(original, imported, tmp_path):
     assert json.load(open(os.path.join(imported, "config.json")))["normalization"] == "bert"
     run_dir = str(tmp_path / "folded")
-    assert convert(["import-tf1", original[0], run_dir, f"--num_heads={HEADS}",
-                    "--normalization=casefold"]) == 0
+    assert (
+        convert(
+            ["import-tf1", original[0], run_dir, f"--num_heads={HEADS}", "--normalization=casefold"]
+        )
+        == 0
+    )
     assert json.load(open(os.path.join(run_dir, "config.json")))["normalization"] == "casefold"
 
 
 # --- Hugging Face ---------------------------------------------------------------------------
+
 
 def test_hugging_face_round_trip_is_exact(imported, tmp_path):
     hf_dir = str(tmp_path / "hf")
     assert convert(["export-hf", imported, hf_dir]) == 0
     config, state = read_hf_dir(hf_dir)
     assert config["architectures"] == ["ElectraForPreTraining"]
-    assert (config["hidden_size"], config["num_attention_heads"], config["embedding_size"]) == (H, HEADS, E)
+    assert (config["hidden_size"], config["num_attention_heads"], config["embedding_size"]) == (
+        H,
+        HEADS,
+        E,
+    )
     gen_config, gen_state = read_hf_dir(os.path.join(hf_dir, "generator"))
     assert gen_config["architectures"] == ["ElectraForMaskedLM"]
-    assert (gen_config["hidden_size"], gen_config["num_attention_heads"],
-            gen_config["intermediate_size"]) == (GEN_H, GEN_HEADS, 4 * GEN_H)
+    assert (
+        gen_config["hidden_size"],
+        gen_config["num_attention_heads"],
+        gen_config["intermediate_size"],
+    ) == (GEN_H, GEN_HEADS, 4 * GEN_H)
     # PyTorch layout: Linear weights are [out, in].
-    assert state["electra.encoder.layer.0.intermediate.dense.weight"].shape == (I, H)
-    np.testing.assert_array_equal(gen_state["generator_lm_head.weight"],
-                                  state["electra.embeddings.word_embeddings.weight"])
+    assert state["electra.encoder.layer.0.intermediate.dense.weight"].shape == (FFN, H)
+    np.testing.assert_array_equal(
+        gen_state["generator_lm_head.weight"], state["electra.embeddings.word_embeddings.weight"]
+    )
     with open(os.path.join(hf_dir, "tokenizer_config.json")) as f:
         assert json.load(f)["do_lower_case"] is True
     assert open(os.path.join(hf_dir, "vocab.txt")).read().split() == VOCAB
@@ -401,41 +526,71 @@ def _hf_runner():
     try:
         import torch  # noqa: F401
         import transformers  # noqa: F401
+
         return sys.executable
     except ImportError:
         return os.environ.get("ELECTRA_TF_HF_PYTHON")
 
 
-@pytest.mark.skipif(_hf_runner() is None, reason="needs torch + transformers (or "
-                    "ELECTRA_TF_HF_PYTHON pointing at an interpreter that has them)")
+@pytest.mark.skipif(
+    _hf_runner() is None,
+    reason="needs torch + transformers (or "
+    "ELECTRA_TF_HF_PYTHON pointing at an interpreter that has them)",
+)
 def test_transformers_gives_the_same_logits(imported, tmp_path):
     hf_dir = str(tmp_path / "hf")
     assert convert(["export-hf", imported, hf_dir]) == 0
     ids, mask, segments, positions = sample_inputs(np.random.default_rng(3))
-    np.savez(tmp_path / "in.npz", input_ids=ids, input_mask=mask, segment_ids=segments,
-             masked_lm_positions=positions)
-    subprocess.run([_hf_runner(), os.path.join(ROOT, "tests", "hf_reference.py"), hf_dir,
-                    str(tmp_path / "in.npz"), str(tmp_path / "out.npz")], check=True, timeout=300)
+    np.savez(
+        tmp_path / "in.npz",
+        input_ids=ids,
+        input_mask=mask,
+        segment_ids=segments,
+        masked_lm_positions=positions,
+    )
+    subprocess.run(
+        [
+            _hf_runner(),
+            os.path.join(ROOT, "tests", "hf_reference.py"),
+            hf_dir,
+            str(tmp_path / "in.npz"),
+            str(tmp_path / "out.npz"),
+        ],
+        check=True,
+        timeout=300,
+    )
     reference = np.load(tmp_path / "out.npz")
     inputs = {"input_ids": ids, "input_mask": mask, "segment_ids": segments}
     export = os.path.join(imported, "export")
     disc = keras.saving.load_model(os.path.join(export, "discriminator.keras"))
     gen = keras.saving.load_model(os.path.join(export, "generator.keras"))
-    np.testing.assert_allclose(disc(inputs)["logits"].numpy(), reference["disc_logits"],
-                               atol=1e-4)
-    np.testing.assert_allclose(gen({**inputs, "masked_lm_positions": positions}).numpy(),
-                               reference["gen_logits"], atol=1e-4)
+    np.testing.assert_allclose(disc(inputs)["logits"].numpy(), reference["disc_logits"], atol=1e-4)
+    np.testing.assert_allclose(
+        gen({**inputs, "masked_lm_positions": positions}).numpy(),
+        reference["gen_logits"],
+        atol=1e-4,
+    )
 
 
 def test_finetune_accepts_an_original_checkpoint_directly(original, tmp_path):
     directory, _ = original
     train = tmp_path / "train.tsv"
-    train.write_text("text\tlabel\n" + "".join(f"the movie was {w}\t{int(w == 'good')}\n"
-                                               for w in ["good", "bad"] * 8))
+    train.write_text(
+        "text\tlabel\n"
+        + "".join(f"the movie was {w}\t{int(w == 'good')}\n" for w in ["good", "bad"] * 8)
+    )
     out = tmp_path / "ft"
-    command = [sys.executable, os.path.join(ROOT, "finetune.py"), f"--init_checkpoint={directory}",
-               f"--train_file={train}", f"--dev_file={train}", f"--output_dir={out}",
-               "--num_train_epochs=1", "--max_seq_length=16", "--save_models=false"]
+    command = [
+        sys.executable,
+        os.path.join(ROOT, "finetune.py"),
+        f"--init_checkpoint={directory}",
+        f"--train_file={train}",
+        f"--dev_file={train}",
+        f"--output_dir={out}",
+        "--num_train_epochs=1",
+        "--max_seq_length=16",
+        "--save_models=false",
+    ]
     result = subprocess.run(command, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "converting the tf1 checkpoint" in result.stdout

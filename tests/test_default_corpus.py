@@ -156,8 +156,8 @@ def test_exact_output_and_stats(site_dir, tmp_path):
     assert read_lines(out) == EXPECTED
     size = os.path.getsize(out)
     assert stats == {
-        "files_scanned": 4,   # alpha/__init__, beta, alpha/broken, alpha/sidefx
-        "docstrings": 5,      # 3 in alpha/__init__, 1 in beta, 1 in sidefx
+        "files_scanned": 4,  # alpha/__init__, beta, alpha/broken, alpha/sidefx
+        "docstrings": 5,  # 3 in alpha/__init__, 1 in beta, 1 in sidefx
         "paragraphs": 12,
         "bytes": size,
         "documents": 3,
@@ -177,7 +177,7 @@ def test_deterministic(site_dir, tmp_path):
 
 def test_max_bytes_cap(site_dir, tmp_path):
     # Room for the first document, the separator and one line of the second.
-    first_doc = EXPECTED[:EXPECTED.index("")]
+    first_doc = EXPECTED[: EXPECTED.index("")]
     budget = sum(len(s.encode()) + 1 for s in first_doc) + 1 + len(EXPECTED[10]) + 1
     out = tmp_path / "capped.txt"
     for max_bytes in (budget, budget + 10):
@@ -219,12 +219,18 @@ def test_round_robin_across_packages(tmp_path):
     site = tmp_path / "site"
     for pkg in ("aaa", "bbb"):
         for mod in ("one", "two"):
-            write(site / pkg / f"{mod}.py",
-                  f'"""The module {mod} of package {pkg} explains one small idea in words."""\n')
+            write(
+                site / pkg / f"{mod}.py",
+                f'"""The module {mod} of package {pkg} explains one small idea in words."""\n',
+            )
     out = tmp_path / "rr.txt"
     build_default_corpus(str(out), search_paths=[str(site)])
     assert [line.split()[2] + "/" + line.split()[5] for line in read_lines(out) if line] == [
-        "one/aaa", "one/bbb", "two/aaa", "two/bbb"]
+        "one/aaa",
+        "one/bbb",
+        "two/aaa",
+        "two/bbb",
+    ]
 
 
 def test_paragraph_rules():

@@ -2,23 +2,36 @@ import numpy as np
 
 from electra_tf.pretraining import display
 
-VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "sat", "ate", "play",
-         "##ing", "<b>"]
+VOCAB = [
+    "[PAD]",
+    "[UNK]",
+    "[CLS]",
+    "[SEP]",
+    "[MASK]",
+    "the",
+    "cat",
+    "sat",
+    "ate",
+    "play",
+    "##ing",
+    "<b>",
+]
 
 
 def sample():
     # [CLS] the cat ate(was sat) play ##ing <b> [SEP] [PAD]; "the" was masked but kept.
-    return {"input_ids": np.array([2, 5, 6, 7, 9, 10, 11, 3, 0]),
-            "fake_ids": np.array([2, 5, 6, 8, 9, 10, 11, 3, 0]),
-            "probabilities": np.array([0.001, 0.02, 0.1, 0.913, 0.5, 0.996, 0.3, 0.0, 0.7]),
-            "input_mask": np.array([1, 1, 1, 1, 1, 1, 1, 1, 0]),
-            "masked": np.array([0, 1, 0, 1, 0, 0, 0, 0, 0])}
+    return {
+        "input_ids": np.array([2, 5, 6, 7, 9, 10, 11, 3, 0]),
+        "fake_ids": np.array([2, 5, 6, 8, 9, 10, 11, 3, 0]),
+        "probabilities": np.array([0.001, 0.02, 0.1, 0.913, 0.5, 0.996, 0.3, 0.0, 0.7]),
+        "input_mask": np.array([1, 1, 1, 1, 1, 1, 1, 1, 0]),
+        "masked": np.array([0, 1, 0, 1, 0, 0, 0, 0, 0]),
+    }
 
 
 def test_annotate_marks_replacements_continuations_and_drops_padding():
     tokens = display.annotate(sample(), VOCAB)
-    assert [t.text for t in tokens] == ["[CLS]", "the", "cat", "ate", "play", "ing", "<b>",
-                                        "[SEP]"]
+    assert [t.text for t in tokens] == ["[CLS]", "the", "cat", "ate", "play", "ing", "<b>", "[SEP]"]
     assert [t.replaced for t in tokens] == [False, False, False, True, False, False, False, False]
     assert tokens[3].original == "sat" and tokens[3].probability == 0.913
     assert tokens[1].masked and not tokens[1].replaced

@@ -26,13 +26,16 @@ def test_micro_batch_sums_add_named_statistics_with_or_without_their_zeros():
     def compute(part):
         with tf.GradientTape() as tape:
             loss = tf.reduce_sum(part * weight)
-        return [tape.gradient(loss, weight)], {"loss": {"sum": loss}, "rows": tf.cast(
-            tf.shape(part)[0], tf.float32)}
+        return [tape.gradient(loss, weight)], {
+            "loss": {"sum": loss},
+            "rows": tf.cast(tf.shape(part)[0], tf.float32),
+        }
 
     zeros = {"loss": {"sum": tf.constant(0.0)}, "rows": tf.constant(0.0)}
     for zero_stats in (zeros, None):
-        grads, stats = tf.function(lambda: micro_batch_sums(compute, rows, 2, [weight],
-                                                            zero_stats))()
+        grads, stats = tf.function(
+            lambda zero_stats=zero_stats: micro_batch_sums(compute, rows, 2, [weight], zero_stats)
+        )()
         # Column sums [8, 6] are the whole batch's gradient; 1*8 + 2*6 its loss.
         np.testing.assert_array_equal(grads[0].numpy(), [8.0, 6.0])
         assert float(stats["loss"]["sum"]) == 20.0 and float(stats["rows"]) == 4.0

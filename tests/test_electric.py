@@ -19,8 +19,9 @@ def log_softmax(x):
 def test_cloze_targets_leave_out_cls_seps_and_padding():
     ids = np.array([[CLS, 7, 8, SEP, 9, SEP, 0], [CLS, 5, SEP, 0, 0, 0, 0]], np.int32)
     mask = (ids != 0).astype(np.int32)
-    np.testing.assert_array_equal(objective.cloze_targets(ids, mask).numpy(),
-                                  [[0, 1, 1, 0, 1, 0, 0], [0, 1, 0, 0, 0, 0, 0]])
+    np.testing.assert_array_equal(
+        objective.cloze_targets(ids, mask).numpy(), [[0, 1, 1, 0, 1, 0, 0], [0, 1, 0, 0, 0, 0, 0]]
+    )
 
 
 def test_electric_logit_by_hand():
@@ -30,15 +31,15 @@ def test_electric_logit_by_hand():
     ids = rng.integers(0, 5, size=(2, 3)).astype(np.int32)
     log_q = np.take_along_axis(log_softmax(cloze.astype(np.float64)), ids[..., None], -1)[..., 0]
     expected = energy + log_q + np.log(0.15 / 0.85)
-    np.testing.assert_allclose(objective.electric_logits(energy, cloze, ids, 0.15).numpy(),
-                               expected, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        objective.electric_logits(energy, cloze, ids, 0.15).numpy(), expected, rtol=1e-5, atol=1e-6
+    )
 
 
 @pytest.mark.parametrize("which", ["left_to_right", "right_to_left"])
 def test_towers_see_only_one_side_and_the_cloze_never_sees_its_own_token(which):
     config = tiny_config(objective="electric")
-    generator, _ = build_generator_and_discriminator(config.model,
-                                                     generator_kind="two_tower_cloze")
+    generator, _ = build_generator_and_discriminator(config.model, generator_kind="two_tower_cloze")
     rng = np.random.default_rng(1)
     ids = rng.integers(5, VOCAB, size=(1, 8)).astype(np.int32)
     inputs = {"input_ids": ids, "input_mask": np.ones_like(ids), "segment_ids": np.zeros_like(ids)}
@@ -86,10 +87,10 @@ def test_electric_loss_matches_numpy(rng):
                 labels[row, batch["masked_lm_positions"][row, slot]] = 1
     np.testing.assert_array_equal(sums["fake_ids"].numpy(), fake)
     np.testing.assert_array_equal(sums["labels"].numpy(), labels)
-    energy = model.discriminator({"input_ids": fake, "input_mask": batch["input_mask"],
-                                  "segment_ids": batch["segment_ids"]})["logits"].numpy()
-    logits = (energy + np.take_along_axis(log_q, fake[..., None], -1)[..., 0]
-              + np.log(0.2 / 0.8))
+    energy = model.discriminator(
+        {"input_ids": fake, "input_mask": batch["input_mask"], "segment_ids": batch["segment_ids"]}
+    )["logits"].numpy()
+    logits = energy + np.take_along_axis(log_q, fake[..., None], -1)[..., 0] + np.log(0.2 / 0.8)
     p = 1 / (1 + np.exp(-logits))
     bce = -(labels * np.log(p) + (1 - labels) * np.log(1 - p))
     disc_loss = bce[mask].mean()
@@ -97,8 +98,9 @@ def test_electric_loss_matches_numpy(rng):
     assert stats["disc_loss"] == pytest.approx(disc_loss, rel=1e-5)
     assert float(loss) == pytest.approx(cloze_loss + 50.0 * disc_loss, rel=1e-5)
     # The masked-LM metrics read the cloze model at the masked slots, as the original's.
-    masked_nll = -np.take_along_axis(log_softmax(gen_logits), batch["masked_lm_ids"][..., None],
-                                     -1)[..., 0]
+    masked_nll = -np.take_along_axis(
+        log_softmax(gen_logits), batch["masked_lm_ids"][..., None], -1
+    )[..., 0]
     assert stats["masked_lm_loss"] == pytest.approx((masked_nll * w).sum() / w.sum(), rel=1e-5)
 
 
@@ -107,13 +109,17 @@ def test_no_gradient_reaches_the_cloze_model_through_the_noise_term(rng):
     batch = make_batch(rng, 4, LENGTH, SLOTS, VOCAB)
     model = build(config, batch)
     tensors = tf.nest.map_structure(tf.convert_to_tensor, batch)
-    towers_only = [v for v in model.generator.trainable_variables
-                   if not any(v is d for d in model.discriminator.trainable_variables)]
+    towers_only = [
+        v
+        for v in model.generator.trainable_variables
+        if not any(v is d for d in model.discriminator.trainable_variables)
+    ]
     with tf.GradientTape() as tape:
         disc_sum = model.compute_sums(tensors)["disc"]["loss"]
     grads = tape.gradient(disc_sum, towers_only)
-    assert towers_only and all(g is None or not np.any(tf.convert_to_tensor(g).numpy())
-                               for g in grads)
+    assert towers_only and all(
+        g is None or not np.any(tf.convert_to_tensor(g).numpy()) for g in grads
+    )
 
 
 def test_electric_needs_its_generator():
@@ -130,15 +136,18 @@ def test_exported_electric_discriminator_gives_the_pseudo_log_likelihood(tmp_pat
 
     vocab = write_vocab(str(tmp_path / "vocab.txt"))
     config = tiny_config(objective="electric", vocab_size=len(VOCAB), max_seq_length=16)
-    _, discriminator = build_generator_and_discriminator(config.model,
-                                                         generator_kind="two_tower_cloze")
+    _, discriminator = build_generator_and_discriminator(
+        config.model, generator_kind="two_tower_cloze"
+    )
     version = export_discriminator(discriminator, config, vocab, str(tmp_path / "export"), "m")
     serve = tf.saved_model.load(version).signatures["serving_default"]
     out = serve(text=tf.constant(["the movie was good", "a very dull plot"]))
     ids, mask = out["input_ids"].numpy(), out["input_mask"].numpy()
-    energy = discriminator({"input_ids": ids, "input_mask": mask,
-                            "segment_ids": np.zeros_like(ids)})["logits"].numpy()
+    energy = discriminator(
+        {"input_ids": ids, "input_mask": mask, "segment_ids": np.zeros_like(ids)}
+    )["logits"].numpy()
     content = (mask > 0) & (ids != VOCAB.index("[CLS]")) & (ids != VOCAB.index("[SEP]"))
-    np.testing.assert_allclose(out["pseudo_log_likelihood"].numpy(),
-                               -(energy * content).sum(-1), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(
+        out["pseudo_log_likelihood"].numpy(), -(energy * content).sum(-1), rtol=1e-5, atol=1e-5
+    )
     assert content.sum(-1).tolist() == [4, 4]

@@ -6,9 +6,15 @@ import tensorflow as tf
 from conftest import make_batch
 from test_pretrainer import LENGTH, SLOTS, VOCAB, build, tiny_config
 
-from electra_tf.pretraining.evaluation import (PretrainingEvaluator, auc_within_bins,
-                                               format_summary, frequency_bins, rarity_metrics,
-                                               rarity_scores, roc_auc)
+from electra_tf.pretraining.evaluation import (
+    PretrainingEvaluator,
+    auc_within_bins,
+    format_summary,
+    frequency_bins,
+    rarity_metrics,
+    rarity_scores,
+    roc_auc,
+)
 
 
 def pairwise_auc(scores, labels):
@@ -41,7 +47,8 @@ def test_evaluation_matches_numpy_over_two_batches(rng):
     batches = [make_batch(rng, 5, LENGTH, SLOTS, VOCAB) for _ in range(2)]
     model = build(config, batches[0])
     dataset = tf.data.Dataset.from_tensor_slices(
-        {k: np.concatenate([b[k] for b in batches]) for k in batches[0]}).batch(5)
+        {k: np.concatenate([b[k] for b in batches]) for k in batches[0]}
+    ).batch(5)
     result = PretrainingEvaluator(model, dataset, num_samples=2)()
     again = PretrainingEvaluator(model, dataset)()
     assert again.metrics == result.metrics  # no dropout: the same weights give the same numbers
@@ -53,8 +60,11 @@ def test_evaluation_matches_numpy_over_two_batches(rng):
         labels.append(sums["labels"].numpy())
         masks.append(batch["input_mask"] > 0)
         gen = sums["gen_logits"].numpy().astype(np.float64)
-        log_probs = gen - np.log(np.exp(gen - gen.max(-1, keepdims=True)).sum(-1, keepdims=True)) \
+        log_probs = (
+            gen
+            - np.log(np.exp(gen - gen.max(-1, keepdims=True)).sum(-1, keepdims=True))
             - gen.max(-1, keepdims=True)
+        )
         nll.append(-np.take_along_axis(log_probs, batch["masked_lm_ids"][..., None], -1)[..., 0])
         weights.append(batch["masked_lm_weights"])
         correct.append(gen.argmax(-1) == batch["masked_lm_ids"])
@@ -100,8 +110,9 @@ def test_mlm_objective_reports_only_the_masked_lm(rng):
 
 def test_rarity_scores_are_smoothed_negative_log_frequencies():
     counts = np.array([0, 6, 2, 0])  # 8 tokens, 4 ids: add-one gives 12 in the denominator
-    np.testing.assert_allclose(rarity_scores([1, 2, 3, 1], counts),
-                               -np.log([7 / 12, 3 / 12, 1 / 12, 7 / 12]))
+    np.testing.assert_allclose(
+        rarity_scores([1, 2, 3, 1], counts), -np.log([7 / 12, 3 / 12, 1 / 12, 7 / 12])
+    )
 
 
 def test_frequency_bins_are_quantiles_and_equal_values_share_a_bin():

@@ -51,9 +51,12 @@ def test_urls_and_local_paths_behave_alike(tmp_path):
 
 def write_corpus(write, rng):
     for name, lines in (("a.txt", 700), ("b.txt", 300)):
-        text = "\n".join("" if rng.random() < 0.08 else
-                         " ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 9)))
-                         for _ in range(lines))
+        text = "\n".join(
+            ""
+            if rng.random() < 0.08
+            else " ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 9)))
+            for _ in range(lines)
+        )
         write(name, text.encode("utf-8"))
     write("vocab.txt", ("\n".join(VOCAB) + "\n").encode("utf-8"))
 
@@ -69,11 +72,15 @@ def test_shards_read_and_written_through_urls_equal_local_ones(tmp_path):
 
     write_corpus(write_both, random.Random(0))
     kwargs = dict(max_seq_length=24, num_shards=3, seed=5, text_range=(0.1, 1.0))
-    local = write_shards([str(tmp_path / "a.txt"), str(tmp_path / "b.txt")],
-                         str(tmp_path / "out"),
-                         {"vocab_file": str(tmp_path / "vocab.txt")}, **kwargs)
-    remote = write_shards([f"{root}/text/[ab].txt"], f"{root}/out",
-                          {"vocab_file": f"{root}/text/vocab.txt"}, **kwargs)
+    local = write_shards(
+        [str(tmp_path / "a.txt"), str(tmp_path / "b.txt")],
+        str(tmp_path / "out"),
+        {"vocab_file": str(tmp_path / "vocab.txt")},
+        **kwargs,
+    )
+    remote = write_shards(
+        [f"{root}/text/[ab].txt"], f"{root}/out", {"vocab_file": f"{root}/text/vocab.txt"}, **kwargs
+    )
     assert remote["shards"] == local["shards"] and remote["num_examples"] > 0
     assert remote["sources"][0]["path"] == f"{root}/text/a.txt"
     assert remote["vocab_file"] == f"{root}/text/vocab.txt"
@@ -86,6 +93,7 @@ def test_shards_read_and_written_through_urls_equal_local_ones(tmp_path):
 
     # A re-run reuses the finished shards; a lost one is rebuilt.
     tf.io.gfile.remove(remote_paths[1])
-    again = write_shards([f"{root}/text/[ab].txt"], f"{root}/out",
-                         {"vocab_file": f"{root}/text/vocab.txt"}, **kwargs)
+    again = write_shards(
+        [f"{root}/text/[ab].txt"], f"{root}/out", {"vocab_file": f"{root}/text/vocab.txt"}, **kwargs
+    )
     assert again["reused_shards"] == 2 and again["shards"] == local["shards"]

@@ -6,7 +6,6 @@ import subprocess
 import sys
 
 import pytest
-
 from finetuning_support import VOCAB, make_pretrained_dir, toy_sentences, write_vocab
 
 PROJECT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -14,8 +13,14 @@ PROJECT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 def _run(*args):
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
-    return subprocess.run([sys.executable, os.path.join(PROJECT, "finetune.py"), *args],
-                          capture_output=True, text=True, cwd=PROJECT, env=env, timeout=300)
+    return subprocess.run(
+        [sys.executable, os.path.join(PROJECT, "finetune.py"), *args],
+        capture_output=True,
+        text=True,
+        cwd=PROJECT,
+        env=env,
+        timeout=300,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -34,11 +39,19 @@ def files(tmp_path_factory):
 def test_user_task_trains_and_writes_results(files):
     root, pretrained = files
     out = root / "out"
-    result = _run(f"--init_checkpoint={pretrained}", f"--train_file={root / 'train.tsv'}",
-                  f"--dev_file={root / 'train.tsv'}", f"--test_file={root / 'test.tsv'}",
-                  "--task=reviews", "--text_column=document", "--index_column=id",
-                  "--num_train_epochs=1", "--train_batch_size=4", f"--output_dir={out}",
-                  "--kernels=reference")
+    result = _run(
+        f"--init_checkpoint={pretrained}",
+        f"--train_file={root / 'train.tsv'}",
+        f"--dev_file={root / 'train.tsv'}",
+        f"--test_file={root / 'test.tsv'}",
+        "--task=reviews",
+        "--text_column=document",
+        "--index_column=id",
+        "--num_train_epochs=1",
+        "--train_batch_size=4",
+        f"--output_dir={out}",
+        "--kernels=reference",
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     assert "median" in result.stdout and "accuracy" in result.stdout
     with open(out / "results.json", encoding="utf-8") as f:
@@ -48,8 +61,11 @@ def test_user_task_trains_and_writes_results(files):
     assert results["settings"]["learning_rate"] == 3e-4  # tiny/small default (paper Table 7)
     with open(out / "trial_0" / "reviews.tsv", encoding="utf-8") as f:
         lines = f.read().splitlines()
-    assert lines[0] == "index\tprediction" and [l.split("\t")[0] for l in lines[1:]] == ["7", "9"]
-    assert all(l.split("\t")[1] in ("neg", "pos") for l in lines[1:])
+    assert lines[0] == "index\tprediction" and [row.split("\t")[0] for row in lines[1:]] == [
+        "7",
+        "9",
+    ]
+    assert all(row.split("\t")[1] in ("neg", "pos") for row in lines[1:])
     # The best trial is exported for TF Serving: <output_dir>/export/<task>/<version>/.
     version_dir = out / "export" / "reviews" / "1"
     assert (version_dir / "saved_model.pb").is_file()
@@ -59,8 +75,11 @@ def test_user_task_trains_and_writes_results(files):
 
 def test_missing_column_error(files):
     root, pretrained = files
-    result = _run(f"--init_checkpoint={pretrained}", f"--train_file={root / 'train.tsv'}",
-                  f"--output_dir={root / 'unused'}")
+    result = _run(
+        f"--init_checkpoint={pretrained}",
+        f"--train_file={root / 'train.tsv'}",
+        f"--output_dir={root / 'unused'}",
+    )
     assert result.returncode != 0
     assert "no column 'text' (--text_column)" in result.stderr
     assert "'id', 'document', 'label'" in result.stderr
@@ -70,9 +89,13 @@ def test_missing_column_error(files):
 def test_vocab_size_mismatch_error(files):
     root, pretrained = files
     vocab = write_vocab(str(root / "bigger_vocab.txt"), VOCAB + ["extra"])
-    result = _run(f"--init_checkpoint={pretrained}", f"--train_file={root / 'train.tsv'}",
-                  "--text_column=document", f"--vocab_file={vocab}",
-                  f"--output_dir={root / 'out_vocab'}")
+    result = _run(
+        f"--init_checkpoint={pretrained}",
+        f"--train_file={root / 'train.tsv'}",
+        "--text_column=document",
+        f"--vocab_file={vocab}",
+        f"--output_dir={root / 'out_vocab'}",
+    )
     assert result.returncode != 0
     assert "--vocab_file" in result.stderr and f"has {len(VOCAB) + 1} tokens" in result.stderr
     assert not os.path.exists(root / "out_vocab")
@@ -81,11 +104,21 @@ def test_vocab_size_mismatch_error(files):
 def test_two_replicas_in_bfloat16_with_accumulation(files):
     root, pretrained = files
     out = root / "out_mirrored"
-    result = _run(f"--init_checkpoint={pretrained}", f"--train_file={root / 'train.tsv'}",
-                  f"--dev_file={root / 'train.tsv'}", "--task=reviews", "--text_column=document",
-                  "--num_train_epochs=1", "--train_batch_size=4", f"--output_dir={out}",
-                  "--strategy=mirrored", "--num_cpu_devices=2", "--mixed_precision=bfloat16",
-                  "--gradient_accumulation_steps=2", "--loss_reduction=sum")
+    result = _run(
+        f"--init_checkpoint={pretrained}",
+        f"--train_file={root / 'train.tsv'}",
+        f"--dev_file={root / 'train.tsv'}",
+        "--task=reviews",
+        "--text_column=document",
+        "--num_train_epochs=1",
+        "--train_batch_size=4",
+        f"--output_dir={out}",
+        "--strategy=mirrored",
+        "--num_cpu_devices=2",
+        "--mixed_precision=bfloat16",
+        "--gradient_accumulation_steps=2",
+        "--loss_reduction=sum",
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     assert "2 replica(s), bfloat16" in result.stdout
     assert "(summed loss, as the original code)" in result.stdout
@@ -101,23 +134,32 @@ def test_two_replicas_in_bfloat16_with_accumulation(files):
 
 def test_a_batch_the_replicas_do_not_divide_is_one_line_naming_the_flags(files):
     root, pretrained = files
-    result = _run(f"--init_checkpoint={pretrained}", f"--train_file={root / 'train.tsv'}",
-                  "--text_column=document", "--train_batch_size=6",
-                  "--gradient_accumulation_steps=2", "--strategy=mirrored",
-                  "--num_cpu_devices=2", f"--output_dir={root / 'out_indivisible'}")
+    result = _run(
+        f"--init_checkpoint={pretrained}",
+        f"--train_file={root / 'train.tsv'}",
+        "--text_column=document",
+        "--train_batch_size=6",
+        "--gradient_accumulation_steps=2",
+        "--strategy=mirrored",
+        "--num_cpu_devices=2",
+        f"--output_dir={root / 'out_indivisible'}",
+    )
     assert result.returncode == 2
     errors = [line for line in result.stderr.splitlines() if line.startswith("finetune.py")]
     assert errors == [
         "finetune.py: error: --train_batch_size=6 is not divisible by the 2 replicas of the "
-        "distribution strategy times --gradient_accumulation_steps=2."]
+        "distribution strategy times --gradient_accumulation_steps=2."
+    ]
     assert not os.path.exists(root / "out_indivisible")
 
 
 def _write_conll(path, rows, labelled=True):
     with open(path, "w", encoding="utf-8") as f:
         for words, tags in rows:
-            f.write("".join(f"{w}\tX\t{t}\n" if labelled else f"{w}\n"
-                            for w, t in zip(words, tags)) + "\n")
+            f.write(
+                "".join(f"{w}\tX\t{t}\n" if labelled else f"{w}\n" for w, t in zip(words, tags))
+                + "\n"
+            )
 
 
 def test_tagging_task_from_conll_files_trains_scores_and_exports(files):
@@ -130,11 +172,19 @@ def test_tagging_task_from_conll_files_trains_scores_and_exports(files):
     _write_conll(root / "ner_dev.conll", toy_tagged_sentences(12, seed=1, tag_format="suffix"))
     _write_conll(root / "ner_test.conll", toy_tagged_sentences(3, seed=2), labelled=False)
     out = root / "out_ner"
-    result = _run(f"--init_checkpoint={pretrained}", "--task=ner", "--task_type=tagging",
-                  f"--train_file={root / 'ner_train.conll'}",
-                  f"--dev_file={root / 'ner_dev.conll'}", f"--test_file={root / 'ner_test.conll'}",
-                  "--num_train_epochs=2", "--train_batch_size=8", "--max_seq_length=16",
-                  f"--output_dir={out}", "--kernels=reference")
+    result = _run(
+        f"--init_checkpoint={pretrained}",
+        "--task=ner",
+        "--task_type=tagging",
+        f"--train_file={root / 'ner_train.conll'}",
+        f"--dev_file={root / 'ner_dev.conll'}",
+        f"--test_file={root / 'ner_test.conll'}",
+        "--num_train_epochs=2",
+        "--train_batch_size=8",
+        "--max_seq_length=16",
+        f"--output_dir={out}",
+        "--kernels=reference",
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     assert "suffix tags O, PER-B, WORK-B, WORK-I" in result.stdout
     assert "Per entity type (median):" in result.stdout
@@ -147,8 +197,9 @@ def test_tagging_task_from_conll_files_trains_scores_and_exports(files):
     assert len(lines[0].split(" ")) == 3 and lines[0].split(" ")[1] in ("O", "PER-B", "WORK-B")
     assert (out / "trial_0" / "test_predictions.txt").is_file()
     version_dir = out / "export" / "ner" / "1"
-    assert (version_dir / "assets" / "labels.txt").read_text(encoding="utf-8") == \
-        "O\nPER-B\nWORK-B\nWORK-I\n"
+    assert (version_dir / "assets" / "labels.txt").read_text(
+        encoding="utf-8"
+    ) == "O\nPER-B\nWORK-B\nWORK-I\n"
     with open(version_dir / "assets" / "serving_config.json", encoding="utf-8") as f:
         assert json.load(f)["kind"] == "tagger"
 
@@ -156,10 +207,17 @@ def test_tagging_task_from_conll_files_trains_scores_and_exports(files):
 def test_tagging_tags_of_two_kinds_are_one_line(files):
     root, pretrained = files
     _write_conll(root / "mixed.conll", [(["a", "b", "c"], ["B-PER", "PERSON", "O"])])
-    result = _run(f"--init_checkpoint={pretrained}", "--task_type=tagging",
-                  f"--train_file={root / 'mixed.conll'}", f"--output_dir={root / 'out_mixed'}")
+    result = _run(
+        f"--init_checkpoint={pretrained}",
+        "--task_type=tagging",
+        f"--train_file={root / 'mixed.conll'}",
+        f"--output_dir={root / 'out_mixed'}",
+    )
     assert result.returncode == 2
     errors = [line for line in result.stderr.splitlines() if line.startswith("finetune.py")]
-    assert len(errors) == 1 and "mixed.conll: some tags look like entity tags (B-PER)" in \
-        errors[0] and "--tag_format=plain" in errors[0]
+    assert (
+        len(errors) == 1
+        and "mixed.conll: some tags look like entity tags (B-PER)" in errors[0]
+        and "--tag_format=plain" in errors[0]
+    )
     assert not os.path.exists(root / "out_mixed")

@@ -20,6 +20,7 @@ def _write(path, text, bom=False):
 
 # --------------------------------------------------------------------- GLUE layouts
 
+
 def test_sst2_header_and_test_index(tmp_path):
     _write(tmp_path / "SST-2" / "train.tsv", 'sentence\tlabel\na "quoted start\t1\nplain\t0\n')
     _write(tmp_path / "SST-2" / "dev.tsv", "sentence\tlabel\nok\t1\n")
@@ -35,7 +36,7 @@ def test_sst2_header_and_test_index(tmp_path):
 
 
 def test_cola_has_no_header(tmp_path):
-    rows = "gj04\t1\t\tThe sailors rode the breeze clear of the rocks.\ngj04\t0\t*\tThe weights made the rope stretch over the pulley \"\n"
+    rows = 'gj04\t1\t\tThe sailors rode the breeze clear of the rocks.\ngj04\t0\t*\tThe weights made the rope stretch over the pulley "\n'
     _write(tmp_path / "CoLA" / "train.tsv", rows)
     _write(tmp_path / "CoLA" / "dev.tsv", rows)
     data = tasks.load_glue_dir(tasks.glue_task("cola"), str(tmp_path))
@@ -56,8 +57,10 @@ def test_mrpc_with_bom(tmp_path):
 
 def test_qnli_label_names_and_unknown_label(tmp_path):
     header = "index\tquestion\tsentence\tlabel\n"
-    _write(tmp_path / "QNLI" / "train.tsv",
-           header + "0\tq1\ts1\tentailment\n1\tq2\ts2\tnot_entailment\n")
+    _write(
+        tmp_path / "QNLI" / "train.tsv",
+        header + "0\tq1\ts1\tentailment\n1\tq2\ts2\tnot_entailment\n",
+    )
     _write(tmp_path / "QNLI" / "dev.tsv", header + "0\tq\ts\tentailment\n1\tq\ts\tmaybe\n")
     with pytest.raises(TaskDataError, match=r"dev\.tsv, line 3: unknown label 'maybe'"):
         tasks.load_glue_dir(tasks.glue_task("qnli"), str(tmp_path))
@@ -68,19 +71,36 @@ def test_qnli_label_names_and_unknown_label(tmp_path):
 
 
 def test_mnli_matched_and_mismatched(tmp_path):
-    cols = ["index", "promptID", "pairID", "genre", "s1b", "s2b", "s1p", "s2p", "sentence1",
-            "sentence2", "label1", "gold_label"]
+    cols = [
+        "index",
+        "promptID",
+        "pairID",
+        "genre",
+        "s1b",
+        "s2b",
+        "s1p",
+        "s2p",
+        "sentence1",
+        "sentence2",
+        "label1",
+        "gold_label",
+    ]
 
     def row(i, label):
-        return "\t".join([str(i), "p", "q", "g", "x", "x", "x", "x", f"P{i}", f"H{i}", label,
-                          label]) + "\n"
+        return (
+            "\t".join([str(i), "p", "q", "g", "x", "x", "x", "x", f"P{i}", f"H{i}", label, label])
+            + "\n"
+        )
 
     head = "\t".join(cols) + "\n"
     _write(tmp_path / "MNLI" / "train.tsv", head + row(0, "neutral") + row(1, "contradiction"))
     _write(tmp_path / "MNLI" / "dev_matched.tsv", head + row(2, "entailment"))
     _write(tmp_path / "MNLI" / "dev_mismatched.tsv", head + row(3, "neutral"))
     test_head = "\t".join(cols[:10]) + "\n"
-    _write(tmp_path / "MNLI" / "test_matched.tsv", test_head + "\t".join(row(5, "")[:-1].split("\t")[:10]) + "\n")
+    _write(
+        tmp_path / "MNLI" / "test_matched.tsv",
+        test_head + "\t".join(row(5, "")[:-1].split("\t")[:10]) + "\n",
+    )
     data = tasks.load_glue_dir(tasks.glue_task("mnli"), str(tmp_path))
     # contradiction / entailment / neutral = 0 / 1 / 2.
     assert data.train.labels.tolist() == [2, 0]
@@ -90,7 +110,9 @@ def test_mnli_matched_and_mismatched(tmp_path):
 
 
 def test_stsb_regression_labels(tmp_path):
-    head = "index\tgenre\tfilename\tyear\told_index\tsource1\tsource2\tsentence1\tsentence2\tscore\n"
+    head = (
+        "index\tgenre\tfilename\tyear\told_index\tsource1\tsource2\tsentence1\tsentence2\tscore\n"
+    )
     _write(tmp_path / "STS-B" / "train.tsv", head + "0\tg\tf\ty\to\ts\ts\tA\tB\t3.800\n")
     _write(tmp_path / "STS-B" / "dev.tsv", head + "0\tg\tf\ty\to\ts\ts\tC\tD\t0.5\n")
     task = tasks.glue_task("stsb")
@@ -106,6 +128,7 @@ def test_missing_glue_folder(tmp_path):
 
 
 # --------------------------------------------------------------------- TFDS
+
 
 def test_tfds_mock_mnli_maps_labels_by_name():
     tfds = pytest.importorskip("tensorflow_datasets")
@@ -138,11 +161,13 @@ def test_tfds_not_prepared_points_to_data_dir(tmp_path):
 
 # --------------------------------------------------------------------- user files
 
-NSMC_LIKE = ('id\tdocument\tlabel\n'
-             '1\t재밌다 정말\t1\n'
-             '2\t\t0\n'
-             '3\t"""따옴표"" 안의\t탭"\t0\n'
-             '4\t별로 "중간 따옴표\t1\n')
+NSMC_LIKE = (
+    "id\tdocument\tlabel\n"
+    "1\t재밌다 정말\t1\n"
+    "2\t\t0\n"
+    '3\t"""따옴표"" 안의\t탭"\t0\n'
+    '4\t별로 "중간 따옴표\t1\n'
+)
 
 
 def test_nsmc_like_tsv_with_csv_quoting(tmp_path):
@@ -163,22 +188,28 @@ def test_quoting_none_keeps_quotes(tmp_path):
 
 
 def test_csv_pair_and_label_order(tmp_path):
-    path = _write(tmp_path / "train.csv", "q,a,y\nx1,y1,10\nx2,y2,2\nx3,\"y, 3\",2\n")
+    path = _write(tmp_path / "train.csv", 'q,a,y\nx1,y1,10\nx2,y2,2\nx3,"y, 3",2\n')
     options = FileTaskOptions(text_column="q", text_pair_column="a", label_column="y")
     task, data = tasks.load_user_files("pairs", options, path)
     assert task.label_names == ["2", "10"]  # integer labels sort numerically
     assert data.train.texts_b == ["y1", "y2", "y, 3"]
     assert data.train.labels.tolist() == [1, 0, 0]
-    task, _ = tasks.load_user_files("pairs", FileTaskOptions(
-        text_column="q", text_pair_column="a", label_column="y", labels=["10", "2", "5"]), path)
+    task, _ = tasks.load_user_files(
+        "pairs",
+        FileTaskOptions(
+            text_column="q", text_pair_column="a", label_column="y", labels=["10", "2", "5"]
+        ),
+        path,
+    )
     assert task.label_names == ["10", "2", "5"] and task.metrics == ("accuracy", "macro_f1")
 
 
 def test_jsonl_and_regression(tmp_path):
     lines = [{"text": "a", "score": 1.5}, {"text": "b", "score": 3}, {"text": None, "score": 0}]
     path = _write(tmp_path / "train.jsonl", "\n".join(json.dumps(x) for x in lines) + "\n\n")
-    task, data = tasks.load_user_files("r", FileTaskOptions(label_column="score",
-                                                            task_type="regression"), path)
+    task, data = tasks.load_user_files(
+        "r", FileTaskOptions(label_column="score", task_type="regression"), path
+    )
     assert task.task_type == "regression" and task.num_outputs == 1
     assert data.train.texts_a == ["a", "b", ""]
     np.testing.assert_allclose(data.train.labels, [1.5, 3.0, 0.0])
@@ -209,8 +240,9 @@ def test_empty_file_and_bad_json(tmp_path):
         tasks.load_user_files("t", FileTaskOptions(), bad)
 
 
-@pytest.mark.parametrize("name, quoting", [("train.tsv", "none"), ("train.csv", "csv"),
-                                           ("train.jsonl", "csv")])
+@pytest.mark.parametrize(
+    "name, quoting", [("train.tsv", "none"), ("train.csv", "csv"), ("train.jsonl", "csv")]
+)
 def test_invalid_utf8_is_named_at_its_own_line(tmp_path, name, quoting):
     # Far beyond the first 8 KB block the decoder reads at a time.
     rows = [f"row number {i} with some words" for i in range(1, 600)]
@@ -223,8 +255,11 @@ def test_invalid_utf8_is_named_at_its_own_line(tmp_path, name, quoting):
         lines += [f"{row}{separator}{i % 2}".encode() for i, row in enumerate(rows)]
     lines[455] = lines[455].replace(b"some", b"so\xffme")
     path.write_bytes(b"\n".join(lines) + b"\n")
-    with pytest.raises(TaskDataError, match=rf"{name}, line 456: not valid UTF-8 \(byte 0xff at "
-                                            r"column \d+, byte offset \d+"):
+    with pytest.raises(
+        TaskDataError,
+        match=rf"{name}, line 456: not valid UTF-8 \(byte 0xff at "
+        r"column \d+, byte offset \d+",
+    ):
         tasks.load_user_files("t", FileTaskOptions(quoting=quoting), str(path))
 
 
@@ -279,8 +314,14 @@ def test_encode_with_real_tokenizer_and_padded_batches(tmp_path):
 
 def test_a_sample_of_a_split_is_fixed_aligned_and_in_order():
     texts = [f"text {i}" for i in range(100)]
-    split = tasks.Split("train", "memory", texts, [f"pair {i}" for i in range(100)],
-                  np.arange(100) % 3, [str(i) for i in range(100)])
+    split = tasks.Split(
+        "train",
+        "memory",
+        texts,
+        [f"pair {i}" for i in range(100)],
+        np.arange(100) % 3,
+        [str(i) for i in range(100)],
+    )
     first, again = split.sample(10), split.sample(10)
     assert first.texts_a == again.texts_a  # the same draw every time
     assert len(first) == 10 and len(set(first.texts_a)) == 10
@@ -300,8 +341,9 @@ def test_multi_class_user_tasks_report_macro_f1_and_regression_labels_scale(tmp_
     assert task.metrics == ("accuracy", "macro_f1")
     sts = tmp_path / "sts.tsv"
     sts.write_text("text\tpair\tlabel\na\tb\t4.5\nc\td\t0.0\n", encoding="utf-8")
-    options = tasks.FileTaskOptions(text_pair_column="pair", task_type="regression",
-                                    label_scale=5.0)
+    options = tasks.FileTaskOptions(
+        text_pair_column="pair", task_type="regression", label_scale=5.0
+    )
     task, data = tasks.load_user_files("korsts", options, str(sts))
     assert task.label_scale == 5.0 and list(data.train.labels) == [4.5, 0.0]
     with pytest.raises(tasks.TaskDataError, match="--label_scale=5.0 scales regression"):

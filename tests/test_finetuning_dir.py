@@ -5,8 +5,12 @@ import os
 from electra_tf.artifacts.finetuning_dir import FinetuningDir, best_saved_trial, holds_saved_model
 from electra_tf.artifacts.results import make_results, write_results
 
-IDENTITY = {"task": {"name": "toy"}, "init_checkpoint": "/d.keras", "vocab_file": "/v.txt",
-            "settings": {}}
+IDENTITY = {
+    "task": {"name": "toy"},
+    "init_checkpoint": "/d.keras",
+    "vocab_file": "/v.txt",
+    "settings": {},
+}
 
 
 def _save_placeholder_model(trial):
@@ -22,9 +26,12 @@ def _trial(number, f1):
 
 def test_best_trial_among_those_with_a_saved_model(tmp_path):
     run = FinetuningDir(str(tmp_path))
-    write_results(run.results_file, make_results(
-        IDENTITY, {}, "f1", [_trial(0, 70.0), _trial(1, 90.0), _trial(2, 80.0),
-                             _trial(3, 80.0)]))
+    write_results(
+        run.results_file,
+        make_results(
+            IDENTITY, {}, "f1", [_trial(0, 70.0), _trial(1, 90.0), _trial(2, 80.0), _trial(3, 80.0)]
+        ),
+    )
     assert best_saved_trial(run.path) is None  # nothing saved
     for number in (0, 2, 3):
         _save_placeholder_model(run.trial(number))

@@ -7,19 +7,22 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
-
-from finetuning_support import (make_pretrained_dir, toy_regression_task, toy_sentences,
-                                 toy_tagging_task)
+from finetuning_support import (
+    make_pretrained_dir,
+    toy_regression_task,
+    toy_sentences,
+    toy_tagging_task,
+)
 
 from electra_tf.artifacts.pretrained import resolve_pretrained
 from electra_tf.errors import RunError
-from electra_tf.finiteness import NonFiniteError
 from electra_tf.finetuning import features, tasks
 from electra_tf.finetuning.classification import ClassificationTask
 from electra_tf.finetuning.saving import load_finetuned
 from electra_tf.finetuning.settings import FinetuneSettings
 from electra_tf.finetuning.squad_data import QAExample, SquadSplit
 from electra_tf.finetuning.squad_task import SquadTask
+from electra_tf.finiteness import NonFiniteError
 from electra_tf.tokenization import WordPieceTokenizer
 from electra_tf.training.finetuning_loop import run_trials
 
@@ -38,13 +41,19 @@ def _toy_task(count):
     # Dev = the training set: the check is that the rule is learned at all.
     dev = tasks.Split("dev", "memory", texts, None, labels, indices)
     test = tasks.Split("test", "memory", texts, None, None, indices)
-    return ClassificationTask(tasks.glue_task("sst2"),
-                              tasks.TaskData(train, {"dev": dev}, {"SST-2": test}))
+    return ClassificationTask(
+        tasks.glue_task("sst2"), tasks.TaskData(train, {"dev": dev}, {"SST-2": test})
+    )
 
 
 def test_classifier_learns_the_toy_rule_and_later_trials_are_added(pretrained, tmp_path):
-    settings = FinetuneSettings(output_dir=str(tmp_path / "out"), train_batch_size=8,
-                                learning_rate=3e-3, num_train_epochs=10, log_every_steps=100)
+    settings = FinetuneSettings(
+        output_dir=str(tmp_path / "out"),
+        train_batch_size=8,
+        learning_rate=3e-3,
+        num_train_epochs=10,
+        log_every_steps=100,
+    )
     lines = []
     results = run_trials(_toy_task(16), pretrained, settings, print_fn=lines.append)
     trial = results["trials"][0]
@@ -79,9 +88,12 @@ def test_classifier_learns_the_toy_rule_and_later_trials_are_added(pretrained, t
 
     # Re-running with one more trial keeps trial 0 and runs only trial 1.
     lines.clear()
-    more = run_trials(_toy_task(16), pretrained,
-                      FinetuneSettings(**{**settings.__dict__, "num_trials": 2}),
-                      print_fn=lines.append)
+    more = run_trials(
+        _toy_task(16),
+        pretrained,
+        FinetuneSettings(**{**settings.__dict__, "num_trials": 2}),
+        print_fn=lines.append,
+    )
     assert any("Trial 0: already finished" in line for line in lines)
     assert [t["trial"] for t in more["trials"]] == [0, 1]
     assert more["trials"][0] == json.loads(json.dumps(trial))
@@ -90,9 +102,12 @@ def test_classifier_learns_the_toy_rule_and_later_trials_are_added(pretrained, t
 
     # Other hyperparameters in the same directory are refused.
     with pytest.raises(RunError, match="learning_rate"):
-        run_trials(_toy_task(16), pretrained,
-                   FinetuneSettings(**{**settings.__dict__, "learning_rate": 1e-4}),
-                   print_fn=lines.append)
+        run_trials(
+            _toy_task(16),
+            pretrained,
+            FinetuneSettings(**{**settings.__dict__, "learning_rate": 1e-4}),
+            print_fn=lines.append,
+        )
 
 
 class _Crash(keras.callbacks.Callback):
@@ -116,8 +131,13 @@ def _leaves(tree, path=""):
 
 def _comparable(trial):
     """A trial's leaves but what may differ between two runs of it (timings, paths)."""
-    return _leaves({k: v for k, v in trial.items()
-                    if k not in ("train_seconds", "predict_seconds", "model", "predictions")})
+    return _leaves(
+        {
+            k: v
+            for k, v in trial.items()
+            if k not in ("train_seconds", "predict_seconds", "model", "predictions")
+        }
+    )
 
 
 def _squad_split(count):
@@ -125,40 +145,58 @@ def _squad_split(count):
     words = ["movie", "film", "plot", "actor", "story", "good", "bad", "fun"]
     examples = []
     for i in range(count):
-        context = " ".join(words[i % 4:i % 4 + 4])
+        context = " ".join(words[i % 4 : i % 4 + 4])
         answer = words[i % 4 + 1]
         examples.append(QAExample(f"q{i}", answer, context, [(answer, context.index(answer))]))
     return SquadSplit(examples, "memory")
 
 
 def _squad_task(count, version="1.1"):
-    return SquadTask(_squad_split(count), _squad_split(count), version, max_seq_length=16,
-                     doc_stride=8, max_query_length=4, beam_size=3)
+    return SquadTask(
+        _squad_split(count),
+        _squad_split(count),
+        version,
+        max_seq_length=16,
+        doc_stride=8,
+        max_query_length=4,
+        beam_size=3,
+    )
 
 
 def _tagging_task(count):
     return toy_tagging_task(count, with_test=True)
 
 
-@pytest.mark.parametrize("make_task", [_toy_task, _squad_task, _tagging_task],
-                         ids=["sst2", "squad", "tagging"])
+@pytest.mark.parametrize(
+    "make_task", [_toy_task, _squad_task, _tagging_task], ids=["sst2", "squad", "tagging"]
+)
 def test_interrupted_trial_resumes_to_the_uninterrupted_result(pretrained, tmp_path, make_task):
     """Crashed at step 5 of 8 with a checkpoint at step 4, resumed: the same trial.
 
     The tiny pre-trained model has dropout, so this also checks that the
     dropout masks continue where they stopped.
     """
-    def settings(name):
-        return FinetuneSettings(output_dir=str(tmp_path / name), train_batch_size=4,
-                                learning_rate=3e-3, num_train_epochs=2, log_every_steps=100,
-                                save_checkpoints_steps=2)
 
-    straight = run_trials(make_task(16), pretrained, settings("straight"),
-                          print_fn=lambda _: None)
+    def settings(name):
+        return FinetuneSettings(
+            output_dir=str(tmp_path / name),
+            train_batch_size=4,
+            learning_rate=3e-3,
+            num_train_epochs=2,
+            log_every_steps=100,
+            save_checkpoints_steps=2,
+        )
+
+    straight = run_trials(make_task(16), pretrained, settings("straight"), print_fn=lambda _: None)
     assert straight["trials"][0]["steps"] == 8
     with pytest.raises(RuntimeError, match="simulated crash"):
-        run_trials(make_task(16), pretrained, settings("crashed"), print_fn=lambda _: None,
-                   extra_callbacks=[_Crash(5)])
+        run_trials(
+            make_task(16),
+            pretrained,
+            settings("crashed"),
+            print_fn=lambda _: None,
+            extra_callbacks=[_Crash(5)],
+        )
     assert os.path.isdir(tmp_path / "crashed" / "trial_0" / "checkpoints")
     assert not os.path.exists(tmp_path / "crashed" / "results.json")
     lines = []
@@ -167,8 +205,9 @@ def test_interrupted_trial_resumes_to_the_uninterrupted_result(pretrained, tmp_p
     expected = _comparable(straight["trials"][0])
     got = _comparable(resumed["trials"][0])
     assert [path for path, _ in got] == [path for path, _ in expected]
-    assert [value for _, value in got] == pytest.approx([value for _, value in expected],
-                                                        rel=1e-5, abs=1e-6)
+    assert [value for _, value in got] == pytest.approx(
+        [value for _, value in expected], rel=1e-5, abs=1e-6
+    )
     assert resumed["trials"][0]["epochs"][0]["step"] == 4  # recorded before the crash
     a, _ = load_finetuned(str(tmp_path / "straight" / "trial_0"))
     b, _ = load_finetuned(str(tmp_path / "crashed" / "trial_0"))
@@ -177,8 +216,10 @@ def test_interrupted_trial_resumes_to_the_uninterrupted_result(pretrained, tmp_p
     files = straight["trials"][0]["predictions"]
     assert files and set(files) == set(resumed["trials"][0]["predictions"])
     for name, path in files.items():
-        with open(path, encoding="utf-8") as f, \
-                open(resumed["trials"][0]["predictions"][name], encoding="utf-8") as g:
+        with (
+            open(path, encoding="utf-8") as f,
+            open(resumed["trials"][0]["predictions"][name], encoding="utf-8") as g,
+        ):
             assert f.read() == g.read(), name
 
 
@@ -188,8 +229,11 @@ def test_an_output_directory_in_use_is_refused(pretrained, tmp_path):
     output = tmp_path / "out"
     settings = FinetuneSettings(output_dir=str(output), train_batch_size=8, num_train_epochs=1)
     with RunLock(str(output)):
-        with pytest.raises(RunLocked, match=rf"^--output_dir={output} is in use by pid "
-                                            rf"{os.getpid()} on "):
+        with pytest.raises(
+            RunLocked,
+            match=rf"^--output_dir={output} is in use by pid "
+            rf"{os.getpid()} on ",
+        ):
             run_trials(_toy_task(8), pretrained, settings, print_fn=lambda _: None)
         assert os.listdir(output) == [".lock"]
 
@@ -202,25 +246,41 @@ def test_weights_that_are_not_finite_are_refused_before_training(tmp_path):
     model = keras.saving.load_model(model_file)
     model.weights[3].assign(np.full(model.weights[3].shape, np.nan, np.float32))
     model.save(model_file)
-    settings = FinetuneSettings(output_dir=str(tmp_path / "out"), train_batch_size=8,
-                                num_train_epochs=1)
-    with pytest.raises(NonFiniteError, match=rf"^{model_file}: 1 of \d+ weight tensors hold NaN "
-                                             "or infinite values"):
+    settings = FinetuneSettings(
+        output_dir=str(tmp_path / "out"), train_batch_size=8, num_train_epochs=1
+    )
+    with pytest.raises(
+        NonFiniteError,
+        match=rf"^{model_file}: 1 of \d+ weight tensors hold NaN "
+        "or infinite values",
+    ):
         run_trials(_toy_task(8), resolve_pretrained(directory), settings, print_fn=lambda _: None)
     assert not os.path.exists(tmp_path / "out" / "results.json")
 
 
-def test_a_trial_whose_loss_turns_nan_stops_with_its_last_checkpoint_intact(pretrained,
-                                                                            tmp_path):
-    settings = FinetuneSettings(output_dir=str(tmp_path / "out"), train_batch_size=4,
-                                learning_rate=3e-3, num_train_epochs=2, log_every_steps=100,
-                                save_checkpoints_steps=2)
-    with pytest.raises(NonFiniteError, match=r"^Training stopped at step 3: the loss is nan \(not "
-                                             r"finite\); nothing after it was saved: the last "
-                                             r"checkpoint, .*/ckpt-2, is finite and intact\. Try a "
-                                             r"lower --learning_rate"):
-        run_trials(_toy_task(16), pretrained, settings, print_fn=lambda _: None,
-                   extra_callbacks=[_PoisonWeights(2)])
+def test_a_trial_whose_loss_turns_nan_stops_with_its_last_checkpoint_intact(pretrained, tmp_path):
+    settings = FinetuneSettings(
+        output_dir=str(tmp_path / "out"),
+        train_batch_size=4,
+        learning_rate=3e-3,
+        num_train_epochs=2,
+        log_every_steps=100,
+        save_checkpoints_steps=2,
+    )
+    with pytest.raises(
+        NonFiniteError,
+        match=r"^Training stopped at step 3: the loss is nan \(not "
+        r"finite\); nothing after it was saved: the last "
+        r"checkpoint, .*/ckpt-2, is finite and intact\. Try a "
+        r"lower --learning_rate",
+    ):
+        run_trials(
+            _toy_task(16),
+            pretrained,
+            settings,
+            print_fn=lambda _: None,
+            extra_callbacks=[_PoisonWeights(2)],
+        )
     checkpoints = tmp_path / "out" / "trial_0" / "checkpoints"
     assert tf.train.latest_checkpoint(str(checkpoints)).endswith("ckpt-2")
 
@@ -240,25 +300,33 @@ class _PoisonWeights(keras.callbacks.Callback):
 
 def test_squad_and_classification_write_the_same_schema(pretrained, tmp_path):
     def settings(name):
-        return FinetuneSettings(output_dir=str(tmp_path / name), train_batch_size=4,
-                                num_train_epochs=1, log_every_steps=100)
+        return FinetuneSettings(
+            output_dir=str(tmp_path / name),
+            train_batch_size=4,
+            num_train_epochs=1,
+            log_every_steps=100,
+        )
 
-    classification = run_trials(_toy_task(8), pretrained, settings("sst2"),
-                                print_fn=lambda _: None)
+    classification = run_trials(_toy_task(8), pretrained, settings("sst2"), print_fn=lambda _: None)
     lines = []
     qa = run_trials(_squad_task(6, "2.0"), pretrained, settings("squad"), print_fn=lines.append)
     assert list(qa) == list(classification)
     assert list(qa["trials"][0]) == list(classification["trials"][0])
     assert qa["task"]["name"] == "squad20" and qa["primary_metric"] == "f1"
-    assert qa["data"] == {"num_train_questions": 6, "num_train_windows": 6,
-                          "skipped_train_questions": 0}
+    assert qa["data"] == {
+        "num_train_questions": 6,
+        "num_train_windows": 6,
+        "skipped_train_questions": 0,
+    }
     assert set(qa["median"]) >= {"exact_match", "f1", "HasAns_exact", "best_f1"}
     assert any(line.startswith("epoch 1/1") and "f1" in line for line in lines)
     # Trial 0's answers are also where the official scripts expect them.
     for name in ("predictions.json", "null_odds.json"):
         assert qa["trials"][0]["predictions"][name] == str(tmp_path / "squad" / "trial_0" / name)
-        with open(tmp_path / "squad" / name, encoding="utf-8") as f, \
-                open(tmp_path / "squad" / "trial_0" / name, encoding="utf-8") as g:
+        with (
+            open(tmp_path / "squad" / name, encoding="utf-8") as f,
+            open(tmp_path / "squad" / "trial_0" / name, encoding="utf-8") as g,
+        ):
             assert json.load(f) == json.load(g)
     assert "nbest_predictions.json" in qa["trials"][0]["predictions"]
     model, info = load_finetuned(str(tmp_path / "squad" / "trial_0"))
@@ -270,14 +338,27 @@ def test_tagging_writes_the_same_schema_and_conlleval_predictions(pretrained, tm
     from electra_tf.artifacts.tagged_predictions import read_tagged
     from electra_tf.finetuning.tagging_metrics import score
 
-    settings = FinetuneSettings(output_dir=str(tmp_path / "ner"), train_batch_size=8,
-                                learning_rate=3e-3, num_train_epochs=8, log_every_steps=100)
+    settings = FinetuneSettings(
+        output_dir=str(tmp_path / "ner"),
+        train_batch_size=8,
+        learning_rate=3e-3,
+        num_train_epochs=8,
+        log_every_steps=100,
+    )
     lines = []
     task = toy_tagging_task(64, 24, with_test=True)
     results = run_trials(task, pretrained, settings, print_fn=lines.append)
-    classification = run_trials(_toy_task(8), pretrained, FinetuneSettings(
-        output_dir=str(tmp_path / "sst2"), train_batch_size=4, num_train_epochs=1,
-        log_every_steps=100), print_fn=lambda _: None)
+    classification = run_trials(
+        _toy_task(8),
+        pretrained,
+        FinetuneSettings(
+            output_dir=str(tmp_path / "sst2"),
+            train_batch_size=4,
+            num_train_epochs=1,
+            log_every_steps=100,
+        ),
+        print_fn=lambda _: None,
+    )
     assert list(results) == list(classification)
     trial = results["trials"][0]
     assert list(trial) == list(classification["trials"][0])
@@ -288,7 +369,8 @@ def test_tagging_writes_the_same_schema_and_conlleval_predictions(pretrained, tm
     # The toy rule is learned; every epoch is scored; per-type scores beside the micro ones.
     assert trial["dev"]["f1"] >= 0.9 and all(entry["dev"] for entry in trial["epochs"])
     assert {"precision", "recall", "f1", "accuracy", "f1/PER", "recall/WORK"} <= set(
-        results["median"])
+        results["median"]
+    )
     last = [line for line in lines if line.startswith("epoch 8/8")]
     assert last and "f1" in last[0] and "/" not in last[0].split("dev:")[1]  # micro only
     # dev_predictions.txt: word gold predicted, scored as the results say.
@@ -297,8 +379,10 @@ def test_tagging_writes_the_same_schema_and_conlleval_predictions(pretrained, tm
     rows = read_tagged(files["dev_predictions.txt"])
     assert [[r[0] for r in s] for s in rows] == task.data.dev.sentences
     assert [[r[1] for r in s] for s in rows] == task.data.dev.tags
-    assert score([[r[1] for r in s] for s in rows], [[r[2] for r in s] for s in rows],
-                 "prefix") == trial["dev"]
+    assert (
+        score([[r[1] for r in s] for s in rows], [[r[2] for r in s] for s in rows], "prefix")
+        == trial["dev"]
+    )
     test_rows = read_tagged(files["test_predictions.txt"])
     assert [[r[0] for r in s] for s in test_rows] == task.data.test.sentences
     assert all(len(r) == 2 for s in test_rows for r in s)
@@ -312,20 +396,35 @@ def test_tagging_writes_the_same_schema_and_conlleval_predictions(pretrained, tm
 
 @pytest.fixture(scope="module")
 def pretrained_without_dropout(tmp_path_factory):
-    return resolve_pretrained(make_pretrained_dir(
-        str(tmp_path_factory.mktemp("pretrained_without_dropout")), dropout_rate=0.0,
-        attention_dropout_rate=0.0))
+    return resolve_pretrained(
+        make_pretrained_dir(
+            str(tmp_path_factory.mktemp("pretrained_without_dropout")),
+            dropout_rate=0.0,
+            attention_dropout_rate=0.0,
+        )
+    )
 
 
 def test_two_replicas_train_like_one_device_and_score_every_dev_example_once(
-        pretrained_without_dropout, tmp_path, two_replica_strategy):
+    pretrained_without_dropout, tmp_path, two_replica_strategy
+):
     # 13 dev examples in batches of 4: a last batch of 1, which two replicas cannot share.
     def run(name, strategy):
-        settings = FinetuneSettings(output_dir=str(tmp_path / name), train_batch_size=4,
-                                    eval_batch_size=4, learning_rate=3e-3, num_train_epochs=2,
-                                    log_every_steps=100)
-        return run_trials(toy_regression_task(16, 13), pretrained_without_dropout, settings,
-                          print_fn=lambda _: None, strategy=strategy)
+        settings = FinetuneSettings(
+            output_dir=str(tmp_path / name),
+            train_batch_size=4,
+            eval_batch_size=4,
+            learning_rate=3e-3,
+            num_train_epochs=2,
+            log_every_steps=100,
+        )
+        return run_trials(
+            toy_regression_task(16, 13),
+            pretrained_without_dropout,
+            settings,
+            print_fn=lambda _: None,
+            strategy=strategy,
+        )
 
     one, two = run("one", None), run("two", two_replica_strategy)
     one_trial, two_trial = one["trials"][0], two["trials"][0]
@@ -340,8 +439,9 @@ def test_two_replicas_train_like_one_device_and_score_every_dev_example_once(
     # once on one device.
     model, _ = load_finetuned(str(tmp_path / "two" / "trial_0"))
     task = toy_regression_task(16, 13)
-    task.prepare(WordPieceTokenizer(str(tmp_path / "two" / "trial_0" / "vocab.txt")),
-                 lambda _: None)
+    task.prepare(
+        WordPieceTokenizer(str(tmp_path / "two" / "trial_0" / "vocab.txt")), lambda _: None
+    )
     assert task.evaluate(model, 4)[0] == two_trial["dev"]
 
 
@@ -353,20 +453,36 @@ class _Inspect(keras.callbacks.Callback):
         self.compute_dtype = self.model.compute_dtype
 
 
-@pytest.mark.parametrize("make_task, precision, reduction",
-                         [(_toy_task, "float16", "mean"), (_squad_task, "bfloat16", "sum"),
-                          (_tagging_task, "float16", "sum")],
-                         ids=["sst2-float16", "squad-bfloat16-sum", "tagging-float16-sum"])
-def test_mixed_precision_on_two_replicas_with_accumulation(pretrained, tmp_path, make_task,
-                                                           precision, reduction,
-                                                           two_replica_strategy):
-    settings = FinetuneSettings(output_dir=str(tmp_path / "out"), train_batch_size=4,
-                                num_train_epochs=2, log_every_steps=100,
-                                gradient_accumulation_steps=2, mixed_precision=precision,
-                                loss_reduction=reduction)
+@pytest.mark.parametrize(
+    "make_task, precision, reduction",
+    [
+        (_toy_task, "float16", "mean"),
+        (_squad_task, "bfloat16", "sum"),
+        (_tagging_task, "float16", "sum"),
+    ],
+    ids=["sst2-float16", "squad-bfloat16-sum", "tagging-float16-sum"],
+)
+def test_mixed_precision_on_two_replicas_with_accumulation(
+    pretrained, tmp_path, make_task, precision, reduction, two_replica_strategy
+):
+    settings = FinetuneSettings(
+        output_dir=str(tmp_path / "out"),
+        train_batch_size=4,
+        num_train_epochs=2,
+        log_every_steps=100,
+        gradient_accumulation_steps=2,
+        mixed_precision=precision,
+        loss_reduction=reduction,
+    )
     inspect, lines = _Inspect(), []
-    results = run_trials(make_task(16), pretrained, settings, print_fn=lines.append,
-                         extra_callbacks=[inspect], strategy=two_replica_strategy)
+    results = run_trials(
+        make_task(16),
+        pretrained,
+        settings,
+        print_fn=lines.append,
+        extra_callbacks=[inspect],
+        strategy=two_replica_strategy,
+    )
     trial = results["trials"][0]
     # float16 scales the loss (a LossScaleOptimizer); bfloat16 needs no scaling.
     is_scaled = isinstance(inspect.optimizer, keras.optimizers.LossScaleOptimizer)
@@ -387,14 +503,17 @@ def test_mixed_precision_on_two_replicas_with_accumulation(pretrained, tmp_path,
 
 
 def test_a_batch_the_replicas_and_micro_batches_do_not_divide_is_refused(
-        pretrained, tmp_path, two_replica_strategy):
-    settings = FinetuneSettings(output_dir=str(tmp_path / "out"), train_batch_size=6,
-                                gradient_accumulation_steps=2)
+    pretrained, tmp_path, two_replica_strategy
+):
+    settings = FinetuneSettings(
+        output_dir=str(tmp_path / "out"), train_batch_size=6, gradient_accumulation_steps=2
+    )
     with pytest.raises(RunError) as error:
         run_trials(_toy_task(8), pretrained, settings, strategy=two_replica_strategy)
     assert str(error.value) == (
         "--train_batch_size=6 is not divisible by the 2 replicas of the distribution strategy "
-        "times --gradient_accumulation_steps=2.")
+        "times --gradient_accumulation_steps=2."
+    )
     assert not os.path.exists(tmp_path / "out")
 
 
@@ -408,26 +527,35 @@ class _DumpWeights(keras.callbacks.Callback):
 
 
 def test_two_worker_processes_train_in_lockstep_and_only_the_chief_writes(
-        pretrained_without_dropout, tmp_path):
+    pretrained_without_dropout, tmp_path
+):
     """Each worker gets its own --output_dir here, so that a file worker 1 wrote would show."""
     from multi_worker_support import FINETUNE_SETTINGS, run_workers
 
     pretrained_dir = os.path.dirname(pretrained_without_dropout.model_file)
-    outputs = run_workers(tmp_path, "finetune", lambda index: (
-        pretrained_dir, tmp_path / f"out{index}", tmp_path / f"weights{index}.npz"))
+    outputs = run_workers(
+        tmp_path,
+        "finetune",
+        lambda index: (pretrained_dir, tmp_path / f"out{index}", tmp_path / f"weights{index}.npz"),
+    )
     # Both workers hold the same weights and scored the same dev metrics...
     weights = [np.load(tmp_path / f"weights{i}.npz") for i in range(2)]
     for name in weights[0].files:
         np.testing.assert_array_equal(weights[0][name], weights[1][name])
-    dev = [json.loads(next(line for line in out.splitlines() if line.startswith("DEV "))[4:])
-           for out in outputs]
+    dev = [
+        json.loads(next(line for line in out.splitlines() if line.startswith("DEV "))[4:])
+        for out in outputs
+    ]
     assert dev[0] == dev[1]
     # ...which are those of one process training on the same global batches.
     dump = _DumpWeights()
-    single = run_trials(toy_regression_task(16, 13), pretrained_without_dropout,
-                        FinetuneSettings(output_dir=str(tmp_path / "single"),
-                                         **FINETUNE_SETTINGS),
-                        print_fn=lambda _: None, extra_callbacks=[dump])
+    single = run_trials(
+        toy_regression_task(16, 13),
+        pretrained_without_dropout,
+        FinetuneSettings(output_dir=str(tmp_path / "single"), **FINETUNE_SETTINGS),
+        print_fn=lambda _: None,
+        extra_callbacks=[dump],
+    )
     for i, expected in enumerate(dump.weights):
         np.testing.assert_allclose(weights[0][f"arr_{i}"], expected, rtol=1e-4, atol=2e-6)
     assert dev[0] == pytest.approx(single["trials"][0]["dev"], rel=1e-4)
@@ -452,15 +580,20 @@ def test_random_init_fine_tunes_the_same_encoder_with_fresh_weights(pretrained, 
     for random_init in (False, True):
         # A negligible learning rate: the saved encoder is where training started.
         # The CPU kernel set: the loaded encoder is built again with it, weights and all.
-        settings = FinetuneSettings(output_dir=str(tmp_path / str(random_init)),
-                                    train_batch_size=8, learning_rate=1e-12,
-                                    num_train_epochs=1, random_init=random_init,
-                                    kernels="cpu_fast")
+        settings = FinetuneSettings(
+            output_dir=str(tmp_path / str(random_init)),
+            train_batch_size=8,
+            learning_rate=1e-12,
+            num_train_epochs=1,
+            random_init=random_init,
+            kernels="cpu_fast",
+        )
         lines = []
         results = run_trials(_toy_task(8), pretrained, settings, print_fn=lines.append)
         model, _ = load_finetuned(str(tmp_path / str(random_init) / "trial_0"))
-        kept[random_init] = next(w for w in model.encoder.weights
-                                 if "word_embeddings" in w.path).numpy()
+        kept[random_init] = next(
+            w for w in model.encoder.weights if "word_embeddings" in w.path
+        ).numpy()
         assert ("random_init" in results["settings"]) is random_init
         assert any("--random_init: no pre-training" in line for line in lines) is random_init
     np.testing.assert_allclose(kept[False], table, atol=1e-6)

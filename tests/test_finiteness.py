@@ -6,8 +6,14 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from electra_tf.finiteness import (NonFiniteError, NonFiniteRecord, NonFiniteStep,
-                                   check_finite_weights, gradient_norm, nonfinite_weights)
+from electra_tf.finiteness import (
+    NonFiniteError,
+    NonFiniteRecord,
+    NonFiniteStep,
+    check_finite_weights,
+    gradient_norm,
+    nonfinite_weights,
+)
 
 
 def test_the_record_keeps_the_first_non_finite_step_inside_a_graph():
@@ -42,8 +48,9 @@ def test_a_non_finite_loss_is_named_before_the_gradient_norm():
 def test_gradient_norm_is_the_global_l2_norm():
     grads = [tf.constant([[3.0, 0.0]]), None, tf.constant([4.0], tf.float16)]
     assert float(gradient_norm(grads)) == pytest.approx(5.0)
-    sparse = tf.IndexedSlices(tf.constant([[1.0, 2.0], [2.0, 0.0]]), tf.constant([0, 5]),
-                              tf.constant([1000, 2]))
+    sparse = tf.IndexedSlices(
+        tf.constant([[1.0, 2.0], [2.0, 0.0]]), tf.constant([0, 5]), tf.constant([1000, 2])
+    )
     assert float(gradient_norm([sparse, tf.constant([4.0])])) == pytest.approx(5.0)
 
 
@@ -54,6 +61,9 @@ def test_non_finite_weights_are_named_and_refused():
     assert nonfinite_weights([good, ints]) == []
     assert nonfinite_weights([good, bad, ("pair", np.array([np.inf]))]) == ["bad:0", "pair"]
     check_finite_weights([good], "model.keras")
-    with pytest.raises(NonFiniteError, match=r"^model\.keras: 1 of 2 weight tensors hold NaN "
-                                             r"or infinite values \(e\.g\. bad:0\)"):
+    with pytest.raises(
+        NonFiniteError,
+        match=r"^model\.keras: 1 of 2 weight tensors hold NaN "
+        r"or infinite values \(e\.g\. bad:0\)",
+    ):
         check_finite_weights([good, bad], "model.keras")

@@ -60,15 +60,18 @@ def test_the_export_holds_e_plus_the_residual_as_a_plain_table(rng, tmp_path):
     shared, delta = tables(model)
     delta.assign(np.random.default_rng(4).normal(size=delta.shape).astype(np.float32))
     plain = plain_discriminator(model.discriminator)
-    np.testing.assert_allclose(plain.encoder.embeddings.word_embeddings.numpy(),
-                               shared.numpy() + delta.numpy(), rtol=1e-6)
+    np.testing.assert_allclose(
+        plain.encoder.embeddings.word_embeddings.numpy(), shared.numpy() + delta.numpy(), rtol=1e-6
+    )
     inputs = {k: first[k] for k in ("input_ids", "input_mask", "segment_ids")}
-    np.testing.assert_allclose(plain(inputs)["logits"].numpy(),
-                               model.discriminator(inputs)["logits"].numpy(), atol=1e-5)
+    np.testing.assert_allclose(
+        plain(inputs)["logits"].numpy(), model.discriminator(inputs)["logits"].numpy(), atol=1e-5
+    )
     plain.save(tmp_path / "d.keras")
     reloaded = keras.saving.load_model(tmp_path / "d.keras")
-    np.testing.assert_allclose(reloaded(inputs)["logits"].numpy(),
-                               plain(inputs)["logits"].numpy(), atol=1e-6)
+    np.testing.assert_allclose(
+        reloaded(inputs)["logits"].numpy(), plain(inputs)["logits"].numpy(), atol=1e-6
+    )
 
 
 def test_gdes_needs_a_generator():

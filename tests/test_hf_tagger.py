@@ -7,7 +7,6 @@ import sys
 
 import numpy as np
 import pytest
-
 from finetuning_support import make_pretrained_dir
 
 from electra_tf.commands.convert import run as convert
@@ -29,12 +28,22 @@ def trial(tmp_path_factory):
     rng = np.random.default_rng(5)
     for variable in model.task_head.weights:
         variable.assign(rng.normal(0, 0.5, variable.shape).astype(np.float32))
-    definition = TaggingDefinition("ner", ["O", "B-PER", "I-PER"], "prefix",
-                                   ("precision", "recall", "f1", "accuracy"), "f1")
+    definition = TaggingDefinition(
+        "ner", ["O", "B-PER", "I-PER"], "prefix", ("precision", "recall", "f1", "accuracy"), "f1"
+    )
     path = str(root / "trial_0")
-    save_finetuned(model, path, {"kind": "tagger", "task": definition.to_dict(),
-                                 "max_seq_length": 16, "do_lower_case": True,
-                                 "strip_accents": True}, os.path.join(pretrained, "vocab.txt"))
+    save_finetuned(
+        model,
+        path,
+        {
+            "kind": "tagger",
+            "task": definition.to_dict(),
+            "max_seq_length": 16,
+            "do_lower_case": True,
+            "strip_accents": True,
+        },
+        os.path.join(pretrained, "vocab.txt"),
+    )
     return path
 
 
@@ -59,10 +68,12 @@ def test_names_shapes_and_config_follow_transformers(trial, tmp_path):
     assert state["classifier.weight"].shape == (3, hidden)
     np.testing.assert_array_equal(state["classifier.weight"], model.task_head.kernel.numpy().T)
     np.testing.assert_array_equal(state["classifier.bias"], model.task_head.bias.numpy())
-    for key, shape in [("electra.embeddings.word_embeddings.weight", (19, 16)),
-                       ("electra.embeddings_project.weight", (hidden, 16)),
-                       ("electra.encoder.layer.1.attention.self.query.weight", (hidden, hidden)),
-                       ("electra.encoder.layer.1.output.LayerNorm.bias", (hidden,))]:
+    for key, shape in [
+        ("electra.embeddings.word_embeddings.weight", (19, 16)),
+        ("electra.embeddings_project.weight", (hidden, 16)),
+        ("electra.encoder.layer.1.attention.self.query.weight", (hidden, hidden)),
+        ("electra.encoder.layer.1.output.LayerNorm.bias", (hidden,)),
+    ]:
         assert state[key].shape == shape, key
     assert not any(k.startswith(("discriminator_predictions", "generator")) for k in state)
     assert all(k.startswith("electra.") or k.startswith("classifier.") for k in state)
@@ -81,8 +92,14 @@ def test_round_trip_is_exact_and_serves(trial, tmp_path):
     os.makedirs(run)
     os.symlink(trial, run / "trial_0")
     with open(run / "results.json", "w", encoding="utf-8") as f:
-        json.dump({"format_version": 2, "primary_metric": "f1", "trials": [
-            {"trial": 0, "seed": 0, "dev": {"f1": 0.5}}]}, f)
+        json.dump(
+            {
+                "format_version": 2,
+                "primary_metric": "f1",
+                "trials": [{"trial": 0, "seed": 0, "dev": {"f1": 0.5}}],
+            },
+            f,
+        )
     assert convert(["export-hf", str(run), hf_dir]) == 0
     assert convert(["export-hf", str(run), hf_dir]) == 2  # not empty: refused
     assert convert(["import-hf", hf_dir, back, "--max_seq_length", "12"]) == 0
@@ -111,23 +128,37 @@ def _hf_runner():
     try:
         import torch  # noqa: F401
         import transformers  # noqa: F401
+
         return sys.executable
     except ImportError:
         return os.environ.get("ELECTRA_TF_HF_PYTHON")
 
 
-@pytest.mark.skipif(_hf_runner() is None, reason="needs torch + transformers (or "
-                    "ELECTRA_TF_HF_PYTHON pointing at an interpreter that has them)")
+@pytest.mark.skipif(
+    _hf_runner() is None,
+    reason="needs torch + transformers (or "
+    "ELECTRA_TF_HF_PYTHON pointing at an interpreter that has them)",
+)
 def test_transformers_gives_the_same_token_logits(trial, tmp_path):
     hf_dir = str(tmp_path / "hf")
     assert convert(["export-hf", trial, hf_dir]) == 0
     inputs = _inputs(1)
     np.savez(tmp_path / "in.npz", **inputs)
-    subprocess.run([_hf_runner(), os.path.join(ROOT, "tests", "hf_reference.py"), hf_dir,
-                    str(tmp_path / "in.npz"), str(tmp_path / "out.npz")], check=True, timeout=300)
+    subprocess.run(
+        [
+            _hf_runner(),
+            os.path.join(ROOT, "tests", "hf_reference.py"),
+            hf_dir,
+            str(tmp_path / "in.npz"),
+            str(tmp_path / "out.npz"),
+        ],
+        check=True,
+        timeout=300,
+    )
     reference = np.load(tmp_path / "out.npz")
     assert list(reference["labels"]) == ["O", "B-PER", "I-PER"]
     model, _ = load_finetuned(trial)
     mask = inputs["input_mask"].astype(bool)
-    np.testing.assert_allclose(np.asarray(model(inputs))[mask], reference["token_logits"][mask],
-                               atol=1e-4)
+    np.testing.assert_allclose(
+        np.asarray(model(inputs))[mask], reference["token_logits"][mask], atol=1e-4
+    )

@@ -20,11 +20,15 @@ def test_installed_keras_is_a_checked_version():
     release = ".".join(keras.__version__.split(".")[:2])
     assert release in keras_compat.CHECKED_KERAS_VERSIONS, (
         f"keras {keras.__version__} is not among the versions electra_tf.keras_compat was "
-        f"checked on: {keras_compat.CHECKED_KERAS_VERSIONS}")
+        f"checked on: {keras_compat.CHECKED_KERAS_VERSIONS}"
+    )
 
 
-@pytest.mark.parametrize("cls, name, parameters", keras_compat.PRIVATE_API,
-                         ids=[f"{c.__name__}.{n}" for c, n, _ in keras_compat.PRIVATE_API])
+@pytest.mark.parametrize(
+    "cls, name, parameters",
+    keras_compat.PRIVATE_API,
+    ids=[f"{c.__name__}.{n}" for c, n, _ in keras_compat.PRIVATE_API],
+)
 def test_private_names_exist_with_the_signatures_used(cls, name, parameters):
     method = getattr(cls, name, None)
     assert callable(method), f"{cls.__name__}.{name} is gone from keras {keras.__version__}"
@@ -40,13 +44,16 @@ def test_overrides_in_the_package_are_only_in_keras_compat():
         for node in ast.walk(tree):
             if isinstance(node, ast.FunctionDef) and node.name in private:
                 found.append(f"{path.relative_to(PACKAGE)}:{node.name}")
-            if (isinstance(node, ast.Attribute) and node.attr in private
-                    and path.name != "keras_compat.py"):
+            if (
+                isinstance(node, ast.Attribute)
+                and node.attr in private
+                and path.name != "keras_compat.py"
+            ):
                 found.append(f"{path.relative_to(PACKAGE)}:.{node.attr}")
-    assert sorted(found) == sorted(f"keras_compat.py:{name}"
-                                   for name in ("_maybe_symbolic_build",
-                                                "_all_reduce_sum_gradients",
-                                                "_apply_weight_decay")), found
+    assert sorted(found) == sorted(
+        f"keras_compat.py:{name}"
+        for name in ("_maybe_symbolic_build", "_all_reduce_sum_gradients", "_apply_weight_decay")
+    ), found
 
 
 def test_presummed_optimizer_applies_the_gradient_each_replica_holds(two_replica_strategy):
@@ -55,8 +62,9 @@ def test_presummed_optimizer_applies_the_gradient_each_replica_holds(two_replica
     with two_replica_strategy.scope():
         variable = tf.Variable([1.0, 1.0])
         optimizer = keras.optimizers.SGD(learning_rate=1.0)
-        compat = type("PresummedSGD", (keras_compat.PresummedGradients,
-                                       keras.optimizers.SGD), {})(learning_rate=1.0)
+        compat = type("PresummedSGD", (keras_compat.PresummedGradients, keras.optimizers.SGD), {})(
+            learning_rate=1.0
+        )
         other = tf.Variable([1.0, 1.0])
         optimizer.build([variable])
         compat.build([other])
@@ -66,6 +74,7 @@ def test_presummed_optimizer_applies_the_gradient_each_replica_holds(two_replica
         def replica_fn():
             optimizer.apply([tf.constant([0.5, 0.25])], [variable])
             compat.apply([tf.constant([0.5, 0.25])], [other])
+
         two_replica_strategy.run(replica_fn)
 
     step()

@@ -14,8 +14,8 @@ from tensorflow.core.protobuf import saved_model_pb2
 from electra_tf.config import KERNELS, preset
 from electra_tf.modeling.encoder import ElectraEncoder, copy_encoder, with_kernels
 from electra_tf.modeling.kernels import KERNEL_SETS, cpu_fast, reference, resolve_kernels
-from electra_tf.pretraining.optimization import create_optimizer
 from electra_tf.pretraining.objectives import make_pretrainer
+from electra_tf.pretraining.optimization import create_optimizer
 from electra_tf.pretraining.pretrainer import statistics
 
 # A vocabulary of three blocks of cpu_fast's vocabulary searches, the last one padded.
@@ -23,10 +23,21 @@ VOCAB, LENGTH, SLOTS = 2 * cpu_fast.SAMPLING_BLOCK + 44, 12, 4
 
 
 def tiny_config(**overrides):
-    values = dict(vocab_size=VOCAB, hidden_size=32, num_layers=1, embedding_size=16,
-                  generator_hidden_fraction=0.5, num_heads=2, max_seq_length=LENGTH,
-                  max_predictions_per_seq=SLOTS, dropout_rate=0.0, attention_dropout_rate=0.0,
-                  num_warmup_steps=0, num_train_steps=100, learning_rate=1e-3)
+    values = dict(
+        vocab_size=VOCAB,
+        hidden_size=32,
+        num_layers=1,
+        embedding_size=16,
+        generator_hidden_fraction=0.5,
+        num_heads=2,
+        max_seq_length=LENGTH,
+        max_predictions_per_seq=SLOTS,
+        dropout_rate=0.0,
+        attention_dropout_rate=0.0,
+        num_warmup_steps=0,
+        num_train_steps=100,
+        learning_rate=1e-3,
+    )
     values.update(overrides)
     config = preset("tiny", **values)
     config.validate()
@@ -64,8 +75,9 @@ def test_choices_and_what_auto_stands_for(monkeypatch):
     assert resolve_kernels("auto") == "reference"
     devices["GPU"], devices["TPU"] = [], ["/device:TPU:0"]
     assert resolve_kernels("auto") == "reference"
-    with pytest.raises(ValueError, match="kernels='gpu_fast': choose one of auto, reference, "
-                                         "cpu_fast"):
+    with pytest.raises(
+        ValueError, match="kernels='gpu_fast': choose one of auto, reference, cpu_fast"
+    ):
         resolve_kernels("gpu_fast")
 
 
@@ -74,22 +86,29 @@ def test_the_reference_set_is_the_default_and_every_layer_takes_its_models_set()
     assert tiny_config().kernels == "reference"
     for name in KERNEL_SETS:
         model = make_pretrainer(dataclasses.replace(config, kernels=name))
-        with_set = [layer for layer in model._flatten_layers(include_self=False)
-                    if hasattr(layer, "kernels")]
+        with_set = [
+            layer
+            for layer in model._flatten_layers(include_self=False)
+            if hasattr(layer, "kernels")
+        ]
         # Encoders, embeddings, attention, transformer layers, heads and every dropout.
         assert len(with_set) > 10
         assert {layer.kernels for layer in with_set} == {name}
-        dense = [layer for layer in model._flatten_layers()
-                 if isinstance(layer, keras.layers.Dense)]
+        dense = [
+            layer for layer in model._flatten_layers() if isinstance(layer, keras.layers.Dense)
+        ]
         # Keras' own Dense, with Keras' (exact) GELU where the model has one.
         assert dense and all(type(layer) is keras.layers.Dense for layer in dense)
-        assert {layer.activation for layer in dense} == {keras.activations.gelu,
-                                                         keras.activations.linear}
+        assert {layer.activation for layer in dense} == {
+            keras.activations.gelu,
+            keras.activations.linear,
+        }
         assert keras.activations.serialize(keras.activations.gelu) == "gelu"
 
 
 def _sums_and_gradients(model, batch, jit_compile):
     """The replica's named sums, its loss, the sampled ids and every variable's gradient."""
+
     @tf.function(jit_compile=jit_compile)
     def run(batch):
         counts = model._global_counts(batch)
@@ -110,10 +129,10 @@ def test_both_sets_give_the_same_losses_and_gradients(rng, objective, jit_compil
     config = tiny_config(objective=objective)
     batch = tf.nest.map_structure(tf.convert_to_tensor, make_batch(rng, 4, LENGTH, SLOTS, VOCAB))
     # Two models in one process, the same weights (the same seed), each with its own set.
-    models = {name: build(dataclasses.replace(config, kernels=name), batch)
-              for name in KERNEL_SETS}
-    results = {name: _sums_and_gradients(model, batch, jit_compile)
-               for name, model in models.items()}
+    models = {name: build(dataclasses.replace(config, kernels=name), batch) for name in KERNEL_SETS}
+    results = {
+        name: _sums_and_gradients(model, batch, jit_compile) for name, model in models.items()
+    }
     model = models["reference"]
     (ref_sums, ref_loss, ref_sampled, ref_grads) = results["reference"]
     (fast_sums, fast_loss, fast_sampled, fast_grads) = results["cpu_fast"]
@@ -146,30 +165,38 @@ def test_one_training_step_gives_the_same_weights_under_both_sets(rng, tmp_path)
     assert [v.path for v in fast.weights] == [v.path for v in ref.weights]
     for a, b in zip(initial["cpu_fast"], initial["reference"]):
         np.testing.assert_array_equal(a, b)
-    keras_configs = [zipfile.ZipFile(tmp_path / f"{name}.keras").read("config.json")
-                     for name in KERNEL_SETS]
+    keras_configs = [
+        zipfile.ZipFile(tmp_path / f"{name}.keras").read("config.json") for name in KERNEL_SETS
+    ]
     assert keras_configs[0] == keras_configs[1]
     assert int(ref.optimizer.iterations.numpy()) == int(fast.optimizer.iterations.numpy()) == 1
-    for before, a, b in zip(initial["reference"], fast.trainable_variables,
-                            ref.trainable_variables):
+    for before, a, b in zip(
+        initial["reference"], fast.trainable_variables, ref.trainable_variables
+    ):
         assert np.any(b.numpy() != before), b.path  # the step moved every weight
         assert_close(a.numpy(), b.numpy(), b.path)
 
 
 def test_a_model_saved_under_one_set_loads_with_the_reference_set_and_runs_under_either(
-        rng, tmp_path):
+    rng, tmp_path
+):
     from electra_tf.modeling.electra import build_generator_and_discriminator
 
     config = tiny_config()
     batch = make_batch(rng, 4, LENGTH, SLOTS, VOCAB)
-    inputs = {"input_ids": batch["input_ids"], "input_mask": batch["input_mask"],
-              "segment_ids": batch["segment_ids"]}
+    inputs = {
+        "input_ids": batch["input_ids"],
+        "input_mask": batch["input_mask"],
+        "segment_ids": batch["segment_ids"],
+    }
     generator_inputs = dict(inputs, masked_lm_positions=batch["masked_lm_positions"])
     keras.utils.set_random_seed(0)
     generator, discriminator = build_generator_and_discriminator(config.model, kernels="cpu_fast")
     saved = {"generator": generator, "discriminator": discriminator}
-    before = {"generator": generator(generator_inputs).numpy(),
-              "discriminator": discriminator(inputs)["logits"].numpy()}
+    before = {
+        "generator": generator(generator_inputs).numpy(),
+        "discriminator": discriminator(inputs)["logits"].numpy(),
+    }
     for name, model in saved.items():
         model.save(str(tmp_path / f"{name}.keras"))
     for name, model in saved.items():
@@ -199,8 +226,11 @@ def test_reference_dropout_masks_differ_across_steps_and_layers():
     first, second = ReplicaDropout(0.5), ReplicaDropout(0.5)
     assert first.kernels == "reference"
     x = tf.ones((32, 64))
-    masks = [first(x, training=True).numpy() == 0, first(x, training=True).numpy() == 0,
-             second(x, training=True).numpy() == 0]
+    masks = [
+        first(x, training=True).numpy() == 0,
+        first(x, training=True).numpy() == 0,
+        second(x, training=True).numpy() == 0,
+    ]
     for i in range(3):
         assert abs(masks[i].mean() - 0.5) < 0.05
         for j in range(i):
@@ -219,15 +249,23 @@ def test_exports_are_traced_with_the_reference_kernels(tmp_path):
     config.save_json(str(tmp_path / "config.json"))
     keras.utils.set_random_seed(0)
     generator, discriminator = build_generator_and_discriminator(config.model, kernels="cpu_fast")
-    spec = {name: tf.TensorSpec([None, None], tf.int32)
-            for name in ("input_ids", "input_mask", "segment_ids")}
+    spec = {
+        name: tf.TensorSpec([None, None], tf.int32)
+        for name in ("input_ids", "input_mask", "segment_ids")
+    }
     # What the model traces to with cpu_fast: custom gradients, which the check detects.
     traced = tf.function(lambda x: discriminator(x)).get_concrete_function(spec)
     assert custom_gradient_ops(traced.graph.as_graph_def())
-    export_dir = export_pretrained(generator, discriminator, str(tmp_path / "export"),
-                                   str(vocab_file), str(tmp_path / "config.json"))
-    version_dir = export_discriminator(discriminator, config, str(vocab_file),
-                                       str(tmp_path / "serving"), "discriminator")
+    export_dir = export_pretrained(
+        generator,
+        discriminator,
+        str(tmp_path / "export"),
+        str(vocab_file),
+        str(tmp_path / "config.json"),
+    )
+    version_dir = export_discriminator(
+        discriminator, config, str(vocab_file), str(tmp_path / "serving"), "discriminator"
+    )
     assert discriminator.encoder.kernels == "cpu_fast"  # the exports left the model alone
     for saved_model in (os.path.join(export_dir, "discriminator_savedmodel"), version_dir):
         message = saved_model_pb2.SavedModel()

@@ -39,11 +39,13 @@ def _imports(path: str, module: str, modules: dict) -> list:
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
-                anchor = package.split(".")[:len(package.split(".")) - node.level + 1]
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
                 base = ".".join(anchor + ([base] if base else []))
             # `from package import module` imports the module; otherwise a name of `base`.
-            names = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base
-                     for alias in node.names]
+            names = [
+                f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base
+                for alias in node.names
+            ]
         else:
             continue
         for name in names:
@@ -77,8 +79,12 @@ def test_every_module_has_a_layer():
     assert not unplaced, f"modules in no layer of electra_tf/layering.py: {unplaced}"
     # The package's own __init__ only imports the modules that register Keras classes.
     assert {target for _, target in graph[PACKAGE]} == {
-        "electra_tf.optimization", "electra_tf.finetuning.model", "electra_tf.finetuning.qa_model",
-        "electra_tf.finetuning.tagging_model", "electra_tf.modeling.electra"}
+        "electra_tf.optimization",
+        "electra_tf.finetuning.model",
+        "electra_tf.finetuning.qa_model",
+        "electra_tf.finetuning.tagging_model",
+        "electra_tf.modeling.electra",
+    }
 
 
 def test_no_import_points_up():
@@ -87,8 +93,10 @@ def test_no_import_points_up():
     for module, imports in graph.items():
         for line, target in imports:
             if module != PACKAGE and target != PACKAGE and _layer(target) > _layer(module):
-                upward.append(f"{os.path.relpath(modules[module], PROJECT)}:{line} imports "
-                              f"{target} (layer {_layer(target)} > {_layer(module)})")
+                upward.append(
+                    f"{os.path.relpath(modules[module], PROJECT)}:{line} imports "
+                    f"{target} (layer {_layer(target)} > {_layer(module)})"
+                )
     assert not upward, "imports from a lower layer to a higher one:\n" + "\n".join(upward)
 
 
@@ -125,9 +133,14 @@ def test_no_import_cycle():
     described = []
     for component in components:
         inside = set(component)
-        described.append("; ".join(
-            f"{os.path.relpath(modules[m], PROJECT)}:{line} imports {t}"
-            for m in component for line, t in graph[m] if t in inside))
+        described.append(
+            "; ".join(
+                f"{os.path.relpath(modules[m], PROJECT)}:{line} imports {t}"
+                for m in component
+                for line, t in graph[m]
+                if t in inside
+            )
+        )
     assert not components, "import cycles:\n" + "\n".join(described)
 
 
@@ -148,21 +161,30 @@ def test_the_package_never_imports_the_tools():
     """`tools/` (benchmark, study, parity) sits outside the package: pip does not install it."""
     modules = _modules()
     assert any(m.startswith("electra_tf.") for m in modules)
-    offending = [f"{os.path.relpath(path, PROJECT)}:{line} imports {name}"
-                 for path in modules.values() for line, name in _imported_names(path)
-                 if name == "tools" or name.startswith("tools.")]
+    offending = [
+        f"{os.path.relpath(path, PROJECT)}:{line} imports {name}"
+        for path in modules.values()
+        for line, name in _imported_names(path)
+        if name == "tools" or name.startswith("tools.")
+    ]
     assert not offending, "the package imports the research tools:\n" + "\n".join(offending)
 
 
 def test_the_checker_sees_upward_and_function_level_imports(tmp_path):
     """The graph builder finds imports inside functions and resolves `from a import b`."""
     source = tmp_path / "probe.py"
-    source.write_text("from electra_tf.finetuning import tasks\n\n"
-                      "def f():\n    import electra_tf.serving.exporter as e\n"
-                      "    from electra_tf.config import preset\n", encoding="utf-8")
+    source.write_text(
+        "from electra_tf.finetuning import tasks\n\n"
+        "def f():\n    import electra_tf.serving.exporter as e\n"
+        "    from electra_tf.config import preset\n",
+        encoding="utf-8",
+    )
     modules = _modules()
     found = _imports(str(source), "electra_tf.modeling.probe", modules)
-    assert found == [(1, "electra_tf.finetuning.tasks"), (4, "electra_tf.serving.exporter"),
-                     (5, "electra_tf.config")]
+    assert found == [
+        (1, "electra_tf.finetuning.tasks"),
+        (4, "electra_tf.serving.exporter"),
+        (5, "electra_tf.config"),
+    ]
     assert _layer("electra_tf.commands.check_export") > _layer("electra_tf.serving.exporter")
     assert _layer("electra_tf.modeling.probe") < _layer("electra_tf.finetuning.tasks")

@@ -12,9 +12,9 @@ BERT_VOCAB = {"pad_id": 0, "cls_id": 101, "sep_id": 102, "mask_id": 103}
 
 def _row(tokens, seq_len, pad_id):
     ids = np.full(seq_len, pad_id, np.int32)
-    ids[:len(tokens)] = tokens
+    ids[: len(tokens)] = tokens
     mask = np.zeros(seq_len, np.int32)
-    mask[:len(tokens)] = 1
+    mask[: len(tokens)] = 1
     return ids, mask
 
 
@@ -76,27 +76,33 @@ def test_rules_on_rows_of_many_lengths(sp):
     ids = np.stack([r[0] for r in rows])
     mask = np.stack([r[1] for r in rows])
     # Per-example API, several seeds per row.
-    fn = tf.function(lambda i, m, s: mask_example(
-        i, m, s, mask_rate=rate, max_predictions_per_seq=n, **sp))
+    fn = tf.function(
+        lambda i, m, s: mask_example(i, m, s, mask_rate=rate, max_predictions_per_seq=n, **sp)
+    )
     for r in range(len(rows)):
         for s in range(3):
-            _check_output(fn(ids[r], mask[r], tf.constant([s, r], tf.int64)),
-                          ids[r], mask[r], rate, n, sp)
+            _check_output(
+                fn(ids[r], mask[r], tf.constant([s, r], tf.int64)), ids[r], mask[r], rate, n, sp
+            )
     # Batched API.
-    out = mask_batch(ids, mask, np.arange(len(rows)), [5, 6], mask_rate=rate,
-                     max_predictions_per_seq=n, **sp)
+    out = mask_batch(
+        ids, mask, np.arange(len(rows)), [5, 6], mask_rate=rate, max_predictions_per_seq=n, **sp
+    )
     for r in range(len(rows)):
         _check_output({k: v[r] for k, v in out.items()}, ids[r], mask[r], rate, n, sp)
 
 
-@pytest.mark.parametrize("num_tokens,rate,expected", [
-    (30, 0.15, 4),   # 4.5 rounds half to even -> 4
-    (190, 0.15, 28),  # 28.5 -> 28 (float32 arithmetic would give 28.500002 -> 29)
-    (10, 0.15, 2),   # 1.5 -> 2
-    (50, 0.15, 8),   # 7.5 -> 8
-    (3, 0.15, 1),    # 0.45 -> 0, floored at 1
-    (40, 0.5, 10),   # 20 capped at N = 10
-])
+@pytest.mark.parametrize(
+    "num_tokens,rate,expected",
+    [
+        (30, 0.15, 4),  # 4.5 rounds half to even -> 4
+        (190, 0.15, 28),  # 28.5 -> 28 (float32 arithmetic would give 28.500002 -> 29)
+        (10, 0.15, 2),  # 1.5 -> 2
+        (50, 0.15, 8),  # 7.5 -> 8
+        (3, 0.15, 1),  # 0.45 -> 0, floored at 1
+        (40, 0.5, 10),  # 20 capped at N = 10
+    ],
+)
 def test_count_hand_examples(num_tokens, rate, expected):
     sp = OWN_VOCAB
     tokens = np.r_[2, np.arange(10, 10 + num_tokens - 2), 3]
@@ -120,8 +126,9 @@ def test_row_without_candidates_masks_nothing(tokens):
 
 def test_all_padding_row_masks_nothing():
     ids = np.zeros(16, np.int32)
-    out = mask_example(ids, np.zeros(16, np.int32), [3, 4], mask_rate=0.15,
-                       max_predictions_per_seq=5, **OWN_VOCAB)
+    out = mask_example(
+        ids, np.zeros(16, np.int32), [3, 4], mask_rate=0.15, max_predictions_per_seq=5, **OWN_VOCAB
+    )
     assert out["masked_lm_weights"].numpy().sum() == 0
     np.testing.assert_array_equal(out["masked_input_ids"].numpy(), ids)
 
@@ -140,8 +147,15 @@ def test_pad_positions_never_chosen_even_if_ids_look_real():
     # Padding is defined by input_mask; ids beyond it are ignored whatever they are.
     ids = np.array([2, 10, 11, 3, 12, 13, 14, 15], np.int32)
     mask = np.array([1, 1, 1, 1, 0, 0, 0, 0], np.int32)
-    out = mask_batch(np.tile(ids, (200, 1)), np.tile(mask, (200, 1)), np.arange(200), [0, 1],
-                     mask_rate=0.5, max_predictions_per_seq=3, **OWN_VOCAB)
+    out = mask_batch(
+        np.tile(ids, (200, 1)),
+        np.tile(mask, (200, 1)),
+        np.arange(200),
+        [0, 1],
+        mask_rate=0.5,
+        max_predictions_per_seq=3,
+        **OWN_VOCAB,
+    )
     w = out["masked_lm_weights"].numpy()
     pos = out["masked_lm_positions"].numpy()
     # round(0.5 * 4) = 2 predictions among the 2 candidates {1, 2}.
@@ -158,8 +172,15 @@ def test_statistics_over_many_seeds():
     cand = np.flatnonzero((mask == 1) & ~np.isin(ids, list(sp.values())))
     n_rows, n, rate = 4000, 5, 0.15
     count = int(np.round(rate * len(tokens)))  # 3
-    out = mask_batch(np.tile(ids, (n_rows, 1)), np.tile(mask, (n_rows, 1)),
-                     np.arange(n_rows), [11, 12], mask_rate=rate, max_predictions_per_seq=n, **sp)
+    out = mask_batch(
+        np.tile(ids, (n_rows, 1)),
+        np.tile(mask, (n_rows, 1)),
+        np.arange(n_rows),
+        [11, 12],
+        mask_rate=rate,
+        max_predictions_per_seq=n,
+        **sp,
+    )
     pos = out["masked_lm_positions"].numpy()[:, :count]
     masked = out["masked_input_ids"].numpy()
     np.testing.assert_array_equal(out["masked_lm_weights"].numpy().sum(axis=1), count)
@@ -185,13 +206,21 @@ def test_statistics_over_many_seeds():
 
 def test_mask_example_statistics():
     ids, mask = _row(np.r_[2, np.arange(10, 30), 3], 24, 0)
-    fn = tf.function(lambda seeds: tf.map_fn(
-        lambda s: mask_example(ids, mask, s, mask_rate=0.15, max_predictions_per_seq=4,
-                               **OWN_VOCAB),
-        seeds, fn_output_signature={
-            "masked_input_ids": tf.int32, "masked_lm_positions": tf.int32,
-            "masked_lm_ids": tf.int32, "masked_lm_weights": tf.float32,
-            "sampling_uniforms": tf.float32}))
+    fn = tf.function(
+        lambda seeds: tf.map_fn(
+            lambda s: mask_example(
+                ids, mask, s, mask_rate=0.15, max_predictions_per_seq=4, **OWN_VOCAB
+            ),
+            seeds,
+            fn_output_signature={
+                "masked_input_ids": tf.int32,
+                "masked_lm_positions": tf.int32,
+                "masked_lm_ids": tf.int32,
+                "masked_lm_weights": tf.float32,
+                "sampling_uniforms": tf.float32,
+            },
+        )
+    )
     seeds = np.stack([np.arange(3000), np.full(3000, 9)], axis=1)
     out = fn(tf.constant(seeds, tf.int64))
     pos = out["masked_lm_positions"].numpy()[:, :3]  # round(0.15 * 22) = 3
@@ -225,7 +254,7 @@ def test_batch_rows_depend_only_on_seed_and_index():
     full = {k: v.numpy() for k, v in mask_batch(ids, mask, index, [3, 4], **kw).items()}
     assert full["sampling_uniforms"].shape == (128, 19)
     for r in [0, 1, 63, 127]:
-        one = mask_batch(ids[r:r + 1], mask[r:r + 1], index[r:r + 1], [3, 4], **kw)
+        one = mask_batch(ids[r : r + 1], mask[r : r + 1], index[r : r + 1], [3, 4], **kw)
         for k in full:
             np.testing.assert_array_equal(one[k].numpy()[0], full[k][r], err_msg=k)
     perm = rng.permutation(128)
@@ -243,19 +272,28 @@ def test_batch_rows_depend_only_on_seed_and_index():
 
 
 def test_empty_batch():
-    out = mask_batch(np.zeros((0, 8), np.int32), np.zeros((0, 8), np.int32),
-                     np.zeros(0, np.int64), [1, 2], mask_rate=0.15, max_predictions_per_seq=2,
-                     **OWN_VOCAB)
+    out = mask_batch(
+        np.zeros((0, 8), np.int32),
+        np.zeros((0, 8), np.int32),
+        np.zeros(0, np.int64),
+        [1, 2],
+        mask_rate=0.15,
+        max_predictions_per_seq=2,
+        **OWN_VOCAB,
+    )
     assert out["masked_lm_positions"].shape == (0, 2)
     assert out["masked_input_ids"].shape == (0, 8)
 
 
-@pytest.mark.parametrize("kwargs,match", [
-    (dict(mask_rate=0.15, max_predictions_per_seq=9), "max_predictions_per_seq=9"),
-    (dict(mask_rate=0.0, max_predictions_per_seq=2), "mask_rate=0.0"),
-    (dict(mask_rate=1.5, max_predictions_per_seq=2), "mask_rate=1.5"),
-    (dict(mask_rate=0.15, max_predictions_per_seq=0), "max_predictions_per_seq=0"),
-])
+@pytest.mark.parametrize(
+    "kwargs,match",
+    [
+        (dict(mask_rate=0.15, max_predictions_per_seq=9), "max_predictions_per_seq=9"),
+        (dict(mask_rate=0.0, max_predictions_per_seq=2), "mask_rate=0.0"),
+        (dict(mask_rate=1.5, max_predictions_per_seq=2), "mask_rate=1.5"),
+        (dict(mask_rate=0.15, max_predictions_per_seq=0), "max_predictions_per_seq=0"),
+    ],
+)
 def test_bad_arguments(kwargs, match):
     ids, mask = _row([2, 10, 3], 8, 0)
     with pytest.raises(ValueError, match=match):

@@ -22,8 +22,11 @@ def test_sampling_frequencies_follow_softmax(rng, kernel_set):
     expected = np.exp(logits) / np.exp(logits).sum()
     n = 20000
     uniforms = rng.random((1, n)).astype(np.float32)
-    ids = objective.sample_tokens(np.tile(logits, (1, n, 1)), uniforms,
-                                  kernels=kernel_set).numpy().ravel()
+    ids = (
+        objective.sample_tokens(np.tile(logits, (1, n, 1)), uniforms, kernels=kernel_set)
+        .numpy()
+        .ravel()
+    )
     freq = np.bincount(ids, minlength=5) / n
     np.testing.assert_allclose(freq, expected, atol=0.012)
 
@@ -40,8 +43,9 @@ def test_sampling_equals_one_numpy_cumulative_sum_across_blocks(rng, kernel_set)
     # Uniforms landing exactly on block boundaries of a uniform distribution.
     vocab = 4 * cpu_fast.SAMPLING_BLOCK
     edges = np.array([[0.0, 0.25, 0.5, 0.75]], np.float32)
-    ids = objective.sample_tokens(np.zeros((1, 4, vocab), np.float32), edges,
-                                  kernels=kernel_set).numpy()
+    ids = objective.sample_tokens(
+        np.zeros((1, 4, vocab), np.float32), edges, kernels=kernel_set
+    ).numpy()
     np.testing.assert_array_equal(ids, [[0, 128, 256, 384]])
 
 
@@ -50,13 +54,15 @@ def test_temperature_sharpens_and_disallow_excludes(rng, kernel_set):
     n = 20000
     uniforms = rng.random((1, n)).astype(np.float32)
     tiled = np.tile(logits, (1, n, 1))
-    cold = objective.sample_tokens(tiled, uniforms, temperature=0.5,
-                                   kernels=kernel_set).numpy().ravel()
+    cold = (
+        objective.sample_tokens(tiled, uniforms, temperature=0.5, kernels=kernel_set)
+        .numpy()
+        .ravel()
+    )
     expected = np.exp(logits / 0.5) / np.exp(logits / 0.5).sum()
     np.testing.assert_allclose(np.bincount(cold, minlength=3) / n, expected, atol=0.012)
     banned = np.zeros((1, n), np.int32)  # forbid id 0, the most likely one
-    ids = objective.sample_tokens(tiled, uniforms, disallow_ids=banned,
-                                  kernels=kernel_set).numpy()
+    ids = objective.sample_tokens(tiled, uniforms, disallow_ids=banned, kernels=kernel_set).numpy()
     assert not np.any(ids == 0)
 
 
@@ -106,8 +112,8 @@ def test_masked_lm_accuracy_takes_the_first_of_tied_maxima(kernel_set):
     # As tf.argmax: ties within a block and across blocks go to the lowest id.
     vocab = 3 * cpu_fast.SAMPLING_BLOCK
     logits = np.zeros((1, 3, vocab), np.float32)
-    logits[0, 0, [5, 9]] = 2.0          # tie inside block 0
-    logits[0, 1, [200, 300]] = 2.0      # tie across blocks 1 and 2
+    logits[0, 0, [5, 9]] = 2.0  # tie inside block 0
+    logits[0, 1, [200, 300]] = 2.0  # tie across blocks 1 and 2
     logits[0, 2, [130, 131, 383]] = 2.0
     weights = np.ones((1, 3), np.float32)
     first = np.array([[5, 200, 130]], np.int32)

@@ -14,8 +14,16 @@ N = 4
 SPECIALS = {"pad_id": 0, "cls_id": 2, "sep_id": 3, "mask_id": 4}
 SHARD_SIZES = (13, 12, 12)
 NUM_EXAMPLES = sum(SHARD_SIZES)
-KEYS = ("input_ids", "input_mask", "segment_ids", "masked_input_ids", "masked_lm_positions",
-        "masked_lm_ids", "masked_lm_weights", "sampling_uniforms")
+KEYS = (
+    "input_ids",
+    "input_mask",
+    "segment_ids",
+    "masked_input_ids",
+    "masked_lm_positions",
+    "masked_lm_ids",
+    "masked_lm_weights",
+    "sampling_uniforms",
+)
 
 
 def _int64_feature(values):
@@ -48,15 +56,22 @@ def _write_shards(out_dir, sizes, seq_len=L, feature_len=None, seed=0):
         with tf.io.TFRecordWriter(os.path.join(out_dir, name)) as w:
             for ids, mask, seg in examples:
                 cut = feature_len or seq_len
-                feats = {"input_ids": _int64_feature(ids[:cut]),
-                         "input_mask": _int64_feature(mask[:cut]),
-                         "segment_ids": _int64_feature(seg[:cut])}
-                w.write(tf.train.Example(
-                    features=tf.train.Features(feature=feats)).SerializeToString())
+                feats = {
+                    "input_ids": _int64_feature(ids[:cut]),
+                    "input_mask": _int64_feature(mask[:cut]),
+                    "segment_ids": _int64_feature(seg[:cut]),
+                }
+                w.write(
+                    tf.train.Example(features=tf.train.Features(feature=feats)).SerializeToString()
+                )
         all_examples.extend(examples)
         shards.append({"path": name, "num_examples": size})
-    meta = {"format_version": 1, "max_seq_length": seq_len, "num_examples": sum(sizes),
-            "shards": shards}
+    meta = {
+        "format_version": 1,
+        "max_seq_length": seq_len,
+        "num_examples": sum(sizes),
+        "shards": shards,
+    }
     with open(os.path.join(out_dir, "metadata.json"), "w") as f:
         json.dump(meta, f)
     return all_examples
@@ -70,8 +85,14 @@ def shards(tmp_path_factory):
 
 
 def _dataset(shard_dir, **kw):
-    args = dict(batch_size=5, max_predictions_per_seq=N, mask_rate=0.15,
-                special_ids=SPECIALS, seed=3, shuffle_buffer_size=8)
+    args = dict(
+        batch_size=5,
+        max_predictions_per_seq=N,
+        mask_rate=0.15,
+        special_ids=SPECIALS,
+        seed=3,
+        shuffle_buffer_size=8,
+    )
     args.update(kw)
     return make_pretraining_dataset(shard_dir, **args)
 
@@ -151,8 +172,9 @@ def test_dynamic_masking_across_passes(shards):
     for key in originals:
         r0, r1 = np.flatnonzero(ident == key)
         assert not np.array_equal(stream["sampling_uniforms"][r0], stream["sampling_uniforms"][r1])
-        differs += not np.array_equal(stream["masked_input_ids"][r0],
-                                      stream["masked_input_ids"][r1])
+        differs += not np.array_equal(
+            stream["masked_input_ids"][r0], stream["masked_input_ids"][r1]
+        )
     assert differs > NUM_EXAMPLES // 2
 
 
@@ -177,8 +199,9 @@ def test_stream_does_not_depend_on_batch_size(shards):
     # A global batch of 8 split in two per-replica halves sees the same
     # examples and masks as two batches of 4.
     d, _ = shards
-    _assert_streams_equal(_stream(_dataset(d, batch_size=8), 48),
-                          _stream(_dataset(d, batch_size=4), 48))
+    _assert_streams_equal(
+        _stream(_dataset(d, batch_size=8), 48), _stream(_dataset(d, batch_size=4), 48)
+    )
 
 
 def test_deterministic_and_seed_dependent(shards):
@@ -212,8 +235,9 @@ def test_evaluation_is_one_ordered_pass(shards):
     stream = {k: np.concatenate([b[k].numpy() for b in batches]) for k in KEYS}
     assert stream["input_ids"][:, 1].tolist() == list(range(1000, 1000 + NUM_EXAMPLES))
     _check_rows(stream, originals)
-    _assert_streams_equal(stream, _stream(_dataset(d, is_training=False, batch_size=5),
-                                          NUM_EXAMPLES))
+    _assert_streams_equal(
+        stream, _stream(_dataset(d, is_training=False, batch_size=5), NUM_EXAMPLES)
+    )
     tail = _stream(_dataset(d, is_training=False, batch_size=5, start_example=30), 7)
     _assert_streams_equal(tail, {k: v[30:] for k, v in stream.items()})
 
@@ -277,15 +301,18 @@ def test_error_max_seq_length_mismatch(shards, tmp_path):
         _dataset(str(tmp_path))
 
 
-@pytest.mark.parametrize("kwargs,match", [
-    (dict(batch_size=0), "batch_size=0"),
-    (dict(batch_size=-2), "batch_size=-2"),
-    (dict(max_predictions_per_seq=L + 1), f"max_predictions_per_seq={L + 1}"),
-    (dict(mask_rate=0.0), "mask_rate=0.0"),
-    (dict(start_example=-1), "start_example=-1"),
-    (dict(seed=-5), "seed=-5"),
-    (dict(special_ids={"pad_id": 0}), "special_ids"),
-])
+@pytest.mark.parametrize(
+    "kwargs,match",
+    [
+        (dict(batch_size=0), "batch_size=0"),
+        (dict(batch_size=-2), "batch_size=-2"),
+        (dict(max_predictions_per_seq=L + 1), f"max_predictions_per_seq={L + 1}"),
+        (dict(mask_rate=0.0), "mask_rate=0.0"),
+        (dict(start_example=-1), "start_example=-1"),
+        (dict(seed=-5), "seed=-5"),
+        (dict(special_ids={"pad_id": 0}), "special_ids"),
+    ],
+)
 def test_error_bad_arguments(shards, kwargs, match):
     d, _ = shards
     with pytest.raises(ValueError, match=match):

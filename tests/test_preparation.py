@@ -23,17 +23,22 @@ def write_corpus(path, lines, seed):
     """`lines` lines of generated words; about one in eight is blank (a document end)."""
     rng = random.Random(seed)
     words = ["".join(rng.choice(SYLLABLES) for _ in range(rng.randint(1, 3))) for _ in range(300)]
-    text = "\n".join("" if rng.random() < 0.12 else
-                     " ".join(rng.choice(words) for _ in range(rng.randint(2, 12)))
-                     for _ in range(lines))
+    text = "\n".join(
+        ""
+        if rng.random() < 0.12
+        else " ".join(rng.choice(words) for _ in range(rng.randint(2, 12)))
+        for _ in range(lines)
+    )
     path.write_text(text + "\n", encoding="utf-8")
     return str(path)
 
 
 def read_examples(paths):
     """{feature: int64 [n, L]} of every record of the shards."""
-    features = {name: tf.io.FixedLenFeature([LENGTH], tf.int64)
-                for name in ("input_ids", "input_mask", "segment_ids")}
+    features = {
+        name: tf.io.FixedLenFeature([LENGTH], tf.int64)
+        for name in ("input_ids", "input_mask", "segment_ids")
+    }
     rows = {name: [] for name in features}
     for record in tf.data.TFRecordDataset(paths):
         example = tf.io.parse_single_example(record, features)
@@ -70,10 +75,16 @@ def test_prepares_the_vocabulary_and_shards_then_reuses_them(tmp_path):
 
     data_dir = str(tmp_path / "data")
     messages = []
-    data = prepare_pretraining_data(config, [corpus], data_dir,
-                                    vocab_options=VocabOptions(vocab_size=120),
-                                    eval_corpus=[held_out], num_shards=1,
-                                    check_config=check_config, progress=messages.append)
+    data = prepare_pretraining_data(
+        config,
+        [corpus],
+        data_dir,
+        vocab_options=VocabOptions(vocab_size=120),
+        eval_corpus=[held_out],
+        num_shards=1,
+        check_config=check_config,
+        progress=messages.append,
+    )
 
     # The vocabulary has the size asked for (WordPiece learning may fall a few tokens short,
     # never over), and the config follows the file.
@@ -88,53 +99,93 @@ def test_prepares_the_vocabulary_and_shards_then_reuses_them(tmp_path):
     train = read_examples(data.shard_paths)
     assert len(train["input_ids"]) == data.num_examples == expected_count(corpus, data.tokenizer)
     evaluation = read_examples(data.eval_shard_paths)
-    assert (len(evaluation["input_ids"]) == data.num_eval_examples
-            == expected_count(held_out, data.tokenizer) > 0)
+    assert (
+        len(evaluation["input_ids"])
+        == data.num_eval_examples
+        == expected_count(held_out, data.tokenizer)
+        > 0
+    )
     assert (train["input_ids"][:, 0] == data.tokenizer.cls_id).all()
     assert (train["input_ids"] < size).all() and (train["input_mask"].sum(axis=1) > 2).all()
     assert any(m.startswith("Learning a 120-token WordPiece vocabulary") for m in messages)
-    assert f"Training shards: {data.num_examples:,} examples of {LENGTH} tokens in 1 file(s)." \
+    assert (
+        f"Training shards: {data.num_examples:,} examples of {LENGTH} tokens in 1 file(s)."
         in messages
+    )
 
     # A second call finds everything: no vocabulary learned, no shard rewritten.
     times = {p: os.stat(p).st_mtime_ns for p in data.shard_paths + data.eval_shard_paths}
     messages.clear()
-    again = prepare_pretraining_data(preset("tiny", max_seq_length=LENGTH, seed=SEED), [corpus],
-                                     data_dir, vocab_options=VocabOptions(vocab_size=120),
-                                     eval_corpus=[held_out], num_shards=1,
-                                     progress=messages.append)
+    again = prepare_pretraining_data(
+        preset("tiny", max_seq_length=LENGTH, seed=SEED),
+        [corpus],
+        data_dir,
+        vocab_options=VocabOptions(vocab_size=120),
+        eval_corpus=[held_out],
+        num_shards=1,
+        progress=messages.append,
+    )
     assert f"Vocabulary: {data.vocab_file} (cached)" in messages
     assert not any(m.startswith("Learning") or " done: " in m for m in messages)
     assert sum("reusing 1 finished shard(s)" in m for m in messages) == 2
     assert {p: os.stat(p).st_mtime_ns for p in again.shard_paths + again.eval_shard_paths} == times
-    assert (again.vocab_file, again.shard_dir, again.eval_shard_dir, again.num_examples,
-            again.num_eval_examples) == (data.vocab_file, data.shard_dir, data.eval_shard_dir,
-                                         data.num_examples, data.num_eval_examples)
+    assert (
+        again.vocab_file,
+        again.shard_dir,
+        again.eval_shard_dir,
+        again.num_examples,
+        again.num_eval_examples,
+    ) == (
+        data.vocab_file,
+        data.shard_dir,
+        data.eval_shard_dir,
+        data.num_examples,
+        data.num_eval_examples,
+    )
 
 
 def test_held_out_fraction_and_errors(tmp_path):
     vocab = tmp_path / "vocab.txt"
-    vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *SYLLABLES,
-                                *(f"##{s}" for s in SYLLABLES)]) + "\n")
+    vocab.write_text(
+        "\n".join(
+            [
+                "[PAD]",
+                "[UNK]",
+                "[CLS]",
+                "[SEP]",
+                "[MASK]",
+                *SYLLABLES,
+                *(f"##{s}" for s in SYLLABLES),
+            ]
+        )
+        + "\n"
+    )
     corpus = write_corpus(tmp_path / "corpus.txt", lines=300, seed=2)
     config = preset("tiny", max_seq_length=LENGTH, seed=SEED)
-    data = prepare_pretraining_data(config, [corpus], str(tmp_path / "data"),
-                                    vocab_file=str(vocab), eval_fraction=0.2)
+    data = prepare_pretraining_data(
+        config, [corpus], str(tmp_path / "data"), vocab_file=str(vocab), eval_fraction=0.2
+    )
     assert data.vocab_file == str(vocab) and config.model.vocab_size == len(load_vocab(str(vocab)))
     assert data.shard_dir.endswith("-holdout0.2") and data.num_eval_examples > 0
     assert data.num_examples > 2 * data.num_eval_examples
     # One document: the held-out part falls inside it, so nothing is held out.
     one = tmp_path / "one.txt"
     one.write_text("\n".join(" ".join(SYLLABLES[i:] + SYLLABLES[:i]) for i in range(12)) + "\n")
-    data = prepare_pretraining_data(config, [str(one)], str(tmp_path / "one"),
-                                    vocab_file=str(vocab), eval_fraction=0.2)
+    data = prepare_pretraining_data(
+        config, [str(one)], str(tmp_path / "one"), vocab_file=str(vocab), eval_fraction=0.2
+    )
     assert data.nothing_held_out and data.eval_shard_dir is None and data.num_examples > 0
     # A failed build names its part and keeps the shard builder's message.
     (tmp_path / "empty.txt").write_text("")
     with pytest.raises(PreparationError, match="all files are empty") as error:
-        prepare_pretraining_data(config, [str(tmp_path / "empty.txt")], str(tmp_path / "e"),
-                                 vocab_file=str(vocab))
+        prepare_pretraining_data(
+            config, [str(tmp_path / "empty.txt")], str(tmp_path / "e"), vocab_file=str(vocab)
+        )
     assert error.value.part == "training"
     with pytest.raises(ConfigError, match="--max_seq_length"):
-        prepare_pretraining_data(preset("tiny", max_seq_length=4096), [corpus],
-                                 str(tmp_path / "x"), vocab_file=str(vocab))
+        prepare_pretraining_data(
+            preset("tiny", max_seq_length=4096),
+            [corpus],
+            str(tmp_path / "x"),
+            vocab_file=str(vocab),
+        )

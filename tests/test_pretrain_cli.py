@@ -12,16 +12,24 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def run_cli(*args, cwd=ROOT):
-    return subprocess.run([sys.executable, os.path.join(ROOT, "pretrain.py"), *args],
-                          capture_output=True, text=True, timeout=300, cwd=cwd)
+    return subprocess.run(
+        [sys.executable, os.path.join(ROOT, "pretrain.py"), *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=cwd,
+    )
 
 
-@pytest.mark.parametrize("flag, message", [
-    ("--mask_rate=1.5", "--mask_rate=1.5: must be in (0, 1)"),
-    ("--hidden_size=250", "--hidden_size=250 is not divisible"),
-    ("--train_batch_size=0", "--train_batch_size=0: must be a positive integer"),
-    ("--mixed_precision=fp8", "--mixed_precision='fp8'"),
-])
+@pytest.mark.parametrize(
+    "flag, message",
+    [
+        ("--mask_rate=1.5", "--mask_rate=1.5: must be in (0, 1)"),
+        ("--hidden_size=250", "--hidden_size=250 is not divisible"),
+        ("--train_batch_size=0", "--train_batch_size=0: must be a positive integer"),
+        ("--mixed_precision=fp8", "--mixed_precision='fp8'"),
+    ],
+)
 def test_impossible_config_values_fail_fast_naming_the_flag(flag, message, tmp_path):
     result = run_cli(flag, "--corpus=" + str(tmp_path / "x.txt"), f"--output_dir={tmp_path}/run")
     assert result.returncode != 0
@@ -33,8 +41,10 @@ def test_missing_corpus_is_named_in_one_line_without_the_flag_listing(tmp_path):
     result = run_cli(f"--corpus={tmp_path}/nothing*.txt")
     assert result.returncode == 2
     output = result.stderr + result.stdout
-    assert (f"pretrain.py: error: --corpus: '{tmp_path}/nothing*.txt' matches no file.\n"
-            "(run 'pretrain.py --helpshort' for the flags)") in output
+    assert (
+        f"pretrain.py: error: --corpus: '{tmp_path}/nothing*.txt' matches no file.\n"
+        "(run 'pretrain.py --helpshort' for the flags)"
+    ) in output
     assert "--builtin_corpus_bytes" not in output  # absl's listing of every flag
 
 
@@ -43,8 +53,12 @@ def test_vocab_without_mask_token_is_named(tmp_path):
     text.write_text("hello world\n")
     vocab = tmp_path / "spm_vocab.txt"
     vocab.write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\nhello\nworld\n")
-    result = run_cli(f"--corpus={text}", f"--vocab_file={vocab}", f"--data_dir={tmp_path}/data",
-                     f"--output_dir={tmp_path}/run")
+    result = run_cli(
+        f"--corpus={text}",
+        f"--vocab_file={vocab}",
+        f"--data_dir={tmp_path}/data",
+        f"--output_dir={tmp_path}/run",
+    )
     output = result.stderr + result.stdout
     assert result.returncode != 0
     assert str(vocab) in output and "[MASK]" in output
@@ -54,19 +68,35 @@ def test_a_tiny_run_completes_and_reports_where_everything_is(tmp_path):
     words = "the cat sat on a mat and the dog ran to the park".split()
     lines = []
     for doc in range(6):
-        lines += [" ".join(words[(doc + i) % len(words):] + words[:(doc + i) % len(words)])
-                  for i in range(8)] + [""]
+        lines += [
+            " ".join(words[(doc + i) % len(words) :] + words[: (doc + i) % len(words)])
+            for i in range(8)
+        ] + [""]
     text = tmp_path / "corpus.txt"
     text.write_text("\n".join(lines) + "\n")
     vocab = tmp_path / "vocab.txt"
     vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *sorted(set(words))]))
     run_dir = tmp_path / "run"
-    result = run_cli(f"--corpus={text}", f"--vocab_file={vocab}", f"--data_dir={tmp_path}/data",
-                     f"--output_dir={run_dir}", "--model_size=tiny", "--hidden_size=32",
-                     "--num_layers=1", "--embedding_size=16", "--num_heads=2",
-                     "--max_seq_length=16", "--train_batch_size=4", "--num_train_steps=2",
-                     "--num_warmup_steps=1", "--log_every_steps=1", "--save_checkpoints_steps=1",
-                     "--num_shard_workers=1", "--eval_fraction=0.3", "--kernels=reference")
+    result = run_cli(
+        f"--corpus={text}",
+        f"--vocab_file={vocab}",
+        f"--data_dir={tmp_path}/data",
+        f"--output_dir={run_dir}",
+        "--model_size=tiny",
+        "--hidden_size=32",
+        "--num_layers=1",
+        "--embedding_size=16",
+        "--num_heads=2",
+        "--max_seq_length=16",
+        "--train_batch_size=4",
+        "--num_train_steps=2",
+        "--num_warmup_steps=1",
+        "--log_every_steps=1",
+        "--save_checkpoints_steps=1",
+        "--num_shard_workers=1",
+        "--eval_fraction=0.3",
+        "--kernels=reference",
+    )
     output = result.stdout + result.stderr
     assert result.returncode == 0, output
     assert "Kernels: reference (--kernels=reference)." in output
@@ -92,26 +122,51 @@ def test_training_on_shards_built_elsewhere(tmp_path):
     text.write_text("\n\n".join(" ".join(words[i:] + words[:i]) for i in range(8)) + "\n")
     vocab = tmp_path / "vocab.txt"
     vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *sorted(set(words))]))
-    write_shards([str(text)], str(tmp_path / "shards"), {"vocab_file": str(vocab)},
-                 max_seq_length=16, num_shards=2, seed=0)
-    write_shards([str(text)], str(tmp_path / "held_out"), {"vocab_file": str(vocab)},
-                 max_seq_length=16, num_shards=1, seed=0)
+    write_shards(
+        [str(text)],
+        str(tmp_path / "shards"),
+        {"vocab_file": str(vocab)},
+        max_seq_length=16,
+        num_shards=2,
+        seed=0,
+    )
+    write_shards(
+        [str(text)],
+        str(tmp_path / "held_out"),
+        {"vocab_file": str(vocab)},
+        max_seq_length=16,
+        num_shards=1,
+        seed=0,
+    )
     run_dir = tmp_path / "run"
-    result = run_cli(f"--shard_dir={tmp_path}/shards", f"--eval_shard_dir={tmp_path}/held_out",
-                     f"--output_dir={run_dir}", "--model_size=tiny", "--hidden_size=32",
-                     "--num_layers=1", "--embedding_size=16", "--num_heads=2",
-                     "--train_batch_size=4", "--num_train_steps=2", "--num_warmup_steps=1",
-                     "--log_every_steps=1")
+    result = run_cli(
+        f"--shard_dir={tmp_path}/shards",
+        f"--eval_shard_dir={tmp_path}/held_out",
+        f"--output_dir={run_dir}",
+        "--model_size=tiny",
+        "--hidden_size=32",
+        "--num_layers=1",
+        "--embedding_size=16",
+        "--num_heads=2",
+        "--train_batch_size=4",
+        "--num_train_steps=2",
+        "--num_warmup_steps=1",
+        "--log_every_steps=1",
+    )
     output = result.stdout + result.stderr
     assert result.returncode == 0, output
     assert "Held-out evaluation at step 2" in output and "DEMO" not in output
     config = json.load(open(run_dir / "config.json"))
     assert config["max_seq_length"] == 16 and config["model"]["vocab_size"] == len(set(words)) + 5
     # A length other than the build's is refused, naming both.
-    result = run_cli(f"--shard_dir={tmp_path}/shards", "--max_seq_length=32",
-                     f"--output_dir={tmp_path}/run2")
+    result = run_cli(
+        f"--shard_dir={tmp_path}/shards", "--max_seq_length=32", f"--output_dir={tmp_path}/run2"
+    )
     assert result.returncode == 2
-    assert "--max_seq_length=32 but --shard_dir" in result.stderr and "max_seq_length=16" in result.stderr
+    assert (
+        "--max_seq_length=32 but --shard_dir" in result.stderr
+        and "max_seq_length=16" in result.stderr
+    )
 
 
 @pytest.mark.parametrize("variant", [["--weight_sharing=gdes"], ["--objective=electric"]])
@@ -122,12 +177,25 @@ def test_gdes_and_electric_runs_resume_and_export(variant, tmp_path):
     vocab = tmp_path / "vocab.txt"
     vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *sorted(set(words))]))
     run_dir = tmp_path / "run"
-    common = [f"--corpus={text}", f"--vocab_file={vocab}", f"--data_dir={tmp_path}/data",
-              f"--output_dir={run_dir}", "--model_size=tiny", "--hidden_size=32",
-              "--num_layers=1", "--embedding_size=16", "--num_heads=2", "--max_seq_length=16",
-              "--train_batch_size=4", "--num_warmup_steps=1", "--log_every_steps=1",
-              "--save_checkpoints_steps=1", "--num_shard_workers=1", "--eval_fraction=0",
-              *variant]
+    common = [
+        f"--corpus={text}",
+        f"--vocab_file={vocab}",
+        f"--data_dir={tmp_path}/data",
+        f"--output_dir={run_dir}",
+        "--model_size=tiny",
+        "--hidden_size=32",
+        "--num_layers=1",
+        "--embedding_size=16",
+        "--num_heads=2",
+        "--max_seq_length=16",
+        "--train_batch_size=4",
+        "--num_warmup_steps=1",
+        "--log_every_steps=1",
+        "--save_checkpoints_steps=1",
+        "--num_shard_workers=1",
+        "--eval_fraction=0",
+        *variant,
+    ]
     first = run_cli(*common, "--num_train_steps=2")
     assert first.returncode == 0, first.stdout + first.stderr
     second = run_cli(*common, "--num_train_steps=3")
@@ -136,7 +204,8 @@ def test_gdes_and_electric_runs_resume_and_export(variant, tmp_path):
     assert "Resumed from" in output and "(step 2)" in output and "step 3/3" in output
     config = json.load(open(run_dir / "config.json"))
     assert (config["weight_sharing"], config["objective"]) == (
-        ("gdes", "electra") if "gdes" in variant[0] else ("embeddings", "electric"))
+        ("gdes", "electra") if "gdes" in variant[0] else ("embeddings", "electric")
+    )
     for name in ("discriminator.keras", "generator.keras", "vocab.txt", "config.json"):
         assert (run_dir / "export" / name).exists(), name
     assert (run_dir / "export" / "discriminator_savedmodel" / "saved_model.pb").exists()
@@ -156,11 +225,22 @@ def test_zero_steps_export_the_untrained_model_as_a_baseline(tmp_path):
     vocab = tmp_path / "vocab.txt"
     vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *sorted(set(words))]))
     run_dir = tmp_path / "run"
-    result = run_cli(f"--corpus={text}", f"--vocab_file={vocab}", f"--data_dir={tmp_path}/data",
-                     f"--output_dir={run_dir}", "--model_size=tiny", "--hidden_size=32",
-                     "--num_layers=1", "--embedding_size=16", "--num_heads=2",
-                     "--max_seq_length=16", "--num_train_steps=0", "--num_shard_workers=1",
-                     "--eval_fraction=0.3", "--seed=3")
+    result = run_cli(
+        f"--corpus={text}",
+        f"--vocab_file={vocab}",
+        f"--data_dir={tmp_path}/data",
+        f"--output_dir={run_dir}",
+        "--model_size=tiny",
+        "--hidden_size=32",
+        "--num_layers=1",
+        "--embedding_size=16",
+        "--num_heads=2",
+        "--max_seq_length=16",
+        "--num_train_steps=0",
+        "--num_shard_workers=1",
+        "--eval_fraction=0.3",
+        "--seed=3",
+    )
     output = result.stdout + result.stderr
     assert result.returncode == 0, output
     assert "Held-out evaluation at step 0" in output and "Training steps" not in output
@@ -180,24 +260,47 @@ def _prebuilt(tmp_path):
 
     words = "the cat sat on a mat and the dog ran to the park".split()
     text = tmp_path / "corpus.txt"
-    text.write_text("\n\n".join(" ".join(words[i % 12:] + words[:i % 12]) for i in range(40))
-                    + "\n")
+    text.write_text(
+        "\n\n".join(" ".join(words[i % 12 :] + words[: i % 12]) for i in range(40)) + "\n"
+    )
     vocab = tmp_path / "vocab.txt"
     vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *sorted(set(words))]))
-    write_shards([str(text)], str(tmp_path / "shards"), {"vocab_file": str(vocab)},
-                 max_seq_length=16, num_shards=1, seed=0)
-    return [f"--shard_dir={tmp_path}/shards", "--model_size=tiny", "--hidden_size=32",
-            "--num_layers=1", "--embedding_size=16", "--num_heads=2", "--train_batch_size=4",
-            "--num_warmup_steps=1", "--log_every_steps=1", "--save_checkpoints_steps=2",
-            "--kernels=reference"]
+    write_shards(
+        [str(text)],
+        str(tmp_path / "shards"),
+        {"vocab_file": str(vocab)},
+        max_seq_length=16,
+        num_shards=1,
+        seed=0,
+    )
+    return [
+        f"--shard_dir={tmp_path}/shards",
+        "--model_size=tiny",
+        "--hidden_size=32",
+        "--num_layers=1",
+        "--embedding_size=16",
+        "--num_heads=2",
+        "--train_batch_size=4",
+        "--num_warmup_steps=1",
+        "--log_every_steps=1",
+        "--save_checkpoints_steps=2",
+        "--kernels=reference",
+    ]
 
 
 @pytest.mark.slow
 def test_two_runs_started_together_on_one_directory_one_is_refused(tmp_path):
     common = _prebuilt(tmp_path) + [f"--output_dir={tmp_path}/run", "--num_train_steps=40"]
-    processes = [subprocess.Popen([sys.executable, os.path.join(ROOT, "pretrain.py"), *common],
-                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                  cwd=ROOT) for _ in range(2)]
+    processes = [
+        subprocess.Popen(
+            [sys.executable, os.path.join(ROOT, "pretrain.py"), *common],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            cwd=ROOT,
+        )
+        for _ in range(2)
+    ]
     outputs = [p.communicate(timeout=600)[0] for p in processes]
     codes = sorted(p.returncode for p in processes)
     assert codes == [0, 2], outputs
@@ -218,9 +321,18 @@ def test_a_run_killed_with_sigkill_resumes_to_the_straight_result(tmp_path):
     common = _prebuilt(tmp_path) + ["--num_train_steps=12", "--dropout_rate=0.1"]
     straight = run_cli(*common, f"--output_dir={tmp_path}/straight")
     assert straight.returncode == 0, straight.stdout + straight.stderr
-    killed = subprocess.Popen([sys.executable, os.path.join(ROOT, "pretrain.py"), *common,
-                               f"--output_dir={tmp_path}/killed"], stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True, cwd=ROOT)
+    killed = subprocess.Popen(
+        [
+            sys.executable,
+            os.path.join(ROOT, "pretrain.py"),
+            *common,
+            f"--output_dir={tmp_path}/killed",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        cwd=ROOT,
+    )
     for line in killed.stdout:
         if line.startswith("step 7/12"):
             killed.send_signal(signal.SIGKILL)
@@ -236,8 +348,11 @@ def test_a_run_killed_with_sigkill_resumes_to_the_straight_result(tmp_path):
 
     def final(name):
         reader = tf.train.load_checkpoint(str(tmp_path / name / "checkpoints" / "ckpt-12"))
-        return {key: reader.get_tensor(key) for key in reader.get_variable_to_shape_map()
-                if "OBJECT_GRAPH" not in key and not key.startswith("save_counter")}
+        return {
+            key: reader.get_tensor(key)
+            for key in reader.get_variable_to_shape_map()
+            if "OBJECT_GRAPH" not in key and not key.startswith("save_counter")
+        }
 
     a, b = final("straight"), final("killed")
     assert a.keys() == b.keys()

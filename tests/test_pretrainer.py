@@ -5,17 +5,28 @@ import tensorflow as tf
 from conftest import make_batch
 
 from electra_tf.config import preset
-from electra_tf.pretraining.optimization import create_optimizer
 from electra_tf.pretraining.objectives import make_pretrainer
+from electra_tf.pretraining.optimization import create_optimizer
 
 VOCAB, LENGTH, SLOTS = 60, 12, 3
 
 
 def tiny_config(**overrides):
-    values = dict(vocab_size=VOCAB, hidden_size=32, num_layers=2, embedding_size=16,
-                  generator_hidden_fraction=0.5, num_heads=2, max_seq_length=LENGTH,
-                  max_predictions_per_seq=SLOTS, dropout_rate=0.0, attention_dropout_rate=0.0,
-                  num_warmup_steps=0, num_train_steps=1000, learning_rate=1e-2)
+    values = dict(
+        vocab_size=VOCAB,
+        hidden_size=32,
+        num_layers=2,
+        embedding_size=16,
+        generator_hidden_fraction=0.5,
+        num_heads=2,
+        max_seq_length=LENGTH,
+        max_predictions_per_seq=SLOTS,
+        dropout_rate=0.0,
+        attention_dropout_rate=0.0,
+        num_warmup_steps=0,
+        num_train_steps=1000,
+        learning_rate=1e-2,
+    )
     values.update(overrides)
     config = preset("tiny", **values)
     config.validate()
@@ -35,8 +46,10 @@ def np_inverse_cdf(logits, uniforms):
     cdf = np.cumsum(probs, -1)
     out = np.empty(uniforms.shape, np.int64)
     for idx in np.ndindex(uniforms.shape):
-        out[idx] = min(np.searchsorted(cdf[idx], uniforms[idx] * cdf[idx][-1], side="right"),
-                       logits.shape[-1] - 1)
+        out[idx] = min(
+            np.searchsorted(cdf[idx], uniforms[idx] * cdf[idx][-1], side="right"),
+            logits.shape[-1] - 1,
+        )
     return out
 
 
@@ -76,11 +89,14 @@ def test_losses_and_metrics_match_numpy(rng):
     assert stats["disc_loss"] == pytest.approx(disc_loss, rel=1e-5)
     assert stats["total_loss"] == pytest.approx(mlm_loss + 50.0 * disc_loss, rel=1e-5)
     assert stats["masked_lm_accuracy"] == pytest.approx(
-        ((gen_logits.argmax(-1) == batch["masked_lm_ids"]) * w).sum() / w.sum(), abs=1e-6)
+        ((gen_logits.argmax(-1) == batch["masked_lm_ids"]) * w).sum() / w.sum(), abs=1e-6
+    )
     assert stats["sampled_masked_lm_accuracy"] == pytest.approx(
-        ((sampled == batch["masked_lm_ids"]) * w).sum() / w.sum(), abs=1e-6)
-    assert stats["disc_accuracy"] == pytest.approx(((pred == labels) * mask).sum() / mask.sum(),
-                                                   abs=1e-6)
+        ((sampled == batch["masked_lm_ids"]) * w).sum() / w.sum(), abs=1e-6
+    )
+    assert stats["disc_accuracy"] == pytest.approx(
+        ((pred == labels) * mask).sum() / mask.sum(), abs=1e-6
+    )
     tp = (pred * labels * mask).sum()
     assert stats["disc_precision"] == pytest.approx(tp / ((pred * mask).sum() + 1e-6), abs=1e-6)
     assert stats["disc_recall"] == pytest.approx(tp / ((labels * mask).sum() + 1e-6), abs=1e-6)
@@ -151,7 +167,8 @@ def _train(strategy, config, batches, steps):
         model = build(config, batches[0], seed=7)
         model.compile(optimizer=create_optimizer(config))
     dataset = tf.data.Dataset.from_tensor_slices(
-        {k: np.stack([b[k] for b in batches]) for k in batches[0]})
+        {k: np.stack([b[k] for b in batches]) for k in batches[0]}
+    )
     history = model.fit(dataset, steps_per_epoch=steps, verbose=0)
     return model, {k: v[-1] for k, v in history.history.items()}
 
@@ -171,20 +188,25 @@ def test_mirrored_strategy_update_equals_single_device_update(rng, two_replica_s
 
 
 @pytest.mark.parametrize("accumulation, use_two_replicas", [(4, False), (2, True)])
-def test_gradient_accumulation_gives_the_full_batch_update(rng, two_replica_strategy,
-                                                           accumulation, use_two_replicas):
+def test_gradient_accumulation_gives_the_full_batch_update(
+    rng, two_replica_strategy, accumulation, use_two_replicas
+):
     # Clipping is active, so the clip must see the summed (full-batch) gradient.
     config = tiny_config(clip_norm=0.05, learning_rate=1e-2)
     batches = [make_batch(rng, 8, LENGTH, SLOTS, VOCAB) for _ in range(2)]
     full, full_logs = _train(tf.distribute.get_strategy(), config, batches, 2)
-    accumulated_config = tiny_config(clip_norm=0.05, learning_rate=1e-2,
-                                     gradient_accumulation_steps=accumulation)
+    accumulated_config = tiny_config(
+        clip_norm=0.05, learning_rate=1e-2, gradient_accumulation_steps=accumulation
+    )
     strategy = two_replica_strategy if use_two_replicas else tf.distribute.get_strategy()
     accumulated, accumulated_logs = _train(strategy, accumulated_config, batches, 2)
     assert int(accumulated.optimizer.iterations.numpy()) == 2
     moved = 0.0
-    for a, b, start in zip(full.trainable_variables, accumulated.trainable_variables,
-                           build(config, batches[0], seed=7).trainable_variables):
+    for a, b, start in zip(
+        full.trainable_variables,
+        accumulated.trainable_variables,
+        build(config, batches[0], seed=7).trainable_variables,
+    ):
         np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-4, atol=2e-6, err_msg=a.path)
         moved = max(moved, float(np.abs(a.numpy() - start.numpy()).max()))
     assert moved > 1e-3  # the comparison is between trained weights, not initial ones
@@ -201,17 +223,20 @@ def test_global_norm_clip_sees_the_summed_gradient_of_repeated_tokens(rng):
     before = [v.numpy().astype(np.float64) for v in model.trainable_variables]
     with tf.GradientTape() as tape:
         loss, _ = model._loss_and_stats(tensors, training=True)
-    grads = [tf.convert_to_tensor(g).numpy().astype(np.float64)
-             for g in tape.gradient(loss, model.trainable_variables)]
-    norm = np.sqrt(sum((g ** 2).sum() for g in grads))
+    grads = [
+        tf.convert_to_tensor(g).numpy().astype(np.float64)
+        for g in tape.gradient(loss, model.trainable_variables)
+    ]
+    norm = np.sqrt(sum((g**2).sum() for g in grads))
     assert norm > 0.05  # clipping is active
     model.compile(optimizer=create_optimizer(config))
     model.fit(tf.data.Dataset.from_tensors(batch), steps_per_epoch=1, verbose=0)
     for var, start, g in zip(model.trainable_variables, before, grads):
         g = g * 0.05 / norm
         m, v = 0.1 * g, 0.001 * g * g
-        np.testing.assert_allclose(var.numpy() - start, -1e-2 * m / (np.sqrt(v) + 1e-6),
-                                   atol=2e-5, err_msg=var.path)
+        np.testing.assert_allclose(
+            var.numpy() - start, -1e-2 * m / (np.sqrt(v) + 1e-6), atol=2e-5, err_msg=var.path
+        )
 
 
 @pytest.mark.parametrize("use_two_replicas", [False, pytest.param(True, marks=pytest.mark.slow)])
@@ -226,7 +251,8 @@ def test_xla_compiled_step_gives_the_same_update(rng, two_replica_strategy, use_
         # One device: Keras compiles the whole step; two: each replica's pass.
         model.compile(optimizer=create_optimizer(xla_config), jit_compile=not use_two_replicas)
     dataset = tf.data.Dataset.from_tensor_slices(
-        {k: np.stack([b[k] for b in batches]) for k in batches[0]})
+        {k: np.stack([b[k] for b in batches]) for k in batches[0]}
+    )
     logs = {k: v[-1] for k, v in model.fit(dataset, steps_per_epoch=2, verbose=0).history.items()}
     assert (model._xla_gradients is not None) == use_two_replicas
     for a, b in zip(plain.trainable_variables, model.trainable_variables):

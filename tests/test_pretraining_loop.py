@@ -21,11 +21,40 @@ from electra_tf.pretraining.objectives import ElectraPretrainer
 from electra_tf.tokenization import WordPieceTokenizer
 from electra_tf.training.pretraining_loop import RunConfigMismatch, run_pretraining
 
-WORDS = ["the", "cat", "sat", "on", "a", "mat", "dog", "ran", "to", "park", "big", "small",
-         "red", "blue", "and", "with", "house", "tree", "bird", "sang"]
-METRIC_TAGS = {"total_loss", "masked_lm_loss", "disc_loss", "masked_lm_accuracy",
-               "sampled_masked_lm_accuracy", "disc_accuracy", "disc_precision", "disc_recall",
-               "learning_rate", "sequences_per_second"}
+WORDS = [
+    "the",
+    "cat",
+    "sat",
+    "on",
+    "a",
+    "mat",
+    "dog",
+    "ran",
+    "to",
+    "park",
+    "big",
+    "small",
+    "red",
+    "blue",
+    "and",
+    "with",
+    "house",
+    "tree",
+    "bird",
+    "sang",
+]
+METRIC_TAGS = {
+    "total_loss",
+    "masked_lm_loss",
+    "disc_loss",
+    "masked_lm_accuracy",
+    "sampled_masked_lm_accuracy",
+    "disc_accuracy",
+    "disc_precision",
+    "disc_recall",
+    "learning_rate",
+    "sequences_per_second",
+}
 
 
 @pytest.fixture(scope="module")
@@ -49,10 +78,22 @@ def corpus(tmp_path_factory):
 
 
 def tiny(**overrides):
-    values = dict(vocab_size=26, hidden_size=32, num_layers=2, embedding_size=16, num_heads=2,
-                  max_seq_length=24, train_batch_size=4, num_train_steps=6, num_warmup_steps=2,
-                  learning_rate=1e-3, log_every_steps=2, save_checkpoints_steps=2,
-                  keep_checkpoint_max=2, shuffle_buffer_size=16)
+    values = dict(
+        vocab_size=26,
+        hidden_size=32,
+        num_layers=2,
+        embedding_size=16,
+        num_heads=2,
+        max_seq_length=24,
+        train_batch_size=4,
+        num_train_steps=6,
+        num_warmup_steps=2,
+        learning_rate=1e-3,
+        log_every_steps=2,
+        save_checkpoints_steps=2,
+        keep_checkpoint_max=2,
+        shuffle_buffer_size=16,
+    )
     values.update(overrides)
     return preset("tiny", **values)
 
@@ -76,8 +117,11 @@ def read_scalar_values(event_dir, tag):
     values = []
     for name in os.listdir(event_dir):
         for event in tf.compat.v1.train.summary_iterator(os.path.join(event_dir, name)):
-            values += [(event.step, float(tf.make_ndarray(v.tensor)))
-                       for v in event.summary.value if v.tag == tag]
+            values += [
+                (event.step, float(tf.make_ndarray(v.tensor)))
+                for v in event.summary.value
+                if v.tag == tag
+            ]
     return sorted(values)
 
 
@@ -85,8 +129,9 @@ def test_run_trains_logs_checkpoints_and_exports(corpus, tmp_path):
     vocab, shard_dir, tokenizer = corpus
     run_dir = str(tmp_path / "run")
     lines = []
-    result = run_pretraining(tiny(), run_dir, shard_dir, vocab, tokenizer.special_ids,
-                             print_fn=lines.append)
+    result = run_pretraining(
+        tiny(), run_dir, shard_dir, vocab, tokenizer.special_ids, print_fn=lines.append
+    )
     assert result.finished and result.steps_done == 6 and not result.interrupted
     assert all(np.isfinite(v) for v in result.metrics.values())
     assert "Kernels: reference (--kernels=reference)." in lines  # the default
@@ -103,8 +148,9 @@ def test_run_trains_logs_checkpoints_and_exports(corpus, tmp_path):
     assert per_step > 0
     flops = read_scalar_values(os.path.join(run_dir, "tensorboard"), "train_flops")
     assert [step for step, _ in flops] == [2, 4, 6]
-    assert [value for _, value in flops] == pytest.approx([2 * per_step, 4 * per_step,
-                                                           6 * per_step], rel=1e-6)
+    assert [value for _, value in flops] == pytest.approx(
+        [2 * per_step, 4 * per_step, 6 * per_step], rel=1e-6
+    )
     # Checkpoints: only the last K kept.
     state = tf.train.get_checkpoint_state(os.path.join(run_dir, "checkpoints"))
     assert [os.path.basename(p) for p in state.all_model_checkpoint_paths] == ["ckpt-4", "ckpt-6"]
@@ -115,11 +161,11 @@ def test_run_trains_logs_checkpoints_and_exports(corpus, tmp_path):
     trained = ElectraPretrainer(tiny())
     trained.build_from_batch(dummy_batch(tiny()))
     tf.train.Checkpoint(model=trained).restore(
-        tf.train.latest_checkpoint(os.path.join(run_dir, "checkpoints"))).expect_partial()
+        tf.train.latest_checkpoint(os.path.join(run_dir, "checkpoints"))
+    ).expect_partial()
     expected = trained.discriminator(inputs, training=False)["logits"].numpy()
     disc = load_discriminator(run_dir)
-    np.testing.assert_allclose(disc(inputs, training=False)["logits"].numpy(), expected,
-                               atol=1e-6)
+    np.testing.assert_allclose(disc(inputs, training=False)["logits"].numpy(), expected, atol=1e-6)
     saved = tf.saved_model.load(os.path.join(run_dir, "export", "discriminator_savedmodel"))
     saved_out = saved.signatures["serving_default"](**inputs)
     np.testing.assert_allclose(saved_out["logits"].numpy(), expected, atol=1e-5)
@@ -143,24 +189,48 @@ class _Interrupt(keras.callbacks.Callback):
 def _checkpoint_values(run_dir):
     path = tf.train.latest_checkpoint(os.path.join(run_dir, "checkpoints"))
     reader = tf.train.load_checkpoint(path)
-    return path, {name: reader.get_tensor(name) for name in reader.get_variable_to_shape_map()
-                  if "OBJECT_GRAPH" not in name and not name.startswith("save_counter")}
+    return path, {
+        name: reader.get_tensor(name)
+        for name in reader.get_variable_to_shape_map()
+        if "OBJECT_GRAPH" not in name and not name.startswith("save_counter")
+    }
 
 
 def test_interrupted_and_resumed_run_equals_a_straight_run(corpus, tmp_path):
     vocab, shard_dir, tokenizer = corpus
     config = tiny(save_checkpoints_steps=100)  # only the signal and the end save
     straight_dir, split_dir = str(tmp_path / "straight"), str(tmp_path / "split")
-    run_pretraining(config, straight_dir, shard_dir, vocab, tokenizer.special_ids,
-                    export=False, print_fn=lambda _: None)
-    first = run_pretraining(config, split_dir, shard_dir, vocab, tokenizer.special_ids,
-                            export=False, print_fn=lambda _: None,
-                            extra_callbacks=[_Interrupt(3)])
+    run_pretraining(
+        config,
+        straight_dir,
+        shard_dir,
+        vocab,
+        tokenizer.special_ids,
+        export=False,
+        print_fn=lambda _: None,
+    )
+    first = run_pretraining(
+        config,
+        split_dir,
+        shard_dir,
+        vocab,
+        tokenizer.special_ids,
+        export=False,
+        print_fn=lambda _: None,
+        extra_callbacks=[_Interrupt(3)],
+    )
     assert first.interrupted and first.steps_done == 3 and not first.finished
     assert tf.train.latest_checkpoint(os.path.join(split_dir, "checkpoints")).endswith("ckpt-3")
     lines = []
-    second = run_pretraining(config, split_dir, shard_dir, vocab, tokenizer.special_ids,
-                             export=False, print_fn=lines.append)
+    second = run_pretraining(
+        config,
+        split_dir,
+        shard_dir,
+        vocab,
+        tokenizer.special_ids,
+        export=False,
+        print_fn=lines.append,
+    )
     assert second.finished and second.steps_done == 6
     assert any("Resumed from" in line and "step 3" in line for line in lines)
     path_a, straight = _checkpoint_values(straight_dir)
@@ -169,29 +239,58 @@ def test_interrupted_and_resumed_run_equals_a_straight_run(corpus, tmp_path):
     assert straight.keys() == resumed.keys()
     # Weights, optimizer moments, step counters and the data position all agree.
     for name in straight:
-        np.testing.assert_allclose(resumed[name], straight[name], rtol=1e-5, atol=1e-7,
-                                   err_msg=name)
+        np.testing.assert_allclose(
+            resumed[name], straight[name], rtol=1e-5, atol=1e-7, err_msg=name
+        )
 
 
 def test_a_run_of_another_configuration_is_refused_untouched(corpus, tmp_path):
     vocab, shard_dir, tokenizer = corpus
     run_dir = str(tmp_path / "run")
-    run_pretraining(tiny(num_train_steps=2), run_dir, shard_dir, vocab, tokenizer.special_ids,
-                    export=False, print_fn=lambda _: None)
+    run_pretraining(
+        tiny(num_train_steps=2),
+        run_dir,
+        shard_dir,
+        vocab,
+        tokenizer.special_ids,
+        export=False,
+        print_fn=lambda _: None,
+    )
     before = open(os.path.join(run_dir, "config.json")).read()
     with pytest.raises(RunConfigMismatch, match=r"model\.hidden_size: 32 -> 64"):
-        run_pretraining(tiny(num_train_steps=2, hidden_size=64), run_dir, shard_dir, vocab,
-                        tokenizer.special_ids, export=False, print_fn=lambda _: None)
+        run_pretraining(
+            tiny(num_train_steps=2, hidden_size=64),
+            run_dir,
+            shard_dir,
+            vocab,
+            tokenizer.special_ids,
+            export=False,
+            print_fn=lambda _: None,
+        )
     assert open(os.path.join(run_dir, "config.json")).read() == before
     other_vocab = tmp_path / "other_vocab.txt"
     other_vocab.write_text(open(vocab).read().replace("park", "garden"))
     with pytest.raises(RunConfigMismatch, match="vocabulary"):
-        run_pretraining(tiny(num_train_steps=2), run_dir, shard_dir, str(other_vocab),
-                        tokenizer.special_ids, export=False, print_fn=lambda _: None)
+        run_pretraining(
+            tiny(num_train_steps=2),
+            run_dir,
+            shard_dir,
+            str(other_vocab),
+            tokenizer.special_ids,
+            export=False,
+            print_fn=lambda _: None,
+        )
     # Extending the schedule is allowed, and so are other kernels: it resumes.
     lines = []
-    result = run_pretraining(tiny(num_train_steps=3, kernels="cpu_fast"), run_dir, shard_dir,
-                             vocab, tokenizer.special_ids, export=False, print_fn=lines.append)
+    result = run_pretraining(
+        tiny(num_train_steps=3, kernels="cpu_fast"),
+        run_dir,
+        shard_dir,
+        vocab,
+        tokenizer.special_ids,
+        export=False,
+        print_fn=lines.append,
+    )
     assert result.steps_done == 3
     assert "Kernels: cpu_fast (--kernels=cpu_fast)." in lines
 
@@ -202,9 +301,14 @@ def test_mixed_precision_runs_reach_the_target_and_export_float32(corpus, tmp_pa
     run_dir = str(tmp_path / "run")
     # float16 skips the first steps (loss-scale overflow); the run must still
     # complete all 3 optimizer steps, and export float32 models.
-    result = run_pretraining(tiny(num_train_steps=3, mixed_precision=precision,
-                                  save_checkpoints_steps=1), run_dir, shard_dir, vocab,
-                             tokenizer.special_ids, print_fn=lambda _: None)
+    result = run_pretraining(
+        tiny(num_train_steps=3, mixed_precision=precision, save_checkpoints_steps=1),
+        run_dir,
+        shard_dir,
+        vocab,
+        tokenizer.special_ids,
+        print_fn=lambda _: None,
+    )
     assert result.finished and result.steps_done == 3
     assert np.isfinite(result.metrics["total_loss"])
     checkpoints = tf.train.get_checkpoint_state(os.path.join(run_dir, "checkpoints"))
@@ -215,14 +319,21 @@ def test_mixed_precision_runs_reach_the_target_and_export_float32(corpus, tmp_pa
     assert disc(_sample_inputs(tokenizer))["logits"].dtype == tf.float32
 
 
-def test_batch_not_divisible_by_replicas_is_refused_before_writing(corpus, tmp_path,
-                                                                    two_replica_strategy):
+def test_batch_not_divisible_by_replicas_is_refused_before_writing(
+    corpus, tmp_path, two_replica_strategy
+):
     vocab, shard_dir, tokenizer = corpus
     run_dir = tmp_path / "run"
     with pytest.raises(ValueError, match="--train_batch_size=5 is not divisible by the 2"):
-        run_pretraining(tiny(train_batch_size=5), str(run_dir), shard_dir, vocab,
-                        tokenizer.special_ids, strategy=two_replica_strategy,
-                        print_fn=lambda _: None)
+        run_pretraining(
+            tiny(train_batch_size=5),
+            str(run_dir),
+            shard_dir,
+            vocab,
+            tokenizer.special_ids,
+            strategy=two_replica_strategy,
+            print_fn=lambda _: None,
+        )
     assert not run_dir.exists()
 
 
@@ -231,8 +342,9 @@ def _infinite_gradient(x):
     return tf.identity(x), lambda upstream: upstream * float("inf")
 
 
-def test_a_diverged_float16_run_stops_with_an_error_instead_of_looping(corpus, tmp_path,
-                                                                       monkeypatch):
+def test_a_diverged_float16_run_stops_with_an_error_instead_of_looping(
+    corpus, tmp_path, monkeypatch
+):
     vocab, shard_dir, tokenizer = corpus
     original = ElectraPretrainer._loss
 
@@ -242,8 +354,14 @@ def test_a_diverged_float16_run_stops_with_an_error_instead_of_looping(corpus, t
     monkeypatch.setattr(ElectraPretrainer, "_loss", overflowing_gradients)
     run_dir = tmp_path / "run"
     with pytest.raises(RunError, match="batches in a row gave non-finite gradients at step 0"):
-        run_pretraining(tiny(num_train_steps=40, mixed_precision="float16"), str(run_dir),
-                        shard_dir, vocab, tokenizer.special_ids, print_fn=lambda _: None)
+        run_pretraining(
+            tiny(num_train_steps=40, mixed_precision="float16"),
+            str(run_dir),
+            shard_dir,
+            vocab,
+            tokenizer.special_ids,
+            print_fn=lambda _: None,
+        )
     assert (run_dir / "config.json").exists()
 
 
@@ -258,64 +376,103 @@ def _from_step_4(value):
     return loss
 
 
-@pytest.mark.parametrize("precision, fault, message", [
-    ("none", lambda loss: loss * float("nan"), "step 4: the loss is nan"),
-    ("none", _infinite_gradient, r"step 4: the gradient norm is (nan|inf) \(loss \d"),
-    ("bfloat16", lambda loss: loss + float("inf"), "step 4: the loss is inf"),
-    ("float16", lambda loss: loss * float("nan"), "step 4: the loss is nan"),
-])
+@pytest.mark.parametrize(
+    "precision, fault, message",
+    [
+        ("none", lambda loss: loss * float("nan"), "step 4: the loss is nan"),
+        ("none", _infinite_gradient, r"step 4: the gradient norm is (nan|inf) \(loss \d"),
+        ("bfloat16", lambda loss: loss + float("inf"), "step 4: the loss is inf"),
+        ("float16", lambda loss: loss * float("nan"), "step 4: the loss is nan"),
+    ],
+)
 def test_a_non_finite_step_stops_the_run_before_anything_non_finite_is_saved(
-        corpus, tmp_path, monkeypatch, precision, fault, message):
+    corpus, tmp_path, monkeypatch, precision, fault, message
+):
     vocab, shard_dir, tokenizer = corpus
     monkeypatch.setattr(ElectraPretrainer, "_loss", _from_step_4(fault))
     run_dir = tmp_path / "run"
-    config = tiny(num_train_steps=8, mixed_precision=precision, save_checkpoints_steps=2,
-                  log_every_steps=2)
+    config = tiny(
+        num_train_steps=8, mixed_precision=precision, save_checkpoints_steps=2, log_every_steps=2
+    )
     with pytest.raises(NonFiniteError) as stopped:
-        run_pretraining(config, str(run_dir), shard_dir, vocab, tokenizer.special_ids,
-                        print_fn=lambda _: None)
+        run_pretraining(
+            config, str(run_dir), shard_dir, vocab, tokenizer.special_ids, print_fn=lambda _: None
+        )
     text = str(stopped.value)
     assert re.search(rf"^Training stopped at {message}", text), text
     assert f"the last checkpoint, {run_dir}/checkpoints/ckpt-2, is finite and intact" in text
     assert "--learning_rate=<lower> --change_hyperparameters" in text and "\n" not in text
-    assert [os.path.basename(p) for p in tf.train.get_checkpoint_state(
-        str(run_dir / "checkpoints")).all_model_checkpoint_paths] == ["ckpt-2"]
+    assert [
+        os.path.basename(p)
+        for p in tf.train.get_checkpoint_state(
+            str(run_dir / "checkpoints")
+        ).all_model_checkpoint_paths
+    ] == ["ckpt-2"]
     reader = tf.train.load_checkpoint(str(run_dir / "checkpoints" / "ckpt-2"))
-    assert all(np.isfinite(reader.get_tensor(name)).all()
-               for name in reader.get_variable_to_shape_map()
-               if reader.get_variable_to_dtype_map()[name].is_floating)
+    assert all(
+        np.isfinite(reader.get_tensor(name)).all()
+        for name in reader.get_variable_to_shape_map()
+        if reader.get_variable_to_dtype_map()[name].is_floating
+    )
     assert not (run_dir / "export").exists() and not (run_dir / "result.json").exists()
     assert not (run_dir / ".lock").exists()
 
 
 def test_after_a_nan_the_run_resumes_from_the_last_good_checkpoint_with_a_lower_rate(
-        corpus, tmp_path, monkeypatch):
+    corpus, tmp_path, monkeypatch
+):
     vocab, shard_dir, tokenizer = corpus
     run_dir = tmp_path / "run"
     settings = dict(num_train_steps=8, save_checkpoints_steps=2, log_every_steps=2)
     with monkeypatch.context() as patch:
         patch.setattr(ElectraPretrainer, "_loss", _from_step_4(lambda loss: loss * np.nan))
         with pytest.raises(NonFiniteError):
-            run_pretraining(tiny(learning_rate=1e-3, **settings), str(run_dir), shard_dir,
-                            vocab, tokenizer.special_ids, print_fn=lambda _: None)
+            run_pretraining(
+                tiny(learning_rate=1e-3, **settings),
+                str(run_dir),
+                shard_dir,
+                vocab,
+                tokenizer.special_ids,
+                print_fn=lambda _: None,
+            )
     lower = tiny(learning_rate=2e-4, **settings)
-    with pytest.raises(RunConfigMismatch, match=r"learning_rate: 0\.001 -> 0\.0002\n.*add "
-                                                r"--change_hyperparameters to resume with the "
-                                                r"new learning_rate"):
-        run_pretraining(lower, str(run_dir), shard_dir, vocab, tokenizer.special_ids,
-                        print_fn=lambda _: None)
+    with pytest.raises(
+        RunConfigMismatch,
+        match=r"learning_rate: 0\.001 -> 0\.0002\n.*add "
+        r"--change_hyperparameters to resume with the "
+        r"new learning_rate",
+    ):
+        run_pretraining(
+            lower, str(run_dir), shard_dir, vocab, tokenizer.special_ids, print_fn=lambda _: None
+        )
     # Anything else than the optimisation hyperparameters still may not change.
     with pytest.raises(RunConfigMismatch, match=r"model\.hidden_size: 32 -> 64"):
-        run_pretraining(tiny(learning_rate=2e-4, hidden_size=64, **settings), str(run_dir),
-                        shard_dir, vocab, tokenizer.special_ids, print_fn=lambda _: None,
-                        change_hyperparameters=True)
+        run_pretraining(
+            tiny(learning_rate=2e-4, hidden_size=64, **settings),
+            str(run_dir),
+            shard_dir,
+            vocab,
+            tokenizer.special_ids,
+            print_fn=lambda _: None,
+            change_hyperparameters=True,
+        )
     lines = []
-    result = run_pretraining(lower, str(run_dir), shard_dir, vocab, tokenizer.special_ids,
-                             export=False, print_fn=lines.append, change_hyperparameters=True)
+    result = run_pretraining(
+        lower,
+        str(run_dir),
+        shard_dir,
+        vocab,
+        tokenizer.special_ids,
+        export=False,
+        print_fn=lines.append,
+        change_hyperparameters=True,
+    )
     assert result.finished and result.steps_done == 8
     assert f"Resumed from {run_dir}/checkpoints/ckpt-2 (step 2)." in lines
-    assert ("Resuming with changed hyperparameters (--change_hyperparameters): "
-            "learning_rate: 0.001 -> 0.0002.") in lines
+    assert (
+        "Resuming with changed hyperparameters (--change_hyperparameters): "
+        "learning_rate: 0.001 -> 0.0002."
+    ) in lines
     assert json.load(open(run_dir / "config.json"))["learning_rate"] == 2e-4
     logged = [json.loads(line) for line in open(run_dir / "metrics.jsonl")]
     # The NaN step is on record; the resumed steps follow the new schedule, 2e-4 * (1 - 4/8)
@@ -331,41 +488,75 @@ def test_resuming_skips_a_damaged_newest_checkpoint_and_never_restarts_unasked(c
     run_dir = tmp_path / "run"
     checkpoints = run_dir / "checkpoints"
     settings = dict(save_checkpoints_steps=2, keep_checkpoint_max=5)
-    run_pretraining(tiny(num_train_steps=6, **settings), str(run_dir), shard_dir, vocab,
-                    tokenizer.special_ids, export=False, print_fn=lambda _: None)
+    run_pretraining(
+        tiny(num_train_steps=6, **settings),
+        str(run_dir),
+        shard_dir,
+        vocab,
+        tokenizer.special_ids,
+        export=False,
+        print_fn=lambda _: None,
+    )
     os.remove(checkpoints / "ckpt-6.index")
     lines = []
-    result = run_pretraining(tiny(num_train_steps=8, **settings), str(run_dir), shard_dir,
-                             vocab, tokenizer.special_ids, export=False, print_fn=lines.append)
+    result = run_pretraining(
+        tiny(num_train_steps=8, **settings),
+        str(run_dir),
+        shard_dir,
+        vocab,
+        tokenizer.special_ids,
+        export=False,
+        print_fn=lines.append,
+    )
     assert result.steps_done == 8
     assert f"Resumed from {checkpoints}/ckpt-4 (step 4)." in lines
     damaged = [line for line in lines if "is damaged" in line]
     assert len(damaged) == 1 and damaged[0].startswith(
         f"Checkpoint {checkpoints}/ckpt-6 is damaged (ckpt-6.index is missing): skipped; its "
-        f"files are kept in {checkpoints}/set_aside/")
+        f"files are kept in {checkpoints}/set_aside/"
+    )
     kept = checkpoints / "set_aside" / os.listdir(checkpoints / "set_aside")[0]
     assert os.listdir(kept) == ["ckpt-6.data-00000-of-00001"]
     state = tf.train.get_checkpoint_state(str(checkpoints))
     assert [os.path.basename(p) for p in state.all_model_checkpoint_paths] == [
-        "ckpt-2", "ckpt-4", "ckpt-6", "ckpt-8"]
+        "ckpt-2",
+        "ckpt-4",
+        "ckpt-6",
+        "ckpt-8",
+    ]
     # No checkpoint usable: refused, nothing changed, unless --restart is asked for.
     for name in os.listdir(checkpoints):
         if name.endswith(".index"):
             os.remove(checkpoints / name)
     before = sorted(os.listdir(checkpoints))
     with pytest.raises(RunError, match="none can be resumed from .* pass --restart"):
-        run_pretraining(tiny(num_train_steps=8, **settings), str(run_dir), shard_dir, vocab,
-                        tokenizer.special_ids, export=False, print_fn=lambda _: None)
+        run_pretraining(
+            tiny(num_train_steps=8, **settings),
+            str(run_dir),
+            shard_dir,
+            vocab,
+            tokenizer.special_ids,
+            export=False,
+            print_fn=lambda _: None,
+        )
     assert sorted(os.listdir(checkpoints)) == before
     lines = []
-    result = run_pretraining(tiny(num_train_steps=2, **settings), str(run_dir), shard_dir,
-                             vocab, tokenizer.special_ids, export=False, print_fn=lines.append,
-                             restart=True)
+    result = run_pretraining(
+        tiny(num_train_steps=2, **settings),
+        str(run_dir),
+        shard_dir,
+        vocab,
+        tokenizer.special_ids,
+        export=False,
+        print_fn=lines.append,
+        restart=True,
+    )
     assert result.steps_done == 2
     moved = [p for p in os.listdir(run_dir) if p.startswith("checkpoints.before-restart-")]
     assert len(moved) == 1 and sorted(os.listdir(run_dir / moved[0])) == before
-    assert any(line.startswith("Warning: --restart: training starts again from step 0")
-               for line in lines)
+    assert any(
+        line.startswith("Warning: --restart: training starts again from step 0") for line in lines
+    )
 
 
 def test_a_run_directory_in_use_is_refused_and_a_dead_holders_lock_taken_over(corpus, tmp_path):
@@ -374,20 +565,38 @@ def test_a_run_directory_in_use_is_refused_and_a_dead_holders_lock_taken_over(co
     vocab, shard_dir, tokenizer = corpus
     run_dir = tmp_path / "run"
     with RunLock(str(run_dir)):
-        with pytest.raises(RunLocked, match=rf"^--output_dir={run_dir} is in use by pid "
-                                            rf"{os.getpid()} on "):
-            run_pretraining(tiny(num_train_steps=2), str(run_dir), shard_dir, vocab,
-                            tokenizer.special_ids, print_fn=lambda _: None)
+        with pytest.raises(
+            RunLocked,
+            match=rf"^--output_dir={run_dir} is in use by pid "
+            rf"{os.getpid()} on ",
+        ):
+            run_pretraining(
+                tiny(num_train_steps=2),
+                str(run_dir),
+                shard_dir,
+                vocab,
+                tokenizer.special_ids,
+                print_fn=lambda _: None,
+            )
         assert os.listdir(run_dir) == [".lock"]
     # A holder killed with -9 leaves its file behind, unlocked.
     (run_dir).mkdir(exist_ok=True)
     (run_dir / ".lock").write_text(Holder(999999, "vm", "2020-01-01 00:00:00", "x").to_json())
     lines = []
-    result = run_pretraining(tiny(num_train_steps=2), str(run_dir), shard_dir, vocab,
-                             tokenizer.special_ids, export=False, print_fn=lines.append)
+    result = run_pretraining(
+        tiny(num_train_steps=2),
+        str(run_dir),
+        shard_dir,
+        vocab,
+        tokenizer.special_ids,
+        export=False,
+        print_fn=lines.append,
+    )
     assert result.finished
-    assert (f"Taking over the lock of {run_dir} from pid 999999 on vm, started 2020-01-01 "
-            "00:00:00, which ended without releasing it.") in lines
+    assert (
+        f"Taking over the lock of {run_dir} from pid 999999 on vm, started 2020-01-01 "
+        "00:00:00, which ended without releasing it."
+    ) in lines
     assert not (run_dir / ".lock").exists()
     assert json.load(open(run_dir / "result.json"))["steps_done"] == 2
 
@@ -402,16 +611,26 @@ def test_a_shard_corrupted_under_a_running_job_is_named(corpus, tmp_path):
     (copy / shard).write_bytes(bytes(data))
     run_dir = tmp_path / "run"
     with pytest.raises(RunError) as stopped:
-        run_pretraining(tiny(num_train_steps=200, save_checkpoints_steps=100), str(run_dir),
-                        str(copy), vocab, tokenizer.special_ids, print_fn=lambda _: None)
+        run_pretraining(
+            tiny(num_train_steps=200, save_checkpoints_steps=100),
+            str(run_dir),
+            str(copy),
+            vocab,
+            tokenizer.special_ids,
+            print_fn=lambda _: None,
+        )
     text = str(stopped.value)
-    assert re.match(rf"Shard {copy}/{shard} is corrupt \(corrupted record at byte \d+\); "
-                    rf"training stopped at step \d+, saved in {run_dir}/checkpoints/ckpt-\d+\. "
-                    "Delete that file and re-run the same command", text), text
+    assert re.match(
+        rf"Shard {copy}/{shard} is corrupt \(corrupted record at byte \d+\); "
+        rf"training stopped at step \d+, saved in {run_dir}/checkpoints/ckpt-\d+\. "
+        "Delete that file and re-run the same command",
+        text,
+    ), text
 
 
-def test_a_full_disk_stops_with_one_line_and_leaves_no_temporary_files(corpus, tmp_path,
-                                                                      monkeypatch):
+def test_a_full_disk_stops_with_one_line_and_leaves_no_temporary_files(
+    corpus, tmp_path, monkeypatch
+):
     import resource
 
     vocab, shard_dir, tokenizer = corpus
@@ -434,15 +653,26 @@ def test_a_full_disk_stops_with_one_line_and_leaves_no_temporary_files(corpus, t
     with monkeypatch.context() as patch:
         patch.setattr(tf.train.CheckpointManager, "save", save_on_a_full_disk)
         with pytest.raises(RunError) as stopped:
-            run_pretraining(tiny(num_train_steps=6, save_checkpoints_steps=2), str(run_dir),
-                            shard_dir, vocab, tokenizer.special_ids, print_fn=lambda _: None)
+            run_pretraining(
+                tiny(num_train_steps=6, save_checkpoints_steps=2),
+                str(run_dir),
+                shard_dir,
+                vocab,
+                tokenizer.special_ids,
+                print_fn=lambda _: None,
+            )
     text = str(stopped.value)
     assert text.startswith(f"Could not write the checkpoint of step 4 in {run_dir}/checkpoints: ")
     assert "File too large" in text and "\n" not in text
-    assert text.endswith("The previous checkpoints are intact (newest: ckpt-2); free some space "
-                         "and re-run the same command to resume.")
+    assert text.endswith(
+        "The previous checkpoints are intact (newest: ckpt-2); free some space "
+        "and re-run the same command to resume."
+    )
     assert sorted(os.listdir(run_dir / "checkpoints")) == [
-        "checkpoint", "ckpt-2.data-00000-of-00001", "ckpt-2.index"]
+        "checkpoint",
+        "ckpt-2.data-00000-of-00001",
+        "ckpt-2.index",
+    ]
     # A config.json that cannot be written: one line, no config.json.tmp, the old one kept.
     before = (run_dir / "config.json").read_text()
 
@@ -451,19 +681,39 @@ def test_a_full_disk_stops_with_one_line_and_leaves_no_temporary_files(corpus, t
 
     with monkeypatch.context() as patch:
         patch.setattr("electra_tf.config.json.dump", full_disk_dump)
-        with pytest.raises(RunError, match=rf"^Could not write {run_dir}/config\.json\.tmp: No "
-                                           "space left on device. The checkpoints saved so far "
-                                           "are intact"):
-            run_pretraining(tiny(num_train_steps=6, save_checkpoints_steps=2), str(run_dir),
-                            shard_dir, vocab, tokenizer.special_ids, print_fn=lambda _: None)
-    assert sorted(os.listdir(run_dir)) == ["checkpoints", "config.json", "metrics.jsonl",
-                                           "tensorboard", "vocab.txt"]
+        with pytest.raises(
+            RunError,
+            match=rf"^Could not write {run_dir}/config\.json\.tmp: No "
+            "space left on device. The checkpoints saved so far "
+            "are intact",
+        ):
+            run_pretraining(
+                tiny(num_train_steps=6, save_checkpoints_steps=2),
+                str(run_dir),
+                shard_dir,
+                vocab,
+                tokenizer.special_ids,
+                print_fn=lambda _: None,
+            )
+    assert sorted(os.listdir(run_dir)) == [
+        "checkpoints",
+        "config.json",
+        "metrics.jsonl",
+        "tensorboard",
+        "vocab.txt",
+    ]
     assert (run_dir / "config.json").read_text() == before
     # With room again, the run resumes from the last checkpoint written.
     lines = []
-    result = run_pretraining(tiny(num_train_steps=6, save_checkpoints_steps=2), str(run_dir),
-                             shard_dir, vocab, tokenizer.special_ids, export=False,
-                             print_fn=lines.append)
+    result = run_pretraining(
+        tiny(num_train_steps=6, save_checkpoints_steps=2),
+        str(run_dir),
+        shard_dir,
+        vocab,
+        tokenizer.special_ids,
+        export=False,
+        print_fn=lines.append,
+    )
     assert result.finished and f"Resumed from {run_dir}/checkpoints/ckpt-2 (step 2)." in lines
 
 
@@ -472,22 +722,33 @@ def test_two_worker_processes_train_in_lockstep_and_only_the_chief_writes(corpus
 
     vocab, shard_dir, tokenizer = corpus
     run_dir = tmp_path / "run"
-    outputs = run_workers(tmp_path, "pretrain", lambda index: (
-        shard_dir, vocab, run_dir, tmp_path / f"weights{index}.npz"))
+    outputs = run_workers(
+        tmp_path,
+        "pretrain",
+        lambda index: (shard_dir, vocab, run_dir, tmp_path / f"weights{index}.npz"),
+    )
     # Both workers hold the same weights after the steps...
     weights = [np.load(tmp_path / f"weights{i}.npz") for i in range(2)]
     for name in weights[0].files:
         np.testing.assert_array_equal(weights[0][name], weights[1][name])
     # ...which are those of one process training on the same global batches.
-    single = run_pretraining(tiny(**SETTINGS), str(tmp_path / "single"), shard_dir, vocab,
-                             tokenizer.special_ids, print_fn=lambda _: None)
+    single = run_pretraining(
+        tiny(**SETTINGS),
+        str(tmp_path / "single"),
+        shard_dir,
+        vocab,
+        tokenizer.special_ids,
+        print_fn=lambda _: None,
+    )
     reference = ElectraPretrainer(tiny(**SETTINGS))
     reference.build_from_batch(dummy_batch(tiny(**SETTINGS)))
-    tf.train.Checkpoint(model=reference).restore(tf.train.latest_checkpoint(
-        os.path.join(single.run_dir, "checkpoints"))).expect_partial()
+    tf.train.Checkpoint(model=reference).restore(
+        tf.train.latest_checkpoint(os.path.join(single.run_dir, "checkpoints"))
+    ).expect_partial()
     for i, variable in enumerate(reference.trainable_variables):
-        np.testing.assert_allclose(weights[0][f"arr_{i}"], variable.numpy(), rtol=1e-4,
-                                   atol=2e-6, err_msg=variable.path)
+        np.testing.assert_allclose(
+            weights[0][f"arr_{i}"], variable.numpy(), rtol=1e-4, atol=2e-6, err_msg=variable.path
+        )
     # Checkpoints, logs and the export come from the chief (worker 0) only;
     # the other worker's scratch checkpoints are gone.
     state = tf.train.get_checkpoint_state(str(run_dir / "checkpoints"))
@@ -503,10 +764,15 @@ def test_flops_budget_sets_the_steps_and_metrics_log_records_them(corpus, tmp_pa
     per_step = train_flops_per_step(tiny(objective="mlm"))
     run_dir = str(tmp_path / "run")
     lines = []
-    result = run_pretraining(tiny(objective="mlm", num_train_steps=1000,
-                                  max_train_flops=4.5 * per_step),
-                             run_dir, shard_dir, vocab, tokenizer.special_ids,
-                             print_fn=lines.append, export=False)
+    result = run_pretraining(
+        tiny(objective="mlm", num_train_steps=1000, max_train_flops=4.5 * per_step),
+        run_dir,
+        shard_dir,
+        vocab,
+        tokenizer.special_ids,
+        print_fn=lines.append,
+        export=False,
+    )
     assert result.finished and result.steps_done == 4
     assert any("--max_train_flops" in line and "4 steps" in line for line in lines)
     with open(os.path.join(run_dir, "metrics.jsonl")) as f:
@@ -520,17 +786,37 @@ def test_two_stage_run_switches_once_and_resumes_in_the_second_stage(corpus, tmp
     vocab, shard_dir, tokenizer = corpus
 
     def two_stage(steps):
-        return tiny(training="two_stage", weight_sharing="none", generator_hidden_fraction=1.0,
-                    num_heads=None, two_stage_generator_steps=2, num_train_steps=steps)
+        return tiny(
+            training="two_stage",
+            weight_sharing="none",
+            generator_hidden_fraction=1.0,
+            num_heads=None,
+            two_stage_generator_steps=2,
+            num_train_steps=steps,
+        )
 
     run_dir = str(tmp_path / "run")
     lines = []
-    run_pretraining(two_stage(3), run_dir, shard_dir, vocab, tokenizer.special_ids,
-                    print_fn=lines.append, export=False)
+    run_pretraining(
+        two_stage(3),
+        run_dir,
+        shard_dir,
+        vocab,
+        tokenizer.special_ids,
+        print_fn=lines.append,
+        export=False,
+    )
     assert sum("starts from the generator" in line for line in lines) == 1
     lines.clear()
-    result = run_pretraining(two_stage(4), run_dir, shard_dir, vocab, tokenizer.special_ids,
-                             print_fn=lines.append, export=False)
+    result = run_pretraining(
+        two_stage(4),
+        run_dir,
+        shard_dir,
+        vocab,
+        tokenizer.special_ids,
+        print_fn=lines.append,
+        export=False,
+    )
     assert result.steps_done == 4
     assert not any("starts from the generator" in line for line in lines)  # not copied again
     with open(os.path.join(run_dir, "metrics.jsonl")) as f:
@@ -543,15 +829,34 @@ def test_two_stage_boundary_is_kept_when_a_resumed_run_is_extended(corpus, tmp_p
     vocab, shard_dir, tokenizer = corpus
 
     def two_stage(steps):  # the boundary left to its default, half of the steps
-        return tiny(training="two_stage", weight_sharing="none", generator_hidden_fraction=1.0,
-                    num_heads=None, num_train_steps=steps)
+        return tiny(
+            training="two_stage",
+            weight_sharing="none",
+            generator_hidden_fraction=1.0,
+            num_heads=None,
+            num_train_steps=steps,
+        )
 
     run_dir = str(tmp_path / "run")
-    run_pretraining(two_stage(4), run_dir, shard_dir, vocab, tokenizer.special_ids,
-                    print_fn=lambda _: None, export=False)
+    run_pretraining(
+        two_stage(4),
+        run_dir,
+        shard_dir,
+        vocab,
+        tokenizer.special_ids,
+        print_fn=lambda _: None,
+        export=False,
+    )
     lines = []
-    result = run_pretraining(two_stage(6), run_dir, shard_dir, vocab, tokenizer.special_ids,
-                             print_fn=lines.append, export=False)
+    result = run_pretraining(
+        two_stage(6),
+        run_dir,
+        shard_dir,
+        vocab,
+        tokenizer.special_ids,
+        print_fn=lines.append,
+        export=False,
+    )
     assert result.steps_done == 6
     # Still the discriminator's stage: 2 generator steps, as written in config.json.
     assert not any("Training the generator" in line for line in lines)
@@ -562,8 +867,15 @@ def test_two_stage_boundary_is_kept_when_a_resumed_run_is_extended(corpus, tmp_p
 def test_a_budget_smaller_than_a_step_is_refused(corpus, tmp_path):
     vocab, shard_dir, tokenizer = corpus
     with pytest.raises(RunError, match="--max_train_flops.*less than"):
-        run_pretraining(tiny(max_train_flops=1e6), str(tmp_path / "run"), shard_dir, vocab,
-                        tokenizer.special_ids, print_fn=lambda _: None, export=False)
+        run_pretraining(
+            tiny(max_train_flops=1e6),
+            str(tmp_path / "run"),
+            shard_dir,
+            vocab,
+            tokenizer.special_ids,
+            print_fn=lambda _: None,
+            export=False,
+        )
 
 
 def test_held_out_evaluation_is_logged_and_summarised(corpus, tmp_path):
@@ -571,9 +883,15 @@ def test_held_out_evaluation_is_logged_and_summarised(corpus, tmp_path):
     run_dir = str(tmp_path / "run")
     lines = []
     # The training shards stand in for held-out ones: this checks the mechanics.
-    result = run_pretraining(tiny(num_eval_examples=8), run_dir, shard_dir, vocab,
-                             tokenizer.special_ids, print_fn=lines.append,
-                             eval_shard_dir=shard_dir)
+    result = run_pretraining(
+        tiny(num_eval_examples=8),
+        run_dir,
+        shard_dir,
+        vocab,
+        tokenizer.special_ids,
+        print_fn=lines.append,
+        eval_shard_dir=shard_dir,
+    )
     evals = [line for line in lines if line.startswith("eval at step")]
     assert [line.split()[3] for line in evals] == ["2", "4", "6"]  # every checkpoint, once each
     assert all("8 held-out sequences" in line and "disc_auc" in line for line in evals)
@@ -588,8 +906,15 @@ def test_held_out_evaluation_is_logged_and_summarised(corpus, tmp_path):
     assert "eval/replacements" in tags
     # An evaluation-only pass over the finished run gives the same numbers.
     lines.clear()
-    again = run_pretraining(tiny(num_eval_examples=8), run_dir, shard_dir, vocab,
-                            tokenizer.special_ids, print_fn=lines.append,
-                            eval_shard_dir=shard_dir, eval_only=True)
+    again = run_pretraining(
+        tiny(num_eval_examples=8),
+        run_dir,
+        shard_dir,
+        vocab,
+        tokenizer.special_ids,
+        print_fn=lines.append,
+        eval_shard_dir=shard_dir,
+        eval_only=True,
+    )
     assert again.evaluation == pytest.approx(result.evaluation)
     assert not any(line.startswith("step ") for line in lines)

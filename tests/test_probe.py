@@ -18,13 +18,21 @@ def test_features_are_the_mean_over_each_examples_own_tokens(tmp_path):
     from electra_tf.artifacts.pretrained import load_discriminator
 
     encoder = load_discriminator(make_pretrained_dir(str(tmp_path))).encoder
-    encoded = [([2, 5, 6, 3], [0, 0, 0, 0]), ([2, 7, 3, 8, 9, 10, 3], [0, 0, 0, 1, 1, 1, 1]),
-               ([2, 11, 3], [0, 0, 0])]
+    encoded = [
+        ([2, 5, 6, 3], [0, 0, 0, 0]),
+        ([2, 7, 3, 8, 9, 10, 3], [0, 0, 0, 1, 1, 1, 1]),
+        ([2, 11, 3], [0, 0, 0]),
+    ]
     pooled = mean_pooled_features(encoder, encoded, batch_size=3)  # padded to 7 together
     for row, (ids, segments) in enumerate(encoded):
-        alone = encoder({"input_ids": np.array([ids], np.int32),
-                         "input_mask": np.ones((1, len(ids)), np.int32),
-                         "segment_ids": np.array([segments], np.int32)}, training=False)
+        alone = encoder(
+            {
+                "input_ids": np.array([ids], np.int32),
+                "input_mask": np.ones((1, len(ids)), np.int32),
+                "segment_ids": np.array([segments], np.int32),
+            },
+            training=False,
+        )
         np.testing.assert_allclose(pooled[row], np.asarray(alone)[0].mean(axis=0), atol=1e-5)
     assert pooled.shape == (3, encoder.hidden_size)
 
@@ -55,9 +63,17 @@ def test_the_command_writes_results_in_the_fine_tuning_schema(tmp_path):
             f.write("text\tlabel\n")
             f.writelines(f"{text}\t{label}\n" for text, label in toy_sentences(count, seed))
     out = tmp_path / "probe"
-    command = [sys.executable, "-m", "electra_tf.commands.probe", f"--init_checkpoint={pretrained}",
-               f"--train_file={tmp_path / 'train.tsv'}", f"--dev_file={tmp_path / 'dev.tsv'}",
-               "--task=toy", "--max_seq_length=16", f"--output_dir={out}"]
+    command = [
+        sys.executable,
+        "-m",
+        "electra_tf.commands.probe",
+        f"--init_checkpoint={pretrained}",
+        f"--train_file={tmp_path / 'train.tsv'}",
+        f"--dev_file={tmp_path / 'dev.tsv'}",
+        "--task=toy",
+        "--max_seq_length=16",
+        f"--output_dir={out}",
+    ]
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     results = json.loads((out / "results.json").read_text())

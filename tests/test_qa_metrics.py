@@ -3,11 +3,17 @@
 import pytest
 
 from electra_tf.finetuning import qa_metrics, squad_metrics
-from electra_tf.finetuning.qa_metrics import (cmrc_exact_match, cmrc_f1, cmrc_segments,
-                                              korquad_exact_match, korquad_f1, korquad_normalize)
-
+from electra_tf.finetuning.qa_metrics import (
+    cmrc_exact_match,
+    cmrc_f1,
+    cmrc_segments,
+    korquad_exact_match,
+    korquad_f1,
+    korquad_normalize,
+)
 
 # --------------------------------------------------------------------------- KorQuAD 1.0
+
 
 def test_korquad_normalization_spaces_quotes_and_brackets():
     assert korquad_normalize("《어린 왕자》") == "어린 왕자"
@@ -41,6 +47,7 @@ def test_korquad_evaluation_totals_every_question():
 
 # --------------------------------------------------------------------------- CMRC 2018
 
+
 def test_cmrc_mixed_segmentation():
     assert cmrc_segments("范廷颂枢机") == ["范", "廷", "颂", "枢", "机"]
     assert cmrc_segments("2018年5月") == ["2018", "年", "5", "月"]
@@ -59,7 +66,9 @@ def test_cmrc_scores_by_hand():
     # [2018, 年] against [2018, 年, 5, 月]: P = 1, R = 1/2.
     assert cmrc_f1("2018年", "2018年5月") == pytest.approx(2 / 3)
     # Listed punctuation is removed for both scores.
-    assert cmrc_exact_match("《红楼梦》", "红楼梦") == 1.0 and cmrc_f1("《红楼梦》", "红楼梦") == 1.0
+    assert (
+        cmrc_exact_match("《红楼梦》", "红楼梦") == 1.0 and cmrc_f1("《红楼梦》", "红楼梦") == 1.0
+    )
     # A contiguous run, not a bag: 北京 (or 大学) is the longest, P = R = 2/4.
     assert cmrc_f1("北京大学", "大学北京") == pytest.approx(0.5)
     # Words in Latin script: [michael, jordan] inside [michael, jordan, jr].
@@ -76,11 +85,13 @@ def test_cmrc_and_drcd_evaluation_report_the_official_keys():
         results = qa_metrics.evaluate(metric, gold, predictions)
         # a: exact against its second answer. b: [1948] in [1948, 年]: P = 1, R = 1/2.
         f1 = 100 * (1 + 2 / 3 + 0) / 3
-        assert results == pytest.approx({"exact_match": 100 / 3, "f1": f1,
-                                         "average": (100 / 3 + f1) / 2, "total": 3, "skip": 1})
+        assert results == pytest.approx(
+            {"exact_match": 100 / 3, "f1": f1, "average": (100 / 3 + f1) / 2, "total": 3, "skip": 1}
+        )
 
 
 # --------------------------------------------------------------------------- choosing a metric
+
 
 def test_metric_from_the_files_version_field():
     assert qa_metrics.metric_for_version("KorQuAD_v1.0_dev") == "korquad"
@@ -95,9 +106,15 @@ def test_squad_scores_are_unchanged_through_the_common_entry_point():
     gold = {"q1": ["Denver Broncos", "Broncos"], "q2": ["Santa Clara, California"], "q3": ["1990"]}
     predictions = {"q1": "Broncos", "q2": "Santa Clara", "q3": "in 1991"}
     assert qa_metrics.evaluate("squad", gold, predictions) == squad_metrics.evaluate_v1(
-        gold, predictions)
-    v2 = qa_metrics.evaluate("squad", {"q1": ["Paris"], "q2": []}, {"q1": "Paris", "q2": ""},
-                             squad_version="2.0", null_odds={"q1": -1.0, "q2": 3.0})
+        gold, predictions
+    )
+    v2 = qa_metrics.evaluate(
+        "squad",
+        {"q1": ["Paris"], "q2": []},
+        {"q1": "Paris", "q2": ""},
+        squad_version="2.0",
+        null_odds={"q1": -1.0, "q2": 3.0},
+    )
     assert v2["exact_match"] == v2["exact"] == 100.0 and "best_f1" in v2
     with pytest.raises(ValueError, match="--qa_metric=korquad"):
         qa_metrics.evaluate("korquad", {"q1": []}, {}, squad_version="2.0")

@@ -41,13 +41,16 @@ def _resume(checkpoint, directory):
     return resumption, lines
 
 
-@pytest.mark.parametrize("damage, reason", [
-    (lambda d: os.remove(os.path.join(d, "ckpt-6.index")), r"ckpt-6\.index is missing"),
-    (lambda d: os.remove(_data(d, 6)), r"ckpt-6 has no \.data file"),
-    (lambda d: os.truncate(_data(d, 6), 100), "unreadable: Read less bytes than requested"),
-    (lambda d: _flip_byte(_data(d, 6), 300), "unreadable: .*Checksum does not match"),
-    (lambda d: os.truncate(os.path.join(d, "ckpt-6.index"), 20), "unreadable"),
-])
+@pytest.mark.parametrize(
+    "damage, reason",
+    [
+        (lambda d: os.remove(os.path.join(d, "ckpt-6.index")), r"ckpt-6\.index is missing"),
+        (lambda d: os.remove(_data(d, 6)), r"ckpt-6 has no \.data file"),
+        (lambda d: os.truncate(_data(d, 6), 100), "unreadable: Read less bytes than requested"),
+        (lambda d: _flip_byte(_data(d, 6), 300), "unreadable: .*Checksum does not match"),
+        (lambda d: os.truncate(os.path.join(d, "ckpt-6.index"), 20), "unreadable"),
+    ],
+)
 def test_a_damaged_newest_checkpoint_is_named_skipped_and_kept(tmp_path, damage, reason):
     directory = tmp_path / "checkpoints"
     checkpoint, variable = _checkpoints(directory)
@@ -59,8 +62,11 @@ def test_a_damaged_newest_checkpoint_is_named_skipped_and_kept(tmp_path, damage,
     assert lines[0].startswith(f"Checkpoint {directory}/ckpt-6 is damaged (")
     assert re.search(reason, lines[0]), lines[0]
     # Its files are kept, moved aside; the others are untouched.
-    kept = os.path.join(directory, checkpoint_dir.SET_ASIDE_DIR,
-                        os.listdir(directory / checkpoint_dir.SET_ASIDE_DIR)[0])
+    kept = os.path.join(
+        directory,
+        checkpoint_dir.SET_ASIDE_DIR,
+        os.listdir(directory / checkpoint_dir.SET_ASIDE_DIR)[0],
+    )
     assert lines[0].endswith(f"its files are kept in {kept}.")
     assert {n for n in before if n.startswith("ckpt-6")} >= set(os.listdir(kept))
     assert os.listdir(kept)
@@ -87,14 +93,13 @@ def test_non_finite_checkpoint_is_skipped(tmp_path):
     directory = tmp_path / "checkpoints"
     checkpoint, variable = _checkpoints(directory, steps=(2, 4))
     variable.assign(np.full(1000, np.nan, np.float32))
-    tf.train.CheckpointManager(checkpoint, str(directory), max_to_keep=5).save(
-        checkpoint_number=6)
+    tf.train.CheckpointManager(checkpoint, str(directory), max_to_keep=5).save(checkpoint_number=6)
     resumption, lines = _resume(checkpoint, directory)
     assert resumption.restored.step == 4 and np.isfinite(variable.numpy()).all()
     assert "ckpt-6 is damaged (it holds NaN or infinite values (e.g. v))" in lines[0]
 
 
-@pytest.mark.parametrize("content", [b"", b"model_checkpoint_path: \"ckpt-6\"\ngarbage {"])
+@pytest.mark.parametrize("content", [b"", b'model_checkpoint_path: "ckpt-6"\ngarbage {'])
 def test_an_empty_or_garbled_state_file_is_rewritten(tmp_path, content):
     directory = tmp_path / "checkpoints"
     checkpoint, variable = _checkpoints(directory)
@@ -104,8 +109,7 @@ def test_an_empty_or_garbled_state_file_is_rewritten(tmp_path, content):
     assert len(lines) == 1 and lines[0].startswith(f"{directory}/checkpoint is ")
     assert lines[0].endswith(": rewritten from the checkpoint files.")
     # TensorFlow reads it again, and a manager rotates among all three.
-    tf.train.CheckpointManager(checkpoint, str(directory), max_to_keep=3).save(
-        checkpoint_number=8)
+    tf.train.CheckpointManager(checkpoint, str(directory), max_to_keep=3).save(checkpoint_number=8)
     assert [c.step for c in checkpoint_dir.list_checkpoints(str(directory))] == [8, 6, 4]
 
 
@@ -115,9 +119,12 @@ def test_no_usable_checkpoint_is_an_error_that_changes_nothing(tmp_path):
     os.remove(directory / "ckpt-4.index")
     os.truncate(_data(directory, 2), 10)
     before = sorted(os.listdir(directory))
-    with pytest.raises(RunError, match=r"holds checkpoints but none can be resumed from \(ckpt-4: "
-                                       r"ckpt-4\.index is missing; ckpt-2: unreadable: .*\)\. "
-                                       r"Nothing was changed; pass --restart"):
+    with pytest.raises(
+        RunError,
+        match=r"holds checkpoints but none can be resumed from \(ckpt-4: "
+        r"ckpt-4\.index is missing; ckpt-2: unreadable: .*\)\. "
+        r"Nothing was changed; pass --restart",
+    ):
         resuming.restore_newest_usable(checkpoint, str(directory))
     assert sorted(os.listdir(directory)) == before
 
@@ -133,7 +140,8 @@ def test_unfinished_saves_are_removed(tmp_path):
     checkpoint, _ = _checkpoints(directory, steps=(2,))
     (directory / "ckpt-4_temp").mkdir()
     (directory / "ckpt-4_temp" / "part-00000-of-00001.data-00000-of-00001.tempstate1").write_text(
-        "x")
+        "x"
+    )
     resumption, lines = _resume(checkpoint, directory)
     assert resumption.restored.step == 2
     assert lines == [f"Removed {directory}/ckpt-4_temp, left by a save that did not finish."]
@@ -148,7 +156,9 @@ def test_restart_moves_the_checkpoints_aside_with_a_warning(tmp_path):
     assert not directory.exists()
     moved = [p for p in tmp_path.iterdir() if p.name.startswith("checkpoints.before-restart-")]
     assert len(moved) == 1 and (moved[0] / "ckpt-2.index").exists()
-    assert lines == [f"Warning: --restart: training starts again from step 0; the previous "
-                     f"checkpoints are kept in {moved[0]}."]
+    assert lines == [
+        f"Warning: --restart: training starts again from step 0; the previous "
+        f"checkpoints are kept in {moved[0]}."
+    ]
     resuming.restart(str(directory), lines.append)  # nothing to move: nothing said
     assert len(lines) == 1

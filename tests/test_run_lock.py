@@ -25,9 +25,12 @@ time.sleep(600)
 
 
 def _holder_process(directory):
-    process = subprocess.Popen([sys.executable, "-c", HOLD, str(directory)],
-                               stdout=subprocess.PIPE, text=True,
-                               env=dict(os.environ, PYTHONPATH=ROOT))
+    process = subprocess.Popen(
+        [sys.executable, "-c", HOLD, str(directory)],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=dict(os.environ, PYTHONPATH=ROOT),
+    )
     assert process.stdout.readline().strip() == "locked"
     return process
 
@@ -39,8 +42,10 @@ def test_a_second_process_is_refused_naming_the_holder_and_a_killed_one_is_taken
         with pytest.raises(RunLocked) as refused:
             RunLock(str(directory)).acquire()
         message = str(refused.value)
-        assert message.startswith(f"--output_dir={directory} is in use by pid {holder.pid} on "
-                                  f"{os.uname().nodename}, started 20")
+        assert message.startswith(
+            f"--output_dir={directory} is in use by pid {holder.pid} on "
+            f"{os.uname().nodename}, started 20"
+        )
         assert "\n" not in message and "choose another --output_dir" in message
     finally:
         holder.send_signal(signal.SIGKILL)
@@ -48,8 +53,10 @@ def test_a_second_process_is_refused_naming_the_holder_and_a_killed_one_is_taken
     lines = []
     with RunLock(str(directory), lines.append):
         assert len(lines) == 1
-        assert lines[0].startswith(f"Taking over the lock of {directory} from pid {holder.pid} "
-                                   f"on {os.uname().nodename}, started 20")
+        assert lines[0].startswith(
+            f"Taking over the lock of {directory} from pid {holder.pid} "
+            f"on {os.uname().nodename}, started 20"
+        )
         assert lines[0].endswith(", which ended without releasing it.")
         assert Holder.parse((directory / LOCK_FILE).read_text()).pid == os.getpid()
     assert not (directory / LOCK_FILE).exists()  # released: the file goes with it
@@ -92,13 +99,16 @@ def test_file_locks_where_flock_is_missing(tmp_path, monkeypatch):
     with pytest.raises(RunLocked, match=f"is in use by pid {me.pid} on {me.host}"):
         RunLock(directory).acquire()
     # One of this machine that ended: taken over.
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
-                          capture_output=True, text=True).stdout.strip()
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
+    ).stdout.strip()
     _write_holder(path, dataclasses.replace(me, pid=int(dead)))
     lines = []
     lock = RunLock(directory, lines.append).acquire()
-    assert lines == [f"Taking over the lock of {directory} from pid {dead} on {me.host}, started "
-                     f"{me.started}, which no longer runs."]
+    assert lines == [
+        f"Taking over the lock of {directory} from pid {dead} on {me.host}, started "
+        f"{me.started}, which no longer runs."
+    ]
     assert Holder.parse(tf.io.gfile.GFile(path).read()).pid == os.getpid()
     lock.release()
     assert not tf.io.gfile.exists(path)
@@ -110,8 +120,10 @@ def test_file_locks_where_flock_is_missing(tmp_path, monkeypatch):
     _write_holder(path, dataclasses.replace(other, heartbeat=time.time() - 3600))
     lines = []
     RunLock(directory, lines.append).acquire().release()
-    assert lines == [f"Taking over the lock of {directory} from pid 1 on elsewhere, started "
-                     f"{me.started}, whose last heartbeat is 60 minutes old."]
+    assert lines == [
+        f"Taking over the lock of {directory} from pid 1 on elsewhere, started "
+        f"{me.started}, whose last heartbeat is 60 minutes old."
+    ]
 
 
 def test_a_local_file_system_without_flock_falls_back_to_the_file(tmp_path, monkeypatch):

@@ -17,8 +17,8 @@ import tensorflow as tf
 from fixtures.make_saved_models import batch, config, inputs, outputs
 
 from electra_tf.finetuning.saving import load_finetuned
-from electra_tf.pretraining.optimization import create_optimizer
 from electra_tf.pretraining.objectives import ElectraPretrainer
+from electra_tf.pretraining.optimization import create_optimizer
 
 SAVED = os.path.join(os.path.dirname(__file__), "fixtures", "saved_models")
 
@@ -44,8 +44,12 @@ def test_keras_files_load_and_give_the_same_outputs(expected):
 def test_a_fine_tuned_classifier_loads_and_gives_the_same_logits(expected):
     model, info = load_finetuned(os.path.join(SAVED, "classifier"))
     assert info["kind"] == "classifier"
-    np.testing.assert_allclose(model(inputs(batch()), training=False).numpy(),
-                               expected["classifier_logits"], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        model(inputs(batch()), training=False).numpy(),
+        expected["classifier_logits"],
+        rtol=1e-5,
+        atol=1e-6,
+    )
 
 
 @pytest.mark.parametrize("kernels", ["reference", "cpu_fast"])

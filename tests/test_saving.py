@@ -6,7 +6,6 @@ import os
 import keras
 import numpy as np
 import pytest
-
 from finetuning_support import make_pretrained_dir
 
 from electra_tf.artifacts.export_dir import float32_copy
@@ -23,8 +22,11 @@ def pretrained_dir(tmp_path_factory):
 
 def _batch():
     ids = np.array([[2, 17, 5, 3, 0], [2, 8, 3, 0, 0]], np.int32)
-    return {"input_ids": ids, "input_mask": (ids != 0).astype(np.int32),
-            "segment_ids": np.zeros_like(ids)}
+    return {
+        "input_ids": ids,
+        "input_mask": (ids != 0).astype(np.int32),
+        "segment_ids": np.zeros_like(ids),
+    }
 
 
 def _classifier(pretrained_dir):
@@ -48,8 +50,7 @@ def test_classifier_round_trip(pretrained_dir, tmp_path):
     model = _classifier(pretrained_dir)
     logits = model(_batch(), training=False).numpy()
     vocab = os.path.join(pretrained_dir, "vocab.txt")
-    path = save_finetuned(model, str(tmp_path), {"kind": "classifier", "max_seq_length": 16},
-                          vocab)
+    path = save_finetuned(model, str(tmp_path), {"kind": "classifier", "max_seq_length": 16}, vocab)
     assert path == str(tmp_path / "model.json")
     assert sorted(os.listdir(tmp_path)) == ["model.json", "model.weights.h5", "vocab.txt"]
     reloaded, info = load_finetuned(str(tmp_path))
@@ -74,8 +75,9 @@ def test_classifier_saved_as_model_keras_and_task_json(pretrained_dir, tmp_path)
         json.dump({"task": {"name": "toy"}, "max_seq_length": 16}, f)
     reloaded, info = load_finetuned(str(tmp_path))
     assert info == {"kind": "classifier", "task": {"name": "toy"}, "max_seq_length": 16}
-    np.testing.assert_array_equal(reloaded(_batch(), training=False).numpy(),
-                                  model(_batch(), training=False).numpy())
+    np.testing.assert_array_equal(
+        reloaded(_batch(), training=False).numpy(), model(_batch(), training=False).numpy()
+    )
 
 
 def test_squad_model_saved_as_qa_model_json(pretrained_dir, tmp_path):
@@ -86,16 +88,35 @@ def test_squad_model_saved_as_qa_model_json(pretrained_dir, tmp_path):
     os.makedirs(trial)
     model.save_weights(str(trial / "model.weights.h5"))
     with open(trial / "qa_model.json", "w", encoding="utf-8") as f:
-        json.dump({"encoder": keras.saving.serialize_keras_object(model.encoder),
-                   "beam_size": 4, "hidden_units": 512, "squad_version": "1.1",
-                   "max_seq_length": 16}, f)
+        json.dump(
+            {
+                "encoder": keras.saving.serialize_keras_object(model.encoder),
+                "beam_size": 4,
+                "hidden_units": 512,
+                "squad_version": "1.1",
+                "max_seq_length": 16,
+            },
+            f,
+        )
     # Its run's settings complete what the oldest descriptions lack.
     with open(run / "results.json", "w", encoding="utf-8") as f:
-        json.dump({"task": "squad", "squad_version": "1.1", "trials": [],
-                   "settings": {"max_answer_length": 7, "null_score_threshold": -1.0}}, f)
+        json.dump(
+            {
+                "task": "squad",
+                "squad_version": "1.1",
+                "trials": [],
+                "settings": {"max_answer_length": 7, "null_score_threshold": -1.0},
+            },
+            f,
+        )
     reloaded, info = load_finetuned(str(trial))
-    assert info == {"kind": "question_answering", "squad_version": "1.1", "max_seq_length": 16,
-                    "max_answer_length": 7, "null_score_threshold": -1.0}
+    assert info == {
+        "kind": "question_answering",
+        "squad_version": "1.1",
+        "max_seq_length": 16,
+        "max_answer_length": 7,
+        "null_score_threshold": -1.0,
+    }
     _assert_same_outputs(reloaded(_batch()), model(_batch()))
 
 

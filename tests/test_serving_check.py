@@ -22,8 +22,12 @@ def test_classifier_export_agrees_in_a_fresh_process(serving_exports):
     report = check.check_export(serving_exports["pair"])
     assert report.ok, "\n".join(report.lines)
     _assert_isolated(report.result)
-    assert report.result["custom_ops"] == ["CaseFoldUTF8", "FastWordpieceTokenizeWithOffsets",
-                                           "NormalizeUTF8", "RegexSplitWithOffsets"]
+    assert report.result["custom_ops"] == [
+        "CaseFoldUTF8",
+        "FastWordpieceTokenizeWithOffsets",
+        "NormalizeUTF8",
+        "RegexSplitWithOffsets",
+    ]
     assert report.result["unsupported_ops"] == []
     assert "signature_def['serving_default']" in report.result["listing"]
     assert "inputs['text_pair'] tensor_info" in report.result["listing"]
@@ -32,8 +36,9 @@ def test_classifier_export_agrees_in_a_fresh_process(serving_exports):
     assert sum("outputs" in r for r in responses) == 4
     assert sum("error" in r for r in responses) == len(responses) - 4
     assert sum(line.startswith("ok ") for line in report.lines) == len(responses)
-    assert any(line.startswith("ok   serving_default: no text (empty outputs)")
-               for line in report.lines)
+    assert any(
+        line.startswith("ok   serving_default: no text (empty outputs)") for line in report.lines
+    )
 
 
 def test_discriminator_export_agrees_in_a_fresh_process(serving_exports, tmp_path):
@@ -56,15 +61,26 @@ def test_check_command_fails_on_disagreement(serving_exports, tmp_path):
     with open(config_path, "w", encoding="utf-8") as f:
         json.dump(config, f)
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
-    result = subprocess.run([sys.executable, "-m", "electra_tf.commands.check_export", tampered],
-                            cwd=PROJECT, env=env, capture_output=True, text=True, timeout=600)
+    result = subprocess.run(
+        [sys.executable, "-m", "electra_tf.commands.check_export", tampered],
+        cwd=PROJECT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert result.returncode == 1, result.stdout[-3000:] + result.stderr[-2000:]
     assert "FAIL serving_default" in result.stdout and result.stdout.rstrip().endswith("FAILED")
     assert "ok   serving_default: text as int32 (must be rejected)" in result.stdout
 
-    not_a_version = subprocess.run([sys.executable, "-m", "electra_tf.commands.check_export",
-                                    str(tmp_path)], cwd=PROJECT, env=env, capture_output=True,
-                                   text=True, timeout=300)
+    not_a_version = subprocess.run(
+        [sys.executable, "-m", "electra_tf.commands.check_export", str(tmp_path)],
+        cwd=PROJECT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert not_a_version.returncode == 2 and "no saved_model.pb" in not_a_version.stderr
 
 
@@ -82,8 +98,11 @@ def test_export_of_a_bert_normalized_run_agrees_in_a_fresh_process(serving_expor
         assert json.load(f)["normalization"] == "bert"
     report = check.check_export(version_dir)
     assert report.ok, "\n".join(report.lines)
-    assert report.result["custom_ops"] == ["NormalizeUTF8", "RegexSplitWithOffsets",
-                                           "WordpieceTokenizeWithOffsets"]
+    assert report.result["custom_ops"] == [
+        "NormalizeUTF8",
+        "RegexSplitWithOffsets",
+        "WordpieceTokenizeWithOffsets",
+    ]
     assert report.result["unsupported_ops"] == []
 
 
@@ -99,5 +118,7 @@ def test_weights_that_are_not_finite_fail_the_check(serving_exports, tmp_path):
     save_finetuned(model, extra, info)
     report = check.check_export(diverged)
     assert not report.ok and len(report.lines) == 1
-    assert report.lines[0].startswith(f"FAIL 1 of {len(model.weights)} weight tensors of "
-                                      f"{diverged} hold NaN or infinite values (e.g. ")
+    assert report.lines[0].startswith(
+        f"FAIL 1 of {len(model.weights)} weight tensors of "
+        f"{diverged} hold NaN or infinite values (e.g. "
+    )

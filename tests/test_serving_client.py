@@ -4,7 +4,6 @@ import json
 
 import numpy as np
 import pytest
-
 from serving_standins import GrpcStandIn, RestStandIn, ServedModel
 
 from electra_tf.commands import predict as predict_command
@@ -23,12 +22,14 @@ def served(serving_exports):
 
 def _assert_same(got, want):
     assert set(got) == set(want) == {"probabilities", "logits", "label_id", "label"}
-    np.testing.assert_allclose(np.asarray(got["probabilities"], np.float32),
-                               want["probabilities"], atol=1e-6)
+    np.testing.assert_allclose(
+        np.asarray(got["probabilities"], np.float32), want["probabilities"], atol=1e-6
+    )
     np.testing.assert_allclose(np.asarray(got["logits"], np.float32), want["logits"], atol=1e-6)
     assert np.asarray(got["label_id"]).tolist() == want["label_id"].tolist()
-    assert [v.decode() if isinstance(v, bytes) else str(v) for v in got["label"]] == \
-        [v.decode() for v in want["label"]]
+    assert [v.decode() if isinstance(v, bytes) else str(v) for v in got["label"]] == [
+        v.decode() for v in want["label"]
+    ]
 
 
 def test_rest_client(served):
@@ -43,12 +44,10 @@ def test_rest_client(served):
         _assert_same(client.predict({"text": TEXTS, "text_pair": PAIRS}), want)
         # Pinned version, row format, and bytes that are not UTF-8 (sent as b64).
         pinned = RestClient(server.url, "pair", version=1)
-        rows = pinned.predict_instances([{"text": t, "text_pair": p}
-                                         for t, p in zip(TEXTS, PAIRS)])
+        rows = pinned.predict_instances([{"text": t, "text_pair": p} for t, p in zip(TEXTS, PAIRS)])
         assert [r["label"] for r in rows] == [v.decode() for v in want["label"]]
         dirty = client.predict({"text": [b"the movie \xff was good"], "text_pair": [b"fun"]})
-        assert server.requests[-1]["inputs"]["text"][0] == {
-            "b64": "dGhlIG1vdmllIP8gd2FzIGdvb2Q="}
+        assert server.requests[-1]["inputs"]["text"][0] == {"b64": "dGhlIG1vdmllIP8gd2FzIGdvb2Q="}
         np.testing.assert_allclose(dirty["probabilities"], want["probabilities"][:1], atol=1e-6)
         # Errors come back per request with the server's message; the server keeps serving.
         with pytest.raises(ServingError, match="HTTP 400"):
@@ -58,8 +57,7 @@ def test_rest_client(served):
         with pytest.raises(ServingError, match="HTTP 404: Servable not found"):
             RestClient(server.url, "other").status()
         with pytest.raises(ServingError, match="HTTP 404"):
-            RestClient(server.url, "pair", version=7).predict({"text": ["a"],
-                                                               "text_pair": ["b"]})
+            RestClient(server.url, "pair", version=7).predict({"text": ["a"], "text_pair": ["b"]})
         _assert_same(client.predict({"text": TEXTS, "text_pair": PAIRS}), want)
         url = server.url
     with pytest.raises(ServingError, match="cannot connect"):
@@ -74,19 +72,34 @@ def test_grpc_client(served):
         status = client.status()["model_version_status"][0]
         assert status["state"] == "AVAILABLE" and status["version"] == "1"
         signature = client.metadata()["metadata"]["signature_def"]["signature_def"]
-        assert set(signature["serving_default"]["outputs"]) == {"probabilities", "logits",
-                                                               "label_id", "label"}
+        assert set(signature["serving_default"]["outputs"]) == {
+            "probabilities",
+            "logits",
+            "label_id",
+            "label",
+        }
         _assert_same(client.predict({"text": TEXTS, "text_pair": PAIRS}), want)
         ids = np.array([[2, 8, 3, 3]], np.int64)  # int64 in, int32 on the wire
         by_ids = GrpcClient(server.target, "pair", version=1).predict(
-            {"input_ids": ids, "input_mask": np.ones_like(ids),
-             "segment_ids": np.array([[0, 0, 0, 1]])}, "token_ids")
+            {
+                "input_ids": ids,
+                "input_mask": np.ones_like(ids),
+                "segment_ids": np.array([[0, 0, 0, 1]]),
+            },
+            "token_ids",
+        )
         assert by_ids["probabilities"].shape == (1, 2)
         with pytest.raises(ServingError, match="INVALID_ARGUMENT"):
             client.predict({"text": ["a", "b"], "text_pair": ["a"]})
         with pytest.raises(ServingError, match="(?s)INVALID_ARGUMENT: .*vocabulary size"):
-            client.predict({"input_ids": ids * 100, "input_mask": np.ones_like(ids),
-                            "segment_ids": np.zeros_like(ids)}, "token_ids")
+            client.predict(
+                {
+                    "input_ids": ids * 100,
+                    "input_mask": np.ones_like(ids),
+                    "segment_ids": np.zeros_like(ids),
+                },
+                "token_ids",
+            )
         with pytest.raises(ServingError, match="NOT_FOUND"):
             GrpcClient(server.target, "other").predict({"text": ["a"]})
         _assert_same(client.predict({"text": TEXTS, "text_pair": PAIRS}), want)
@@ -105,19 +118,26 @@ def test_predict_command_rest_grpc_and_local(served, serving_exports, tmp_path, 
     inputs = _write_inputs(tmp_path)
     want = local.predict({"text": TEXTS + [b"bad \xff bytes"], "text_pair": PAIRS + ["fun"]})
     with RestStandIn(model) as rest, GrpcStandIn(model) as grpc_server:
-        runs = {"rest": ["--server", rest.url, "--model_name", "pair"],
-                "grpc": ["--server", f"grpc://{grpc_server.target}", "--model_name", "pair"],
-                "local": ["--saved_model", serving_exports["pair"]]}
+        runs = {
+            "rest": ["--server", rest.url, "--model_name", "pair"],
+            "grpc": ["--server", f"grpc://{grpc_server.target}", "--model_name", "pair"],
+            "local": ["--saved_model", serving_exports["pair"]],
+        }
         for name, where in runs.items():
             output = tmp_path / f"{name}.jsonl"
-            assert predict_command.main(where + ["--input", str(inputs), "--output", str(output),
-                                         "--batch_size", "2"]) == 0
+            assert (
+                predict_command.main(
+                    where + ["--input", str(inputs), "--output", str(output), "--batch_size", "2"]
+                )
+                == 0
+            )
             rows = [json.loads(line) for line in output.read_text(encoding="utf-8").splitlines()]
             assert len(rows) == len(TEXTS) + 1
             assert rows[0]["text"] == TEXTS[0] and rows[0]["text_pair"] == PAIRS[0]
             assert rows[-1]["text"] == "bad \ufffd bytes"  # shown with a replacement character
-            np.testing.assert_allclose([r["probabilities"] for r in rows], want["probabilities"],
-                                       atol=1e-5)
+            np.testing.assert_allclose(
+                [r["probabilities"] for r in rows], want["probabilities"], atol=1e-5
+            )
             assert [r["label"] for r in rows] == [v.decode() for v in want["label"]]
         capsys.readouterr()
         assert predict_command.main(runs["grpc"] + ["--status"]) == 0
@@ -126,8 +146,10 @@ def test_predict_command_rest_grpc_and_local(served, serving_exports, tmp_path, 
         assert "token_ids" in shown["metadata"]["metadata"]["signature_def"]["signature_def"]
     assert predict_command.main(["--saved_model", str(tmp_path), "--input", str(inputs)]) == 2
     assert "no saved_model.pb" in capsys.readouterr().err
-    assert predict_command.main(["--server", "ftp://x", "--model_name", "m", "--input",
-                         str(inputs)]) == 2
+    assert (
+        predict_command.main(["--server", "ftp://x", "--model_name", "m", "--input", str(inputs)])
+        == 2
+    )
 
 
 def test_rejected_examples_are_isolated(tmp_path):

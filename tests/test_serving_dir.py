@@ -4,15 +4,21 @@ import os
 
 import pytest
 
-from electra_tf.artifacts.serving_dir import (STAGING_PREFIX, ExportLayoutError,
-                                              latest_version_dir, list_versions, next_version,
-                                              publish_version)
+from electra_tf.artifacts.serving_dir import (
+    STAGING_PREFIX,
+    ExportLayoutError,
+    latest_version_dir,
+    list_versions,
+    next_version,
+    publish_version,
+)
 
 
 def _write_marker(text):
     def write(staging):
         with open(os.path.join(staging, "saved_model.pb"), "w") as f:
             f.write(text)
+
     return write
 
 

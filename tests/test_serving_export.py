@@ -8,15 +8,15 @@ import sys
 import numpy as np
 import pytest
 import tensorflow as tf
-
 from serving_support import SERVING_VOCAB
 
 PROJECT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def _signature_io(function):
-    inputs = {k: (v.dtype, v.shape.as_list()) for k, v in
-              function.structured_input_signature[1].items()}
+    inputs = {
+        k: (v.dtype, v.shape.as_list()) for k, v in function.structured_input_signature[1].items()
+    }
     outputs = {k: (v.dtype, v.shape.as_list()) for k, v in function.structured_outputs.items()}
     return inputs, outputs
 
@@ -29,10 +29,15 @@ def test_classifier_signatures_dtypes_shapes_and_assets(serving_exports):
     text_in, text_out = _signature_io(loaded.signatures["serving_default"])
     ids_in, ids_out = _signature_io(loaded.signatures["token_ids"])
     assert text_in == {"text": (tf.string, [None]), "text_pair": (tf.string, [None])}
-    assert ids_in == {name: (tf.int32, [None, None])
-                      for name in ("input_ids", "input_mask", "segment_ids")}
-    expected = {"probabilities": (tf.float32, [None, 2]), "logits": (tf.float32, [None, 2]),
-                "label_id": (tf.int32, [None]), "label": (tf.string, [None])}
+    assert ids_in == {
+        name: (tf.int32, [None, None]) for name in ("input_ids", "input_mask", "segment_ids")
+    }
+    expected = {
+        "probabilities": (tf.float32, [None, 2]),
+        "logits": (tf.float32, [None, 2]),
+        "label_id": (tf.int32, [None]),
+        "label": (tf.string, [None]),
+    }
     assert text_out == expected and ids_out == expected
     assets = os.path.join(version_dir, "assets")
     with open(os.path.join(assets, "vocab.txt"), encoding="utf-8") as f:
@@ -53,13 +58,16 @@ def test_regression_signature_returns_scaled_scores(serving_exports):
     text_in, text_out = _signature_io(loaded.signatures["serving_default"])
     assert text_in == {"text": (tf.string, [None])}
     assert text_out == {"score": (tf.float32, [None])}
-    model, _ = load_finetuned(os.path.join(os.path.dirname(serving_exports["pair_trial"]),
-                                           "regression_trial"))
+    model, _ = load_finetuned(
+        os.path.join(os.path.dirname(serving_exports["pair_trial"]), "regression_trial")
+    )
     ids = np.array([[2, 8, 3]], np.int32)  # [CLS] the [SEP]
-    served = loaded.signatures["token_ids"](input_ids=ids, input_mask=np.ones_like(ids),
-                                            segment_ids=np.zeros_like(ids))["score"].numpy()
-    keras_out = model({"input_ids": ids, "input_mask": np.ones_like(ids),
-                       "segment_ids": np.zeros_like(ids)}).numpy()
+    served = loaded.signatures["token_ids"](
+        input_ids=ids, input_mask=np.ones_like(ids), segment_ids=np.zeros_like(ids)
+    )["score"].numpy()
+    keras_out = model(
+        {"input_ids": ids, "input_mask": np.ones_like(ids), "segment_ids": np.zeros_like(ids)}
+    ).numpy()
     np.testing.assert_allclose(served, keras_out * 5.0, atol=1e-5)
     assert served.shape == (1,)
 
@@ -71,8 +79,9 @@ def test_bad_text_inputs_are_defined(serving_exports):
 
     def by_ids(ids, segments):
         ids = np.array([ids], np.int32)
-        return ids_fn(input_ids=ids, input_mask=np.ones_like(ids),
-                      segment_ids=np.array([segments], np.int32))["probabilities"].numpy()
+        return ids_fn(
+            input_ids=ids, input_mask=np.ones_like(ids), segment_ids=np.array([segments], np.int32)
+        )["probabilities"].numpy()
 
     # Empty texts: scored as "[CLS] [SEP] [SEP]".
     empty = serve(text=tf.constant([""]), text_pair=tf.constant([""]))["probabilities"].numpy()
@@ -86,11 +95,14 @@ def test_bad_text_inputs_are_defined(serving_exports):
     cut = serve(text=long_text, text_pair=tf.constant(["fun"]))["probabilities"].numpy()
     vocab = {t: i for i, t in enumerate(SERVING_VOCAB)}
     pieces = [vocab[w] for w in ("the movie was good " * 4).split()][:12]
-    np.testing.assert_allclose(cut, by_ids([2] + pieces + [3, vocab["fun"], 3],
-                                           [0] * 14 + [1, 1]), atol=1e-6)
+    np.testing.assert_allclose(
+        cut, by_ids([2] + pieces + [3, vocab["fun"], 3], [0] * 14 + [1, 1]), atol=1e-6
+    )
     # Wrong dtype, rank or batch pairing: a per-request error.
-    for inputs in ({"text": tf.constant([[b"a"]]), "text_pair": tf.constant([[b"b"]])},
-                   {"text": tf.constant(["a", "b"]), "text_pair": tf.constant(["a"])}):
+    for inputs in (
+        {"text": tf.constant([[b"a"]]), "text_pair": tf.constant([[b"b"]])},
+        {"text": tf.constant(["a", "b"]), "text_pair": tf.constant(["a"])},
+    ):
         with pytest.raises(tf.errors.InvalidArgumentError):
             serve(**inputs)
     with pytest.raises((tf.errors.InvalidArgumentError, TypeError, ValueError)):
@@ -105,14 +117,18 @@ def test_empty_batches_answer_empty_outputs_in_every_signature(serving_exports):
     for name, texts in (("pair", ("text", "text_pair")), ("regression", ("text",))):
         loaded = tf.saved_model.load(serving_exports[name])
         out = loaded.signatures["serving_default"](
-            **{key: tf.constant([], tf.string) for key in texts})
+            **{key: tf.constant([], tf.string) for key in texts}
+        )
         assert {k: v.shape.as_list() for k, v in out.items()} == (
             {"probabilities": [0, 2], "logits": [0, 2], "label_id": [0], "label": [0]}
-            if name == "pair" else {"score": [0]})
+            if name == "pair"
+            else {"score": [0]}
+        )
         for length in (0, 3):  # clients padding to the longest example send [0, 0]
             empty = tf.zeros([0, length], tf.int32)
-            ids_out = loaded.signatures["token_ids"](input_ids=empty, input_mask=empty,
-                                                     segment_ids=empty)
+            ids_out = loaded.signatures["token_ids"](
+                input_ids=empty, input_mask=empty, segment_ids=empty
+            )
             assert all(v.shape[0] == 0 for v in ids_out.values())
         # A row without even [CLS] is an error, not an answer.
         none = tf.zeros([2, 0], tf.int32)
@@ -134,37 +150,54 @@ def test_a_model_that_is_not_finite_is_not_exported(serving_exports, tmp_path):
 
 def _run(*args):
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
-    return subprocess.run([sys.executable, "-m", "electra_tf.commands.export", *args],
-                          cwd=PROJECT, env=env, capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "electra_tf.commands.export", *args],
+        cwd=PROJECT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def test_export_command_from_pretraining_run(serving_exports, tmp_path):
     """The standalone command on a pre-training run: replaced-token probabilities."""
     base = tmp_path / "served"
-    result = _run("--checkpoint", serving_exports["pretrained"], "--export_base", str(base),
-                  "--model_name", "rtd")
+    result = _run(
+        "--checkpoint",
+        serving_exports["pretrained"],
+        "--export_base",
+        str(base),
+        "--model_name",
+        "rtd",
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     version_dir = result.stdout.strip().splitlines()[-1]
     assert version_dir == str(base / "rtd" / "1")
     loaded = tf.saved_model.load(version_dir)
     text_in, text_out = _signature_io(loaded.signatures["serving_default"])
     assert text_in == {"text": (tf.string, [None])}
-    assert text_out == {"replaced_probability": (tf.float32, [None, None]),
-                        "logits": (tf.float32, [None, None]),
-                        "tokens": (tf.string, [None, None]),
-                        "input_ids": (tf.int32, [None, None]),
-                        "input_mask": (tf.int32, [None, None])}
+    assert text_out == {
+        "replaced_probability": (tf.float32, [None, None]),
+        "logits": (tf.float32, [None, None]),
+        "tokens": (tf.string, [None, None]),
+        "input_ids": (tf.int32, [None, None]),
+        "input_mask": (tf.int32, [None, None]),
+    }
     out = loaded.signatures["serving_default"](text=tf.constant(["The movie", "a " * 100]))
     assert out["tokens"].numpy()[0, :4].tolist() == [b"[CLS]", b"the", b"movie", b"[SEP]"]
     assert out["tokens"].shape == (2, 24)  # the run's max_seq_length
     probability = out["replaced_probability"].numpy()
-    assert (probability[0, 4:] == 0).all() and ((probability[0, :4] > 0) &
-                                                (probability[0, :4] < 1)).all()
-    np.testing.assert_allclose(probability, tf.sigmoid(out["logits"]).numpy()
-                               * out["input_mask"].numpy(), atol=1e-6)
+    assert (probability[0, 4:] == 0).all() and (
+        (probability[0, :4] > 0) & (probability[0, :4] < 1)
+    ).all()
+    np.testing.assert_allclose(
+        probability, tf.sigmoid(out["logits"]).numpy() * out["input_mask"].numpy(), atol=1e-6
+    )
 
     # Errors name the flag; nothing is created for a bad checkpoint.
-    missing = _run("--checkpoint", str(tmp_path / "nope"), "--export_base", str(base),
-                   "--model_name", "rtd")
+    missing = _run(
+        "--checkpoint", str(tmp_path / "nope"), "--export_base", str(base), "--model_name", "rtd"
+    )
     assert missing.returncode == 2 and "--checkpoint" in missing.stderr
     assert sorted(os.listdir(base / "rtd")) == ["1"]

@@ -10,9 +10,16 @@ from electra_tf.serving import forward
 
 
 def _classifier(regression=False, attention_direction="bidirectional", embedding_size=16):
-    encoder = ElectraEncoder(vocab_size=50, hidden_size=32, num_layers=3, num_heads=4,
-                             intermediate_size=64, embedding_size=embedding_size,
-                             max_position_embeddings=24, attention_direction=attention_direction)
+    encoder = ElectraEncoder(
+        vocab_size=50,
+        hidden_size=32,
+        num_layers=3,
+        num_heads=4,
+        intermediate_size=64,
+        embedding_size=embedding_size,
+        max_position_embeddings=24,
+        attention_direction=attention_direction,
+    )
     model = build_classifier(encoder, 1 if regression else 3, regression, seed=0)
     # Non-zero biases and LayerNorm offsets, so that every weight is exercised.
     rng = np.random.default_rng(0)
@@ -29,8 +36,11 @@ def _inputs():
     mask[2, 2:] = 0
     segments = np.zeros_like(ids)
     segments[0, 5:] = 1
-    return {"input_ids": tf.constant(ids), "input_mask": tf.constant(mask),
-            "segment_ids": tf.constant(segments)}
+    return {
+        "input_ids": tf.constant(ids),
+        "input_mask": tf.constant(mask),
+        "segment_ids": tf.constant(segments),
+    }
 
 
 @pytest.mark.parametrize("regression,embedding_size", [(False, 16), (True, 32)])
@@ -74,9 +84,19 @@ def test_models_outside_the_lean_forward_are_refused_or_exported_with_keras(tmp_
         ClassifierServing(model, tokenizer, 16, False, ["a", "b", "c"], forward="lean")
     with pytest.raises(ValueError, match="forward='fast'"):
         ClassifierServing(model, tokenizer, 16, False, ["a", "b", "c"], forward="fast")
-    info = {"task": {"name": "toy", "task_type": "classification", "label_names": ["a", "b", "c"],
-                     "metrics": ["accuracy"], "glue_score_metric": "accuracy", "is_pair": False},
-            "max_seq_length": 16, "do_lower_case": True, "strip_accents": True}
+    info = {
+        "task": {
+            "name": "toy",
+            "task_type": "classification",
+            "label_names": ["a", "b", "c"],
+            "metrics": ["accuracy"],
+            "glue_score_metric": "accuracy",
+            "is_pair": False,
+        },
+        "max_seq_length": 16,
+        "do_lower_case": True,
+        "strip_accents": True,
+    }
     version = export_classifier(model, info, str(vocab_file), str(tmp_path / "export"), "toy")
     assert read_serving_config(version)["forward"] == "keras"
 
@@ -90,18 +110,31 @@ def test_lean_and_keras_exports_answer_alike(tmp_path):
     model = _classifier()
     vocab_file = tmp_path / "vocab.txt"
     vocab_file.write_text("\n".join(VOCAB) + "\n")
-    info = {"task": {"name": "toy", "task_type": "classification", "label_names": ["a", "b", "c"],
-                     "metrics": ["accuracy"], "glue_score_metric": "accuracy", "is_pair": False},
-            "max_seq_length": 16, "do_lower_case": True, "strip_accents": True}
+    info = {
+        "task": {
+            "name": "toy",
+            "task_type": "classification",
+            "label_names": ["a", "b", "c"],
+            "metrics": ["accuracy"],
+            "glue_score_metric": "accuracy",
+            "is_pair": False,
+        },
+        "max_seq_length": 16,
+        "do_lower_case": True,
+        "strip_accents": True,
+    }
     lean = export_classifier(model, info, str(vocab_file), str(tmp_path / "export"), "toy")
-    keras_ = export_classifier(model, info, str(vocab_file), str(tmp_path / "export"), "toy",
-                               forward="keras")
+    keras_ = export_classifier(
+        model, info, str(vocab_file), str(tmp_path / "export"), "toy", forward="keras"
+    )
     assert [read_serving_config(v)["forward"] for v in (lean, keras_)] == ["lean", "keras"]
     texts = tf.constant([VOCAB[7], " ".join(VOCAB[5:20]), ""])
-    answers = [tf.saved_model.load(v).signatures["serving_default"](text=texts)
-               for v in (lean, keras_)]
-    np.testing.assert_allclose(answers[0]["probabilities"].numpy(),
-                               answers[1]["probabilities"].numpy(), atol=1e-5, rtol=0)
+    answers = [
+        tf.saved_model.load(v).signatures["serving_default"](text=texts) for v in (lean, keras_)
+    ]
+    np.testing.assert_allclose(
+        answers[0]["probabilities"].numpy(), answers[1]["probabilities"].numpy(), atol=1e-5, rtol=0
+    )
     np.testing.assert_array_equal(answers[0]["label"].numpy(), answers[1]["label"].numpy())
     expected = model(_inputs(), training=False).numpy()
     got = tf.saved_model.load(lean).signatures["token_ids"](**_inputs())["logits"].numpy()
@@ -109,6 +142,13 @@ def test_lean_and_keras_exports_answer_alike(tmp_path):
 
 
 def test_an_encoder_without_layers_is_left_to_the_keras_forward():
-    encoder = ElectraEncoder(vocab_size=50, hidden_size=32, num_layers=0, num_heads=4,
-                             intermediate_size=64, embedding_size=32, max_position_embeddings=24)
+    encoder = ElectraEncoder(
+        vocab_size=50,
+        hidden_size=32,
+        num_layers=0,
+        num_heads=4,
+        intermediate_size=64,
+        embedding_size=32,
+        max_position_embeddings=24,
+    )
     assert not forward.supports(build_classifier(encoder, 2, False, seed=0))

@@ -9,7 +9,6 @@ import sys
 import numpy as np
 import pytest
 import tensorflow as tf
-
 from serving_support import make_serving_pretrained_dir
 
 PROJECT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -39,11 +38,22 @@ def _make_trial(directory, pretrained, version, seed):
     # Near-equal logits (the init's 0.02) would make the best span a near-tie.
     for variable in model.task_head.weights:
         variable.assign(rng.normal(0, 0.3, variable.shape).astype(np.float32))
-    save_finetuned(model, directory, {
-        "kind": "question_answering", "squad_version": version,
-        "max_seq_length": MAX_SEQ_LENGTH, "doc_stride": 8, "max_query_length": MAX_QUERY_LENGTH,
-        "max_answer_length": MAX_ANSWER_LENGTH, "null_score_threshold": THRESHOLD,
-        "do_lower_case": True, "strip_accents": True}, os.path.join(pretrained, "vocab.txt"))
+    save_finetuned(
+        model,
+        directory,
+        {
+            "kind": "question_answering",
+            "squad_version": version,
+            "max_seq_length": MAX_SEQ_LENGTH,
+            "doc_stride": 8,
+            "max_query_length": MAX_QUERY_LENGTH,
+            "max_answer_length": MAX_ANSWER_LENGTH,
+            "null_score_threshold": THRESHOLD,
+            "do_lower_case": True,
+            "strip_accents": True,
+        },
+        os.path.join(pretrained, "vocab.txt"),
+    )
     return directory
 
 
@@ -58,17 +68,29 @@ def qa_exports(tmp_path_factory):
     run = root / "squad_run"
     v2 = _make_trial(str(run / "trial_1"), pretrained, "2.0", seed=4)
     with open(run / "results.json", "w", encoding="utf-8") as f:
-        json.dump({"task": "squad", "trials": [{"trial": 0, "scores": {"f1": 90.0}},
-                                               {"trial": 1, "scores": {"f1": 50.0}}]}, f)
+        json.dump(
+            {
+                "task": "squad",
+                "trials": [
+                    {"trial": 0, "scores": {"f1": 90.0}},
+                    {"trial": 1, "scores": {"f1": 50.0}},
+                ],
+            },
+            f,
+        )
     base = str(root / "export")
-    return {"v1_trial": v1, "v2_trial": v2,
-            "v1": export_checkpoint(v1, base, "squad11"),
-            "v2": export_checkpoint(str(run), base, "squad20")}
+    return {
+        "v1_trial": v1,
+        "v2_trial": v2,
+        "v1": export_checkpoint(v1, base, "squad11"),
+        "v2": export_checkpoint(str(run), base, "squad20"),
+    }
 
 
 def _io(function):
-    inputs = {k: (v.dtype, v.shape.as_list()) for k, v in
-              function.structured_input_signature[1].items()}
+    inputs = {
+        k: (v.dtype, v.shape.as_list()) for k, v in function.structured_input_signature[1].items()
+    }
     outputs = {k: (v.dtype, v.shape.as_list()) for k, v in function.structured_outputs.items()}
     return inputs, outputs
 
@@ -84,13 +106,19 @@ def _python_answers(trial_dir, pairs):
     model, info = load_finetuned(trial_dir)
     tokenizer = WordPieceTokenizer(os.path.join(trial_dir, "vocab.txt"), True, True)
     examples = [QAExample(str(i), q, c, []) for i, (q, c) in enumerate(pairs)]
-    features = first_windows(squad_features.convert_examples(
-        examples, tokenizer, MAX_SEQ_LENGTH, 8, MAX_QUERY_LENGTH))
+    features = first_windows(
+        squad_features.convert_examples(examples, tokenizer, MAX_SEQ_LENGTH, 8, MAX_QUERY_LENGTH)
+    )
     outputs = {k: np.asarray(v) for k, v in model(features.inputs()).items()}
     predictions, null_odds, nbest = squad_decoding.decode(
-        examples, features, outputs, max_answer_length=MAX_ANSWER_LENGTH)
-    return ([predictions[e.qas_id] for e in examples], [nbest[e.qas_id] for e in examples],
-            [null_odds[e.qas_id] for e in examples], features)
+        examples, features, outputs, max_answer_length=MAX_ANSWER_LENGTH
+    )
+    return (
+        [predictions[e.qas_id] for e in examples],
+        [nbest[e.qas_id] for e in examples],
+        [null_odds[e.qas_id] for e in examples],
+        features,
+    )
 
 
 def test_signatures_dtypes_shapes_and_config(qa_exports):
@@ -100,29 +128,36 @@ def test_signatures_dtypes_shapes_and_config(qa_exports):
         text_in, text_out = _io(loaded.signatures["serving_default"])
         ids_in, ids_out = _io(loaded.signatures["token_ids"])
         assert text_in == {"question": (tf.string, [None]), "context": (tf.string, [None])}
-        expected = {"answer_text": (tf.string, [None]), "score": (tf.float32, [None]),
-                    **{k: (tf.int32, [None]) for k in ("start_char", "end_char", "start_byte",
-                                                       "end_byte")}}
-        expected_ids = {"start_logits": (tf.float32, [None, None]),
-                        "start_top_index": (tf.int32, [None, None]),
-                        "start_top_log_probs": (tf.float32, [None, None]),
-                        "end_logits": (tf.float32, [None, None, None]),
-                        "end_top_index": (tf.int32, [None, None, None]),
-                        "end_top_log_probs": (tf.float32, [None, None, None])}
+        expected = {
+            "answer_text": (tf.string, [None]),
+            "score": (tf.float32, [None]),
+            **{k: (tf.int32, [None]) for k in ("start_char", "end_char", "start_byte", "end_byte")},
+        }
+        expected_ids = {
+            "start_logits": (tf.float32, [None, None]),
+            "start_top_index": (tf.int32, [None, None]),
+            "start_top_log_probs": (tf.float32, [None, None]),
+            "end_logits": (tf.float32, [None, None, None]),
+            "end_top_index": (tf.int32, [None, None, None]),
+            "end_top_log_probs": (tf.float32, [None, None, None]),
+        }
         if kind == "v2":
             expected.update(no_answer_score=(tf.float32, [None]), has_answer=(tf.bool, [None]))
             expected_ids["answerable_logit"] = (tf.float32, [None])
         assert text_out == expected
-        assert ids_in == {n: (tf.int32, [None, None])
-                          for n in ("input_ids", "input_mask", "segment_ids")}
+        assert ids_in == {
+            n: (tf.int32, [None, None]) for n in ("input_ids", "input_mask", "segment_ids")
+        }
         assert ids_out == expected_ids
         with open(os.path.join(qa_exports[kind], "assets", "serving_config.json")) as f:
             config = json.load(f)
         assert config["kind"] == "question_answering"
         assert config["version_2"] == (kind == "v2")
-        assert (config["max_seq_length"], config["max_query_length"],
-                config["max_answer_length"]) == (MAX_SEQ_LENGTH, MAX_QUERY_LENGTH,
-                                                 MAX_ANSWER_LENGTH)
+        assert (
+            config["max_seq_length"],
+            config["max_query_length"],
+            config["max_answer_length"],
+        ) == (MAX_SEQ_LENGTH, MAX_QUERY_LENGTH, MAX_ANSWER_LENGTH)
         assert os.path.isfile(os.path.join(qa_exports[kind], "assets.extra", "model.json"))
 
 
@@ -130,16 +165,17 @@ def test_signatures_dtypes_shapes_and_config(qa_exports):
 def test_raw_text_answers_equal_the_python_decoding(qa_exports, kind):
     loaded = tf.saved_model.load(qa_exports[kind])
     served = loaded.signatures["serving_default"](
-        question=tf.constant([q for q, _ in PAIRS]), context=tf.constant([c for _, c in PAIRS]))
+        question=tf.constant([q for q, _ in PAIRS]), context=tf.constant([c for _, c in PAIRS])
+    )
     served = {k: v.numpy() for k, v in served.items()}
     predictions, nbest, null_odds, _ = _python_answers(qa_exports[f"{kind}_trial"], PAIRS)
     for i, (_, context) in enumerate(PAIRS):
         best = nbest[i][0]
         text = served["answer_text"][i].decode()
-        assert text == predictions[i] == context[best["start"]:best["end"]]
+        assert text == predictions[i] == context[best["start"] : best["end"]]
         assert (served["start_char"][i], served["end_char"][i]) == (best["start"], best["end"])
         raw = context.encode()
-        assert raw[served["start_byte"][i]:served["end_byte"][i]] == text.encode()
+        assert raw[served["start_byte"][i] : served["end_byte"][i]] == text.encode()
         np.testing.assert_allclose(served["score"][i], best["score"], atol=1e-4)
     if kind == "v2":
         np.testing.assert_allclose(served["no_answer_score"], null_odds, atol=1e-5)
@@ -155,19 +191,21 @@ def test_token_id_signature_equals_the_keras_model(qa_exports):
     model, _ = load_finetuned(qa_exports["v2_trial"])
     expected = {k: np.asarray(v) for k, v in model(features.inputs()).items()}
     loaded = tf.saved_model.load(qa_exports["v2"])
-    served = loaded.signatures["token_ids"](**{k: tf.constant(v) for k, v in
-                                               features.inputs().items()})
+    served = loaded.signatures["token_ids"](
+        **{k: tf.constant(v) for k, v in features.inputs().items()}
+    )
     for name, value in expected.items():
         # rtol: the -1000 at masked positions differs by float32 ulps.
-        np.testing.assert_allclose(served[name].numpy(), value, rtol=1e-6, atol=1e-5,
-                                   err_msg=name)
+        np.testing.assert_allclose(served[name].numpy(), value, rtol=1e-6, atol=1e-5, err_msg=name)
     assert served["start_logits"].shape == (2, MAX_SEQ_LENGTH)
 
 
 def test_empty_and_invalid_inputs_do_not_crash(qa_exports):
     serve = tf.saved_model.load(qa_exports["v2"]).signatures["serving_default"]
-    out = serve(question=tf.constant(["", "movie", b"bad \xff\xfe", "movie"]),
-                context=tf.constant(["the movie", "", b"the \xc3 movie \xff was", b"\xff\xfe"]))
+    out = serve(
+        question=tf.constant(["", "movie", b"bad \xff\xfe", "movie"]),
+        context=tf.constant(["the movie", "", b"the \xc3 movie \xff was", b"\xff\xfe"]),
+    )
     out = {k: v.numpy() for k, v in out.items()}
     # An empty context has no span.
     assert out["answer_text"][1] == b"" and out["start_char"][1] == -1
@@ -185,15 +223,17 @@ def test_empty_and_invalid_inputs_do_not_crash(qa_exports):
 @pytest.mark.parametrize("version", ["v1", "v2"])
 def test_empty_batches_answer_empty_outputs(qa_exports, version):
     loaded = tf.saved_model.load(qa_exports[version])
-    out = loaded.signatures["serving_default"](question=tf.constant([], tf.string),
-                                               context=tf.constant([], tf.string))
+    out = loaded.signatures["serving_default"](
+        question=tf.constant([], tf.string), context=tf.constant([], tf.string)
+    )
     names = {"answer_text", "start_char", "end_char", "start_byte", "end_byte", "score"}
     assert set(out) == names | ({"no_answer_score", "has_answer"} if version == "v2" else set())
     assert all(v.shape.as_list() == [0] for v in out.values())
     for length in (0, 5):
         empty = tf.zeros([0, length], tf.int32)
-        ids_out = loaded.signatures["token_ids"](input_ids=empty, input_mask=empty,
-                                                 segment_ids=empty)
+        ids_out = loaded.signatures["token_ids"](
+            input_ids=empty, input_mask=empty, segment_ids=empty
+        )
         assert all(v.shape[0] == 0 for v in ids_out.values())
 
 
@@ -218,8 +258,14 @@ def test_check_passes_and_catches_tampered_weights(qa_exports, tmp_path):
     model.task_head.start_kernel.assign(-model.task_head.start_kernel)
     save_finetuned(model, extra, info)
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
-    result = subprocess.run([sys.executable, "-m", "electra_tf.commands.check_export", tampered],
-                            cwd=PROJECT, env=env, capture_output=True, text=True, timeout=600)
+    result = subprocess.run(
+        [sys.executable, "-m", "electra_tf.commands.check_export", tampered],
+        cwd=PROJECT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert result.returncode == 1, result.stdout[-3000:] + result.stderr[-2000:]
     assert "FAIL token_ids" in result.stdout and result.stdout.rstrip().endswith("FAILED")
 
@@ -232,8 +278,12 @@ def test_predict_command_reads_question_context_lines(qa_exports, tmp_path):
         for question, context in PAIRS[:2]:
             f.write(json.dumps({"question": question, "context": context}) + "\n")
     output = tmp_path / "answers.jsonl"
-    assert predict_command.main(["--saved_model", qa_exports["v1"], "--input", str(source),
-                         "--output", str(output)]) == 0
+    assert (
+        predict_command.main(
+            ["--saved_model", qa_exports["v1"], "--input", str(source), "--output", str(output)]
+        )
+        == 0
+    )
     with open(output, encoding="utf-8") as f:
         rows = [json.loads(line) for line in f]
     predictions, _, _, _ = _python_answers(qa_exports["v1_trial"], PAIRS[:2])

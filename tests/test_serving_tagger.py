@@ -6,13 +6,18 @@ import os
 import numpy as np
 import pytest
 import tensorflow as tf
-
 from serving_support import make_serving_pretrained_dir
 
 MAX_SEQ_LENGTH = 10
 TAGS = ["O", "B-PER", "I-PER", "B-LOC"]
-TEXTS = ["The movie was very good .", "한국어 문장도 中文 fun", "cafe\u00a0creme\tthe\nplot",
-         "", "  ", " ".join(["movie"] * 12)]  # the last one is longer than the model sees
+TEXTS = [
+    "The movie was very good .",
+    "한국어 문장도 中文 fun",
+    "cafe\u00a0creme\tthe\nplot",
+    "",
+    "  ",
+    " ".join(["movie"] * 12),
+]  # the last one is longer than the model sees
 
 
 @pytest.fixture(scope="module")
@@ -30,12 +35,22 @@ def tagger_export(tmp_path_factory):
     # A wide head, so that the tags differ from word to word.
     for variable in model.task_head.weights:
         variable.assign(rng.normal(0, 1.0, variable.shape).astype(np.float32))
-    definition = TaggingDefinition("toyner", TAGS, "prefix",
-                                   ("precision", "recall", "f1", "accuracy"), "f1")
+    definition = TaggingDefinition(
+        "toyner", TAGS, "prefix", ("precision", "recall", "f1", "accuracy"), "f1"
+    )
     trial = str(root / "trial_0")
-    save_finetuned(model, trial, {"kind": "tagger", "task": definition.to_dict(),
-                                  "max_seq_length": MAX_SEQ_LENGTH, "do_lower_case": True,
-                                  "strip_accents": True}, os.path.join(pretrained, "vocab.txt"))
+    save_finetuned(
+        model,
+        trial,
+        {
+            "kind": "tagger",
+            "task": definition.to_dict(),
+            "max_seq_length": MAX_SEQ_LENGTH,
+            "do_lower_case": True,
+            "strip_accents": True,
+        },
+        os.path.join(pretrained, "vocab.txt"),
+    )
     return {"trial": trial, "version": export_checkpoint(trial, str(root / "export"), "ner")}
 
 
@@ -51,21 +66,32 @@ def test_signatures_dtypes_shapes_and_config(tagger_export):
 
     def io(name):
         function = loaded.signatures[name]
-        return ({k: (v.dtype, v.shape.as_list())
-                 for k, v in function.structured_input_signature[1].items()},
-                {k: (v.dtype, v.shape.as_list()) for k, v in function.structured_outputs.items()})
+        return (
+            {
+                k: (v.dtype, v.shape.as_list())
+                for k, v in function.structured_input_signature[1].items()
+            },
+            {k: (v.dtype, v.shape.as_list()) for k, v in function.structured_outputs.items()},
+        )
 
-    per_word = {"words": (tf.string, [None, None]), "tags": (tf.string, [None, None]),
-                "tag_ids": (tf.int32, [None, None]),
-                "probabilities": (tf.float32, [None, None, len(TAGS)]),
-                "num_words": (tf.int32, [None])}
+    per_word = {
+        "words": (tf.string, [None, None]),
+        "tags": (tf.string, [None, None]),
+        "tag_ids": (tf.int32, [None, None]),
+        "probabilities": (tf.float32, [None, None, len(TAGS)]),
+        "num_words": (tf.int32, [None]),
+    }
     assert io("serving_default") == ({"text": (tf.string, [None])}, per_word)
-    assert io("words") == ({"words": (tf.string, [None, None]),
-                            "num_words": (tf.int32, [None])}, per_word)
-    assert io("token_ids")[1] == {"logits": (tf.float32, [None, None, len(TAGS)]),
-                                  "probabilities": (tf.float32, [None, None, len(TAGS)]),
-                                  "tag_ids": (tf.int32, [None, None]),
-                                  "tags": (tf.string, [None, None])}
+    assert io("words") == (
+        {"words": (tf.string, [None, None]), "num_words": (tf.int32, [None])},
+        per_word,
+    )
+    assert io("token_ids")[1] == {
+        "logits": (tf.float32, [None, None, len(TAGS)]),
+        "probabilities": (tf.float32, [None, None, len(TAGS)]),
+        "tag_ids": (tf.int32, [None, None]),
+        "tags": (tf.string, [None, None]),
+    }
     assets = os.path.join(tagger_export["version"], "assets")
     with open(os.path.join(assets, "serving_config.json"), encoding="utf-8") as f:
         config = json.load(f)
@@ -79,8 +105,14 @@ def test_graph_splits_words_as_python_does():
     from electra_tf.finetuning.tagging_data import split_words
     from electra_tf.serving.tagger import split_text
 
-    texts = ["지미 카터는  조지아주에서\t태어났다.", "中文abc句子 カタカナ\U00020000x",
-             "a\u00a0b\u3000c\u2028d\x0be\x0cf\rg\u200bh\u2009i", "", " \n ", "naïve café"]
+    texts = [
+        "지미 카터는  조지아주에서\t태어났다.",
+        "中文abc句子 カタカナ\U00020000x",
+        "a\u00a0b\u3000c\u2028d\x0be\x0cf\rg\u200bh\u2009i",
+        "",
+        " \n ",
+        "naïve café",
+    ]
     got = split_text(tf.constant(texts)).to_list()
     assert [[w.decode() for w in row] for row in got] == [split_words(t) for t in texts]
     # Invalid UTF-8 bytes are dropped before splitting, as the tokenizer drops them.
@@ -93,8 +125,10 @@ def test_tags_equal_the_python_path(tagger_export):
 
     reference = _reference(tagger_export["version"])
     loaded = tf.saved_model.load(tagger_export["version"])
-    served = {k: v.numpy() for k, v in
-              loaded.signatures["serving_default"](text=tf.constant(TEXTS)).items()}
+    served = {
+        k: v.numpy()
+        for k, v in loaded.signatures["serving_default"](text=tf.constant(TEXTS)).items()
+    }
     expected, inputs = python_tags(reference, [split_words(t) for t in TEXTS])
     for name, value in expected.items():
         if value.dtype.kind == "f":
@@ -104,13 +138,14 @@ def test_tags_equal_the_python_path(tagger_export):
     assert list(served["num_words"]) == [6, 5, 4, 0, 0, 12]
     # Words the model sees vary in tag; the words past the limit are O with no probabilities.
     assert len(set(served["tags"][0])) > 1
-    assert list(served["tags"][5][MAX_SEQ_LENGTH - 2:]) == [b"O"] * 4
-    assert not served["probabilities"][5, MAX_SEQ_LENGTH - 2:].any()
+    assert list(served["tags"][5][MAX_SEQ_LENGTH - 2 :]) == [b"O"] * 4
+    assert not served["probabilities"][5, MAX_SEQ_LENGTH - 2 :].any()
     assert list(served["tag_ids"][3]) == [-1] * 12 and list(served["tags"][3]) == [b""] * 12
     # The given-words signature agrees with the raw-text one on the same words.
     words = served["words"]
-    by_words = loaded.signatures["words"](words=tf.constant(words),
-                                          num_words=tf.constant(served["num_words"]))
+    by_words = loaded.signatures["words"](
+        words=tf.constant(words), num_words=tf.constant(served["num_words"])
+    )
     np.testing.assert_array_equal(by_words["tags"].numpy(), served["tags"])
     # Token ids: per position; at first pieces the same tags.
     by_ids = loaded.signatures["token_ids"](**{k: tf.constant(v) for k, v in inputs.items()})
@@ -121,10 +156,15 @@ def test_empty_batches_give_empty_outputs(tagger_export):
     loaded = tf.saved_model.load(tagger_export["version"])
     out = loaded.signatures["serving_default"](text=tf.zeros([0], tf.string))
     assert {k: tuple(v.shape) for k, v in out.items()} == {
-        "words": (0, 0), "tags": (0, 0), "tag_ids": (0, 0), "probabilities": (0, 0, len(TAGS)),
-        "num_words": (0,)}
-    out = loaded.signatures["words"](words=tf.zeros([0, 0], tf.string),
-                                     num_words=tf.zeros([0], tf.int32))
+        "words": (0, 0),
+        "tags": (0, 0),
+        "tag_ids": (0, 0),
+        "probabilities": (0, 0, len(TAGS)),
+        "num_words": (0,),
+    }
+    out = loaded.signatures["words"](
+        words=tf.zeros([0, 0], tf.string), num_words=tf.zeros([0], tf.int32)
+    )
     assert out["tags"].shape == (0, 0)
     empty = tf.zeros([0, 0], tf.int32)
     out = loaded.signatures["token_ids"](input_ids=empty, input_mask=empty, segment_ids=empty)
@@ -149,8 +189,19 @@ def test_predict_command_gives_one_tag_per_word(tagger_export, tmp_path):
     source = tmp_path / "texts.txt"
     source.write_text("The movie was good\n한국어 문장도\n\n", encoding="utf-8")
     output = tmp_path / "tags.jsonl"
-    assert predict_command.main(["--saved_model", tagger_export["version"], "--input", str(source),
-                         "--output", str(output)]) == 0
+    assert (
+        predict_command.main(
+            [
+                "--saved_model",
+                tagger_export["version"],
+                "--input",
+                str(source),
+                "--output",
+                str(output),
+            ]
+        )
+        == 0
+    )
     with open(output, encoding="utf-8") as f:
         rows = [json.loads(line) for line in f]
     assert [r["words"] for r in rows] == [["The", "movie", "was", "good"], ["한국어", "문장도"], []]

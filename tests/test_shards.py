@@ -10,8 +10,14 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from electra_tf.data import (example_encoding, shard_build, shard_layout, shard_verification,
-                             shard_writer, text_input)
+from electra_tf.data import (
+    example_encoding,
+    shard_build,
+    shard_layout,
+    shard_verification,
+    shard_writer,
+    text_input,
+)
 from electra_tf.data.example_packing import ExampleBuilder
 from electra_tf.data.shard_layout import ShardError
 
@@ -36,7 +42,7 @@ def ids_of(words):
 
 def line_of(first, count):
     """Text line of `count` distinct words w<first>..w<first+count-1>."""
-    return " ".join(WORDS[first:first + count])
+    return " ".join(WORDS[first : first + count])
 
 
 def read_examples(output_dir, max_seq_length):
@@ -44,8 +50,10 @@ def read_examples(output_dir, max_seq_length):
 
     FixedLenFeature parsing fails unless every feature is int64 of length L.
     """
-    spec = {name: tf.io.FixedLenFeature([max_seq_length], tf.int64)
-            for name in ("input_ids", "input_mask", "segment_ids")}
+    spec = {
+        name: tf.io.FixedLenFeature([max_seq_length], tf.int64)
+        for name in ("input_ids", "input_mask", "segment_ids")
+    }
     dataset = tf.data.TFRecordDataset(shard_layout.shard_paths(output_dir)).batch(4096)
     out = []
     for batch in dataset.map(lambda records: tf.io.parse_example(records, spec)):
@@ -62,7 +70,7 @@ def segments_of(example):
     n = int(example["input_mask"].sum())
     first_sep = ids.index(SEP)
     a = ids[1:first_sep]
-    b = ids[first_sep + 1:n - 1] if first_sep != n - 1 else []
+    b = ids[first_sep + 1 : n - 1] if first_sep != n - 1 else []
     return a, b
 
 
@@ -86,8 +94,9 @@ def check_layout(example, max_seq_length):
 
 def build(inputs, output_dir, tokenizer_config, **kwargs):
     kwargs.setdefault("max_seq_length", 16)
-    return shard_build.write_shards([str(p) for p in inputs], str(output_dir), tokenizer_config,
-                                    **kwargs)
+    return shard_build.write_shards(
+        [str(p) for p in inputs], str(output_dir), tokenizer_config, **kwargs
+    )
 
 
 # ---------------------------------------------------------------------------
@@ -127,8 +136,8 @@ def test_builder_coin_heads_puts_overflowing_sentence_in_a():
     builder = ExampleBuilder(16, rng)
     s1, s2, s3, s4 = seq(100, 3), seq(200, 5), seq(300, 4), seq(400, 6)
     a, b = feed(builder, [s1, s2, s3, s4])
-    assert a == s1 + s2                   # 3 < 6, coin heads -> A holds 8
-    assert b == (s3 + s4)[:16 - 8 - 3]    # B truncated to 5, the rest dropped
+    assert a == s1 + s2  # 3 < 6, coin heads -> A holds 8
+    assert b == (s3 + s4)[: 16 - 8 - 3]  # B truncated to 5, the rest dropped
     assert rng.uniforms == [] and builder.target_length == 16
 
 
@@ -138,7 +147,7 @@ def test_builder_coin_tails_and_truncation():
     s1, s2, s3, s4 = seq(100, 3), seq(200, 5), seq(300, 4), seq(400, 6)
     a, b = feed(builder, [s1, s2, s3, s4])
     assert a == s1
-    assert b == (s2 + s3 + s4)[:16 - 3 - 3]
+    assert b == (s2 + s3 + s4)[: 16 - 3 - 3]
     assert rng.uniforms == []
 
 
@@ -150,7 +159,7 @@ def test_builder_later_short_sentence_rejoins_a():
     s1, s2, s3, s4 = seq(100, 2), seq(200, 5), seq(300, 2), seq(400, 8)
     a, b = feed(builder, [s1, s2, s3, s4])
     assert a == s1 + s3
-    assert b == (s2 + s4)[:16 - 4 - 3]
+    assert b == (s2 + s4)[: 16 - 4 - 3]
 
 
 def test_builder_no_coin_when_a_reaches_target():
@@ -193,13 +202,17 @@ def test_builder_document_end_flushes_and_empty_lines_are_ignored():
 def test_serialized_bytes_match_protobuf():
     rng = np.random.default_rng(0)
     n, length = 50, 12
-    ids = rng.integers(0, 5, size=(n, length)) * rng.choice([1, 200, 20_000, 3_000_000], size=(n, length))
+    ids = rng.integers(0, 5, size=(n, length)) * rng.choice(
+        [1, 200, 20_000, 3_000_000], size=(n, length)
+    )
     mask = (rng.random((n, length)) < 0.7).astype(np.int64)
     seg = (rng.random((n, length)) < 0.5).astype(np.int64)
     records = example_encoding.serialize_examples(ids, mask, seg)
     for r in range(n):
-        features = {name: tf.train.Feature(int64_list=tf.train.Int64List(value=arr[r].tolist()))
-                    for name, arr in (("input_ids", ids), ("input_mask", mask), ("segment_ids", seg))}
+        features = {
+            name: tf.train.Feature(int64_list=tf.train.Int64List(value=arr[r].tolist()))
+            for name, arr in (("input_ids", ids), ("input_mask", mask), ("segment_ids", seg))
+        }
         expected = tf.train.Example(features=tf.train.Features(feature=features))
         assert records[r] == expected.SerializeToString(deterministic=True)
 
@@ -212,14 +225,22 @@ def test_tfrecord_round_trip(tmp_path, tokenizer_config):
     rng = random.Random(0)
     docs = []
     for _ in range(30):
-        lines = [" ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 12)))
-                 for _ in range(rng.randint(1, 8))]
+        lines = [
+            " ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 12)))
+            for _ in range(rng.randint(1, 8))
+        ]
         docs.append("\n".join(lines))
     (tmp_path / "a.txt").write_text("\n\n".join(docs[:20]) + "\n", encoding="utf-8")
     (tmp_path / "b.txt").write_text("\n\n".join(docs[20:]), encoding="utf-8")
     messages = []
-    meta = build([tmp_path / "*.txt"], tmp_path / "out", tokenizer_config, max_seq_length=24,
-                 num_shards=3, progress=messages.append)
+    meta = build(
+        [tmp_path / "*.txt"],
+        tmp_path / "out",
+        tokenizer_config,
+        max_seq_length=24,
+        num_shards=3,
+        progress=messages.append,
+    )
 
     examples = read_examples(tmp_path / "out", 24)
     for example in examples:
@@ -227,15 +248,18 @@ def test_tfrecord_round_trip(tmp_path, tokenizer_config):
     assert len(examples) == meta["num_examples"] > 0
     assert sum(s["num_examples"] for s in meta["shards"]) == meta["num_examples"]
     assert [s["path"] for s in meta["shards"]] == [
-        f"pretrain_data.tfrecord-{i:05d}-of-00003" for i in range(3)]
+        f"pretrain_data.tfrecord-{i:05d}-of-00003" for i in range(3)
+    ]
     assert meta == shard_layout.read_metadata(tmp_path / "out")
     assert meta["max_seq_length"] == 24 and meta["vocab_size"] == len(VOCAB)
     assert meta["do_lower_case"] is True and meta["replaced_lines"] == 0
     assert meta["special_ids"]["cls_id"] == CLS and meta["special_ids"]["sep_id"] == SEP
     assert [os.path.basename(s["path"]) for s in meta["sources"]] == ["a.txt", "b.txt"]
     assert meta["sources"][0]["bytes"] == os.path.getsize(tmp_path / "a.txt")
-    spec = {name: tf.io.FixedLenFeature([24], tf.int64)
-            for name in ("input_ids", "input_mask", "segment_ids")}
+    spec = {
+        name: tf.io.FixedLenFeature([24], tf.int64)
+        for name in ("input_ids", "input_mask", "segment_ids")
+    }
     for path, shard in zip(shard_layout.shard_paths(tmp_path / "out"), meta["shards"]):
         assert os.path.isabs(path)
         records = list(tf.data.TFRecordDataset(path))
@@ -246,8 +270,11 @@ def test_tfrecord_round_trip(tmp_path, tokenizer_config):
     assert any("shard 3/3 done" in m for m in messages)
     # Nothing besides shards, sidecars and metadata is left behind.
     names = sorted(os.listdir(tmp_path / "out"))
-    assert names == sorted([s["path"] for s in meta["shards"]]
-                           + [s["path"] + ".json" for s in meta["shards"]] + ["metadata.json"])
+    assert names == sorted(
+        [s["path"] for s in meta["shards"]]
+        + [s["path"] + ".json" for s in meta["shards"]]
+        + ["metadata.json"]
+    )
 
 
 def test_packing_matches_hand_worked_examples(tmp_path, tokenizer_config):
@@ -256,33 +283,57 @@ def test_packing_matches_hand_worked_examples(tmp_path, tokenizer_config):
     # the first-segment target 6), B = the rest truncated to 16-6-3 = 7; the
     # 2-token line left before the blank line is flushed on its own.
     # doc 2: 6 + 7 tokens flushed at the end of the file.
-    text = "\n".join([
-        "", "   ",
-        line_of(0, 6), line_of(6, 4), line_of(10, 4), line_of(14, 5),
-        line_of(19, 2),
-        "", "  ", "",
-        line_of(30, 6), line_of(36, 7),
-    ])
+    text = "\n".join(
+        [
+            "",
+            "   ",
+            line_of(0, 6),
+            line_of(6, 4),
+            line_of(10, 4),
+            line_of(14, 5),
+            line_of(19, 2),
+            "",
+            "  ",
+            "",
+            line_of(30, 6),
+            line_of(36, 7),
+        ]
+    )
     (tmp_path / "c.txt").write_text(text, encoding="utf-8")
-    build([tmp_path / "c.txt"], tmp_path / "two", tokenizer_config, num_shards=1,
-          single_segment_prob=0.0, short_seq_prob=0.0)
+    build(
+        [tmp_path / "c.txt"],
+        tmp_path / "two",
+        tokenizer_config,
+        num_shards=1,
+        single_segment_prob=0.0,
+        short_seq_prob=0.0,
+    )
     examples = read_examples(tmp_path / "two", 16)
     for example in examples:
         check_layout(example, 16)
     got = sorted(segments_of(e) for e in examples)
-    expected = sorted([
-        (ids_of(WORDS[0:6]), ids_of(WORDS[6:13])),
-        (ids_of(WORDS[19:21]), []),
-        (ids_of(WORDS[30:36]), ids_of(WORDS[36:43])),
-    ])
+    expected = sorted(
+        [
+            (ids_of(WORDS[0:6]), ids_of(WORDS[6:13])),
+            (ids_of(WORDS[19:21]), []),
+            (ids_of(WORDS[30:36]), ids_of(WORDS[36:43])),
+        ]
+    )
     assert got == expected
 
-    build([tmp_path / "c.txt"], tmp_path / "one", tokenizer_config, num_shards=1,
-          single_segment_prob=1.0, short_seq_prob=0.0)
+    build(
+        [tmp_path / "c.txt"],
+        tmp_path / "one",
+        tokenizer_config,
+        num_shards=1,
+        single_segment_prob=1.0,
+        short_seq_prob=0.0,
+    )
     examples = read_examples(tmp_path / "one", 16)
     got = sorted(segments_of(e) for e in examples)
-    assert got == sorted([(ids_of(WORDS[0:14]), []), (ids_of(WORDS[19:21]), []),
-                          (ids_of(WORDS[30:43]), [])])
+    assert got == sorted(
+        [(ids_of(WORDS[0:14]), []), (ids_of(WORDS[19:21]), []), (ids_of(WORDS[30:43]), [])]
+    )
     assert all(e["segment_ids"].sum() == 0 for e in examples)
 
 
@@ -294,8 +345,14 @@ def test_single_segment_and_short_fractions(tmp_path, tokenizer_config):
     rng = random.Random(1)
     lines = [" ".join(rng.choice(WORDS) for _ in range(4)) for _ in range(32_000)]
     (tmp_path / "d.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    build([tmp_path / "d.txt"], tmp_path / "out", tokenizer_config, max_seq_length=32,
-          num_shards=1, seed=7)
+    build(
+        [tmp_path / "d.txt"],
+        tmp_path / "out",
+        tokenizer_config,
+        max_seq_length=32,
+        num_shards=1,
+        seed=7,
+    )
     examples = read_examples(tmp_path / "out", 32)
     n = len(examples)
     assert 3800 < n < 4400
@@ -313,13 +370,21 @@ def test_documents_are_not_mixed_across_blank_lines_or_files(tmp_path, tokenizer
         docs = []
         for d in range(5):
             base = (f * 5 + d) * 10
-            docs.append("\n".join(" ".join(WORDS[base + rng.randrange(10)]
-                                           for _ in range(rng.randint(1, 9)))
-                                  for _ in range(rng.randint(3, 12))))
+            docs.append(
+                "\n".join(
+                    " ".join(WORDS[base + rng.randrange(10)] for _ in range(rng.randint(1, 9)))
+                    for _ in range(rng.randint(3, 12))
+                )
+            )
         texts.append("\n\n".join(docs))
         (tmp_path / f"doc{f}.txt").write_text(texts[-1], encoding="utf-8")
-    build([tmp_path / "doc0.txt", tmp_path / "doc1.txt"], tmp_path / "out", tokenizer_config,
-          max_seq_length=20, num_shards=4)
+    build(
+        [tmp_path / "doc0.txt", tmp_path / "doc1.txt"],
+        tmp_path / "out",
+        tokenizer_config,
+        max_seq_length=20,
+        num_shards=4,
+    )
     examples = read_examples(tmp_path / "out", 20)
     assert examples
     for e in examples:
@@ -330,8 +395,9 @@ def test_documents_are_not_mixed_across_blank_lines_or_files(tmp_path, tokenizer
 
 
 def test_pieces_cover_input_and_cut_at_blank_lines(tmp_path):
-    paragraphs = [("\n".join("line %d of %d" % (i, p) for i in range(p % 5 + 1)))
-                  for p in range(60)]
+    paragraphs = [
+        ("\n".join("line %d of %d" % (i, p) for i in range(p % 5 + 1))) for p in range(60)
+    ]
     data = [("\n\n".join(paragraphs[:35]) + "\n").encode(), "\n\n".join(paragraphs[35:]).encode()]
     paths = []
     for i, blob in enumerate(data):
@@ -365,8 +431,10 @@ def test_line_reading_handles_blocks_bom_and_crlf(tmp_path, monkeypatch):
 
 def test_small_read_blocks_give_identical_shards(tmp_path, tokenizer_config, monkeypatch):
     rng = random.Random(5)
-    text = "\n".join("" if rng.random() < 0.1 else " ".join(rng.choice(WORDS) for _ in range(5))
-                     for _ in range(600))
+    text = "\n".join(
+        "" if rng.random() < 0.1 else " ".join(rng.choice(WORDS) for _ in range(5))
+        for _ in range(600)
+    )
     (tmp_path / "e.txt").write_text(text, encoding="utf-8")
     build([tmp_path / "e.txt"], tmp_path / "big", tokenizer_config, num_shards=2)
     monkeypatch.setattr(text_input, "READ_BLOCK_BYTES", 11)
@@ -379,9 +447,10 @@ def test_small_read_blocks_give_identical_shards(tmp_path, tokenizer_config, mon
 
 def write_corpus(path, lines=400, seed=0):
     rng = random.Random(seed)
-    text = "\n".join("" if rng.random() < 0.08 else " ".join(rng.choice(WORDS)
-                                                             for _ in range(rng.randint(1, 9)))
-                     for _ in range(lines))
+    text = "\n".join(
+        "" if rng.random() < 0.08 else " ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 9)))
+        for _ in range(lines)
+    )
     path.write_text(text, encoding="utf-8")
 
 
@@ -400,8 +469,14 @@ def test_deterministic_and_independent_of_workers(tmp_path, tokenizer_config):
     assert shard_bytes(tmp_path / "a") == shard_bytes(tmp_path / "c")
     assert meta["shards"] == shard_layout.read_metadata(tmp_path / "a")["shards"]
     # A different seed gives different examples.
-    build([tmp_path / "g.txt"], tmp_path / "d", tokenizer_config, max_seq_length=24,
-          num_shards=3, seed=12)
+    build(
+        [tmp_path / "g.txt"],
+        tmp_path / "d",
+        tokenizer_config,
+        max_seq_length=24,
+        num_shards=3,
+        seed=12,
+    )
     assert shard_bytes(tmp_path / "a") != shard_bytes(tmp_path / "d")
 
 
@@ -418,8 +493,9 @@ def test_resume_rebuilds_only_missing_shard(tmp_path, tokenizer_config):
     leftover = out / f".tmp-{names[1]}-99999"
     leftover.write_bytes(b"half-written garbage")
     messages = []
-    second = build([tmp_path / "h.txt"], out, tokenizer_config, num_shards=3,
-                   progress=messages.append)
+    second = build(
+        [tmp_path / "h.txt"], out, tokenizer_config, num_shards=3, progress=messages.append
+    )
 
     assert not leftover.exists()
     assert shard_bytes(out) == before
@@ -444,7 +520,7 @@ def _record_start(data, offset):
     its 4-byte CRC, then the data and its 4-byte CRC (TensorFlow names that part's offset)."""
     start = 0
     while True:
-        length = int.from_bytes(data[start:start + 8], "little")
+        length = int.from_bytes(data[start : start + 8], "little")
         end = start + 12 + length + 4
         if offset < end:
             return start if offset < start + 12 else start + 12
@@ -470,11 +546,13 @@ def test_a_shard_corrupted_in_place_is_named_and_rebuilt(tmp_path, tokenizer_con
     _flip(out / names[1], offset)  # same size, a new modification time
     assert os.path.getsize(out / names[1]) == len(before[names[1]])
     messages = []
-    meta = build([tmp_path / "h.txt"], out, tokenizer_config, num_shards=2,
-                 progress=messages.append)
+    meta = build(
+        [tmp_path / "h.txt"], out, tokenizer_config, num_shards=2, progress=messages.append
+    )
     expected = _record_start(before[names[1]], offset)
-    assert messages[0] == (f"Shard {out / names[1]} is damaged (corrupted record at byte "
-                           f"{expected}): rebuilding it.")
+    assert messages[0] == (
+        f"Shard {out / names[1]} is damaged (corrupted record at byte {expected}): rebuilding it."
+    )
     assert meta["reused_shards"] == 1 and shard_bytes(out) == before
 
 
@@ -487,13 +565,16 @@ def test_a_truncated_shard_is_named_and_rebuilt(tmp_path, tokenizer_config):
     os.truncate(out / name, 100)
     messages = []
     build([tmp_path / "h.txt"], out, tokenizer_config, num_shards=1, progress=messages.append)
-    assert messages[0] == (f"Shard {out / name} is damaged (truncated or extended: 100 bytes, "
-                           f"{len(before[name]):,} when built): rebuilding it.")
+    assert messages[0] == (
+        f"Shard {out / name} is damaged (truncated or extended: 100 bytes, "
+        f"{len(before[name]):,} when built): rebuilding it."
+    )
     assert shard_bytes(out) == before
 
 
-def test_checking_a_finished_shard_reads_it_only_when_its_time_changed(tmp_path, tokenizer_config,
-                                                                        monkeypatch):
+def test_checking_a_finished_shard_reads_it_only_when_its_time_changed(
+    tmp_path, tokenizer_config, monkeypatch
+):
     write_corpus(tmp_path / "h.txt", lines=300)
     out = tmp_path / "out"
     build([tmp_path / "h.txt"], out, tokenizer_config, num_shards=1)
@@ -501,8 +582,9 @@ def test_checking_a_finished_shard_reads_it_only_when_its_time_changed(tmp_path,
     sidecar_path = out / (name + ".json")
     reads = []
     original = shard_verification.file_crc32
-    monkeypatch.setattr(shard_verification, "file_crc32",
-                        lambda path: reads.append(path) or original(path))
+    monkeypatch.setattr(
+        shard_verification, "file_crc32", lambda path: reads.append(path) or original(path)
+    )
     assert build([tmp_path / "h.txt"], out, tokenizer_config, num_shards=1)["reused_shards"] == 1
     assert reads == []  # size and time as recorded: one stat
     # Touched but unchanged (copied, restored from a backup): read once, its new time recorded.
@@ -546,12 +628,16 @@ def test_invalid_utf8_error_names_file_line_and_offset(tmp_path, tokenizer_confi
     assert "0xff" in message
 
     messages = []
-    meta = build([bad], tmp_path / "out", tokenizer_config, invalid_utf8="replace",
-                 progress=messages.append)
+    meta = build(
+        [bad], tmp_path / "out", tokenizer_config, invalid_utf8="replace", progress=messages.append
+    )
     assert meta["replaced_lines"] == 2 and meta["num_examples"] >= 1
     assert any("2 line(s)" in m for m in messages)
-    content = [t for e in read_examples(tmp_path / "out", 16)
-               for t in e["input_ids"][:int(e["input_mask"].sum())]]
+    content = [
+        t
+        for e in read_examples(tmp_path / "out", 16)
+        for t in e["input_ids"][: int(e["input_mask"].sum())]
+    ]
     # The tokenizer drops U+FFFD (BERT's text cleaning): no [UNK] from the bad
     # bytes, and the words around them survive.
     assert content.count(UNK) == 0
@@ -585,14 +671,24 @@ def test_text_range_splits_at_a_document_boundary_into_disjoint_parts(tmp_path, 
     (tmp_path / "docs.txt").write_text(text, encoding="utf-8")
 
     def words(output_dir):
-        return {t for e in read_examples(output_dir, 16) for t in e["input_ids"].tolist()
-                if t not in (PAD, CLS, SEP)}
+        return {
+            t
+            for e in read_examples(output_dir, 16)
+            for t in e["input_ids"].tolist()
+            if t not in (PAD, CLS, SEP)
+        }
 
     whole = build([tmp_path / "docs.txt"], tmp_path / "whole", tokenizer_config)
-    train = build([tmp_path / "docs.txt"], tmp_path / "train", tokenizer_config,
-                  text_range=(0.0, 0.9), num_shards=2)
-    held_out = build([tmp_path / "docs.txt"], tmp_path / "eval", tokenizer_config,
-                     text_range=(0.9, 1.0))
+    train = build(
+        [tmp_path / "docs.txt"],
+        tmp_path / "train",
+        tokenizer_config,
+        text_range=(0.0, 0.9),
+        num_shards=2,
+    )
+    held_out = build(
+        [tmp_path / "docs.txt"], tmp_path / "eval", tokenizer_config, text_range=(0.9, 1.0)
+    )
     train_words, eval_words = words(tmp_path / "train"), words(tmp_path / "eval")
     assert not train_words & eval_words
     assert train_words | eval_words == words(tmp_path / "whole") == set(ids_of(WORDS[:20]))
@@ -603,17 +699,20 @@ def test_text_range_splits_at_a_document_boundary_into_disjoint_parts(tmp_path, 
     assert held_out["text_bytes"] + train["text_bytes"] == whole["text_bytes"]
     # A range inside one line selects nothing, with its own error type.
     with pytest.raises(text_input.EmptyTextRange):
-        build([tmp_path / "docs.txt"], tmp_path / "none", tokenizer_config,
-              text_range=(0.9999, 1.0))
+        build(
+            [tmp_path / "docs.txt"], tmp_path / "none", tokenizer_config, text_range=(0.9999, 1.0)
+        )
 
 
-def test_normalization_is_recorded_and_earlier_builds_keep_their_fingerprint(tmp_path,
-                                                                            tokenizer_config):
+def test_normalization_is_recorded_and_earlier_builds_keep_their_fingerprint(
+    tmp_path, tokenizer_config
+):
     text = tmp_path / "corpus.txt"
     text.write_text(" ".join(WORDS[:6]) + "\n" + " ".join(WORDS[3:9]) + "\n", encoding="utf-8")
     folded = build([text], tmp_path / "casefold", tokenizer_config, num_shards=1)
-    bert = build([text], tmp_path / "bert", {**tokenizer_config, "normalization": "bert"},
-                 num_shards=1)
+    bert = build(
+        [text], tmp_path / "bert", {**tokenizer_config, "normalization": "bert"}, num_shards=1
+    )
     assert folded["normalization"] == "casefold" and bert["normalization"] == "bert"
     # A casefold build's fingerprint is computed as before the option existed (no key),
     # so its cached shards are reused; a bert build is another build.

@@ -7,15 +7,57 @@ import pytest
 
 from electra_tf.finetuning import squad_data
 from electra_tf.finetuning.squad_data import QAExample
-from electra_tf.finetuning.squad_features import (OffsetTokenizer, convert_examples, doc_windows,
-                                                  max_context_windows, split_units)
+from electra_tf.finetuning.squad_features import (
+    OffsetTokenizer,
+    convert_examples,
+    doc_windows,
+    max_context_windows,
+    split_units,
+)
 from electra_tf.tokenization import WordPieceTokenizer
 
 SPECIAL = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
-PIECES = ["the", "caf", "##e", "##s", "fi", "##sh", "a", "한국", "##어", "##는", "(", ")", ",",
-          ".", "😀", "中", "文", "jo", "##se", "1", "##9", "##0", "in", "what", "?", "city",
-          "paris", "is", "big", "##ger", "rome", "dog", "cat", "서울", "##은", "##의", "수도",
-          "##이다", "어디"]
+PIECES = [
+    "the",
+    "caf",
+    "##e",
+    "##s",
+    "fi",
+    "##sh",
+    "a",
+    "한국",
+    "##어",
+    "##는",
+    "(",
+    ")",
+    ",",
+    ".",
+    "😀",
+    "中",
+    "文",
+    "jo",
+    "##se",
+    "1",
+    "##9",
+    "##0",
+    "in",
+    "what",
+    "?",
+    "city",
+    "paris",
+    "is",
+    "big",
+    "##ger",
+    "rome",
+    "dog",
+    "cat",
+    "서울",
+    "##은",
+    "##의",
+    "수도",
+    "##이다",
+    "어디",
+]
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +80,17 @@ def _pieces(tokenizer, text):
 def test_split_units_cuts_at_spaces_punctuation_and_ideographs():
     text = "Hi, 한국어(x) 𝐀b\u00a0中文."
     assert [text[a:b] for a, b in split_units(text)] == [
-        "Hi", ",", "한국어", "(", "x", ")", "𝐀b", "中", "文", "."]
+        "Hi",
+        ",",
+        "한국어",
+        "(",
+        "x",
+        ")",
+        "𝐀b",
+        "中",
+        "文",
+        ".",
+    ]
     assert split_units("   ") == []
 
 
@@ -47,18 +99,40 @@ def test_offsets_map_pieces_to_original_characters(uncased):
     # and ideographs: every piece maps to exactly the characters it came from.
     text = "The Cafe\u0301s (한국어는) \ufb01sh,😀 中文 Jose\u0301 1990."
     assert _pieces(uncased, text) == [
-        ("the", "The"), ("caf", "Caf"), ("##e", "e\u0301"), ("##s", "s"), ("(", "("),
-        ("한국", "한국"), ("##어", "어"), ("##는", "는"), (")", ")"), ("fi", "\ufb01"),
-        ("##sh", "sh"), (",", ","), ("😀", "😀"), ("中", "中"), ("文", "文"), ("jo", "Jo"),
-        ("##se", "se\u0301"), ("1", "1"), ("##9", "9"), ("##9", "9"), ("##0", "0"), (".", ".")]
+        ("the", "The"),
+        ("caf", "Caf"),
+        ("##e", "e\u0301"),
+        ("##s", "s"),
+        ("(", "("),
+        ("한국", "한국"),
+        ("##어", "어"),
+        ("##는", "는"),
+        (")", ")"),
+        ("fi", "\ufb01"),
+        ("##sh", "sh"),
+        (",", ","),
+        ("😀", "😀"),
+        ("中", "中"),
+        ("文", "文"),
+        ("jo", "Jo"),
+        ("##se", "se\u0301"),
+        ("1", "1"),
+        ("##9", "9"),
+        ("##9", "9"),
+        ("##0", "0"),
+        (".", "."),
+    ]
 
 
 def test_offsets_with_decomposed_hangul_and_astral_letters(uncased):
     # 한 as conjoining jamo (U+1112 U+1161 U+11AB) recomposes to one syllable;
     # MATHEMATICAL BOLD CAPITAL A (U+1D400, outside the BMP) folds to "a".
     text = "\u1112\u1161\u11ab국어 \U0001d400"
-    assert _pieces(uncased, text) == [("한국", "\u1112\u1161\u11ab국"), ("##어", "어"),
-                                      ("a", "\U0001d400")]
+    assert _pieces(uncased, text) == [
+        ("한국", "\u1112\u1161\u11ab국"),
+        ("##어", "어"),
+        ("a", "\U0001d400"),
+    ]
     [doc] = OffsetTokenizer(uncased).tokenize([text])
     assert doc.spans.tolist() == [[0, 4], [4, 5], [6, 7]]  # code points, not UTF-16 units
 
@@ -85,18 +159,24 @@ def test_windows_locate_the_answer(uncased):
     context = "dog cat dog cat paris is bigger dog cat"
     start = context.index("paris is bigger")
     example = QAExample("q1", "what city is big ?", context, [("paris is bigger", start)])
-    features = convert_examples([example], uncased, max_seq_length=12, doc_stride=2,
-                                max_query_length=3, is_training=True)
+    features = convert_examples(
+        [example], uncased, max_seq_length=12, doc_stride=2, max_query_length=3, is_training=True
+    )
     question = _ids(uncased, ["what", "city", "is"])  # truncated to 3 tokens
     doc = _ids(uncased, ["dog", "cat", "dog", "cat", "paris", "is", "big", "##ger", "dog", "cat"])
     # 12 - 3 - 3 = 6 context tokens per window, windows start at 0, 2, 4.
     assert features.example_index.tolist() == [0, 0, 0]
     for w, first in enumerate([0, 2, 4]):
-        expected = [uncased.cls_id] + question + [uncased.sep_id] + doc[first:first + 6] + \
-            [uncased.sep_id]
-        assert features.input_ids[w, :len(expected)].tolist() == expected
+        expected = (
+            [uncased.cls_id]
+            + question
+            + [uncased.sep_id]
+            + doc[first : first + 6]
+            + [uncased.sep_id]
+        )
+        assert features.input_ids[w, : len(expected)].tolist() == expected
         assert features.input_mask[w].tolist() == [1] * len(expected) + [0] * (12 - len(expected))
-        assert features.segment_ids[w, :len(expected)].tolist() == [0] * 5 + [1] * 7
+        assert features.segment_ids[w, : len(expected)].tolist() == [0] * 5 + [1] * 7
     # The answer (doc tokens 4..7) fits windows 1 (tokens 2..7) and 2 (4..9), not 0.
     assert features.start_positions.tolist() == [0, 7, 5]
     assert features.end_positions.tolist() == [0, 10, 8]
@@ -129,8 +209,9 @@ def test_korean_answer_after_astral_characters(uncased):
 
 def test_unanswerable_example_points_at_cls(uncased):
     example = QAExample("q2", "dog ?", "cat cat cat", [], is_impossible=True)
-    features = convert_examples([example], uncased, max_seq_length=8, doc_stride=1,
-                                is_training=True)
+    features = convert_examples(
+        [example], uncased, max_seq_length=8, doc_stride=1, is_training=True
+    )
     assert features.start_positions.tolist() == [0] and features.end_positions.tolist() == [0]
     assert features.is_impossible.tolist() == [1]
 
@@ -148,9 +229,13 @@ def _write(path, document):
 
 def test_read_squad_json_skips_mismatched_answers_and_counts_them(tmp_path):
     context = "KorQuAD는 한국어 데이터셋이다."
-    paragraph = {"context": context, "qas": [
-        {"id": "ok", "question": "무엇?", "answers": [{"text": "한국어", "answer_start": 9}]},
-        {"id": "bad", "question": "무엇?", "answers": [{"text": "한국어", "answer_start": 2}]}]}
+    paragraph = {
+        "context": context,
+        "qas": [
+            {"id": "ok", "question": "무엇?", "answers": [{"text": "한국어", "answer_start": 9}]},
+            {"id": "bad", "question": "무엇?", "answers": [{"text": "한국어", "answer_start": 2}]},
+        ],
+    }
     document = {"version": "1.0", "data": [{"title": "t", "paragraphs": [paragraph]}]}
     path = _write(tmp_path / "ko.json", document)
     warnings = []
@@ -166,9 +251,12 @@ def test_lone_surrogates_are_replaced_one_for_one(tmp_path, uncased):
     # A JSON escape of half an emoji: not encodable as UTF-8, so the reader
     # swaps it for U+FFFD without moving the answer.
     path = tmp_path / "surrogate.json"
-    path.write_text('{"data": [{"paragraphs": [{"context": "\\ud83d paris", "qas": [{"id": "s", '
-                    '"question": "city \\ude00", "answers": [{"text": "paris", '
-                    '"answer_start": 2}]}]}]}]}', encoding="utf-8")
+    path.write_text(
+        '{"data": [{"paragraphs": [{"context": "\\ud83d paris", "qas": [{"id": "s", '
+        '"question": "city \\ude00", "answers": [{"text": "paris", '
+        '"answer_start": 2}]}]}]}]}',
+        encoding="utf-8",
+    )
     [example] = squad_data.read_squad_json(str(path), "1.1", is_training=True).examples
     assert example.context == "\ufffd paris" and example.question == "city \ufffd"
     features = convert_examples([example], uncased, max_seq_length=16, is_training=True)
@@ -177,8 +265,18 @@ def test_lone_surrogates_are_replaced_one_for_one(tmp_path, uncased):
 
 
 def test_read_squad_json_v2_unanswerable(tmp_path):
-    document = {"data": [{"paragraphs": [{"context": "a b", "qas": [
-        {"id": "n", "question": "q", "answers": [], "is_impossible": True}]}]}]}
+    document = {
+        "data": [
+            {
+                "paragraphs": [
+                    {
+                        "context": "a b",
+                        "qas": [{"id": "n", "question": "q", "answers": [], "is_impossible": True}],
+                    }
+                ]
+            }
+        ]
+    }
     path = _write(tmp_path / "v2.json", document)
     [example] = squad_data.read_squad_json(path, "2.0", is_training=True).examples
     assert example.is_impossible and example.answer_span is None
@@ -186,13 +284,28 @@ def test_read_squad_json_v2_unanswerable(tmp_path):
         squad_data.read_squad_json(path, "1.1", is_training=True)  # 1.1 needs answers
 
 
-@pytest.mark.parametrize("document, where", [
-    ({"rows": []}, "no 'data' key"),
-    ({"data": [{"title": "x"}]}, r"data\[0\]"),
-    ({"data": [{"paragraphs": [{"context": "c", "qas": [{"id": 1, "question": "q",
-                                                          "answers": [{"text": "c"}]}]}]}]},
-     r"data\[0\].paragraphs\[0\].qas\[0\].answers\[0\]"),
-])
+@pytest.mark.parametrize(
+    "document, where",
+    [
+        ({"rows": []}, "no 'data' key"),
+        ({"data": [{"title": "x"}]}, r"data\[0\]"),
+        (
+            {
+                "data": [
+                    {
+                        "paragraphs": [
+                            {
+                                "context": "c",
+                                "qas": [{"id": 1, "question": "q", "answers": [{"text": "c"}]}],
+                            }
+                        ]
+                    }
+                ]
+            },
+            r"data\[0\].paragraphs\[0\].qas\[0\].answers\[0\]",
+        ),
+    ],
+)
 def test_not_squad_format_names_the_file_and_entry(tmp_path, document, where):
     path = _write(tmp_path / "bad.json", document)
     with pytest.raises(squad_data.SquadDataError, match=where) as error:

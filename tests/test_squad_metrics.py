@@ -3,15 +3,21 @@
 import pytest
 
 from electra_tf.finetuning import squad_decoding
-from electra_tf.finetuning.squad_metrics import (best_threshold, evaluate_v1, evaluate_v2,
-                                                 exact_match, f1_score, normalize_answer)
+from electra_tf.finetuning.squad_metrics import (
+    best_threshold,
+    evaluate_v1,
+    evaluate_v2,
+    exact_match,
+    f1_score,
+    normalize_answer,
+)
 
 
 def test_normalize_answer():
     assert normalize_answer("The  Quick, brown-fox!") == "quick brownfox"
     assert normalize_answer("An apple a day") == "apple day"
     assert normalize_answer("theatre") == "theatre"  # articles only as whole words
-    assert normalize_answer("  \"Élan\"  ") == "élan"  # non-ASCII letters stay
+    assert normalize_answer('  "Élan"  ') == "élan"  # non-ASCII letters stay
 
 
 def test_exact_match_and_f1_by_hand():
@@ -28,8 +34,7 @@ def test_exact_match_and_f1_by_hand():
 
 
 def test_evaluate_v1_takes_the_best_gold_answer():
-    gold = {"q1": ["Denver Broncos", "Broncos"], "q2": ["Santa Clara, California"],
-            "q3": ["1990"]}
+    gold = {"q1": ["Denver Broncos", "Broncos"], "q2": ["Santa Clara, California"], "q3": ["1990"]}
     predictions = {"q1": "Broncos", "q2": "Santa Clara", "q3": "in 1991"}
     results = evaluate_v1(gold, predictions)
     # q1 exact; q2 F1: [santa, clara] vs [santa, clara, california] = 2*1*(2/3)/(5/3) = 0.8.
@@ -59,14 +64,14 @@ def test_v2_threshold_search_by_hand():
     assert results["HasAns_f1"] == pytest.approx(100 * (1 + 2 / 3) / 2)
     assert results["NoAns_exact"] == pytest.approx(50.0) and results["NoAns_total"] == 2
     # Threshold -2.0: q2, q3, q4 predicted unanswerable -> q1, q3, q4 right.
-    assert evaluate_v2(GOLD, PREDICTIONS, NULL_ODDS, threshold=-2.0)["exact"] == \
-        pytest.approx(75.0)
+    assert evaluate_v2(GOLD, PREDICTIONS, NULL_ODDS, threshold=-2.0)["exact"] == pytest.approx(75.0)
 
 
 def test_best_threshold_admitting_nothing():
     # Every question unanswerable: the best is to predict "no answer" for all.
-    score, threshold = best_threshold({"a": 0.0, "b": 0.0}, {"a": 1.0, "b": 2.0},
-                                      {"a": False, "b": False}, {"a": "x", "b": "y"})
+    score, threshold = best_threshold(
+        {"a": 0.0, "b": 0.0}, {"a": 1.0, "b": 2.0}, {"a": False, "b": False}, {"a": "x", "b": "y"}
+    )
     assert score == 100.0 and threshold == 0.0
 
 

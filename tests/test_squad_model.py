@@ -9,8 +9,7 @@ import tensorflow as tf
 
 from electra_tf.finetuning import squad_decoding
 from electra_tf.finetuning.optimization import create_optimizer, layerwise_multipliers
-from electra_tf.finetuning.qa_model import (ElectraQA, QAHead, answer_mask, build_qa_model,
-                                            qa_losses)
+from electra_tf.finetuning.qa_model import ElectraQA, QAHead, answer_mask, build_qa_model, qa_losses
 from electra_tf.finetuning.saving import load_finetuned, save_finetuned
 from electra_tf.finetuning.squad_data import QAExample
 from electra_tf.finetuning.squad_features import QAFeatures, convert_examples, make_dataset
@@ -65,18 +64,26 @@ def test_head_training_outputs_match_numpy(rng):
     for b in range(2):
         start = (sequence[b] @ w["start_kernel"])[:, 0] + w["start_bias"][0] - 1000 * (1 - mask[b])
         np.testing.assert_allclose(outputs["start_logits"][b], start, rtol=1e-5, atol=1e-4)
-        np.testing.assert_allclose(outputs["end_logits"][b],
-                                   _numpy_end_logits(w, sequence[b], sequence[b, starts[b]],
-                                                     mask[b]), rtol=1e-5, atol=1e-4)
+        np.testing.assert_allclose(
+            outputs["end_logits"][b],
+            _numpy_end_logits(w, sequence[b], sequence[b, starts[b]], mask[b]),
+            rtol=1e-5,
+            atol=1e-4,
+        )
         p = np.exp(_log_softmax(start))
         pooled = (p[:, None] * sequence[b]).sum(0)
-        hidden = _gelu(np.concatenate([sequence[b, 0], pooled]) @ w["answerable_hidden_kernel"]
-                       + w["answerable_hidden_bias"])
+        hidden = _gelu(
+            np.concatenate([sequence[b, 0], pooled]) @ w["answerable_hidden_kernel"]
+            + w["answerable_hidden_bias"]
+        )
         expected = (hidden @ w["answerable_kernel"])[0] + w["answerable_bias"][0]
         np.testing.assert_allclose(outputs["answerable_logit"][b], expected, rtol=1e-5, atol=1e-5)
 
-    labels = {"start_positions": starts, "end_positions": np.array([4, 0]),
-              "is_impossible": np.array([0, 1])}
+    labels = {
+        "start_positions": starts,
+        "end_positions": np.array([4, 0]),
+        "is_impossible": np.array([0, 1]),
+    }
     span, answerable = qa_losses(outputs, labels)
     for b in range(2):
         start_lp = _log_softmax(outputs["start_logits"][b].numpy())
@@ -100,8 +107,9 @@ def test_head_beam_search_matches_numpy(rng):
             end_lp = _log_softmax(_numpy_end_logits(w, sequence[b], sequence[b, s], mask[b]))
             end_top = np.argsort(-end_lp, kind="stable")[:3]
             assert outputs["end_top_index"][b, k].numpy().tolist() == end_top.tolist()
-            np.testing.assert_allclose(outputs["end_top_log_probs"][b, k], end_lp[end_top],
-                                       rtol=1e-5, atol=1e-5)
+            np.testing.assert_allclose(
+                outputs["end_top_log_probs"][b, k], end_lp[end_top], rtol=1e-5, atol=1e-5
+            )
             assert mask[b, end_top].all()  # masked positions never win
 
 
@@ -115,8 +123,17 @@ def _features_for_decoding():
     max_context[0, 2:4] = True  # tokens 0, 1 scored in window 0
     max_context[1, 3:5] = True  # tokens 2, 3 scored in window 1
     zeros = np.zeros((2, 6), np.int32)
-    features = QAFeatures(zeros, zeros, zeros, np.zeros(2), np.zeros(2), np.zeros(2),
-                          np.array([0, 0]), spans, max_context)
+    features = QAFeatures(
+        zeros,
+        zeros,
+        zeros,
+        np.zeros(2),
+        np.zeros(2),
+        np.zeros(2),
+        np.array([0, 0]),
+        spans,
+        max_context,
+    )
     return QAExample("q", "?", context, [("bb", 3)]), features
 
 
@@ -127,14 +144,16 @@ def test_decoding_rules_and_null_odds():
         # context here), then 3 (token 1).
         "start_top_log_probs": np.array([[-0.1, -0.5, -1.0], [-0.2, -2.0, -3.0]]),
         "start_top_index": np.array([[0, 4, 3], [4, 1, 3]]),
-        "end_top_log_probs": np.array([[[-0.1, -1, -2]] * 3,
-                                       [[-0.3, -0.4, -9], [-1, -1, -1], [-0.1, -5, -6]]]),
+        "end_top_log_probs": np.array(
+            [[[-0.1, -1, -2]] * 3, [[-0.3, -0.4, -9], [-1, -1, -1], [-0.1, -5, -6]]]
+        ),
         # Window 1 start 4 (token 3 "dd"): end 3 < start is dropped, end 4 kept.
         "end_top_index": np.array([[[4, 3, 5]] * 3, [[3, 4, 5], [2, 2, 2], [2, 5, 4]]]),
         "answerable_logit": np.array([0.7, -1.5]),
     }
-    predictions, null_odds, nbest = squad_decoding.decode([example], features, outputs,
-                                                          n_best_size=3, max_answer_length=2)
+    predictions, null_odds, nbest = squad_decoding.decode(
+        [example], features, outputs, n_best_size=3, max_answer_length=2
+    )
     # Candidates: w0 start 3 ("bb") + end 4 -> "bb cc" -1.1, + end 3 -> "bb" -2.0;
     # w1 start 4 ("dd") + end 4 -> "dd" -0.6; start 3 ("cc") + end 4 -> "cc dd" -3.6
     # (3 + end 2 dropped: end before start; end 5 is the [SEP]).
@@ -148,8 +167,24 @@ def test_decoding_rules_and_null_odds():
     assert [c["text"] for c in nbest["q"]] == ["dd", "bb"]
 
 
-QA_VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "red", "green", "blue", "cat", "dog",
-            "bird", "fish", "sun", "moon", "star", "tree"]
+QA_VOCAB = [
+    "[PAD]",
+    "[UNK]",
+    "[CLS]",
+    "[SEP]",
+    "[MASK]",
+    "red",
+    "green",
+    "blue",
+    "cat",
+    "dog",
+    "bird",
+    "fish",
+    "sun",
+    "moon",
+    "star",
+    "tree",
+]
 
 
 def _toy_examples(count, seed):
@@ -177,9 +212,17 @@ def toy(tmp_path_factory):
 
 def _tiny_encoder(seed=0):
     keras.utils.set_random_seed(seed)
-    return ElectraEncoder(vocab_size=len(QA_VOCAB), hidden_size=32, num_layers=2, num_heads=2,
-                          intermediate_size=64, max_position_embeddings=32, embedding_size=32,
-                          dropout_rate=0.0, attention_dropout_rate=0.0)
+    return ElectraEncoder(
+        vocab_size=len(QA_VOCAB),
+        hidden_size=32,
+        num_layers=2,
+        num_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=32,
+        embedding_size=32,
+        dropout_rate=0.0,
+        attention_dropout_rate=0.0,
+    )
 
 
 def test_head_variables_get_the_head_rate():
@@ -198,17 +241,23 @@ def test_head_variables_get_the_head_rate():
 def test_tiny_model_learns_a_handful_of_questions(toy, tmp_path):
     directory, tokenizer = toy
     examples = _toy_examples(8, seed=3)
-    features = convert_examples(examples, tokenizer, max_seq_length=16, doc_stride=8,
-                                max_query_length=4, is_training=True)
+    features = convert_examples(
+        examples, tokenizer, max_seq_length=16, doc_stride=8, max_query_length=4, is_training=True
+    )
     assert len(features) == 8
     model = build_qa_model(_tiny_encoder(), beam_size=5, seed=0)
     steps = 120
     model.compile(optimizer=create_optimizer(model, 2, 3e-3, steps, 0.1, 1.0), jit_compile=False)
-    history = model.fit(make_dataset(features, 8, shuffle_seed=0, repeat=True), epochs=1,
-                        steps_per_epoch=steps, verbose=0)
+    history = model.fit(
+        make_dataset(features, 8, shuffle_seed=0, repeat=True),
+        epochs=1,
+        steps_per_epoch=steps,
+        verbose=0,
+    )
     losses = history.history["loss"]
-    eval_features = convert_examples(examples, tokenizer, max_seq_length=16, doc_stride=8,
-                                     max_query_length=4)
+    eval_features = convert_examples(
+        examples, tokenizer, max_seq_length=16, doc_stride=8, max_query_length=4
+    )
     outputs = model.predict(make_dataset(eval_features, 8, with_labels=False), verbose=0)
     predictions, _, _ = squad_decoding.decode(examples, eval_features, outputs)
     gold = {e.qas_id: [e.answers[0][0]] for e in examples}

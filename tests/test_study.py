@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 from absl import app, flags
 
-from tools import study
 from electra_tf.artifacts.results import make_results, write_results
+from tools import study
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -29,15 +29,25 @@ def corpus(tmp_path):
 
 
 def make_spec(corpus, **overrides):
-    spec = {"corpus": corpus, "variants": {"electra": {}, "bert": {"objective": "mlm"}},
-            "budgets": [1e12], "tasks": ["sst2", "cola"], "glue_data_dir": "/glue", "seeds": 3,
-            "model_size": "tiny"}
+    spec = {
+        "corpus": corpus,
+        "variants": {"electra": {}, "bert": {"objective": "mlm"}},
+        "budgets": [1e12],
+        "tasks": ["sst2", "cola"],
+        "glue_data_dir": "/glue",
+        "seeds": 3,
+        "model_size": "tiny",
+    }
     spec.update(overrides)
     return study.resolve_spec(spec)
 
 
-SCORES = {("electra", "sst2"): [0.81, 0.79, 0.80], ("electra", "cola"): [0.20, 0.10, 0.30],
-          ("bert", "sst2"): [0.78, 0.77, 0.80], ("bert", "cola"): [0.05, 0.15, 0.10]}
+SCORES = {
+    ("electra", "sst2"): [0.81, 0.79, 0.80],
+    ("electra", "cola"): [0.20, 0.10, 0.30],
+    ("bert", "sst2"): [0.78, 0.77, 0.80],
+    ("bert", "cola"): [0.05, 0.15, 0.10],
+}
 
 
 class FakeCommands:
@@ -55,13 +65,23 @@ class FakeCommands:
         out = flags["output_dir"]
         os.makedirs(out, exist_ok=True)
         if command == "pretrain":
-            steps = int(flags.get("num_train_steps", 100 if flags.get("objective") == "mlm" else 80))
+            steps = int(
+                flags.get("num_train_steps", 100 if flags.get("objective") == "mlm" else 80)
+            )
             with open(os.path.join(out, "config.json"), "w") as f:
                 json.dump({"num_train_steps": steps}, f)
             with open(os.path.join(out, "metrics.jsonl"), "w") as f:
                 for step in (50, steps):
-                    f.write(json.dumps({"step": step, "train_flops": step * 1e10,
-                                        "masked_lm_loss": 5.0 - step / 100}) + "\n")
+                    f.write(
+                        json.dumps(
+                            {
+                                "step": step,
+                                "train_flops": step * 1e10,
+                                "masked_lm_loss": 5.0 - step / 100,
+                            }
+                        )
+                        + "\n"
+                    )
             with open(os.path.join(out, "result.json"), "w") as f:
                 json.dump({"finished": True}, f)
         else:
@@ -74,10 +94,15 @@ class FakeCommands:
             if command == "probe":
                 scores = scores[:1]
             trials = [{"trial": i, "seed": i, "dev": {metric: s}} for i, s in enumerate(scores)]
-            identity = {"task": {"name": task}, "init_checkpoint": flags["init_checkpoint"],
-                        "vocab_file": "vocab.txt", "settings": {}}
-            write_results(os.path.join(out, "results.json"),
-                          make_results(identity, {}, metric, trials))
+            identity = {
+                "task": {"name": task},
+                "init_checkpoint": flags["init_checkpoint"],
+                "vocab_file": "vocab.txt",
+                "settings": {},
+            }
+            write_results(
+                os.path.join(out, "results.json"), make_results(identity, {}, metric, trials)
+            )
 
 
 def test_runs_every_cell_then_resumes_without_recomputing(tmp_path, corpus, monkeypatch):
@@ -87,9 +112,14 @@ def test_runs_every_cell_then_resumes_without_recomputing(tmp_path, corpus, monk
     spec = make_spec(corpus)
     study.run_study(spec, out)
     names = [(script, flags.get("objective"), flags.get("task")) for script, flags in fake.calls]
-    assert names == [("pretrain", None, None), ("finetune", None, "sst2"),
-                     ("finetune", None, "cola"), ("pretrain", "mlm", None),
-                     ("finetune", None, "sst2"), ("finetune", None, "cola")]
+    assert names == [
+        ("pretrain", None, None),
+        ("finetune", None, "sst2"),
+        ("finetune", None, "cola"),
+        ("pretrain", "mlm", None),
+        ("finetune", None, "sst2"),
+        ("finetune", None, "cola"),
+    ]
     pretrain_flags = fake.calls[0][1]
     assert float(pretrain_flags["max_train_flops"]) == 1e12
     assert pretrain_flags["model_size"] == "tiny"
@@ -144,9 +174,16 @@ def test_corpus_sample_ends_at_a_document_boundary(tmp_path, corpus):
 
 
 def test_reduced_scale_fills_defaults_and_spec_errors_name_the_key(tmp_path, corpus):
-    spec = study.resolve_spec({"scale": "reduced", "corpus": corpus,
-                               "variants": {"electra": {}}, "tasks": ["cola"],
-                               "glue_data_dir": "/glue", "pretrain": {"vocab_size": 500}})
+    spec = study.resolve_spec(
+        {
+            "scale": "reduced",
+            "corpus": corpus,
+            "variants": {"electra": {}},
+            "tasks": ["cola"],
+            "glue_data_dir": "/glue",
+            "pretrain": {"vocab_size": 500},
+        }
+    )
     assert spec["model_size"] == "tiny" and spec["seeds"] == 3
     assert spec["pretrain"]["vocab_size"] == 500  # the spec wins over the scale
     assert spec["pretrain"]["max_seq_length"] == 64  # the rest of the scale stays
@@ -162,11 +199,21 @@ def test_reduced_scale_fills_defaults_and_spec_errors_name_the_key(tmp_path, cor
         make_spec(corpus, glue_data_dir=None)
 
 
-def test_cpu_scale_samples_at_temperature_two_unless_a_variant_says_otherwise(tmp_path, corpus,
-                                                                               monkeypatch):
-    spec = make_spec(corpus, scale="cpu", budgets=[6e14], tasks=["cola"], seeds=5,
-                     variants={"electra": {}, "electra_paper": {"temperature": 1.0},
-                               "bert": {"objective": "mlm"}})
+def test_cpu_scale_samples_at_temperature_two_unless_a_variant_says_otherwise(
+    tmp_path, corpus, monkeypatch
+):
+    spec = make_spec(
+        corpus,
+        scale="cpu",
+        budgets=[6e14],
+        tasks=["cola"],
+        seeds=5,
+        variants={
+            "electra": {},
+            "electra_paper": {"temperature": 1.0},
+            "bert": {"objective": "mlm"},
+        },
+    )
     assert spec["pretrain"]["max_seq_length"] == 128 and spec["finetune"]["max_seq_length"] == 128
     out = str(tmp_path / "study")
     fake = FakeCommands(out)
@@ -174,25 +221,32 @@ def test_cpu_scale_samples_at_temperature_two_unless_a_variant_says_otherwise(tm
     for variant in ("electra", "bert", "electra_paper"):
         monkeypatch.setitem(SCORES, (variant, "cola"), [0.1] * 5)
     study.run_study(spec, out)
-    temperatures = {flags["output_dir"].split("/")[-1]: flags.get("temperature")
-                    for command, flags in fake.calls if command == "pretrain"}
+    temperatures = {
+        flags["output_dir"].split("/")[-1]: flags.get("temperature")
+        for command, flags in fake.calls
+        if command == "pretrain"
+    }
     assert temperatures == {"electra": "2.0", "electra_paper": "1.0", "bert": "2.0"}
-    assert all(flags["learning_rate"] == "0.001" and float(flags["max_train_flops"]) == 6e14
-               for command, flags in fake.calls if command == "pretrain")
+    assert all(
+        flags["learning_rate"] == "0.001" and float(flags["max_train_flops"]) == 6e14
+        for command, flags in fake.calls
+        if command == "pretrain"
+    )
 
 
 def test_a_failing_command_names_its_log(tmp_path):
     log = str(tmp_path / "logs" / "x.log")
     with pytest.raises(study.StudyError, match="exit code 3.*x.log"):
-        study.run_command(["python3", "-c", "import sys; print('boom'); sys.exit(3)"], log,
-                          "a step")
+        study.run_command(
+            ["python3", "-c", "import sys; print('boom'); sys.exit(3)"], log, "a step"
+        )
     assert "boom" in open(log).read()
 
 
 def test_flag_arguments():
-    assert study.flag_arguments({"objective": "mlm", "disallow_correct": True,
-                                 "export": False, "budget": 1e12}) == [
-        "--objective=mlm", "--disallow_correct", "--noexport", "--budget=1000000000000.0"]
+    assert study.flag_arguments(
+        {"objective": "mlm", "disallow_correct": True, "export": False, "budget": 1e12}
+    ) == ["--objective=mlm", "--disallow_correct", "--noexport", "--budget=1000000000000.0"]
 
 
 def test_a_changed_spec_never_reuses_results_of_other_settings(tmp_path, corpus, monkeypatch):
@@ -200,10 +254,12 @@ def test_a_changed_spec_never_reuses_results_of_other_settings(tmp_path, corpus,
     fake = FakeCommands(out)
     monkeypatch.setattr(study, "run_command", fake)
     study.run_study(make_spec(corpus), out)
-    changed = make_spec(corpus, variants={"electra": {"temperature": 2.0},
-                                          "bert": {"objective": "mlm"}})
-    with pytest.raises(study.StudyError, match="pretrain/electra was run with other settings.*"
-                                                "--temperature=2.0"):
+    changed = make_spec(
+        corpus, variants={"electra": {"temperature": 2.0}, "bert": {"objective": "mlm"}}
+    )
+    with pytest.raises(
+        study.StudyError, match="pretrain/electra was run with other settings.*--temperature=2.0"
+    ):
         study.run_study(changed, out)
     with pytest.raises(study.StudyError, match="finetune/electra/cola was run with other"):
         study.run_study(make_spec(corpus, task_flags={"cola": {"learning_rate": 1e-4}}), out)
@@ -211,8 +267,9 @@ def test_a_changed_spec_never_reuses_results_of_other_settings(tmp_path, corpus,
     fake.calls.clear()
     result = study.run_study(make_spec(corpus, seeds=2), out)
     assert fake.calls == []
-    electra_cola = next(r for r in result["rows"]
-                        if (r["variant"], r["task"]) == ("electra", "cola"))
+    electra_cola = next(
+        r for r in result["rows"] if (r["variant"], r["task"]) == ("electra", "cola")
+    )
     assert electra_cola["seeds"] == 2 and electra_cola["median"] == pytest.approx(15.0)
 
 
@@ -268,14 +325,30 @@ def test_python_m_tools_study_runs_from_the_repository_root(tmp_path, corpus):
     spec_path = tmp_path / "spec.json"
     spec_path.write_text(json.dumps(make_spec(corpus)))
     (tmp_path / "out").mkdir()
-    done = subprocess.run([sys.executable, "-m", "tools.study", str(spec_path),
-                           f"--output_dir={tmp_path / 'out'}", "--report"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tools.study",
+            str(spec_path),
+            f"--output_dir={tmp_path / 'out'}",
+            "--report",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     assert "not finished yet" in done.stdout
     assert (tmp_path / "out" / "results.md").exists()
-    done = subprocess.run([sys.executable, "-m", "tools.study", str(spec_path)], cwd=ROOT,
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-m", "tools.study", str(spec_path)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode != 0 and "output_dir" in done.stderr
 
 
@@ -285,13 +358,26 @@ def test_pretraining_seeds_and_the_no_pretraining_baseline(tmp_path, corpus, mon
     monkeypatch.setattr(study, "run_command", fake)
     monkeypatch.setitem(SCORES, ("none", "sst2"), [0.70, 0.60, 0.65])
     monkeypatch.setitem(SCORES, ("none", "cola"), [0.0, 0.0, 0.0])
-    spec = make_spec(corpus, pretrain_seeds=3, no_pretraining=True, budgets=[1e12, 2e12],
-                     variants={"electra": {}})
+    spec = make_spec(
+        corpus,
+        pretrain_seeds=3,
+        no_pretraining=True,
+        budgets=[1e12, 2e12],
+        variants={"electra": {}},
+    )
     result = study.run_study(spec, out)
     pretrains = [flags for command, flags in fake.calls if command == "pretrain"]
     assert [os.path.basename(f["output_dir"]) for f in pretrains] == [
-        "none-seed0", "none-seed1", "none-seed2", "electra-1e12-seed0", "electra-1e12-seed1",
-        "electra-1e12-seed2", "electra-2e12-seed0", "electra-2e12-seed1", "electra-2e12-seed2"]
+        "none-seed0",
+        "none-seed1",
+        "none-seed2",
+        "electra-1e12-seed0",
+        "electra-1e12-seed1",
+        "electra-1e12-seed2",
+        "electra-2e12-seed0",
+        "electra-2e12-seed1",
+        "electra-2e12-seed2",
+    ]
     assert [f["seed"] for f in pretrains[:3]] == ["0", "1", "2"]
     # The baseline trains no step and has no budget; the variants have theirs.
     assert all(f["num_train_steps"] == "0" and "max_train_flops" not in f for f in pretrains[:3])
@@ -322,9 +408,11 @@ def test_probe_tasks_on_the_two_halves_of_a_dev_set(tmp_path, corpus, monkeypatc
     monkeypatch.setattr(study, "run_command", fake)
     monkeypatch.setitem(SCORES, ("electra", "qnli-probe"), [0.6])
     monkeypatch.setitem(SCORES, ("bert", "qnli-probe"), [0.55])
-    spec = make_spec(corpus, glue_data_dir=str(tmp_path / "glue"),
-                     tasks=[{"name": "qnli-probe", "probe": True, "task": "qnli",
-                             "dev_halves": True}])
+    spec = make_spec(
+        corpus,
+        glue_data_dir=str(tmp_path / "glue"),
+        tasks=[{"name": "qnli-probe", "probe": True, "task": "qnli", "dev_halves": True}],
+    )
     result = study.run_study(spec, out)
     probes = [flags for command, flags in fake.calls if command == "probe"]
     assert len(probes) == 2 and "num_trials" not in probes[0]
@@ -346,15 +434,24 @@ def test_warmup_is_the_same_fraction_of_every_budget(tmp_path, corpus, monkeypat
     out = str(tmp_path / "study")
     fake = FakeCommands(out)
     monkeypatch.setattr(study, "run_command", fake)
-    spec = make_spec(corpus, budgets=[1e13, 4e13], warmup_fraction=0.1,
-                     pretrain={"max_seq_length": 64, "vocab_size": 1000}, tasks=["sst2"])
+    spec = make_spec(
+        corpus,
+        budgets=[1e13, 4e13],
+        warmup_fraction=0.1,
+        pretrain={"max_seq_length": 64, "vocab_size": 1000},
+        tasks=["sst2"],
+    )
     monkeypatch.setitem(SCORES, ("electra", "sst2"), [0.5] * 3)
     study.run_study(spec, out)
-    warmups = {(f.get("objective", "electra"), float(f["max_train_flops"])): int(f["num_warmup_steps"])
-               for command, f in fake.calls if command == "pretrain"}
+    warmups = {
+        (f.get("objective", "electra"), float(f["max_train_flops"])): int(f["num_warmup_steps"])
+        for command, f in fake.calls
+        if command == "pretrain"
+    }
     for objective in ("electra", "mlm"):
-        per_step = train_flops_per_step(preset("tiny", max_seq_length=64, vocab_size=1000,
-                                               objective=objective))
+        per_step = train_flops_per_step(
+            preset("tiny", max_seq_length=64, vocab_size=1000, objective=objective)
+        )
         for budget in (1e13, 4e13):
             assert warmups[(objective, budget)] == round(0.1 * (budget // per_step))
     assert warmups[("electra", 4e13)] > 3 * warmups[("electra", 1e13)]
@@ -363,19 +460,39 @@ def test_warmup_is_the_same_fraction_of_every_budget(tmp_path, corpus, monkeypat
 
 
 def test_a_cell_with_fewer_pretraining_runs_than_the_spec_says_so(tmp_path):
-    spec = {"budgets": [1e12], "variants": {"electra": {}, "mlm": {}}, "pretrain_seeds": 3,
-            "no_pretraining": True, "tasks": ["sst2"]}
+    spec = {
+        "budgets": [1e12],
+        "variants": {"electra": {}, "mlm": {}},
+        "pretrain_seeds": 3,
+        "no_pretraining": True,
+        "tasks": ["sst2"],
+    }
 
     def row(variant, budget, runs):
-        return {"variant": variant, "budget": budget, "train_flops": budget, "pretrain_steps": 7,
-                "task": "sst2", "metric": "accuracy", "median": 80.0, "min": 79.0, "max": 81.0,
-                "std": 1.0, "seeds": 1, "pretrain_runs": runs, "spread_over": "pre-training runs",
-                "scores": "[]"}
+        return {
+            "variant": variant,
+            "budget": budget,
+            "train_flops": budget,
+            "pretrain_steps": 7,
+            "task": "sst2",
+            "metric": "accuracy",
+            "median": 80.0,
+            "min": 79.0,
+            "max": 81.0,
+            "std": 1.0,
+            "seeds": 1,
+            "pretrain_runs": runs,
+            "spread_over": "pre-training runs",
+            "scores": "[]",
+        }
 
     rows = [row("none", 0.0, 1), row("electra", 1e12, 3), row("mlm", 1e12, 2)]
     _, md_path = study.write_tables(rows, spec, str(tmp_path))
-    lines = {line.split(" | ")[0]: line for line in open(md_path).read().splitlines()
-             if line.startswith("| ")}
+    lines = {
+        line.split(" | ")[0]: line
+        for line in open(md_path).read().splitlines()
+        if line.startswith("| ")
+    }
     assert "| mlm (2 of 3 runs)" in lines
     assert "| no pre-training (1 of 3 runs)" in lines
     assert "| electra" in lines  # a complete cell: no count

@@ -4,9 +4,18 @@ import json
 
 import pytest
 
-from electra_tf.finetuning.tagging_data import (PLAIN, PREFIX, SUFFIX, detect_tag_format,
-                                                load_tagging_files, order_tags, parse_tag,
-                                                read_conll, read_jsonl, split_words)
+from electra_tf.finetuning.tagging_data import (
+    PLAIN,
+    PREFIX,
+    SUFFIX,
+    detect_tag_format,
+    load_tagging_files,
+    order_tags,
+    parse_tag,
+    read_conll,
+    read_jsonl,
+    split_words,
+)
 from electra_tf.finetuning.tasks import TaskDataError
 
 
@@ -16,11 +25,13 @@ def _write(path, text):
 
 
 def test_conll_columns_word_first_tag_last(tmp_path):
-    path = _write(tmp_path / "train.txt",
-                  "\ufeff-DOCSTART- -X- -X- O\n\n"
-                  "EU NNP B-NP B-ORG\nrejects VBZ B-VP O\n\n\n"
-                  "지미\tNNP\tPER-B\n카터는\tNNP\tPER-I\n"
-                  "Peter Blackburn\tB-PER\n")  # tabs: the word may hold a space
+    path = _write(
+        tmp_path / "train.txt",
+        "\ufeff-DOCSTART- -X- -X- O\n\n"
+        "EU NNP B-NP B-ORG\nrejects VBZ B-VP O\n\n\n"
+        "지미\tNNP\tPER-B\n카터는\tNNP\tPER-I\n"
+        "Peter Blackburn\tB-PER\n",
+    )  # tabs: the word may hold a space
     split = read_conll(path, "train", labelled=True)
     assert split.sentences == [["EU", "rejects"], ["지미", "카터는", "Peter Blackburn"]]
     assert split.tags == [["B-ORG", "O"], ["PER-B", "PER-I", "B-PER"]]
@@ -49,10 +60,12 @@ def test_jsonl_sentences_and_errors(tmp_path):
     assert split.sentences == [["EU", "rejects"], []] and split.tags == [["B-ORG", "O"], []]
     renamed = _write(tmp_path / "words.jsonl", json.dumps({"w": ["a"], "ner": ["O"]}) + "\n")
     assert read_jsonl(renamed, "train", True, "w", "ner").tags == [["O"]]
-    cases = [({"tokens": ["a", "b"], "tags": ["O"]}, "line 1: 2 tokens but 1 tags"),
-             ({"tokens": "a b", "tags": ["O"]}, "'tokens' must be a list of strings"),
-             ({"words": ["a"]}, "no 'tokens' field; this line has 'words'"),
-             ([1, 2], "expected a JSON object per line, found list")]
+    cases = [
+        ({"tokens": ["a", "b"], "tags": ["O"]}, "line 1: 2 tokens but 1 tags"),
+        ({"tokens": "a b", "tags": ["O"]}, "'tokens' must be a list of strings"),
+        ({"words": ["a"]}, "no 'tokens' field; this line has 'words'"),
+        ([1, 2], "expected a JSON object per line, found list"),
+    ]
     for record, message in cases:
         bad = _write(tmp_path / "bad.jsonl", json.dumps(record) + "\n")
         with pytest.raises(TaskDataError, match=message):
@@ -100,8 +113,12 @@ def test_load_tagging_files(tmp_path):
 
 
 def test_raw_text_words():
-    assert split_words("지미 카터는  조지아주에서\t태어났다.") == ["지미", "카터는", "조지아주에서",
-                                                         "태어났다."]
+    assert split_words("지미 카터는  조지아주에서\t태어났다.") == [
+        "지미",
+        "카터는",
+        "조지아주에서",
+        "태어났다.",
+    ]
     # Each CJK ideograph is a word; kana and Hangul are not ideographs.
     assert split_words("中文abc句子 カタカナ") == ["中", "文", "abc", "句", "子", "カタカナ"]
     # Unicode separators and ASCII control spaces split; zero-width characters do not.

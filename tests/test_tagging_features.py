@@ -2,14 +2,26 @@
 
 import numpy as np
 import pytest
-
 from finetuning_support import write_vocab
 
 from electra_tf.finetuning import tagging_features
 from electra_tf.tokenization import WordPieceTokenizer
 
-VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "movie", "play", "##ing", "##s",
-         ",", "한국", "##어"]
+VOCAB = [
+    "[PAD]",
+    "[UNK]",
+    "[CLS]",
+    "[SEP]",
+    "[MASK]",
+    "the",
+    "movie",
+    "play",
+    "##ing",
+    "##s",
+    ",",
+    "한국",
+    "##어",
+]
 
 
 @pytest.fixture(scope="module")
@@ -25,8 +37,9 @@ def test_first_pieces_unknown_and_empty_words(tokenizer):
     sentences = [["the", "playings", "movie,"], ["\u200b", "한국어"], []]
     features = tagging_features.encode(tokenizer, sentences, 16)
     # Word by word: playings -> play ##ing ##s; "movie," -> movie , (punctuation split).
-    assert features.input_ids[0] == _ids(tokenizer, "[CLS]", "the", "play", "##ing", "##s",
-                                         "movie", ",", "[SEP]")
+    assert features.input_ids[0] == _ids(
+        tokenizer, "[CLS]", "the", "play", "##ing", "##s", "movie", ",", "[SEP]"
+    )
     assert features.positions[0] == [1, 2, 5]
     # A word that tokenizes to nothing becomes [UNK] and keeps its position.
     assert features.input_ids[1] == _ids(tokenizer, "[CLS]", "[UNK]", "한국", "##어", "[SEP]")
@@ -70,4 +83,6 @@ def test_word_logits_and_predicted_ids(tokenizer):
     assert [v.shape for v in logits] == [(2, 3), (1, 3)]
     # Positions 1 and 2, then 1; the third word of the first sentence is cut off.
     assert tagging_features.predicted_ids(logits, features.num_words, unseen_id=0) == [
-        [1, 2, 0], [1]]
+        [1, 2, 0],
+        [1],
+    ]

@@ -9,8 +9,7 @@ from electra_tf.finetuning.tagging_data import PLAIN, PREFIX, SUFFIX
 from electra_tf.finetuning.tagging_metrics import entities, entity_scores, score, token_accuracy
 
 seqeval_metrics = pytest.importorskip("seqeval.metrics")
-from seqeval.metrics.sequence_labeling import (  # noqa: E402
-    get_entities, precision_recall_fscore_support)
+from seqeval.metrics.sequence_labeling import get_entities, precision_recall_fscore_support  # noqa: E402
 
 TYPES = ["PER", "LOC", "ORG-X"]
 
@@ -45,13 +44,14 @@ def test_scores_equal_seqeval_on_random_tag_sequences(tag_format):
             warnings.simplefilter("ignore")  # undefined precision/recall, "not NE tag"
             for sentence in gold + predicted:
                 assert entities(sentence, tag_format) == get_entities(sentence, suffix), sentence
-            expected = precision_recall_fscore_support(gold, predicted, average="micro",
-                                                       suffix=suffix)
-            per_type = precision_recall_fscore_support(gold, predicted, average=None,
-                                                       suffix=suffix)
+            expected = precision_recall_fscore_support(
+                gold, predicted, average="micro", suffix=suffix
+            )
+            per_type = precision_recall_fscore_support(gold, predicted, average=None, suffix=suffix)
         micro, types = entity_scores(gold, predicted, tag_format)
         assert [micro["precision"], micro["recall"], micro["f1"]] == pytest.approx(
-            [float(v) for v in expected[:3]], abs=1e-12), seed
+            [float(v) for v in expected[:3]], abs=1e-12
+        ), seed
         names = sorted(types)
         for i, name in enumerate(names):
             got = [types[name][k] for k in ("precision", "recall", "f1", "support")]
@@ -59,8 +59,9 @@ def test_scores_equal_seqeval_on_random_tag_sequences(tag_format):
             assert got == pytest.approx(want, abs=1e-12), (seed, name)
         flat = score(gold, predicted, tag_format)
         assert flat["f1"] == micro["f1"]
-        assert {k for k in flat if "/" in k} == {f"{m}/{t}" for t in names
-                                                for m in ("precision", "recall", "f1")}
+        assert {k for k in flat if "/" in k} == {
+            f"{m}/{t}" for t in names for m in ("precision", "recall", "f1")
+        }
 
 
 def test_entities_worked_by_hand():
@@ -70,10 +71,15 @@ def test_entities_worked_by_hand():
     assert entities(["B-PER", "B-PER", "I-PER"], PREFIX) == [("PER", 0, 0), ("PER", 1, 2)]
     # IOBES: E closes, S is alone; E after E starts a new chunk.
     assert entities(["S-LOC", "B-ORG", "I-ORG", "E-ORG", "E-ORG"], PREFIX) == [
-        ("LOC", 0, 0), ("ORG", 1, 3), ("ORG", 4, 4)]
+        ("LOC", 0, 0),
+        ("ORG", 1, 3),
+        ("ORG", 4, 4),
+    ]
     # Suffixes read the same way; types may hold hyphens.
     assert entities(["PER-B", "PER-I", "O", "NAME-X-S"], SUFFIX) == [
-        ("PER", 0, 1), ("NAME-X", 3, 3)]
+        ("PER", 0, 1),
+        ("NAME-X", 3, 3),
+    ]
     assert entities(["B", "I", "O", "I"], PREFIX) == [("_", 0, 1), ("_", 3, 3)]
     assert entities([], PREFIX) == []
 

@@ -2,7 +2,6 @@
 
 import numpy as np
 import pytest
-
 from finetuning_support import make_pretrained_dir
 
 from electra_tf.artifacts.pretrained import load_discriminator
@@ -34,15 +33,19 @@ def test_logits_at_every_position_and_saved_model_round_trip(pretrained, tmp_pat
 
     model = build_tagger(load_discriminator(pretrained).encoder, num_tags=5, seed=1)
     ids = np.array([[2, 5, 6, 7, 3, 0]], np.int32)
-    inputs = {"input_ids": ids, "input_mask": (ids > 0).astype(np.int32),
-              "segment_ids": np.zeros_like(ids)}
+    inputs = {
+        "input_ids": ids,
+        "input_mask": (ids > 0).astype(np.int32),
+        "segment_ids": np.zeros_like(ids),
+    }
     logits = np.asarray(model(inputs))
     assert logits.shape == (1, 6, 5)
     # The head is one dense layer on the encoder's states (no dropout at inference).
     states = np.asarray(model.encoder(inputs))
     head = model.task_head
-    np.testing.assert_allclose(logits, states @ head.kernel.numpy() + head.bias.numpy(),
-                               rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        logits, states @ head.kernel.numpy() + head.bias.numpy(), rtol=1e-5, atol=1e-6
+    )
     # The layer-wise decay knows every variable, the head at the full rate.
     rates = layerwise_multipliers(model.trainable_variables, model.encoder.num_layers, 0.8)
     assert len(rates) == len(model.trainable_variables)

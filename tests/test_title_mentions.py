@@ -27,19 +27,36 @@ CORPUS = """지미 카터
 def test_mentions_are_whole_words_with_particles():
     tag = title_mentions.tag_mentions
     assert tag(["지미", "카터는", "미국의", "대통령이다."], "지미 카터", "MISC") == [
-        "B-MISC", "I-MISC", "O", "O"]
+        "B-MISC",
+        "I-MISC",
+        "O",
+        "O",
+    ]
     # Opening and closing punctuation and a particle: still a mention; another noun: not.
-    assert tag(["\"지미", "카터\"라는", "이름"], "지미 카터", "PER") == ["B-PER", "I-PER", "O"]
+    assert tag(['"지미', '카터"라는', "이름"], "지미 카터", "PER") == ["B-PER", "I-PER", "O"]
     assert tag(["지미", "카터스라는", "가게"], "지미 카터", "PER") == ["O", "O", "O"]
     assert tag(["카터는", "지미"], "지미 카터", "PER") == ["O", "O"]
     assert tag(["1990년에,", "1990년대"], "1990년", "DATE") == ["B-DATE", "O"]
 
 
 def test_types_come_from_the_title_form():
-    assert [title_mentions.entity_type(t) for t in
-            ("1990년", "1990년대", "음력 3월 1일", "19세기", "서울역", "울산광역시", "월출산",
-             "하버드 대학교", "대한축구협회", "교황 란도", "지미 카터", "파충류")] == [
-        "DATE", "DATE", "DATE", "DATE", "LOC", "LOC", "LOC", "ORG", "ORG", "PER", "MISC", "MISC"]
+    assert [
+        title_mentions.entity_type(t)
+        for t in (
+            "1990년",
+            "1990년대",
+            "음력 3월 1일",
+            "19세기",
+            "서울역",
+            "울산광역시",
+            "월출산",
+            "하버드 대학교",
+            "대한축구협회",
+            "교황 란도",
+            "지미 카터",
+            "파충류",
+        )
+    ] == ["DATE", "DATE", "DATE", "DATE", "LOC", "LOC", "LOC", "ORG", "ORG", "PER", "MISC", "MISC"]
     assert title_mentions.mention_name("동구 (울산광역시)") == "동구"
     assert title_mentions.mention_name("72") is None and title_mentions.mention_name("X") is None
 
@@ -48,8 +65,12 @@ def test_build_writes_conll_splits_and_baselines(tmp_path):
     corpus = tmp_path / "corpus.txt"
     corpus.write_text(CORPUS, encoding="utf-8")
     out = tmp_path / "silver"
-    assert title_mentions_command.main(["--corpus", str(corpus), "--output_dir", str(out),
-                                "--dev_every", "2", "--baselines"]) == 0
+    assert (
+        title_mentions_command.main(
+            ["--corpus", str(corpus), "--output_dir", str(out), "--dev_every", "2", "--baselines"]
+        )
+        == 0
+    )
     # Articles 0 and 2 go to dev, 1 and 3 to train; the digits-only title is skipped.
     dev = read_conll(str(out / "dev.txt"), "dev", True)
     train = read_conll(str(out / "train.txt"), "train", True)
@@ -69,7 +90,10 @@ def test_build_writes_conll_splits_and_baselines(tmp_path):
 
 
 def test_dictionary_baseline_takes_the_longest_match():
-    train = [(["하버드", "대학교의", "역사"], ["B-ORG", "I-ORG", "O"]),
-             (["하버드", "출신"], ["B-MISC", "O"])]
+    train = [
+        (["하버드", "대학교의", "역사"], ["B-ORG", "I-ORG", "O"]),
+        (["하버드", "출신"], ["B-MISC", "O"]),
+    ]
     assert title_mentions.dictionary_tags(train, [["하버드", "대학교의", "하버드"]]) == [
-        ["B-ORG", "I-ORG", "B-MISC"]]
+        ["B-ORG", "I-ORG", "B-MISC"]
+    ]

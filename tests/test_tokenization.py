@@ -15,10 +15,26 @@ from electra_tf.tokenization import VocabError, WordPieceTokenizer, load_vocab
 
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 WORDS = [
-    "한국어", "문장", "##입니다",          # Korean syllables (NFC)
-    "中", "国", "人",                      # CJK ideographs
-    "cafe", "café", "Cafe", "Café", "CAFE", "CAFÉ",
-    "the", "quick", "brown", "fox", "##es", "!", ".", ",",
+    "한국어",
+    "문장",
+    "##입니다",  # Korean syllables (NFC)
+    "中",
+    "国",
+    "人",  # CJK ideographs
+    "cafe",
+    "café",
+    "Cafe",
+    "Café",
+    "CAFE",
+    "CAFÉ",
+    "the",
+    "quick",
+    "brown",
+    "fox",
+    "##es",
+    "!",
+    ".",
+    ",",
 ]
 KOREAN = "한국어 문장입니다"
 
@@ -81,15 +97,18 @@ def test_cjk_ideographs_are_single_tokens(vocab_file):
 # --------------------------------------------------------------------------- case and accents
 
 
-@pytest.mark.parametrize("lower,strip,expected", [
-    # strip_accents=None follows do_lower_case, as the original code.
-    (True, None, ["cafe", "cafe", "cafe", "cafe"]),
-    (True, True, ["cafe", "cafe", "cafe", "cafe"]),
-    (True, False, ["café", "café", "café", "cafe"]),
-    (False, None, ["Café", "CAFÉ", "café", "Cafe"]),
-    (False, False, ["Café", "CAFÉ", "café", "Cafe"]),
-    (False, True, ["Cafe", "CAFE", "cafe", "Cafe"]),
-])
+@pytest.mark.parametrize(
+    "lower,strip,expected",
+    [
+        # strip_accents=None follows do_lower_case, as the original code.
+        (True, None, ["cafe", "cafe", "cafe", "cafe"]),
+        (True, True, ["cafe", "cafe", "cafe", "cafe"]),
+        (True, False, ["café", "café", "café", "cafe"]),
+        (False, None, ["Café", "CAFÉ", "café", "Cafe"]),
+        (False, False, ["Café", "CAFÉ", "café", "Cafe"]),
+        (False, True, ["Cafe", "CAFE", "cafe", "Cafe"]),
+    ],
+)
 def test_case_and_accent_flags(vocab_file, lower, strip, expected):
     tok = WordPieceTokenizer(vocab_file, do_lower_case=lower, strip_accents=strip)
     assert tok.do_lower_case is lower
@@ -99,12 +118,15 @@ def test_case_and_accent_flags(vocab_file, lower, strip, expected):
     assert tok.tokenize_to_lists([text]) == [ids_of(expected)]
 
 
-@pytest.mark.parametrize("lower,strip,expected", [
-    (True, True, "cafe"),
-    (True, False, "café"),
-    (False, True, "Cafe"),
-    (False, False, "Café"),
-])
+@pytest.mark.parametrize(
+    "lower,strip,expected",
+    [
+        (True, True, "cafe"),
+        (True, False, "café"),
+        (False, True, "Cafe"),
+        (False, False, "Café"),
+    ],
+)
 def test_normalize_code_points(vocab_file, lower, strip, expected):
     tok = WordPieceTokenizer(vocab_file, do_lower_case=lower, strip_accents=strip)
     for source in ("Café", "Cafe\u0301"):
@@ -161,16 +183,33 @@ def test_vocab_fingerprint(tmp_path):
         assert tokenization.vocab_fingerprint(path) == hashlib.sha256(f.read()).hexdigest()
 
 
-@pytest.mark.parametrize("name,content,pattern", [
-    ("missing_mask.txt", "[PAD]\n[UNK]\n[CLS]\n[SEP]\nhello\n".encode(), r"\[MASK\].*SentencePiece"),
-    ("dup.txt", "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nhello\nhello\n".encode(),
-     r"duplicate token 'hello' on lines 6 and 7"),
-    ("latin1.txt", "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\ncaf\xe9\n".encode("latin-1"),
-     r"not UTF-8.*0xe9 at line 6"),
-    ("empty.txt", b"", r"is empty"),
-    ("blank_line.txt", b"[PAD]\n[UNK]\n\n[CLS]\n[SEP]\n[MASK]\n", r"line 3 is empty"),
-    ("spm.vocab", "<unk>\t0\n<s>\t0\n</s>\t0\n\u2581the\t-1.5\n".encode(), r"tab.*SentencePiece"),
-])
+@pytest.mark.parametrize(
+    "name,content,pattern",
+    [
+        (
+            "missing_mask.txt",
+            "[PAD]\n[UNK]\n[CLS]\n[SEP]\nhello\n".encode(),
+            r"\[MASK\].*SentencePiece",
+        ),
+        (
+            "dup.txt",
+            "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nhello\nhello\n".encode(),
+            r"duplicate token 'hello' on lines 6 and 7",
+        ),
+        (
+            "latin1.txt",
+            "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\ncaf\xe9\n".encode("latin-1"),
+            r"not UTF-8.*0xe9 at line 6",
+        ),
+        ("empty.txt", b"", r"is empty"),
+        ("blank_line.txt", b"[PAD]\n[UNK]\n\n[CLS]\n[SEP]\n[MASK]\n", r"line 3 is empty"),
+        (
+            "spm.vocab",
+            "<unk>\t0\n<s>\t0\n</s>\t0\n\u2581the\t-1.5\n".encode(),
+            r"tab.*SentencePiece",
+        ),
+    ],
+)
 def test_vocab_errors_name_the_file(tmp_path, name, content, pattern):
     path = tmp_path / name
     path.write_bytes(content)
@@ -207,13 +246,16 @@ def test_graph_tf_data_and_config_round_trip(vocab_file, normalization):
     assert fn(tf.constant(texts)).to_list() == expected
 
     cfg = pickle.loads(pickle.dumps(tok.get_config()))
-    assert cfg == {"vocab_file": os.path.abspath(vocab_file), "do_lower_case": True,
-                   "strip_accents": True, "normalization": normalization}
+    assert cfg == {
+        "vocab_file": os.path.abspath(vocab_file),
+        "do_lower_case": True,
+        "strip_accents": True,
+        "normalization": normalization,
+    }
     assert WordPieceTokenizer(**cfg).tokenize_to_lists(texts) == expected
 
 
-@pytest.mark.parametrize("normalization,case_op", [("casefold", {"CaseFoldUTF8"}),
-                                                   ("bert", set())])
+@pytest.mark.parametrize("normalization,case_op", [("casefold", {"CaseFoldUTF8"}), ("bert", set())])
 def test_saved_model_uses_only_portable_ops(vocab_file, tmp_path, normalization, case_op):
     from tensorflow.core.protobuf import saved_model_pb2
 
@@ -222,9 +264,11 @@ def test_saved_model_uses_only_portable_ops(vocab_file, tmp_path, normalization,
     module.tokenizer = tok  # Tracks the lookup table.
     module.serve = tf.function(
         lambda t: tok.tokenize(t).to_tensor(default_value=tok.pad_id),
-        input_signature=[tf.TensorSpec([None], tf.string)])
-    module.serve_flat = tf.function(lambda t: tok.tokenize_flat(t),
-                                    input_signature=[tf.TensorSpec([None], tf.string)])
+        input_signature=[tf.TensorSpec([None], tf.string)],
+    )
+    module.serve_flat = tf.function(
+        lambda t: tok.tokenize_flat(t), input_signature=[tf.TensorSpec([None], tf.string)]
+    )
     export_dir = str(tmp_path / "export")
     tf.saved_model.save(module, export_dir)
 
@@ -248,8 +292,16 @@ def test_saved_model_uses_only_portable_ops(vocab_file, tmp_path, normalization,
     # Everything outside core TensorFlow must be a TF Text op that 2.12
     # already had (no FastBertTokenizer / RoundRobinTrimmer kernels).
     text_ops = {op for op in ops - functions if not hasattr(tf.raw_ops, op)}
-    assert text_ops == {"NormalizeUTF8", "RegexSplitWithOffsets", "WordpieceTokenizeWithOffsets",
-                        "FastWordpieceTokenizeWithOffsets"} | case_op
+    assert (
+        text_ops
+        == {
+            "NormalizeUTF8",
+            "RegexSplitWithOffsets",
+            "WordpieceTokenizeWithOffsets",
+            "FastWordpieceTokenizeWithOffsets",
+        }
+        | case_op
+    )
     if normalization == "bert":  # lower-casing and Hangul composition are core ops
         assert {"StringLower", "UnicodeDecode", "UnicodeEncode"} <= ops
 
@@ -311,10 +363,12 @@ def _bert_vocab(path, texts, lower):
     return write_vocab(path, tokens)
 
 
-@pytest.mark.parametrize("lower,texts", [(True, MIXED_ZH_EN), (False, MIXED_KO_ZH_EN)],
-                         ids=["uncased-zh-en", "cased-ko-zh-en"])
-def test_bert_normalization_gives_the_ids_of_the_reference_bert_tokenizer(tmp_path, lower,
-                                                                           texts):
+@pytest.mark.parametrize(
+    "lower,texts",
+    [(True, MIXED_ZH_EN), (False, MIXED_KO_ZH_EN)],
+    ids=["uncased-zh-en", "cased-ko-zh-en"],
+)
+def test_bert_normalization_gives_the_ids_of_the_reference_bert_tokenizer(tmp_path, lower, texts):
     tokenizers = pytest.importorskip("tokenizers")
     vocab = _bert_vocab(tmp_path / "vocab.txt", MIXED_KO_ZH_EN, lower)
     reference = tokenizers.BertWordPieceTokenizer(vocab, lowercase=lower)
@@ -330,8 +384,10 @@ def test_bert_normalization_gives_the_ids_of_the_reference_bert_tokenizer(tmp_pa
 
 def test_bert_normalization_keeps_full_width_and_compatibility_characters(vocab_file):
     tok = WordPieceTokenizer(vocab_file, do_lower_case=True, normalization="bert")
-    normalized = [t.decode("utf-8") for t in tok.normalize(
-        ["中国，你好！１２３……", "ﬁ ＡＢＣ Straße ǅ", "ÀÉÎ Ωmega"]).numpy()]
+    normalized = [
+        t.decode("utf-8")
+        for t in tok.normalize(["中国，你好！１２３……", "ﬁ ＡＢＣ Straße ǅ", "ÀÉÎ Ωmega"]).numpy()
+    ]
     assert normalized == ["中国，你好！１２３……", "ﬁ ａｂｃ straße ǆ", "aei ωmega"]
     legacy = WordPieceTokenizer(vocab_file, do_lower_case=True)
     assert legacy.normalize(["中国，你好！１２３……"]).numpy()[0].decode() == "中国,你好!123......"
@@ -339,8 +395,9 @@ def test_bert_normalization_keeps_full_width_and_compatibility_characters(vocab_
 
 @pytest.mark.parametrize("lower,strip", FLAGS)
 def test_bert_normalization_keeps_hangul_syllables(vocab_file, lower, strip):
-    tok = WordPieceTokenizer(vocab_file, do_lower_case=lower, strip_accents=strip,
-                             normalization="bert")
+    tok = WordPieceTokenizer(
+        vocab_file, do_lower_case=lower, strip_accents=strip, normalization="bert"
+    )
     assert tok.tokenize_to_lists([KOREAN]) == [ids_of(["한국어", "문장", "##입니다"])]
     out = tok.normalize([KOREAN]).numpy()[0].decode("utf-8")
     assert code_points(out) == code_points(KOREAN)
@@ -349,9 +406,15 @@ def test_bert_normalization_keeps_hangul_syllables(vocab_file, lower, strip):
 def test_compose_hangul_composes_only_hangul():
     # L V -> LV, L V T -> LVT, a lone L or V stays, an accent after NFD stays
     # decomposed, and composition never reaches across texts.
-    texts = ["\u1112\u1161\u11ab\u1100\u1173\u11af", "\u1100\u1100\u1161 \u1161",
-             "e\u0301 \u0B47\u0B3E", "\u1100", "\u1161", ""]
-    expected = ["한글", "\u1100가 \u1161", "e\u0301 \u0B47\u0B3E", "\u1100", "\u1161", ""]
+    texts = [
+        "\u1112\u1161\u11ab\u1100\u1173\u11af",
+        "\u1100\u1100\u1161 \u1161",
+        "e\u0301 \u0b47\u0b3e",
+        "\u1100",
+        "\u1161",
+        "",
+    ]
+    expected = ["한글", "\u1100가 \u1161", "e\u0301 \u0b47\u0b3e", "\u1100", "\u1161", ""]
     out = tokenization.compose_hangul(tf.constant(texts)).numpy().tolist()
     assert [o.decode("utf-8") for o in out] == expected
     # Every syllable decomposed and composed again is itself (all 11,172).
@@ -363,11 +426,15 @@ def test_compose_hangul_composes_only_hangul():
 
 def test_text_settings_round_trip_and_records_without_normalization(vocab_file):
     tok = WordPieceTokenizer(vocab_file, do_lower_case=False, normalization="bert")
-    assert tok.text_settings() == {"do_lower_case": False, "strip_accents": False,
-                                   "normalization": "bert"}
+    assert tok.text_settings() == {
+        "do_lower_case": False,
+        "strip_accents": False,
+        "normalization": "bert",
+    }
     assert WordPieceTokenizer(**tok.get_config()).get_config() == tok.get_config()
-    old = WordPieceTokenizer.from_settings(vocab_file, {"do_lower_case": True,
-                                                        "strip_accents": True})
+    old = WordPieceTokenizer.from_settings(
+        vocab_file, {"do_lower_case": True, "strip_accents": True}
+    )
     assert old.normalization == "casefold"
     with pytest.raises(ValueError, match="--normalization='nfkc'"):
         WordPieceTokenizer(vocab_file, normalization="nfkc")
@@ -379,23 +446,72 @@ def test_tokenize_flat_gives_the_ids_of_tokenize(tmp_path, normalization, lower,
     """The trie WordPiece of `tokenize_flat` against the lookup-table one of `tokenize`:
     random text over letters, accents, Hangul (syllables and jamo), CJK, punctuation,
     control, format and space characters, and words around the 200-byte limit."""
-    vocab = SPECIALS + WORDS + ["a" * 40, "##" + "b" * 30, "ab", "##ab", "##a", "##b", "é",
-                                "##é", "ß", "ss", "ς", "σ", "##", "#", "[", "]", "…", "，"]
-    tok = WordPieceTokenizer(write_vocab(tmp_path / "vocab.txt", vocab), lower, strip,
-                             normalization)
+    vocab = (
+        SPECIALS
+        + WORDS
+        + [
+            "a" * 40,
+            "##" + "b" * 30,
+            "ab",
+            "##ab",
+            "##a",
+            "##b",
+            "é",
+            "##é",
+            "ß",
+            "ss",
+            "ς",
+            "σ",
+            "##",
+            "#",
+            "[",
+            "]",
+            "…",
+            "，",
+        ]
+    )
+    tok = WordPieceTokenizer(
+        write_vocab(tmp_path / "vocab.txt", vocab), lower, strip, normalization
+    )
     rng = random.Random(7)
-    pool = (list("abcdefxyzABC019 .,!?#[]'-") + list("éÉçñüßİςΣ") + list(KOREAN) + list("中国人")
-            + ["e\u0301", "\u0301", "\u200b", "\ufeff", "\u00ad", "\t", "\n", "\x00", "\x85",
-               "\u00a0", "\u3000", "\u2028", "\ufffd", "\ue000", "\U0001F600", "\u1112\u1161\u11ab",
-               "\uff21", "\u00a8", "…", "，"])
+    pool = (
+        list("abcdefxyzABC019 .,!?#[]'-")
+        + list("éÉçñüßİςΣ")
+        + list(KOREAN)
+        + list("中国人")
+        + [
+            "e\u0301",
+            "\u0301",
+            "\u200b",
+            "\ufeff",
+            "\u00ad",
+            "\t",
+            "\n",
+            "\x00",
+            "\x85",
+            "\u00a0",
+            "\u3000",
+            "\u2028",
+            "\ufffd",
+            "\ue000",
+            "\U0001f600",
+            "\u1112\u1161\u11ab",
+            "\uff21",
+            "\u00a8",
+            "…",
+            "，",
+        ]
+    )
     texts = ["", " ", "[UNK]", "##", "the foxes!"]
     for _ in range(300):
         text = "".join(rng.choice(pool) for _ in range(rng.choice([1, 5, 20, 80])))
         if rng.random() < 0.3:
             text += " " + "ab" * rng.choice([99, 100, 101]) + " " + "é" * rng.choice([99, 100, 101])
         if rng.random() < 0.4:
-            text += " " + " ".join(rng.choice(vocab[5:]).lstrip("#") + rng.choice(["", "s", "é"])
-                                   for _ in range(rng.choice([1, 10, 40])))
+            text += " " + " ".join(
+                rng.choice(vocab[5:]).lstrip("#") + rng.choice(["", "s", "é"])
+                for _ in range(rng.choice([1, 10, 40]))
+            )
         texts.append(text)
     expected = tok.tokenize(tf.constant(texts))
     ids, splits = tok.tokenize_flat(tf.constant(texts))
@@ -405,4 +521,6 @@ def test_tokenize_flat_gives_the_ids_of_tokenize(tmp_path, normalization, lower,
     # Some words are known and some are [UNK], so both paths were exercised.
     assert 0 < np.mean(ids.numpy() == tok.unk_id) < 0.9
     raw = tf.constant([b"bad \xff bytes caf\xc3", b"\xed\xa0\x80x"])
-    assert tok.tokenize_flat(raw)[0].numpy().tolist() == tok.tokenize(raw).flat_values.numpy().tolist()
+    assert (
+        tok.tokenize_flat(raw)[0].numpy().tolist() == tok.tokenize(raw).flat_values.numpy().tolist()
+    )

@@ -31,9 +31,17 @@ class ReplicaSummedSGD(PresummedGradients, keras.optimizers.SGD):
 
 
 def _encoder():
-    config = preset("tiny", vocab_size=VOCAB, hidden_size=32, num_layers=2, embedding_size=16,
-                    num_heads=2, intermediate_size=64, dropout_rate=0.0,
-                    attention_dropout_rate=0.0)
+    config = preset(
+        "tiny",
+        vocab_size=VOCAB,
+        hidden_size=32,
+        num_layers=2,
+        embedding_size=16,
+        num_heads=2,
+        intermediate_size=64,
+        dropout_rate=0.0,
+        attention_dropout_rate=0.0,
+    )
     return build_generator_and_discriminator(config.model)[1].encoder
 
 
@@ -65,8 +73,11 @@ def _qa_batch(rng):
     starts = np.array([rng.integers(2, n) for n in lengths], np.int32)
     ends = np.array([rng.integers(s, n) for s, n in zip(starts, lengths)], np.int32)
     impossible = (rng.random(BATCH) < 0.3).astype(np.int32)
-    labels = {"start_positions": starts * (1 - impossible),
-              "end_positions": ends * (1 - impossible), "is_impossible": impossible}
+    labels = {
+        "start_positions": starts * (1 - impossible),
+        "end_positions": ends * (1 - impossible),
+        "is_impossible": impossible,
+    }
     return inputs, labels
 
 
@@ -91,8 +102,7 @@ def _one_step(kind, weights, batch, strategy=None, make_optimizer=None, **option
         model.set_training_options(**options)
         model.compile(optimizer=optimizer)
     before = [v.numpy() for v in model.trainable_variables]
-    history = model.fit(tf.data.Dataset.from_tensors(batch), epochs=1, steps_per_epoch=1,
-                        verbose=0)
+    history = model.fit(tf.data.Dataset.from_tensors(batch), epochs=1, steps_per_epoch=1, verbose=0)
     changes = [v.numpy() - b for v, b in zip(model.trainable_variables, before)]
     logs = {k: float(np.squeeze(v[-1])) for k, v in history.history.items()}
     return changes, logs, optimizer
@@ -103,18 +113,21 @@ def _assert_close(got, expected, scale=1.0):
     # softmax's logits gets none), so the comparison is not of zeros.
     assert sum(np.abs(e).max() > 0 for e in expected) >= 0.9 * len(expected)
     for g, e in zip(got, expected):
-        np.testing.assert_allclose(g, scale * e, rtol=2e-4,
-                                   atol=2e-6 * scale * max(1.0, np.abs(e).max()))
+        np.testing.assert_allclose(
+            g, scale * e, rtol=2e-4, atol=2e-6 * scale * max(1.0, np.abs(e).max())
+        )
 
 
 @pytest.mark.parametrize("kind", ["classifier", "qa"])
 def test_two_replicas_and_accumulation_make_the_single_device_update(
-        kind, weights, two_replica_strategy, rng):
+    kind, weights, two_replica_strategy, rng
+):
     batch = MODELS[kind][1](rng)
     single, single_logs, _ = _one_step(kind, weights, batch)
     for accumulation in (1, 2):
-        changes, logs, _ = _one_step(kind, weights, batch, two_replica_strategy,
-                                  gradient_accumulation_steps=accumulation)
+        changes, logs, _ = _one_step(
+            kind, weights, batch, two_replica_strategy, gradient_accumulation_steps=accumulation
+        )
         _assert_close(changes, single)
         assert logs == pytest.approx(single_logs, rel=1e-5)
     # Accumulation alone, on one device.
@@ -130,24 +143,26 @@ def test_per_replica_xla_makes_the_same_update(weights, two_replica_strategy, rn
     _assert_close(changes, single)
 
 
-def test_summed_loss_gives_batch_size_times_the_mean_gradient(weights, two_replica_strategy,
-                                                               rng):
+def test_summed_loss_gives_batch_size_times_the_mean_gradient(weights, two_replica_strategy, rng):
     inputs, labels = batch = _classifier_batch(rng)
     # The mean gradient, independently: Keras' own cross-entropy on one device.
     model = _classifier()
     model.set_weights(weights["classifier"])
     with tf.GradientTape() as tape:
         loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)(
-            labels, model(inputs, training=True))
-    mean_gradient = [g.numpy() if not isinstance(g, tf.IndexedSlices)
-                     else tf.convert_to_tensor(g).numpy()
-                     for g in tape.gradient(loss, model.trainable_variables)]
+            labels, model(inputs, training=True)
+        )
+    mean_gradient = [
+        g.numpy() if not isinstance(g, tf.IndexedSlices) else tf.convert_to_tensor(g).numpy()
+        for g in tape.gradient(loss, model.trainable_variables)
+    ]
 
     changes, logs, _ = _one_step("classifier", weights, batch, two_replica_strategy)
     _assert_close(changes, [-g for g in mean_gradient])
     for strategy in (None, two_replica_strategy):
-        changes, summed_logs, _ = _one_step("classifier", weights, batch, strategy,
-                                         loss_reduction="sum")
+        changes, summed_logs, _ = _one_step(
+            "classifier", weights, batch, strategy, loss_reduction="sum"
+        )
         _assert_close(changes, [-g for g in mean_gradient], scale=BATCH)
         # What a step logs is the mean loss, whatever is optimised.
         assert summed_logs["loss"] == pytest.approx(float(loss), rel=1e-5)
@@ -164,19 +179,24 @@ def test_float16_scales_the_loss_and_unscales_the_gradients(weights, two_replica
     reference, _, _ = _one_step("classifier", weights, batch)
     keras.mixed_precision.set_global_policy("mixed_float16")
     changes, logs, optimizer = _one_step(
-        "classifier", weights, batch, two_replica_strategy,
-        make_optimizer=lambda: keras.optimizers.LossScaleOptimizer(ReplicaSummedSGD(1.0)))
+        "classifier",
+        weights,
+        batch,
+        two_replica_strategy,
+        make_optimizer=lambda: keras.optimizers.LossScaleOptimizer(ReplicaSummedSGD(1.0)),
+    )
     # The loss was multiplied by the (large) loss scale before differentiation
     # and the gradients divided by it: the update is the float32 one, within
     # float16's precision. Without the scale, the smallest gradients vanish.
-    assert float(optimizer.dynamic_scale.numpy()) == 2.0 ** 15
+    assert float(optimizer.dynamic_scale.numpy()) == 2.0**15
     assert int(optimizer.iterations.numpy()) == 1 and np.isfinite(logs["loss"])
     for got, expected in zip(changes, reference):
         np.testing.assert_allclose(got, expected, rtol=0.05, atol=0.02 * np.abs(expected).max())
 
 
-@pytest.mark.parametrize("precision, wrapped", [("none", False), ("bfloat16", False),
-                                                ("float16", True)])
+@pytest.mark.parametrize(
+    "precision, wrapped", [("none", False), ("bfloat16", False), ("float16", True)]
+)
 def test_only_float16_gets_a_loss_scale_optimizer(precision, wrapped):
     model = _classifier()
     optimizer = create_optimizer(model, 2, 1e-3, 10, mixed_precision=precision)
@@ -194,7 +214,10 @@ def test_pretraining_and_fine_tuning_models_share_one_train_step():
     for model in (Pretrainer, ElectraClassifier, ElectraQA, ElectraTagger):
         assert model.train_step is TrainStep.train_step, model
     # No other train step in the package.
-    defined = [path.name for path in pathlib.Path(electra_tf.__file__).parent.rglob("*.py")
-               for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
-               if isinstance(node, ast.FunctionDef) and node.name == "train_step"]
+    defined = [
+        path.name
+        for path in pathlib.Path(electra_tf.__file__).parent.rglob("*.py")
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.FunctionDef) and node.name == "train_step"
+    ]
     assert defined == ["train_step.py"]

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 from conftest import make_batch
+
 # The same tiny model and batch shapes as the default objective's tests.
 from test_pretrainer import LENGTH, SLOTS, VOCAB
 from test_pretrainer import build as built
@@ -78,15 +79,18 @@ def test_electra_15_scores_only_the_masked_positions(rng):
     bce = -(labels * np.log(p) + (1 - labels) * np.log(1 - p))
     expected = (bce * only_masked).sum() / (only_masked.sum() + 1e-6)
     assert stats["disc_loss"] == pytest.approx(expected, rel=1e-5)
-    gen = masked_nll(sums["gen_logits"].numpy(), batch["masked_lm_ids"],
-                     batch["masked_lm_weights"])
+    gen = masked_nll(sums["gen_logits"].numpy(), batch["masked_lm_ids"], batch["masked_lm_weights"])
     assert stats["total_loss"] == pytest.approx(gen + 50.0 * expected, rel=1e-5)
     # A logit at an unmasked position has no influence on the loss.
     logits = tf.Variable(sums["disc_logits"])
     with tf.GradientTape() as tape:
         loss = objective.discriminator_sums(
-            logits, sums["labels"], objective.positions_mask(
-                batch["masked_lm_positions"], batch["masked_lm_weights"], LENGTH))["loss"]
+            logits,
+            sums["labels"],
+            objective.positions_mask(
+                batch["masked_lm_positions"], batch["masked_lm_weights"], LENGTH
+            ),
+        )["loss"]
     grad = tape.gradient(loss, logits).numpy()
     assert np.all(grad[only_masked == 0] == 0) and np.all(grad[only_masked == 1] != 0)
 
@@ -102,8 +106,12 @@ def test_replace_mlm_predicts_the_originals_from_the_generator_samples(rng):
     seen = np.take_along_axis(fake, positions, 1)
     np.testing.assert_array_equal(seen[weights > 0], sums["sampled_ids"].numpy()[weights > 0])
     assert not np.any(fake == 4)
-    main_logits = model._full_size_mlm(tf.constant(fake), tf.nest.map_structure(
-        tf.convert_to_tensor, batch), tf.constant(positions), False)[1].numpy()
+    main_logits = model._full_size_mlm(
+        tf.constant(fake),
+        tf.nest.map_structure(tf.convert_to_tensor, batch),
+        tf.constant(positions),
+        False,
+    )[1].numpy()
     main = masked_nll(main_logits, batch["masked_lm_ids"], weights)
     gen = masked_nll(sums["gen_logits"].numpy(), batch["masked_lm_ids"], weights)
     assert stats["replace_mlm_loss"] == pytest.approx(main, rel=1e-5)
@@ -139,16 +147,24 @@ def test_all_tokens_mlm_loss_matches_numpy(rng):
     stats, sums = stats_and_sums(model, batch)
     fake = sums["fake_ids"].numpy()
     tensors = tf.nest.map_structure(tf.convert_to_tensor, batch)
-    outputs = model.discriminator({"input_ids": tf.constant(fake),
-                                   "input_mask": tensors["input_mask"],
-                                   "segment_ids": tensors["segment_ids"]})
+    outputs = model.discriminator(
+        {
+            "input_ids": tf.constant(fake),
+            "input_mask": tensors["input_mask"],
+            "segment_ids": tensors["segment_ids"],
+        }
+    )
     every = np.broadcast_to(np.arange(LENGTH), fake.shape).astype(np.int32)
     logits = model.mlm_head(outputs["sequence_output"], tf.constant(every)).numpy()
-    nll, count = numpy_all_tokens(logits, outputs["logits"].numpy(), fake, batch["input_ids"],
-                                  batch["input_mask"].astype(np.float64))
+    nll, count = numpy_all_tokens(
+        logits,
+        outputs["logits"].numpy(),
+        fake,
+        batch["input_ids"],
+        batch["input_mask"].astype(np.float64),
+    )
     assert stats["all_tokens_mlm_loss"] == pytest.approx(nll / count, rel=1e-5)
-    gen = masked_nll(sums["gen_logits"].numpy(), batch["masked_lm_ids"],
-                     batch["masked_lm_weights"])
+    gen = masked_nll(sums["gen_logits"].numpy(), batch["masked_lm_ids"], batch["masked_lm_weights"])
     assert stats["total_loss"] == pytest.approx(gen + nll / count, rel=1e-5)
 
 
@@ -158,8 +174,9 @@ def test_uniform_generator_has_no_weights_and_samples_uniformly(rng):
     assert model.generator is None
     stats, sums = stats_and_sums(model, batch)
     assert "masked_lm_loss" not in stats  # no generator, nothing to report
-    np.testing.assert_allclose(float(sums["mlm"]["nll"]),
-                               np.log(VOCAB) * batch["masked_lm_weights"].sum(), rtol=1e-5)
+    np.testing.assert_allclose(
+        float(sums["mlm"]["nll"]), np.log(VOCAB) * batch["masked_lm_weights"].sum(), rtol=1e-5
+    )
     d = sums["disc_logits"].numpy().astype(np.float64)
     labels = sums["labels"].numpy().astype(np.float64)
     mask = batch["input_mask"].astype(np.float64)
@@ -176,8 +193,10 @@ def test_disallow_correct_never_samples_the_original(rng):
     model = built(config_for(disallow_correct=True), batch)
     # A generator sure of the right answer: without the option it samples it.
     sampled = objective.sample_tokens(
-        10.0 * tf.one_hot(batch["masked_lm_ids"], VOCAB), batch["sampling_uniforms"],
-        disallow_ids=batch["masked_lm_ids"]).numpy()
+        10.0 * tf.one_hot(batch["masked_lm_ids"], VOCAB),
+        batch["sampling_uniforms"],
+        disallow_ids=batch["masked_lm_ids"],
+    ).numpy()
     assert not np.any(sampled == batch["masked_lm_ids"])
     _, sums = stats_and_sums(model, batch)
     used = batch["masked_lm_weights"] > 0
@@ -227,8 +246,12 @@ def weights_of(layer):
 
 
 def test_two_stage_trains_the_generator_then_freezes_it(rng):
-    config = config_for(training="two_stage", weight_sharing="none",
-                        generator_hidden_fraction=1.0, num_train_steps=4)
+    config = config_for(
+        training="two_stage",
+        weight_sharing="none",
+        generator_hidden_fraction=1.0,
+        num_train_steps=4,
+    )
     batch = make_batch(rng, 4, LENGTH, SLOTS, VOCAB)
     model = built(config, batch)
     optimizer = create_optimizer(config)
@@ -253,8 +276,7 @@ def test_two_stage_trains_the_generator_then_freezes_it(rng):
     history = model.fit(data, steps_per_epoch=2, verbose=0)
     for a, b in zip(gen_frozen, weights_of(model.generator)):
         np.testing.assert_array_equal(a, b)  # momentum from stage 1 must not move it either
-    assert any(np.abs(a - b).max() > 0
-               for a, b in zip(disc_start, weights_of(model.discriminator)))
+    assert any(np.abs(a - b).max() > 0 for a, b in zip(disc_start, weights_of(model.discriminator)))
     assert "disc_loss" in history.history
     assert int(optimizer.iterations.numpy()) == 4
 
@@ -281,8 +303,9 @@ def test_reinforce_surrogate_matches_numpy_and_ignores_how_the_batch_is_split(rn
     sampled = rng.integers(0, 7, size=(4, 3)).astype(np.int32)
     rewards = rng.random((4, 3)).astype(np.float32)
     weights = np.array([[1, 1, 1], [1, 1, 0], [1, 0, 0], [0, 0, 0]], np.float32)
-    log_p = np.take_along_axis(log_softmax(logits.astype(np.float64) / 2.0),
-                               sampled[..., None], -1)[..., 0]
+    log_p = np.take_along_axis(
+        log_softmax(logits.astype(np.float64) / 2.0), sampled[..., None], -1
+    )[..., 0]
     expected = 0.0
     for row in range(4):
         for slot in range(3):
@@ -291,9 +314,14 @@ def test_reinforce_surrogate_matches_numpy_and_ignores_how_the_batch_is_split(rn
             expected -= weights[row, slot] * (rewards[row, slot] - baseline) * log_p[row, slot]
     whole = float(objective.reinforce_sums(logits, sampled, rewards, weights, 2.0)["loss"])
     assert whole == pytest.approx(expected, rel=1e-5)
-    halves = sum(float(objective.reinforce_sums(logits[i:i + 2], sampled[i:i + 2],
-                                                rewards[i:i + 2], weights[i:i + 2], 2.0)["loss"])
-                 for i in (0, 2))
+    halves = sum(
+        float(
+            objective.reinforce_sums(
+                logits[i : i + 2], sampled[i : i + 2], rewards[i : i + 2], weights[i : i + 2], 2.0
+            )["loss"]
+        )
+        for i in (0, 2)
+    )
     assert halves == pytest.approx(whole, rel=1e-5)
 
 
@@ -314,7 +342,8 @@ def test_adversarial_generator_learns_only_from_the_reward(rng):
         local = model._local_sums(tensors, training=False)
         loss = model._loss(local, model._global_counts(tensors))
         generator_part = loss - 50.0 * local["disc"]["loss"] / (
-            tf.reduce_sum(tf.cast(tensors["input_mask"], tf.float32)) + 1e-6)
+            tf.reduce_sum(tf.cast(tensors["input_mask"], tf.float32)) + 1e-6
+        )
         surrogate = local["reinforce"]["loss"] / (w.sum() + 1e-6)
         disc_sum = local["disc"]["loss"]
     assert float(generator_part) == pytest.approx(float(surrogate), rel=1e-5, abs=1e-6)
@@ -322,8 +351,11 @@ def test_adversarial_generator_learns_only_from_the_reward(rng):
     assert mlm_nll > 0 and abs(float(generator_part)) < mlm_nll / w.sum()
     # The reward is a constant: the surrogate never reaches the discriminator's
     # own weights (which would otherwise learn to raise their loss).
-    discriminator_only = [v for v in model.discriminator.trainable_variables
-                          if not any(v is g for g in model.generator.weights)]
+    discriminator_only = [
+        v
+        for v in model.discriminator.trainable_variables
+        if not any(v is g for g in model.generator.weights)
+    ]
     assert discriminator_only
     grads = tape.gradient(surrogate, discriminator_only)
     # (None, or zeros.)
@@ -336,9 +368,15 @@ def test_adversarial_generator_learns_only_from_the_reward(rng):
 def test_two_stage_schedule_warms_up_again_for_the_discriminator():
     from electra_tf.pretraining.optimization import learning_rate_schedule
 
-    config = config_for(training="two_stage", weight_sharing="none",
-                        generator_hidden_fraction=1.0, num_train_steps=200,
-                        two_stage_generator_steps=100, num_warmup_steps=10, learning_rate=1e-3)
+    config = config_for(
+        training="two_stage",
+        weight_sharing="none",
+        generator_hidden_fraction=1.0,
+        num_train_steps=200,
+        two_stage_generator_steps=100,
+        num_warmup_steps=10,
+        learning_rate=1e-3,
+    )
     schedule = learning_rate_schedule(config)
     rate = lambda step: float(schedule(step))  # noqa: E731
     # Stage 1: warmup over 10 steps, linear decay to 0 at step 100.

@@ -11,24 +11,45 @@ PROJECT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 def _run(*args):
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
-    return subprocess.run([sys.executable, "-m", "electra_tf.commands.vocab", *args],
-                          capture_output=True,
-                          text=True, cwd=PROJECT, env=env, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "electra_tf.commands.vocab", *args],
+        capture_output=True,
+        text=True,
+        cwd=PROJECT,
+        env=env,
+        timeout=300,
+    )
 
 
 def test_learns_a_cased_korean_vocabulary_with_unused_slots(tmp_path):
     corpus = tmp_path / "ko.txt"
     words = ["한국어", "문장입니다", "학교에서", "공부합니다", "서울은", "도시입니다", "Seoul"]
-    corpus.write_text("\n".join(" ".join(words[(i + j) % 7] for j in range(5)) + "."
-                                for i in range(200)) + "\n", encoding="utf-8")
+    corpus.write_text(
+        "\n".join(" ".join(words[(i + j) % 7] for j in range(5)) + "." for i in range(200)) + "\n",
+        encoding="utf-8",
+    )
     output = tmp_path / "vocab.txt"
-    done = _run(f"--corpus={corpus}", f"--output={output}", "--vocab_size=150",
-                "--do_lower_case=false", "--normalization=bert", "--vocab_unused=3")
+    done = _run(
+        f"--corpus={corpus}",
+        f"--output={output}",
+        "--vocab_size=150",
+        "--do_lower_case=false",
+        "--normalization=bert",
+        "--vocab_unused=3",
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith(f"Wrote {output}: ")
     tokens = load_vocab(str(output))
-    assert tokens[:8] == ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "[unused0]",
-                          "[unused1]", "[unused2]"]
+    assert tokens[:8] == [
+        "[PAD]",
+        "[UNK]",
+        "[CLS]",
+        "[SEP]",
+        "[MASK]",
+        "[unused0]",
+        "[unused1]",
+        "[unused2]",
+    ]
     assert "Seoul" in tokens and len(tokens) <= 150
 
 

@@ -33,10 +33,8 @@ def make_corpus(path, n_lines=600, seed=0):
 
 def test_build_vocab_small_corpus(tmp_path):
     corpus = make_corpus(tmp_path / "corpus.txt")
-    out1 = build_vocab([corpus], str(tmp_path / "v1" / "vocab.txt"), 120,
-                       do_lower_case=True)
-    out2 = build_vocab([corpus], str(tmp_path / "vocab2.txt"), 120,
-                       do_lower_case=True)
+    out1 = build_vocab([corpus], str(tmp_path / "v1" / "vocab.txt"), 120, do_lower_case=True)
+    out2 = build_vocab([corpus], str(tmp_path / "vocab2.txt"), 120, do_lower_case=True)
     with open(out1, "rb") as a, open(out2, "rb") as b:
         first, second = a.read(), b.read()
     assert first == second  # Deterministic.
@@ -58,13 +56,23 @@ def test_build_vocab_small_corpus(tmp_path):
 
 def test_build_vocab_korean_and_cased(tmp_path):
     rng = random.Random(1)
-    words = ["한국어", "문장입니다", "학교에서", "공부합니다", "서울은", "도시입니다", "Seoul", "Korea"]
+    words = [
+        "한국어",
+        "문장입니다",
+        "학교에서",
+        "공부합니다",
+        "서울은",
+        "도시입니다",
+        "Seoul",
+        "Korea",
+    ]
     text = "\n".join(" ".join(rng.choice(words) for _ in range(6)) + "." for _ in range(300))
     corpus = tmp_path / "ko.txt"
     corpus.write_text(text + "\n", encoding="utf-8")
     for lower in (True, False):
-        out = build_vocab(str(corpus), str(tmp_path / f"vocab_{lower}.txt"), 200,
-                          do_lower_case=lower)
+        out = build_vocab(
+            str(corpus), str(tmp_path / f"vocab_{lower}.txt"), 200, do_lower_case=lower
+        )
         tokens = load_vocab(out)
         # Learned pieces are syllables, never conjoining jamo.
         assert not any(0x1100 <= ord(c) <= 0x11FF for t in tokens for c in t)
@@ -76,8 +84,7 @@ def test_build_vocab_korean_and_cased(tmp_path):
 
 def test_build_vocab_caps_size_and_rejects_bad_input(tmp_path):
     corpus = make_corpus(tmp_path / "corpus.txt", n_lines=200)
-    tokens = load_vocab(build_vocab([corpus], str(tmp_path / "v.txt"), 80,
-                                    do_lower_case=False))
+    tokens = load_vocab(build_vocab([corpus], str(tmp_path / "v.txt"), 80, do_lower_case=False))
     assert len(tokens) <= 80 and tokens[:5] == SPECIALS
     chars = set("".join(STEMS + SUFFIXES + NOUNS) + ".!?")
     assert chars <= set(tokens)  # Every character is still spellable.
@@ -124,9 +131,8 @@ def test_text_sample_is_spread_and_line_aligned(tmp_path):
     assert sum(len(s) + 1 for s in big) <= 100_000
 
 
-
-
 # --------------------------------------------------------------------------- Korean and Chinese
+
 
 def make_cjk_corpus(path, seed=0):
     """Korean words over 300 distinct syllables and 300 distinct Chinese characters."""
@@ -136,8 +142,9 @@ def make_cjk_corpus(path, seed=0):
     endings = ["에서", "으로", "입니다", "는", "를"]
     lines = []
     for _ in range(1500):
-        words = ["".join(rng.choice(syllables) for _ in range(2)) + rng.choice(endings)
-                 for _ in range(4)]
+        words = [
+            "".join(rng.choice(syllables) for _ in range(2)) + rng.choice(endings) for _ in range(4)
+        ]
         words.append("".join(rng.choice(hanzi) for _ in range(3)) + "，")
         lines.append(" ".join(words) + ".")
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
@@ -149,24 +156,35 @@ def test_default_alphabet_keeps_korean_and_chinese_out_of_unk(tmp_path):
     text = open(corpus, encoding="utf-8").read().splitlines()
     # 300 + 300 + a few ending syllables: 613 characters, Korean ones need c
     # and ##c, Chinese ones and punctuation only c: about 930 tokens.
-    tokens, stats = learn_vocab(corpus, VocabOptions(vocab_size=2500), do_lower_case=False,
-                                normalization="bert")
+    tokens, stats = learn_vocab(
+        corpus, VocabOptions(vocab_size=2500), do_lower_case=False, normalization="bert"
+    )
     assert stats["alphabet_size"] == stats["distinct_characters"]
     assert set(syllables) | set(hanzi) <= set(tokens)
     assert {"##" + s for s in syllables} <= set(tokens)
     # Standalone characters (CJK ideographs, punctuation) never need ##c.
     assert not {"##" + h for h in hanzi} & set(tokens) and "##，" not in tokens
-    tok = WordPieceTokenizer(vocab_learning.write_vocab(tokens, str(tmp_path / "v.txt")),
-                             do_lower_case=False, normalization="bert")
+    tok = WordPieceTokenizer(
+        vocab_learning.write_vocab(tokens, str(tmp_path / "v.txt")),
+        do_lower_case=False,
+        normalization="bert",
+    )
     assert tok.unk_id not in tok.tokenize(text).flat_values.numpy()
 
     # A 100-character alphabet (what the previous cap gave this vocabulary size's
     # quarter rule) leaves most words unknown.
-    small, stats = learn_vocab(corpus, VocabOptions(vocab_size=2500, alphabet_size=100),
-                               do_lower_case=False, normalization="bert")
+    small, stats = learn_vocab(
+        corpus,
+        VocabOptions(vocab_size=2500, alphabet_size=100),
+        do_lower_case=False,
+        normalization="bert",
+    )
     assert stats["alphabet_size"] == 100
-    tok = WordPieceTokenizer(vocab_learning.write_vocab(small, str(tmp_path / "s.txt")),
-                             do_lower_case=False, normalization="bert")
+    tok = WordPieceTokenizer(
+        vocab_learning.write_vocab(small, str(tmp_path / "s.txt")),
+        do_lower_case=False,
+        normalization="bert",
+    )
     ids = tok.tokenize(text).flat_values.numpy()
     assert np.mean(ids == tok.unk_id) > 0.2
 
@@ -180,7 +198,9 @@ def test_choose_alphabet_by_count_and_cost():
     # The floor (100 characters by default) keeps small alphabets whole.
     assert vocab_learning.choose_alphabet(counts, 16, 5, None) == ["나", "가", "中", "!", "다"]
     assert vocab_learning.is_standalone_character("中")
-    assert vocab_learning.is_standalone_character("，") and vocab_learning.is_standalone_character("~")
+    assert vocab_learning.is_standalone_character("，") and vocab_learning.is_standalone_character(
+        "~"
+    )
     assert not vocab_learning.is_standalone_character("가")
     assert not vocab_learning.is_standalone_character("a")
 
@@ -193,13 +213,16 @@ def test_unused_slots_follow_the_special_tokens(tmp_path):
     assert not any(t.startswith("[unused") for t in tokens[12:])
 
 
-@pytest.mark.parametrize("options,flag", [
-    (VocabOptions(vocab_size=10, num_unused=5), "--vocab_size=10"),
-    (VocabOptions(num_unused=-1), "--vocab_unused=-1"),
-    (VocabOptions(alphabet_size=0), "--vocab_alphabet_size=0"),
-    (VocabOptions(max_bytes=0), "--vocab_max_bytes=0"),
-    (VocabOptions(presegment="mecab"), "--vocab_presegment='mecab'"),
-])
+@pytest.mark.parametrize(
+    "options,flag",
+    [
+        (VocabOptions(vocab_size=10, num_unused=5), "--vocab_size=10"),
+        (VocabOptions(num_unused=-1), "--vocab_unused=-1"),
+        (VocabOptions(alphabet_size=0), "--vocab_alphabet_size=0"),
+        (VocabOptions(max_bytes=0), "--vocab_max_bytes=0"),
+        (VocabOptions(presegment="mecab"), "--vocab_presegment='mecab'"),
+    ],
+)
 def test_impossible_options_name_their_flag(options, flag):
     with pytest.raises(vocab_learning.VocabLearningError, match=flag.replace("[", r"\[")):
         options.validate()
@@ -226,14 +249,20 @@ def test_kiwi_presegmentation_learns_inner_morphemes_as_continuations(tmp_path):
     rng = random.Random(3)
     stems = ["학교", "도서관", "공원", "시장", "병원", "회사", "식당", "극장"]
     endings = ["에서", "으로", "에", "까지", "부터"]
-    lines = [" ".join(rng.choice(stems) + rng.choice(endings) for _ in range(5)) + "."
-             for _ in range(400)]
+    lines = [
+        " ".join(rng.choice(stems) + rng.choice(endings) for _ in range(5)) + "."
+        for _ in range(400)
+    ]
     corpus = tmp_path / "ko.txt"
     corpus.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    tokens, _ = learn_vocab(str(corpus), VocabOptions(vocab_size=200, presegment="kiwi"),
-                            False, normalization="bert")
+    tokens, _ = learn_vocab(
+        str(corpus), VocabOptions(vocab_size=200, presegment="kiwi"), False, normalization="bert"
+    )
     assert {"학교", "도서관", "##에서", "##까지", "##부터"} <= set(tokens)
-    tok = WordPieceTokenizer(vocab_learning.write_vocab(tokens, str(tmp_path / "v.txt")),
-                             do_lower_case=False, normalization="bert")
+    tok = WordPieceTokenizer(
+        vocab_learning.write_vocab(tokens, str(tmp_path / "v.txt")),
+        do_lower_case=False,
+        normalization="bert",
+    )
     pieces = tok.convert_ids_to_tokens(tok.tokenize_to_lists(["도서관에서 학교까지"])[0])
     assert pieces == ["도서관", "##에서", "학교", "##까지"]

@@ -40,12 +40,13 @@ from absl import app, flags, logging  # noqa: E402
 from electra_tf.config import KERNELS, KERNELS_HELP, MODEL_SIZES, preset  # noqa: E402
 from electra_tf.data.masking import mask_batch  # noqa: E402
 from electra_tf.data.pipeline import make_pretraining_dataset, pipeline_throughput  # noqa: E402
+from electra_tf.distribute import set_precision_policy  # noqa: E402
 from electra_tf.flops import executed_train_flops_per_step, train_flops_per_step  # noqa: E402
 from electra_tf.modeling.kernels import resolve_kernels  # noqa: E402
-from electra_tf.pretraining.optimization import create_optimizer  # noqa: E402
 from electra_tf.pretraining.objectives import make_pretrainer  # noqa: E402
-from electra_tf.distribute import set_precision_policy  # noqa: E402
-from tools.huge_pages import FLAG as HUGE_PAGES, FLAG_HELP as HUGE_PAGES_HELP  # noqa: E402
+from electra_tf.pretraining.optimization import create_optimizer  # noqa: E402
+from tools.huge_pages import FLAG as HUGE_PAGES  # noqa: E402
+from tools.huge_pages import FLAG_HELP as HUGE_PAGES_HELP
 from tools.huge_pages import transparent_huge_page_mode  # noqa: E402
 
 flags.DEFINE_enum("model_size", "small", MODEL_SIZES, "Size preset.")
@@ -57,32 +58,57 @@ flags.DEFINE_integer("warmup_steps", 3, "Unmeasured steps first (tracing, alloca
 flags.DEFINE_enum("mixed_precision", "none", ["none", "float16", "bfloat16"], "Precision.")
 flags.DEFINE_boolean("jit_compile", False, "Compile the train step with XLA.")
 flags.DEFINE_enum("kernels", "reference", KERNELS, KERNELS_HELP)
-flags.DEFINE_integer("steps_per_execution", 1, "Training steps per call into the compiled "
-                     "function, as pretrain.py's flag; --steps and --warmup_steps must be "
-                     "multiples of it.")
-flags.DEFINE_enum("mode", "pretrain", ["pretrain", "finetune", "inference"],
-                  "pretrain: the pre-training step (and the input pipeline and shard building); "
-                  "finetune: a classification fine-tuning step; inference: the exported raw-text "
-                  "classifier, text in, probabilities out (latency at batch 1, throughput at "
-                  "--train_batch_size).")
+flags.DEFINE_integer(
+    "steps_per_execution",
+    1,
+    "Training steps per call into the compiled "
+    "function, as pretrain.py's flag; --steps and --warmup_steps must be "
+    "multiples of it.",
+)
+flags.DEFINE_enum(
+    "mode",
+    "pretrain",
+    ["pretrain", "finetune", "inference"],
+    "pretrain: the pre-training step (and the input pipeline and shard building); "
+    "finetune: a classification fine-tuning step; inference: the exported raw-text "
+    "classifier, text in, probabilities out (latency at batch 1, throughput at "
+    "--train_batch_size).",
+)
 flags.DEFINE_integer("inference_requests", 100, "Inference mode: single-text requests timed.")
 flags.DEFINE_integer("inference_batches", 20, "Inference mode: batches timed.")
-flags.DEFINE_integer("inference_threads", 1, "Inference mode: intra-op and inter-op threads "
-                     "of the process serving the export (TF Serving's "
-                     "--tensorflow_intra_op_parallelism / --tensorflow_inter_op_parallelism) "
-                     "and of the peer's PyTorch; 0: each library's default (one per core).")
-flags.DEFINE_enum("serving_forward", None, ["lean", "keras"], "Inference mode: the export's "
-                  "forward pass (electra_tf.serving.forward); default: the exporter's.")
+flags.DEFINE_integer(
+    "inference_threads",
+    1,
+    "Inference mode: intra-op and inter-op threads "
+    "of the process serving the export (TF Serving's "
+    "--tensorflow_intra_op_parallelism / --tensorflow_inter_op_parallelism) "
+    "and of the peer's PyTorch; 0: each library's default (one per core).",
+)
+flags.DEFINE_enum(
+    "serving_forward",
+    None,
+    ["lean", "keras"],
+    "Inference mode: the export's "
+    "forward pass (electra_tf.serving.forward); default: the exporter's.",
+)
 flags.DEFINE_integer("pipeline_batches", 200, "Batches timed for the input pipeline (0: skip).")
 flags.DEFINE_float("shard_megabytes", 4.0, "Text size for the shard-building benchmark (0: skip).")
 flags.DEFINE_string("json", None, "Also write the results to this JSON file.")
-flags.DEFINE_string("peer_script", None, "A peer implementation's script doing the same work, "
-                    "run in the same session, printing JSON (pretrain and finetune: taking "
-                    "--size/--batch/--seq/--steps, reporting tokens_per_second). Default for the "
-                    "finetune and inference modes: the scripts in tools/peers/ (Hugging Face "
-                    "transformers on PyTorch), when --peer_python is given.")
-flags.DEFINE_string("peer_python", None, "The interpreter for --peer_script (its own "
-                    "virtualenv: the peer's packages are not requirements of this project).")
+flags.DEFINE_string(
+    "peer_script",
+    None,
+    "A peer implementation's script doing the same work, "
+    "run in the same session, printing JSON (pretrain and finetune: taking "
+    "--size/--batch/--seq/--steps, reporting tokens_per_second). Default for the "
+    "finetune and inference modes: the scripts in tools/peers/ (Hugging Face "
+    "transformers on PyTorch), when --peer_python is given.",
+)
+flags.DEFINE_string(
+    "peer_python",
+    None,
+    "The interpreter for --peer_script (its own "
+    "virtualenv: the peer's packages are not requirements of this project).",
+)
 # Acted on before this module's imports (tools.huge_pages); defined here for --help and parsing.
 flags.DEFINE_boolean(HUGE_PAGES, False, HUGE_PAGES_HELP)
 FLAGS = flags.FLAGS
@@ -97,14 +123,19 @@ def machine_info() -> dict:
             cpu = next((line.split(":", 1)[1].strip() for line in f if "model name" in line), cpu)
     except OSError:
         pass
-    return {"cpu": cpu, "cpu_count": os.cpu_count(), "platform": platform.platform(),
-            "python": platform.python_version(), "tensorflow": tf.__version__,
-            "keras": keras.__version__,
-            "gpus": [d.name for d in tf.config.list_logical_devices("GPU")],
-            "intra_op_threads": tf.config.threading.get_intra_op_parallelism_threads(),
-            "inter_op_threads": tf.config.threading.get_inter_op_parallelism_threads(),
-            "glibc_tunables": os.environ.get("GLIBC_TUNABLES", ""),
-            "transparent_huge_pages": transparent_huge_page_mode()}
+    return {
+        "cpu": cpu,
+        "cpu_count": os.cpu_count(),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "tensorflow": tf.__version__,
+        "keras": keras.__version__,
+        "gpus": [d.name for d in tf.config.list_logical_devices("GPU")],
+        "intra_op_threads": tf.config.threading.get_intra_op_parallelism_threads(),
+        "inter_op_threads": tf.config.threading.get_inter_op_parallelism_threads(),
+        "glibc_tunables": os.environ.get("GLIBC_TUNABLES", ""),
+        "transparent_huge_pages": transparent_huge_page_mode(),
+    }
 
 
 def matmul_peak_flops(n: int = 2048, repeats: int = 10, dtype=tf.float32) -> float:
@@ -118,7 +149,7 @@ def matmul_peak_flops(n: int = 2048, repeats: int = 10, dtype=tf.float32) -> flo
         for _ in range(repeats):
             c = tf.linalg.matmul(a, b)
         c.numpy()
-        best = max(best, 2.0 * n ** 3 * repeats / (time.perf_counter() - start))
+        best = max(best, 2.0 * n**3 * repeats / (time.perf_counter() - start))
     return best
 
 
@@ -129,11 +160,21 @@ def synthetic_batches(config, count: int, seed: int = 0) -> dict:
     ids = rng.integers(5, config.model.vocab_size, size=(count * batch, length)).astype(np.int32)
     ids[:, 0], ids[:, -1] = SPECIAL_IDS["cls_id"], SPECIAL_IDS["sep_id"]
     mask = np.ones_like(ids)
-    masked = mask_batch(ids, mask, np.arange(count * batch), [seed, 0], mask_rate=config.mask_rate,
-                        max_predictions_per_seq=config.resolved_max_predictions_per_seq,
-                        **SPECIAL_IDS)
-    features = {"input_ids": ids, "input_mask": mask, "segment_ids": np.zeros_like(ids),
-                **{k: np.asarray(v) for k, v in masked.items()}}
+    masked = mask_batch(
+        ids,
+        mask,
+        np.arange(count * batch),
+        [seed, 0],
+        mask_rate=config.mask_rate,
+        max_predictions_per_seq=config.resolved_max_predictions_per_seq,
+        **SPECIAL_IDS,
+    )
+    features = {
+        "input_ids": ids,
+        "input_mask": mask,
+        "segment_ids": np.zeros_like(ids),
+        **{k: np.asarray(v) for k, v in masked.items()},
+    }
     return features
 
 
@@ -166,8 +207,10 @@ class _WindowTimer(keras.callbacks.Callback):
 def _check_window(steps: int, warmup_steps: int, group: int = 1) -> None:
     """Raises ValueError unless the window is `steps` >= 1 whole calls after >= 1 warm-up step."""
     if warmup_steps < 1:
-        raise ValueError(f"--warmup_steps must be at least 1 (the first step traces and "
-                         f"compiles), got {warmup_steps}")
+        raise ValueError(
+            f"--warmup_steps must be at least 1 (the first step traces and "
+            f"compiles), got {warmup_steps}"
+        )
     if steps < 1:
         raise ValueError(f"--steps must be at least 1, got {steps}")
     for name, value in (("--warmup_steps", warmup_steps), ("--steps", steps)):
@@ -176,8 +219,9 @@ def _check_window(steps: int, warmup_steps: int, group: int = 1) -> None:
             raise ValueError(f"{name}={value} must be a multiple of --steps_per_execution={group}")
 
 
-def benchmark_train_step(config, steps: int, warmup_steps: int, jit_compile: bool,
-                         peak_probe=None) -> dict:
+def benchmark_train_step(
+    config, steps: int, warmup_steps: int, jit_compile: bool, peak_probe=None
+) -> dict:
     """Throughput of the training step over a window of `steps` after `warmup_steps`.
 
     Args:
@@ -202,14 +246,24 @@ def benchmark_train_step(config, steps: int, warmup_steps: int, jit_compile: boo
     set_precision_policy(config.mixed_precision)
     keras.utils.set_random_seed(0)
     features = synthetic_batches(config, count=4)
-    dataset = tf.data.Dataset.from_tensor_slices(features).batch(
-        config.train_batch_size, drop_remainder=True).cache().repeat().prefetch(2)
+    dataset = (
+        tf.data.Dataset.from_tensor_slices(features)
+        .batch(config.train_batch_size, drop_remainder=True)
+        .cache()
+        .repeat()
+        .prefetch(2)
+    )
     model = make_pretrainer(config)
     model.build_from_batch({k: v[:1] for k, v in features.items()})
-    model.compile(optimizer=create_optimizer(config, config.mixed_precision),
-                  jit_compile=jit_compile, steps_per_execution=group)
-    return {"kernels": model.kernels,
-            **time_fit(model, dataset, steps, warmup_steps, config, peak_probe)}
+    model.compile(
+        optimizer=create_optimizer(config, config.mixed_precision),
+        jit_compile=jit_compile,
+        steps_per_execution=group,
+    )
+    return {
+        "kernels": model.kernels,
+        **time_fit(model, dataset, steps, warmup_steps, config, peak_probe),
+    }
 
 
 def time_fit(model, dataset, steps: int, warmup_steps: int, config, peak_probe=None) -> dict:
@@ -221,8 +275,14 @@ def time_fit(model, dataset, steps: int, warmup_steps: int, config, peak_probe=N
     """
     timer = _WindowTimer(warmup_steps, peak_probe)
     started = time.perf_counter()
-    model.fit(dataset, steps_per_epoch=warmup_steps + steps, epochs=1, verbose=0, shuffle=False,
-              callbacks=[timer])
+    model.fit(
+        dataset,
+        steps_per_epoch=warmup_steps + steps,
+        epochs=1,
+        verbose=0,
+        shuffle=False,
+        callbacks=[timer],
+    )
     if timer.start is None:
         raise RuntimeError(f"training stopped before the {warmup_steps} warm-up steps ended")
     seconds = timer.end - timer.start
@@ -230,11 +290,15 @@ def time_fit(model, dataset, steps: int, warmup_steps: int, config, peak_probe=N
     if measured != steps:
         raise RuntimeError(f"the window spanned {measured} steps instead of --steps={steps}")
     sequences = measured * config.train_batch_size
-    result = {"measured_steps": measured, "warmup_steps": timer.steps_before,
-              "warmup_seconds": timer.warmup_end - started, "seconds": seconds,
-              "sequences_per_second": sequences / seconds,
-              "tokens_per_second": sequences * config.max_seq_length / seconds,
-              "seconds_per_step": seconds / measured}
+    result = {
+        "measured_steps": measured,
+        "warmup_steps": timer.steps_before,
+        "warmup_seconds": timer.warmup_end - started,
+        "seconds": seconds,
+        "sequences_per_second": sequences / seconds,
+        "tokens_per_second": sequences * config.max_seq_length / seconds,
+        "seconds_per_step": seconds / measured,
+    }
     if peak_probe is not None:
         result.update(bracketing_peak(timer.probe_result, peak_probe()))
     return result
@@ -245,8 +309,9 @@ def _classifier(config, num_labels: int = 2):
     from electra_tf.finetuning.model import build_classifier
     from electra_tf.modeling.electra import build_generator_and_discriminator
 
-    _, discriminator = build_generator_and_discriminator(config.model, with_generator=False,
-                                                         kernels=config.kernels)
+    _, discriminator = build_generator_and_discriminator(
+        config.model, with_generator=False, kernels=config.kernels
+    )
     return build_classifier(discriminator.encoder, num_labels)
 
 
@@ -266,30 +331,55 @@ def benchmark_finetune_step(config, steps: int, warmup_steps: int, jit_compile: 
     ids = rng.integers(5, config.model.vocab_size, size=(4 * batch, length)).astype(np.int32)
     inputs = {"input_ids": ids, "input_mask": np.ones_like(ids), "segment_ids": np.zeros_like(ids)}
     labels = rng.integers(0, 2, size=4 * batch).astype(np.int32)
-    dataset = tf.data.Dataset.from_tensor_slices((inputs, labels)).batch(
-        batch, drop_remainder=True).cache().repeat().prefetch(2)
+    dataset = (
+        tf.data.Dataset.from_tensor_slices((inputs, labels))
+        .batch(batch, drop_remainder=True)
+        .cache()
+        .repeat()
+        .prefetch(2)
+    )
     model = _classifier(config)
     total = warmup_steps + steps
-    model.compile(optimizer=finetuning_optimizer(
-        model, model.encoder.num_layers, learning_rate=1e-4, num_train_steps=total,
-        mixed_precision=config.mixed_precision), jit_compile=jit_compile)
-    return {"kernels": model.encoder.kernels,
-            **time_fit(model, dataset, steps, warmup_steps, config)}
+    model.compile(
+        optimizer=finetuning_optimizer(
+            model,
+            model.encoder.num_layers,
+            learning_rate=1e-4,
+            num_train_steps=total,
+            mixed_precision=config.mixed_precision,
+        ),
+        jit_compile=jit_compile,
+    )
+    return {
+        "kernels": model.encoder.kernels,
+        **time_fit(model, dataset, steps, warmup_steps, config),
+    }
 
 
 def synthetic_texts(count: int, seed: int = 3) -> tuple[list, list]:
     """(vocabulary, texts): about 3,000 random words and `count` sentences of 5-40 of them."""
     rng = np.random.default_rng(seed)
-    words = sorted({"".join(rng.choice(list("abcdefghijklmnopqrstuvwxyz"),
-                                       size=rng.integers(2, 9))) for _ in range(3000)})
+    words = sorted(
+        {
+            "".join(rng.choice(list("abcdefghijklmnopqrstuvwxyz"), size=rng.integers(2, 9)))
+            for _ in range(3000)
+        }
+    )
     vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", ".", *words]
     texts = [" ".join(rng.choice(words, size=rng.integers(5, 41))) + " ." for _ in range(count)]
     return vocab, texts
 
 
-def benchmark_inference(config, requests: int, batches: int, peer_python: Optional[str] = None,
-                        peer_script: Optional[str] = None, size: str = "small",
-                        threads: int = 1, forward: Optional[str] = None) -> dict:
+def benchmark_inference(
+    config,
+    requests: int,
+    batches: int,
+    peer_python: Optional[str] = None,
+    peer_script: Optional[str] = None,
+    size: str = "small",
+    threads: int = 1,
+    forward: Optional[str] = None,
+) -> dict:
     """Latency and throughput of the exported raw-text classifier: text in, probabilities out.
 
     A classifier of the preset's size with random weights is exported as a TF
@@ -315,24 +405,57 @@ def benchmark_inference(config, requests: int, batches: int, peer_python: Option
         for path, lines in ((vocab_file, vocab), (texts_file, texts)):
             with open(path, "w", encoding="utf-8") as f:
                 f.write("\n".join(lines) + "\n")
-        model = _classifier(dataclasses.replace(
-            config, model=dataclasses.replace(config.model, vocab_size=len(vocab))))
-        info = {"task": {"name": "benchmark", "task_type": "classification",
-                         "label_names": ["0", "1"], "metrics": ["accuracy"],
-                         "glue_score_metric": "accuracy", "is_pair": False},
-                "max_seq_length": config.max_seq_length, "do_lower_case": True,
-                "strip_accents": True}
-        version = export_classifier(model, info, vocab_file, os.path.join(tmp, "export"), "bench",
-                                    forward=forward)
+        model = _classifier(
+            dataclasses.replace(
+                config, model=dataclasses.replace(config.model, vocab_size=len(vocab))
+            )
+        )
+        info = {
+            "task": {
+                "name": "benchmark",
+                "task_type": "classification",
+                "label_names": ["0", "1"],
+                "metrics": ["accuracy"],
+                "glue_score_metric": "accuracy",
+                "is_pair": False,
+            },
+            "max_seq_length": config.max_seq_length,
+            "do_lower_case": True,
+            "strip_accents": True,
+        }
+        version = export_classifier(
+            model, info, vocab_file, os.path.join(tmp, "export"), "bench", forward=forward
+        )
         results["forward"] = read_serving_config(version)["forward"]
-        counts = ["--batch", str(batch), "--requests", str(requests), "--batches", str(batches),
-                  "--threads", str(threads)]
-        results.update(_run_peer([sys.executable, "-I", LATENCY_SCRIPT, version, texts_file,
-                                  *counts]))
+        counts = [
+            "--batch",
+            str(batch),
+            "--requests",
+            str(requests),
+            "--batches",
+            str(batches),
+            "--threads",
+            str(threads),
+        ]
+        results.update(
+            _run_peer([sys.executable, "-I", LATENCY_SCRIPT, version, texts_file, *counts])
+        )
         if peer_python and peer_script:
-            results["peer"] = _run_peer([
-                peer_python, peer_script, "--vocab_file", vocab_file, "--texts", texts_file,
-                "--size", size, "--seq", str(config.max_seq_length), *counts])
+            results["peer"] = _run_peer(
+                [
+                    peer_python,
+                    peer_script,
+                    "--vocab_file",
+                    vocab_file,
+                    "--texts",
+                    texts_file,
+                    "--size",
+                    size,
+                    "--seq",
+                    str(config.max_seq_length),
+                    *counts,
+                ]
+            )
     return results
 
 
@@ -353,10 +476,12 @@ def bracketing_peak(before: float, after: float) -> dict:
         `peak_flops_per_second` (their mean), both probes, and `peak_drift`,
         the gap between them as a fraction of the smaller.
     """
-    return {"peak_flops_per_second": (before + after) / 2,
-            "peak_flops_per_second_before": before,
-            "peak_flops_per_second_after": after,
-            "peak_drift": abs(after - before) / min(before, after)}
+    return {
+        "peak_flops_per_second": (before + after) / 2,
+        "peak_flops_per_second_before": before,
+        "peak_flops_per_second_after": after,
+        "peak_drift": abs(after - before) / min(before, after),
+    }
 
 
 def _run_peer(command: list) -> dict:
@@ -369,8 +494,20 @@ def _run_peer(command: list) -> dict:
 
 def benchmark_peer(python: str, script: str, config, steps: int, size: str) -> dict:
     """Runs a peer implementation's training-step script on the same shapes and reads its JSON."""
-    report = _run_peer([python, script, "--size", size, "--batch", str(config.train_batch_size),
-                        "--seq", str(config.max_seq_length), "--steps", str(steps)])
+    report = _run_peer(
+        [
+            python,
+            script,
+            "--size",
+            size,
+            "--batch",
+            str(config.train_batch_size),
+            "--seq",
+            str(config.max_seq_length),
+            "--steps",
+            str(steps),
+        ]
+    )
     rate = report.get("tokens_per_second", report.get("tokens_per_sec"))
     return {"peer": report, "peer_tokens_per_second": float(rate)}
 
@@ -393,15 +530,28 @@ def benchmark_pipeline(config, num_batches: int) -> dict:
                     writer.write(record)
             shards.append({"path": name, "num_examples": per_shard})
         with open(os.path.join(tmp, "metadata.json"), "w") as f:
-            json.dump({"format_version": 1, "max_seq_length": length, "shards": shards,
-                       "num_examples": 4 * per_shard}, f)
+            json.dump(
+                {
+                    "format_version": 1,
+                    "max_seq_length": length,
+                    "shards": shards,
+                    "num_examples": 4 * per_shard,
+                },
+                f,
+            )
         dataset = make_pretraining_dataset(
-            tmp, batch_size=config.train_batch_size,
+            tmp,
+            batch_size=config.train_batch_size,
             max_predictions_per_seq=config.resolved_max_predictions_per_seq,
-            mask_rate=config.mask_rate, special_ids=SPECIAL_IDS, seed=0)
+            mask_rate=config.mask_rate,
+            special_ids=SPECIAL_IDS,
+            seed=0,
+        )
         batches_per_second = pipeline_throughput(dataset, num_batches)
-    return {"input_pipeline_batches_per_second": batches_per_second,
-            "input_pipeline_sequences_per_second": batches_per_second * config.train_batch_size}
+    return {
+        "input_pipeline_batches_per_second": batches_per_second,
+        "input_pipeline_sequences_per_second": batches_per_second * config.train_batch_size,
+    }
 
 
 def benchmark_shards(megabytes: float, max_seq_length: int) -> dict:
@@ -410,12 +560,16 @@ def benchmark_shards(megabytes: float, max_seq_length: int) -> dict:
     from electra_tf.tokenization import WordPieceTokenizer
 
     rng = np.random.default_rng(2)
-    words = ["".join(rng.choice(list("abcdefghijklmnopqrstuvwxyz"), size=rng.integers(2, 9)))
-             for _ in range(3000)]
+    words = [
+        "".join(rng.choice(list("abcdefghijklmnopqrstuvwxyz"), size=rng.integers(2, 9)))
+        for _ in range(3000)
+    ]
     with tempfile.TemporaryDirectory() as tmp:
         vocab = os.path.join(tmp, "vocab.txt")
         with open(vocab, "w") as f:
-            f.write("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", ".", *sorted(set(words))]))
+            f.write(
+                "\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", ".", *sorted(set(words))])
+            )
         text = os.path.join(tmp, "text.txt")
         target = int(megabytes * 1e6)
         with open(text, "w") as f:
@@ -428,11 +582,19 @@ def benchmark_shards(megabytes: float, max_seq_length: int) -> dict:
                 written += len(line)
         tokenizer = WordPieceTokenizer(vocab)
         start = time.perf_counter()
-        metadata = write_shards([text], os.path.join(tmp, "shards"), tokenizer.get_config(),
-                                max_seq_length=max_seq_length, num_shards=1, num_workers=1)
+        metadata = write_shards(
+            [text],
+            os.path.join(tmp, "shards"),
+            tokenizer.get_config(),
+            max_seq_length=max_seq_length,
+            num_shards=1,
+            num_workers=1,
+        )
         seconds = time.perf_counter() - start
-    return {"shard_building_megabytes_per_second": written / 1e6 / seconds,
-            "shard_building_examples_per_second": metadata["num_examples"] / seconds}
+    return {
+        "shard_building_megabytes_per_second": written / 1e6 / seconds,
+        "shard_building_examples_per_second": metadata["num_examples"] / seconds,
+    }
 
 
 def utilisation(config, seconds_per_step: float, peak_flops_per_second: float) -> dict:
@@ -446,12 +608,14 @@ def utilisation(config, seconds_per_step: float, peak_flops_per_second: float) -
     """
     paper = train_flops_per_step(config)
     executed = executed_train_flops_per_step(config)
-    return {"flops_per_step": paper,
-            "achieved_flops_per_second": paper / seconds_per_step,
-            "mfu": paper / seconds_per_step / peak_flops_per_second,
-            "executed_flops_per_step": executed,
-            "executed_flops_per_second": executed / seconds_per_step,
-            "executed_mfu": executed / seconds_per_step / peak_flops_per_second}
+    return {
+        "flops_per_step": paper,
+        "achieved_flops_per_second": paper / seconds_per_step,
+        "mfu": paper / seconds_per_step / peak_flops_per_second,
+        "executed_flops_per_step": executed,
+        "executed_flops_per_second": executed / seconds_per_step,
+        "executed_mfu": executed / seconds_per_step / peak_flops_per_second,
+    }
 
 
 def main(argv):
@@ -459,24 +623,39 @@ def main(argv):
     logging.set_verbosity(logging.WARNING)
     group = FLAGS.steps_per_execution
     # The bookkeeping intervals are unused here; they only have to be whole groups.
-    config = preset(FLAGS.model_size, train_batch_size=FLAGS.train_batch_size,
-                    max_seq_length=FLAGS.max_seq_length, vocab_size=FLAGS.vocab_size,
-                    mixed_precision=FLAGS.mixed_precision, num_warmup_steps=0,
-                    num_train_steps=1_000_000 * group, jit_compile=FLAGS.jit_compile,
-                    kernels=FLAGS.kernels, steps_per_execution=group,
-                    save_checkpoints_steps=1000 * group, log_every_steps=100 * group)
+    config = preset(
+        FLAGS.model_size,
+        train_batch_size=FLAGS.train_batch_size,
+        max_seq_length=FLAGS.max_seq_length,
+        vocab_size=FLAGS.vocab_size,
+        mixed_precision=FLAGS.mixed_precision,
+        num_warmup_steps=0,
+        num_train_steps=1_000_000 * group,
+        jit_compile=FLAGS.jit_compile,
+        kernels=FLAGS.kernels,
+        steps_per_execution=group,
+        save_checkpoints_steps=1000 * group,
+        log_every_steps=100 * group,
+    )
     config.validate()
-    results = {"machine": machine_info(),
-               "settings": {"model_size": FLAGS.model_size, "batch": config.train_batch_size,
-                            "seq_length": config.max_seq_length,
-                            "vocab_size": config.model.vocab_size,
-                            "mixed_precision": config.mixed_precision,
-                            "jit_compile": FLAGS.jit_compile,
-                            "kernels": resolve_kernels(FLAGS.kernels),
-                            "steps_per_execution": config.steps_per_execution}}
+    results = {
+        "machine": machine_info(),
+        "settings": {
+            "model_size": FLAGS.model_size,
+            "batch": config.train_batch_size,
+            "seq_length": config.max_seq_length,
+            "vocab_size": config.model.vocab_size,
+            "mixed_precision": config.mixed_precision,
+            "jit_compile": FLAGS.jit_compile,
+            "kernels": resolve_kernels(FLAGS.kernels),
+            "steps_per_execution": config.steps_per_execution,
+        },
+    }
     if FLAGS.mode == "inference":
-        results["settings"].update(inference_threads=FLAGS.inference_threads,
-                                   serving_forward=FLAGS.serving_forward or "exporter default")
+        results["settings"].update(
+            inference_threads=FLAGS.inference_threads,
+            serving_forward=FLAGS.serving_forward or "exporter default",
+        )
     print(json.dumps(results, indent=2), flush=True)
     if FLAGS.mode != "pretrain":
         results["settings"]["mode"] = FLAGS.mode
@@ -485,44 +664,78 @@ def main(argv):
             with open(FLAGS.json, "w") as f:
                 json.dump(results, f, indent=2)
         return
-    peak_dtype = tf.float32 if config.mixed_precision == "none" else (
-        tf.float16 if config.mixed_precision == "float16" else tf.bfloat16)
-    step = benchmark_train_step(config, FLAGS.steps, FLAGS.warmup_steps, FLAGS.jit_compile,
-                                peak_probe=lambda: matmul_peak_flops(dtype=peak_dtype))
+    peak_dtype = (
+        tf.float32
+        if config.mixed_precision == "none"
+        else (tf.float16 if config.mixed_precision == "float16" else tf.bfloat16)
+    )
+    step = benchmark_train_step(
+        config,
+        FLAGS.steps,
+        FLAGS.warmup_steps,
+        FLAGS.jit_compile,
+        peak_probe=lambda: matmul_peak_flops(dtype=peak_dtype),
+    )
     results.update(step)
-    print(f"matmul peak: {results['peak_flops_per_second'] / 1e9:.1f} GFLOP/s, the mean of "
-          f"{results['peak_flops_per_second_before'] / 1e9:.1f} just before and "
-          f"{results['peak_flops_per_second_after'] / 1e9:.1f} just after the measured steps",
-          flush=True)
+    print(
+        f"matmul peak: {results['peak_flops_per_second'] / 1e9:.1f} GFLOP/s, the mean of "
+        f"{results['peak_flops_per_second_before'] / 1e9:.1f} just before and "
+        f"{results['peak_flops_per_second_after'] / 1e9:.1f} just after the measured steps",
+        flush=True,
+    )
     if results["peak_drift"] > 0.05:
-        print(f"warning: the matmul peak moved by {results['peak_drift']:.0%} across the "
-              f"measured steps (the machine's speed drifted); MFU is uncertain by about "
-              f"as much. Rerun on a quieter machine to narrow it.", flush=True)
+        print(
+            f"warning: the matmul peak moved by {results['peak_drift']:.0%} across the "
+            f"measured steps (the machine's speed drifted); MFU is uncertain by about "
+            f"as much. Rerun on a quieter machine to narrow it.",
+            flush=True,
+        )
     results.update(utilisation(config, step["seconds_per_step"], results["peak_flops_per_second"]))
-    print(f"train step ({step['kernels']} kernels): {step['sequences_per_second']:.2f} "
-          f"sequences/s, {step['tokens_per_second']:.0f} tokens/s over {step['measured_steps']} "
-          f"steps ({step['seconds']:.1f}s, after {step['warmup_steps']} warm-up steps)", flush=True)
-    print(f"MFU {results['mfu']:.1%} by the paper's accounting "
-          f"({results['flops_per_step'] / 1e9:.1f} GFLOP/step); "
-          f"{results['executed_mfu']:.1%} counting what the step executes "
-          f"({results['executed_flops_per_step'] / 1e9:.1f} GFLOP/step)", flush=True)
+    print(
+        f"train step ({step['kernels']} kernels): {step['sequences_per_second']:.2f} "
+        f"sequences/s, {step['tokens_per_second']:.0f} tokens/s over {step['measured_steps']} "
+        f"steps ({step['seconds']:.1f}s, after {step['warmup_steps']} warm-up steps)",
+        flush=True,
+    )
+    print(
+        f"MFU {results['mfu']:.1%} by the paper's accounting "
+        f"({results['flops_per_step'] / 1e9:.1f} GFLOP/step); "
+        f"{results['executed_mfu']:.1%} counting what the step executes "
+        f"({results['executed_flops_per_step'] / 1e9:.1f} GFLOP/step)",
+        flush=True,
+    )
     if FLAGS.peer_script:
-        results.update(benchmark_peer(FLAGS.peer_python or sys.executable, FLAGS.peer_script,
-                                      config, FLAGS.steps, FLAGS.model_size))
-        results["speedup_vs_peer"] = results["tokens_per_second"] / results[
-            "peer_tokens_per_second"]
-        print(f"peer ({FLAGS.peer_script}): {results['peer_tokens_per_second']:.0f} tokens/s; "
-              f"this implementation is {results['speedup_vs_peer']:.2f}x that", flush=True)
+        results.update(
+            benchmark_peer(
+                FLAGS.peer_python or sys.executable,
+                FLAGS.peer_script,
+                config,
+                FLAGS.steps,
+                FLAGS.model_size,
+            )
+        )
+        results["speedup_vs_peer"] = (
+            results["tokens_per_second"] / results["peer_tokens_per_second"]
+        )
+        print(
+            f"peer ({FLAGS.peer_script}): {results['peer_tokens_per_second']:.0f} tokens/s; "
+            f"this implementation is {results['speedup_vs_peer']:.2f}x that",
+            flush=True,
+        )
     if FLAGS.pipeline_batches:
         results.update(benchmark_pipeline(config, FLAGS.pipeline_batches))
-        print(f"input pipeline: {results['input_pipeline_batches_per_second']:.1f} batches/s",
-              flush=True)
+        print(
+            f"input pipeline: {results['input_pipeline_batches_per_second']:.1f} batches/s",
+            flush=True,
+        )
     if FLAGS.shard_megabytes:
         results.update(benchmark_shards(FLAGS.shard_megabytes, config.max_seq_length))
-        print(f"shard building: {results['shard_building_megabytes_per_second']:.2f} MB/s",
-              flush=True)
-    print(json.dumps({k: v for k, v in results.items() if k not in ("machine", "settings")},
-                     indent=2))
+        print(
+            f"shard building: {results['shard_building_megabytes_per_second']:.2f} MB/s", flush=True
+        )
+    print(
+        json.dumps({k: v for k, v in results.items() if k not in ("machine", "settings")}, indent=2)
+    )
     if FLAGS.json:
         with open(FLAGS.json, "w") as f:
             json.dump(results, f, indent=2)
@@ -531,48 +744,75 @@ def main(argv):
 TOOLS_DIR = os.path.dirname(os.path.abspath(__file__))
 LATENCY_SCRIPT = os.path.join(TOOLS_DIR, "latency.py")
 PEERS = os.path.join(TOOLS_DIR, "peers")
-PEER_SCRIPTS = {"finetune": "hf_finetune_step.py", "inference": "hf_text_classification_inference.py"}
+PEER_SCRIPTS = {
+    "finetune": "hf_finetune_step.py",
+    "inference": "hf_text_classification_inference.py",
+}
 
 
 def _finetune_or_inference(config) -> dict:
     """The finetune and inference modes, with the peer beside them and the ratios printed."""
     peer_script = FLAGS.peer_script or (
-        os.path.join(PEERS, PEER_SCRIPTS[FLAGS.mode]) if FLAGS.peer_python else None)
+        os.path.join(PEERS, PEER_SCRIPTS[FLAGS.mode]) if FLAGS.peer_python else None
+    )
     peer_python = FLAGS.peer_python or sys.executable
     if FLAGS.mode == "finetune":
-        results = benchmark_finetune_step(config, FLAGS.steps, FLAGS.warmup_steps,
-                                          FLAGS.jit_compile)
-        print(f"fine-tuning step ({results['kernels']} kernels): "
-              f"{results['tokens_per_second']:.0f} tokens/s, {results['seconds_per_step']:.3f} "
-              f"s/step over {results['measured_steps']} steps", flush=True)
+        results = benchmark_finetune_step(
+            config, FLAGS.steps, FLAGS.warmup_steps, FLAGS.jit_compile
+        )
+        print(
+            f"fine-tuning step ({results['kernels']} kernels): "
+            f"{results['tokens_per_second']:.0f} tokens/s, {results['seconds_per_step']:.3f} "
+            f"s/step over {results['measured_steps']} steps",
+            flush=True,
+        )
         if peer_script:
-            results.update(benchmark_peer(peer_python, peer_script, config, FLAGS.steps,
-                                          FLAGS.model_size))
-            results["speedup_vs_peer"] = (results["tokens_per_second"]
-                                          / results["peer_tokens_per_second"])
-            print(f"peer ({os.path.basename(peer_script)}): "
-                  f"{results['peer_tokens_per_second']:.0f} tokens/s; this implementation is "
-                  f"{results['speedup_vs_peer']:.2f}x that", flush=True)
+            results.update(
+                benchmark_peer(peer_python, peer_script, config, FLAGS.steps, FLAGS.model_size)
+            )
+            results["speedup_vs_peer"] = (
+                results["tokens_per_second"] / results["peer_tokens_per_second"]
+            )
+            print(
+                f"peer ({os.path.basename(peer_script)}): "
+                f"{results['peer_tokens_per_second']:.0f} tokens/s; this implementation is "
+                f"{results['speedup_vs_peer']:.2f}x that",
+                flush=True,
+            )
         return results
-    results = benchmark_inference(config, FLAGS.inference_requests, FLAGS.inference_batches,
-                                  peer_python if peer_script else None, peer_script,
-                                  FLAGS.model_size, FLAGS.inference_threads,
-                                  FLAGS.serving_forward)
+    results = benchmark_inference(
+        config,
+        FLAGS.inference_requests,
+        FLAGS.inference_batches,
+        peer_python if peer_script else None,
+        peer_script,
+        FLAGS.model_size,
+        FLAGS.inference_threads,
+        FLAGS.serving_forward,
+    )
     threads = FLAGS.inference_threads or "default"
-    print(f"exported classifier ({results['forward']} forward, {threads} intra-/inter-op "
-          f"threads, fresh process): median latency {results['latency_ms_batch1_median']:.1f} "
-          f"ms at batch 1; {results['texts_per_second_batched']:.1f} texts/s at batch "
-          f"{config.train_batch_size}", flush=True)
+    print(
+        f"exported classifier ({results['forward']} forward, {threads} intra-/inter-op "
+        f"threads, fresh process): median latency {results['latency_ms_batch1_median']:.1f} "
+        f"ms at batch 1; {results['texts_per_second_batched']:.1f} texts/s at batch "
+        f"{config.train_batch_size}",
+        flush=True,
+    )
     if "peer" in results:
         peer = results["peer"]
-        results["latency_ratio_peer_over_ours"] = (peer["latency_ms_batch1_median"]
-                                                   / results["latency_ms_batch1_median"])
-        results["throughput_ratio_vs_peer"] = (results["texts_per_second_batched"]
-                                               / peer["texts_per_second_batched"])
-        print(f"peer ({os.path.basename(peer_script)}): median latency "
-              f"{peer['latency_ms_batch1_median']:.1f} ms, {peer['texts_per_second_batched']:.1f} "
-              f"texts/s; the peer's latency is {results['latency_ratio_peer_over_ours']:.2f}x "
-              f"ours, our throughput {results['throughput_ratio_vs_peer']:.2f}x its", flush=True)
+        results["latency_ratio_peer_over_ours"] = (
+            peer["latency_ms_batch1_median"] / results["latency_ms_batch1_median"]
+        )
+        results["throughput_ratio_vs_peer"] = (
+            results["texts_per_second_batched"] / peer["texts_per_second_batched"]
+        )
+        print(
+            f"peer ({os.path.basename(peer_script)}): median latency "
+            f"{peer['latency_ms_batch1_median']:.1f} ms, {peer['texts_per_second_batched']:.1f} "
+            f"texts/s; the peer's latency is {results['latency_ratio_peer_over_ours']:.2f}x "
+            f"ours, our throughput {results['throughput_ratio_vs_peer']:.2f}x its",
+            flush=True,
+        )
     return results
 
 

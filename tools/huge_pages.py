@@ -34,9 +34,11 @@ from absl import flags
 
 TUNABLE = "glibc.malloc.hugetlb=1"
 FLAG = "huge_pages"
-FLAG_HELP = ("Re-execute this process once at start-up, before TensorFlow is imported, with "
-             f"GLIBC_TUNABLES={TUNABLE}, so large buffers get transparent huge pages (Linux "
-             "with glibc and THP enabled; elsewhere nothing happens).")
+FLAG_HELP = (
+    "Re-execute this process once at start-up, before TensorFlow is imported, with "
+    f"GLIBC_TUNABLES={TUNABLE}, so large buffers get transparent huge pages (Linux "
+    "with glibc and THP enabled; elsewhere nothing happens)."
+)
 _THP_MODE = "/sys/kernel/mm/transparent_hugepage/enabled"
 
 
@@ -48,7 +50,7 @@ def transparent_huge_page_mode() -> Optional[str]:
     except OSError:
         return None
     start, end = text.find("["), text.find("]")
-    return text[start + 1:end] if 0 <= start < end else None
+    return text[start + 1 : end] if 0 <= start < end else None
 
 
 def asked_for(argv: Sequence[str]) -> bool:
@@ -67,8 +69,9 @@ def asked_for(argv: Sequence[str]) -> bool:
     return bool(early[FLAG].value)
 
 
-def reexec_environment(environ: Mapping[str, str], system: str, libc: str,
-                       thp_mode: Optional[str]) -> Optional[dict]:
+def reexec_environment(
+    environ: Mapping[str, str], system: str, libc: str, thp_mode: Optional[str]
+) -> Optional[dict]:
     """The environment to re-execute with, or None to keep the process as it is.
 
     Args:
@@ -78,8 +81,12 @@ def reexec_environment(environ: Mapping[str, str], system: str, libc: str,
         thp_mode: `transparent_huge_page_mode()`.
     """
     tunables = environ.get("GLIBC_TUNABLES", "")
-    if (system != "Linux" or libc != "glibc" or thp_mode in (None, "never")
-            or "glibc.malloc.hugetlb" in tunables):
+    if (
+        system != "Linux"
+        or libc != "glibc"
+        or thp_mode in (None, "never")
+        or "glibc.malloc.hugetlb" in tunables
+    ):
         return None
     env = dict(environ)
     env["GLIBC_TUNABLES"] = f"{tunables}:{TUNABLE}" if tunables else TUNABLE
@@ -106,8 +113,9 @@ def reexec_for_huge_pages(argv: Optional[Sequence[str]] = None) -> None:
         return
     if "tensorflow" in sys.modules:
         raise RuntimeError("reexec_for_huge_pages must run before TensorFlow is imported.")
-    env = reexec_environment(os.environ, platform.system(), platform.libc_ver()[0],
-                             transparent_huge_page_mode())
+    env = reexec_environment(
+        os.environ, platform.system(), platform.libc_ver()[0], transparent_huge_page_mode()
+    )
     if env is None:
         return
     sys.stdout.flush()

@@ -56,7 +56,7 @@ def main(argv):
 
     batch = FLAGS.batch
     for i in range(5):  # warm-up: kernel set-up, both shapes
-        call(texts[i:i + 1])
+        call(texts[i : i + 1])
         call(texts[:batch])
     latencies = []
     for i in range(FLAGS.requests):
@@ -68,15 +68,23 @@ def main(argv):
     start = time.perf_counter()
     for i in range(FLAGS.batches):
         first = (i * batch) % max(1, len(texts) - batch)
-        some = texts[first:first + batch]
+        some = texts[first : first + batch]
         call(some)
         done += len(some)  # fewer than `batch` if the file is short
     seconds = time.perf_counter() - start
-    print(json.dumps({"latency_ms_batch1_median": 1000 * float(np.median(latencies)),
-                      "texts_per_second_batched": done / seconds,
-                      "threads": FLAGS.threads, "requests": FLAGS.requests,
-                      "batches": FLAGS.batches, "batch": batch,
-                      "tensorflow": tf.__version__}))
+    print(
+        json.dumps(
+            {
+                "latency_ms_batch1_median": 1000 * float(np.median(latencies)),
+                "texts_per_second_batched": done / seconds,
+                "threads": FLAGS.threads,
+                "requests": FLAGS.requests,
+                "batches": FLAGS.batches,
+                "batch": batch,
+                "tensorflow": tf.__version__,
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

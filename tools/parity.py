@@ -46,15 +46,16 @@ from absl import app, flags  # noqa: E402
 
 from electra_tf import tokenization, vocab_learning  # noqa: E402
 from electra_tf.config import MODEL_SIZES, ConfigError, preset  # noqa: E402
-from electra_tf.data.pipeline import make_pretraining_dataset  # noqa: E402
+from electra_tf.data.pipeline import (
+    dummy_batch,  # noqa: E402
+    make_pretraining_dataset,  # noqa: E402
+)
 from electra_tf.data.shard_build import write_shards  # noqa: E402
 from electra_tf.flops import steps_within_budget  # noqa: E402
-from electra_tf.pretraining.evaluation import (PretrainingEvaluator, evaluation_dataset,  # noqa: E402
-                                               roc_auc)
-from electra_tf.pretraining.optimization import create_optimizer, learning_rate_schedule  # noqa: E402
+from electra_tf.pretraining.evaluation import PretrainingEvaluator, evaluation_dataset, roc_auc  # noqa: E402
 from electra_tf.pretraining.objectives import ElectraPretrainer  # noqa: E402
+from electra_tf.pretraining.optimization import create_optimizer, learning_rate_schedule  # noqa: E402
 from tools.study import sample_corpus  # noqa: E402
-from electra_tf.data.pipeline import dummy_batch  # noqa: E402
 
 TOOLS_DIR = os.path.dirname(os.path.abspath(__file__))
 PROJECT_DIR = os.path.dirname(TOOLS_DIR)
@@ -62,13 +63,24 @@ PEER_SCRIPT = os.path.join(TOOLS_DIR, "peers", "hf_electra_pretraining.py")
 SIDES = ("electra-tf", "transformers")
 # The metrics of the figure and the table (held-out, no dropout).
 COMPARED = ("disc_loss", "disc_auc", "masked_lm_accuracy", "sampled_masked_lm_accuracy")
-TITLES = {"disc_loss": "Discriminator loss", "disc_auc": "Discriminator AUC",
-          "masked_lm_accuracy": "MLM accuracy", "sampled_masked_lm_accuracy":
-          "Sampled MLM accuracy (sample = original)"}
+TITLES = {
+    "disc_loss": "Discriminator loss",
+    "disc_auc": "Discriminator AUC",
+    "masked_lm_accuracy": "MLM accuracy",
+    "sampled_masked_lm_accuracy": "Sampled MLM accuracy (sample = original)",
+}
 # Fractions of the run at which the table reports the held-out metrics.
 TABLE_FRACTIONS = (0.0, 0.05, 0.1, 0.25, 0.5, 1.0)
-BATCH_KEYS = ("input_ids", "input_mask", "segment_ids", "masked_input_ids",
-              "masked_lm_positions", "masked_lm_ids", "masked_lm_weights", "sampling_uniforms")
+BATCH_KEYS = (
+    "input_ids",
+    "input_mask",
+    "segment_ids",
+    "masked_input_ids",
+    "masked_lm_positions",
+    "masked_lm_ids",
+    "masked_lm_weights",
+    "sampling_uniforms",
+)
 
 
 class ParityError(ValueError):
@@ -76,6 +88,7 @@ class ParityError(ValueError):
 
 
 # ------------------------------------------------------------------ settings
+
 
 def peer_settings(config, eval_every_steps: int, initialisation: str = "transformers") -> dict:
     """What the peer script needs to build the same models and follow the same recipe.
@@ -91,29 +104,56 @@ def peer_settings(config, eval_every_steps: int, initialisation: str = "transfor
     Raises:
         ParityError: the config uses a variant the peer does not implement.
     """
-    plain = {"objective": "electra", "training": "joint", "weight_sharing": "embeddings",
-             "uniform_generator": False, "disallow_correct": False, "mixed_precision": "none"}
+    plain = {
+        "objective": "electra",
+        "training": "joint",
+        "weight_sharing": "embeddings",
+        "uniform_generator": False,
+        "disallow_correct": False,
+        "mixed_precision": "none",
+    }
     different = [f"{k}={getattr(config, k)!r}" for k, v in plain.items() if getattr(config, k) != v]
     if different:
         raise ParityError("the peer implements plain ELECTRA only, not " + ", ".join(different))
     m, g = config.model, config.model.generator_config()
     return {
-        "model": {"vocab_size": m.vocab_size, "embedding_size": m.embedding_size,
-                  "hidden_size": m.hidden_size, "num_layers": m.num_layers,
-                  "num_heads": m.resolved_num_heads,
-                  "intermediate_size": m.resolved_intermediate_size,
-                  "max_position_embeddings": m.max_position_embeddings,
-                  "type_vocab_size": m.type_vocab_size, "dropout_rate": m.dropout_rate,
-                  "attention_dropout_rate": m.attention_dropout_rate,
-                  "initializer_range": m.initializer_range,
-                  "layer_norm_epsilon": m.layer_norm_epsilon},
-        "generator": {"hidden_size": g.hidden_size, "num_layers": g.num_layers,
-                      "num_heads": g.resolved_num_heads,
-                      "intermediate_size": g.resolved_intermediate_size},
-        "recipe": {name: getattr(config, name) for name in (
-            "learning_rate", "num_train_steps", "num_warmup_steps", "lr_decay_power",
-            "weight_decay_rate", "adam_beta_1", "adam_beta_2", "adam_epsilon", "clip_norm",
-            "gen_weight", "disc_weight", "temperature")},
+        "model": {
+            "vocab_size": m.vocab_size,
+            "embedding_size": m.embedding_size,
+            "hidden_size": m.hidden_size,
+            "num_layers": m.num_layers,
+            "num_heads": m.resolved_num_heads,
+            "intermediate_size": m.resolved_intermediate_size,
+            "max_position_embeddings": m.max_position_embeddings,
+            "type_vocab_size": m.type_vocab_size,
+            "dropout_rate": m.dropout_rate,
+            "attention_dropout_rate": m.attention_dropout_rate,
+            "initializer_range": m.initializer_range,
+            "layer_norm_epsilon": m.layer_norm_epsilon,
+        },
+        "generator": {
+            "hidden_size": g.hidden_size,
+            "num_layers": g.num_layers,
+            "num_heads": g.resolved_num_heads,
+            "intermediate_size": g.resolved_intermediate_size,
+        },
+        "recipe": {
+            name: getattr(config, name)
+            for name in (
+                "learning_rate",
+                "num_train_steps",
+                "num_warmup_steps",
+                "lr_decay_power",
+                "weight_decay_rate",
+                "adam_beta_1",
+                "adam_beta_2",
+                "adam_epsilon",
+                "clip_norm",
+                "gen_weight",
+                "disc_weight",
+                "temperature",
+            )
+        },
         "eval_every_steps": eval_every_steps,
         "initialisation": initialisation,
     }
@@ -121,8 +161,17 @@ def peer_settings(config, eval_every_steps: int, initialisation: str = "transfor
 
 # ---------------------------------------------------------------------- data
 
-def prepare_data(corpus: str, data_dir: str, config, *, corpus_megabytes: Optional[float],
-                 eval_fraction: float, num_workers: int, say=print):
+
+def prepare_data(
+    corpus: str,
+    data_dir: str,
+    config,
+    *,
+    corpus_megabytes: Optional[float],
+    eval_fraction: float,
+    num_workers: int,
+    say=print,
+):
     """Corpus sample, WordPiece vocabulary, training and held-out shards (all cached).
 
     The held-out shards are the last `eval_fraction` of the corpus sample, cut
@@ -136,26 +185,45 @@ def prepare_data(corpus: str, data_dir: str, config, *, corpus_megabytes: Option
     vocab_file = os.path.join(data_dir, f"vocab-{config.model.vocab_size}.txt")
     if not os.path.exists(vocab_file):
         say(f"Learning a {config.model.vocab_size}-token vocabulary from {text} ...")
-        vocab_learning.build_vocab([text], vocab_file, config.model.vocab_size,
-                                   config.do_lower_case, config.resolved_strip_accents,
-                                   config.normalization)
-    tokenizer = tokenization.WordPieceTokenizer(vocab_file, config.do_lower_case,
-                                                config.resolved_strip_accents,
-                                                config.normalization)
+        vocab_learning.build_vocab(
+            [text],
+            vocab_file,
+            config.model.vocab_size,
+            config.do_lower_case,
+            config.resolved_strip_accents,
+            config.normalization,
+        )
+    tokenizer = tokenization.WordPieceTokenizer(
+        vocab_file, config.do_lower_case, config.resolved_strip_accents, config.normalization
+    )
     dirs = {}
-    for name, text_range in (("shards", (0.0, 1.0 - eval_fraction)),
-                             ("eval-shards", (1.0 - eval_fraction, 1.0))):
+    for name, text_range in (
+        ("shards", (0.0, 1.0 - eval_fraction)),
+        ("eval-shards", (1.0 - eval_fraction, 1.0)),
+    ):
         dirs[name] = os.path.join(data_dir, f"{name}-L{config.max_seq_length}-s{config.seed}")
-        metadata = write_shards([text], dirs[name], tokenizer.get_config(),
-                                max_seq_length=config.max_seq_length,
-                                num_shards=None if name == "shards" else 1,
-                                num_workers=num_workers, seed=config.seed, text_range=text_range)
+        metadata = write_shards(
+            [text],
+            dirs[name],
+            tokenizer.get_config(),
+            max_seq_length=config.max_seq_length,
+            num_shards=None if name == "shards" else 1,
+            num_workers=num_workers,
+            seed=config.seed,
+            text_range=text_range,
+        )
         say(f"{name}: {metadata['num_examples']:,} examples in {dirs[name]}")
     return vocab_file, tokenizer, dirs["shards"], dirs["eval-shards"]
 
 
-def dump_batches(path: str, config, shard_dir: str, eval_shard_dir: str, special_ids: dict,
-                 num_eval_examples: int) -> dict:
+def dump_batches(
+    path: str,
+    config,
+    shard_dir: str,
+    eval_shard_dir: str,
+    special_ids: dict,
+    num_eval_examples: int,
+) -> dict:
     """Writes the run's training and held-out batches to an `.npz`.
 
     Training: the first `config.num_train_steps` batches of
@@ -169,18 +237,32 @@ def dump_batches(path: str, config, shard_dir: str, eval_shard_dir: str, special
     """
     batch_size = config.train_batch_size
     dataset = make_pretraining_dataset(
-        shard_dir, batch_size=batch_size,
+        shard_dir,
+        batch_size=batch_size,
         max_predictions_per_seq=config.resolved_max_predictions_per_seq,
-        mask_rate=config.mask_rate, special_ids=special_ids, seed=config.seed,
-        shuffle_buffer_size=config.shuffle_buffer_size, max_seq_length=config.max_seq_length)
+        mask_rate=config.mask_rate,
+        special_ids=special_ids,
+        seed=config.seed,
+        shuffle_buffer_size=config.shuffle_buffer_size,
+        max_seq_length=config.max_seq_length,
+    )
     steps = [b for b in dataset.take(config.num_train_steps).as_numpy_iterator()]
-    held_out = [b for b in evaluation_dataset(eval_shard_dir, config, special_ids,
-                                              num_examples=num_eval_examples,
-                                              batch_size=batch_size).as_numpy_iterator()
-                if b["input_ids"].shape[0] == batch_size]
+    held_out = [
+        b
+        for b in evaluation_dataset(
+            eval_shard_dir,
+            config,
+            special_ids,
+            num_examples=num_eval_examples,
+            batch_size=batch_size,
+        ).as_numpy_iterator()
+        if b["input_ids"].shape[0] == batch_size
+    ]
     if not held_out:
-        raise ParityError(f"{eval_shard_dir} holds fewer than one batch ({batch_size}) of "
-                          "held-out sequences: raise --eval_fraction.")
+        raise ParityError(
+            f"{eval_shard_dir} holds fewer than one batch ({batch_size}) of "
+            "held-out sequences: raise --eval_fraction."
+        )
     arrays = {k: np.stack([b[k] for b in steps]) for k in BATCH_KEYS}
     arrays.update({f"eval_{k}": np.stack([b[k] for b in held_out]) for k in BATCH_KEYS})
     np.savez(path + ".tmp.npz", **arrays)
@@ -190,8 +272,8 @@ def dump_batches(path: str, config, shard_dir: str, eval_shard_dir: str, special
 
 # ----------------------------------------------------------- electra-tf side
 
-def train_electra_tf(arrays: dict, config, eval_every_steps: int, output: str,
-                     seed: int) -> None:
+
+def train_electra_tf(arrays: dict, config, eval_every_steps: int, output: str, seed: int) -> None:
     """Trains `ElectraPretrainer` on the dumped batches in order, logging as the peer does.
 
     Args:
@@ -210,12 +292,12 @@ def train_electra_tf(arrays: dict, config, eval_every_steps: int, output: str,
     model.compile(optimizer=optimizer, jit_compile=False)
     train_step = tf.function(model.train_step)
     schedule = learning_rate_schedule(config)
-    held_out = tf.data.Dataset.from_tensor_slices(
-        {k: arrays[f"eval_{k}"] for k in BATCH_KEYS})
+    held_out = tf.data.Dataset.from_tensor_slices({k: arrays[f"eval_{k}"] for k in BATCH_KEYS})
     evaluator = PretrainingEvaluator(model, held_out, num_samples=0)
     num_steps = arrays["input_ids"].shape[0]
     started, eval_seconds = time.perf_counter(), 0.0
     with open(output, "w", encoding="utf-8") as log:
+
         def log_eval(step):
             nonlocal eval_seconds
             eval_started = time.perf_counter()
@@ -230,18 +312,33 @@ def train_electra_tf(arrays: dict, config, eval_every_steps: int, output: str,
             stats = train_step({k: tf.constant(arrays[k][index]) for k in BATCH_KEYS})
             mask = arrays["input_mask"][index] > 0
             step = index + 1
-            record = {"split": "train", "step": step, "learning_rate": lr,
-                      **{k: float(v) for k, v in stats.items()},
-                      "disc_auc": roc_auc(model.last_disc_logits.numpy()[mask],
-                                          model.last_labels.numpy()[mask])}
+            record = {
+                "split": "train",
+                "step": step,
+                "learning_rate": lr,
+                **{k: float(v) for k, v in stats.items()},
+                "disc_auc": roc_auc(
+                    model.last_disc_logits.numpy()[mask], model.last_labels.numpy()[mask]
+                ),
+            }
             log.write(json.dumps(record) + "\n")
             if step % eval_every_steps == 0 or step == num_steps:
                 log_eval(step)
         seconds = time.perf_counter() - started
-        log.write(json.dumps({"split": "summary", "steps": num_steps, "seconds": seconds,
-                              "train_seconds": seconds - eval_seconds,
-                              "eval_seconds": eval_seconds, "tensorflow": tf.__version__,
-                              "keras": keras.__version__}) + "\n")
+        log.write(
+            json.dumps(
+                {
+                    "split": "summary",
+                    "steps": num_steps,
+                    "seconds": seconds,
+                    "train_seconds": seconds - eval_seconds,
+                    "eval_seconds": eval_seconds,
+                    "tensorflow": tf.__version__,
+                    "keras": keras.__version__,
+                }
+            )
+            + "\n"
+        )
 
 
 class RecordingPretrainer(ElectraPretrainer):
@@ -266,17 +363,31 @@ class RecordingPretrainer(ElectraPretrainer):
         return sums
 
 
-def run_peer(peer_python: str, batches: str, settings: str, output: str, seed: int,
-             threads: int) -> None:
+def run_peer(
+    peer_python: str, batches: str, settings: str, output: str, seed: int, threads: int
+) -> None:
     """Runs the transformers side in its own interpreter; raises ParityError if it fails."""
-    command = [peer_python, PEER_SCRIPT, "--batches", batches, "--settings", settings,
-               "--output", output, "--seed", str(seed), "--threads", str(threads)]
+    command = [
+        peer_python,
+        PEER_SCRIPT,
+        "--batches",
+        batches,
+        "--settings",
+        settings,
+        "--output",
+        output,
+        "--seed",
+        str(seed),
+        "--threads",
+        str(threads),
+    ]
     result = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     if result.returncode:
         raise ParityError(f"the peer failed ({' '.join(command)}):\n{result.stdout[-4000:]}")
 
 
 # ------------------------------------------------------------------ analysis
+
 
 def read_log(path: str) -> dict:
     """A metrics log as {"train": [records], "eval": [records], "summary": record or None}."""
@@ -329,12 +440,12 @@ def comparison_table(logs: dict, metrics: Sequence[str] = COMPARED) -> str:
         logs: {side: [read_log results, one per seed]}, sides in `SIDES` order.
     """
     steps = table_steps([r["step"] for r in logs[SIDES[0]][0]["eval"]])
-    lines = ["| step | metric | " + " | ".join(logs) + " |",
-             "|---:|---|" + "---:|" * len(logs)]
+    lines = ["| step | metric | " + " | ".join(logs) + " |", "|---:|---|" + "---:|" * len(logs)]
     for step in steps:
         for metric in metrics:
-            cells = [_spread([eval_value(log, step, metric) for log in runs])
-                     for runs in logs.values()]
+            cells = [
+                _spread([eval_value(log, step, metric) for log in runs]) for runs in logs.values()
+            ]
             lines.append(f"| {step} | {metric} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -367,11 +478,20 @@ def plot_comparison(logs: dict, path: str, title: str) -> None:
                 window = max(1, len(values) // 40)
                 # A batch without a replaced token has no AUC; count it as chance.
                 values = np.nan_to_num(values, nan=0.5)
-                axis.plot(steps, _moving_average(values, window),
-                          color=colours[side], alpha=0.25, linewidth=0.8)
-                axis.plot([r["step"] for r in log["eval"]], [r[metric] for r in log["eval"]],
-                          color=colours[side], linewidth=1.5,
-                          label=f"{side} (held-out)" if i == 0 else None)
+                axis.plot(
+                    steps,
+                    _moving_average(values, window),
+                    color=colours[side],
+                    alpha=0.25,
+                    linewidth=0.8,
+                )
+                axis.plot(
+                    [r["step"] for r in log["eval"]],
+                    [r[metric] for r in log["eval"]],
+                    color=colours[side],
+                    linewidth=1.5,
+                    label=f"{side} (held-out)" if i == 0 else None,
+                )
         axis.set_title(TITLES[metric], fontsize=10)
         axis.grid(alpha=0.3)
     for axis in axes[1]:
@@ -409,51 +529,71 @@ def report(logs: dict, settings: dict, num_eval_sequences: int) -> str:
     for side, runs in logs.items():
         for log in runs:
             s = log["summary"]
-            lines.append(f"| {side} | {log['seed']} | {s['train_seconds']:.0f} | "
-                         f"{s['eval_seconds']:.0f} |")
+            lines.append(
+                f"| {side} | {log['seed']} | {s['train_seconds']:.0f} | {s['eval_seconds']:.0f} |"
+            )
     return "\n".join(lines) + "\n"
 
 
 # ----------------------------------------------------------------------- CLI
 
+
 def define_flags(flag_values: flags.FlagValues = flags.FLAGS) -> None:
     """Defines the command's flags on `flag_values` (the global set when run as a command)."""
     on = {"flag_values": flag_values}
-    flags.DEFINE_string("corpus", None, "A text file (a blank line ends a document); its last "
-                        "--eval_fraction is held out.", **on)
-    flags.DEFINE_float("corpus_megabytes", None, "Use only the first this many MB of the "
-                       "corpus.", **on)
+    flags.DEFINE_string(
+        "corpus",
+        None,
+        "A text file (a blank line ends a document); its last --eval_fraction is held out.",
+        **on,
+    )
+    flags.DEFINE_float(
+        "corpus_megabytes", None, "Use only the first this many MB of the corpus.", **on
+    )
     flags.DEFINE_string("peer_python", None, "An interpreter with torch and transformers.", **on)
-    flags.DEFINE_string("output_dir", None, "Default: runs/parity-<model_size> in the "
-                        "repository.", **on)
+    flags.DEFINE_string(
+        "output_dir", None, "Default: runs/parity-<model_size> in the repository.", **on
+    )
     flags.DEFINE_string("figure", None, "Default: <output_dir>/comparison.png.", **on)
     flags.DEFINE_enum("model_size", "tiny", MODEL_SIZES, "Size preset.", **on)
     flags.DEFINE_integer("train_batch_size", 32, "Global batch size.", **on)
     flags.DEFINE_integer("max_seq_length", 128, "Tokens per example.", **on)
     flags.DEFINE_integer("vocab_size", 8000, "Vocabulary size learned from the corpus.", **on)
     flags.DEFINE_float("learning_rate", None, "Default: the preset's.", **on)
-    flags.DEFINE_float("max_train_flops", None, "Train for the steps this budget buys "
-                       "(electra_tf.flops); or --num_train_steps.", **on)
+    flags.DEFINE_float(
+        "max_train_flops",
+        None,
+        "Train for the steps this budget buys (electra_tf.flops); or --num_train_steps.",
+        **on,
+    )
     flags.DEFINE_integer("num_train_steps", None, "Training steps; or --max_train_flops.", **on)
     flags.DEFINE_integer("num_warmup_steps", None, "Default: 10% of the training steps.", **on)
     flags.DEFINE_integer("seed", 0, "Data seed: shards, order, masks.", **on)
-    flags.DEFINE_string("init_seeds", "0", "Comma-separated initialisation seeds, each run on "
-                        "both sides.", **on)
+    flags.DEFINE_string(
+        "init_seeds", "0", "Comma-separated initialisation seeds, each run on both sides.", **on
+    )
     flags.DEFINE_float("eval_fraction", 0.01, "Fraction of the corpus held out.", **on)
     flags.DEFINE_integer("num_eval_examples", 1024, "Held-out sequences per evaluation.", **on)
     flags.DEFINE_integer("eval_every_steps", 100, "Held-out evaluation interval in steps.", **on)
-    flags.DEFINE_enum("peer_init", "transformers", ["transformers", "original"], "The peer's "
-                      "initialisation: transformers' own, or the original code's "
-                      "Glorot-uniform output and projection layers.", **on)
+    flags.DEFINE_enum(
+        "peer_init",
+        "transformers",
+        ["transformers", "original"],
+        "The peer's "
+        "initialisation: transformers' own, or the original code's "
+        "Glorot-uniform output and projection layers.",
+        **on,
+    )
     # With other work on the machine, torch's spinning OpenMP threads wait for
     # each other; one thread was about 10x faster on a busy 2-core machine.
-    flags.DEFINE_integer("peer_threads", 1, "Torch threads of the peer (0: torch's default).",
-                         **on)
-    flags.DEFINE_integer("num_shard_workers", os.cpu_count() or 1, "Processes writing the "
-                         "shards.", **on)
+    flags.DEFINE_integer("peer_threads", 1, "Torch threads of the peer (0: torch's default).", **on)
+    flags.DEFINE_integer(
+        "num_shard_workers", os.cpu_count() or 1, "Processes writing the shards.", **on
+    )
     flags.mark_flags_as_required(["corpus", "peer_python"], **on)
-    flags.mark_flags_as_mutual_exclusive(["max_train_flops", "num_train_steps"], required=True,
-                                         **on)
+    flags.mark_flags_as_mutual_exclusive(
+        ["max_train_flops", "num_train_steps"], required=True, **on
+    )
 
 
 def parse_flags(arguments: Sequence[str]) -> flags.FlagValues:
@@ -472,9 +612,12 @@ def parse_flags(arguments: Sequence[str]) -> flags.FlagValues:
 
 def resolve_config(args):
     """The `PretrainingConfig` both sides train with, from the command's flags."""
-    overrides = {"train_batch_size": args.train_batch_size,
-                 "max_seq_length": args.max_seq_length, "vocab_size": args.vocab_size,
-                 "seed": args.seed}
+    overrides = {
+        "train_batch_size": args.train_batch_size,
+        "max_seq_length": args.max_seq_length,
+        "vocab_size": args.vocab_size,
+        "seed": args.seed,
+    }
     if args.learning_rate is not None:
         overrides["learning_rate"] = args.learning_rate
     try:
@@ -483,8 +626,11 @@ def resolve_config(args):
             config.num_train_steps = steps_within_budget(config, args.max_train_flops)
         else:
             config.num_train_steps = args.num_train_steps
-        config.num_warmup_steps = (args.num_warmup_steps if args.num_warmup_steps is not None
-                                   else config.num_train_steps // 10)
+        config.num_warmup_steps = (
+            args.num_warmup_steps
+            if args.num_warmup_steps is not None
+            else config.num_train_steps // 10
+        )
         config.validate()
     except ConfigError as error:
         raise ParityError(str(error))
@@ -495,36 +641,52 @@ def compare(args: flags.FlagValues) -> dict:
     """Runs the comparison the flags describe; returns {side: [logs, one per seed]} (`read_log`)."""
     say = lambda message: print(message, flush=True)  # noqa: E731
     config = resolve_config(args)
-    output_dir = args.output_dir or os.path.join(PROJECT_DIR, "runs",
-                                                 f"parity-{args.model_size}")
+    output_dir = args.output_dir or os.path.join(PROJECT_DIR, "runs", f"parity-{args.model_size}")
     seeds = [int(s) for s in args.init_seeds.split(",")]
     os.makedirs(output_dir, exist_ok=True)
     vocab_file, tokenizer, shard_dir, eval_shard_dir = prepare_data(
-        args.corpus, os.path.join(output_dir, "data"), config,
-        corpus_megabytes=args.corpus_megabytes, eval_fraction=args.eval_fraction,
-        num_workers=args.num_shard_workers, say=say)
+        args.corpus,
+        os.path.join(output_dir, "data"),
+        config,
+        corpus_megabytes=args.corpus_megabytes,
+        eval_fraction=args.eval_fraction,
+        num_workers=args.num_shard_workers,
+        say=say,
+    )
     config.model.vocab_size = tokenizer.vocab_size  # the learner may return fewer tokens
     settings = peer_settings(config, args.eval_every_steps, args.peer_init)
-    settings["data"] = {"corpus": os.path.abspath(args.corpus),
-                        "corpus_megabytes": args.corpus_megabytes, "seed": config.seed,
-                        "eval_fraction": args.eval_fraction,
-                        "num_eval_examples": args.num_eval_examples,
-                        "train_batch_size": config.train_batch_size,
-                        "max_seq_length": config.max_seq_length}
+    settings["data"] = {
+        "corpus": os.path.abspath(args.corpus),
+        "corpus_megabytes": args.corpus_megabytes,
+        "seed": config.seed,
+        "eval_fraction": args.eval_fraction,
+        "num_eval_examples": args.num_eval_examples,
+        "train_batch_size": config.train_batch_size,
+        "max_seq_length": config.max_seq_length,
+    }
     settings_path = os.path.join(output_dir, "settings.json")
     batches_path = os.path.join(output_dir, "batches.npz")
     if os.path.exists(settings_path):
         with open(settings_path, encoding="utf-8") as f:
             if json.load(f) != settings:
-                raise ParityError(f"{output_dir} holds a comparison of other settings; pass "
-                                  "another --output_dir.")
+                raise ParityError(
+                    f"{output_dir} holds a comparison of other settings; pass another --output_dir."
+                )
     if os.path.exists(batches_path):
         arrays = dict(np.load(batches_path))
     else:
-        say(f"Writing {config.num_train_steps} training batches and the held-out batches to "
-            f"{batches_path} ...")
-        arrays = dump_batches(batches_path, config, shard_dir, eval_shard_dir,
-                              tokenizer.special_ids, args.num_eval_examples)
+        say(
+            f"Writing {config.num_train_steps} training batches and the held-out batches to "
+            f"{batches_path} ..."
+        )
+        arrays = dump_batches(
+            batches_path,
+            config,
+            shard_dir,
+            eval_shard_dir,
+            tokenizer.special_ids,
+            args.num_eval_examples,
+        )
     with open(settings_path, "w", encoding="utf-8") as f:
         json.dump(settings, f, indent=2, sort_keys=True)
 
@@ -538,8 +700,9 @@ def compare(args: flags.FlagValues) -> dict:
                 if side == "electra-tf":
                     train_electra_tf(arrays, config, args.eval_every_steps, path, seed)
                 else:
-                    run_peer(args.peer_python, batches_path, settings_path, path, seed,
-                             args.peer_threads)
+                    run_peer(
+                        args.peer_python, batches_path, settings_path, path, seed, args.peer_threads
+                    )
                 log = read_log(path)
             say(f"{side} seed {seed}: {log['summary']['train_seconds']:.0f} s of training")
             logs[side].append({**log, "seed": seed})
@@ -549,9 +712,13 @@ def compare(args: flags.FlagValues) -> dict:
     with open(os.path.join(output_dir, "comparison.md"), "w", encoding="utf-8") as f:
         f.write(markdown)
     figure = args.figure or os.path.join(output_dir, "comparison.png")
-    plot_comparison(logs, figure, f"ELECTRA {args.model_size}, batch {config.train_batch_size}"
-                    f" x {config.max_seq_length}, same batches and masks: electra-tf vs "
-                    "transformers")
+    plot_comparison(
+        logs,
+        figure,
+        f"ELECTRA {args.model_size}, batch {config.train_batch_size}"
+        f" x {config.max_seq_length}, same batches and masks: electra-tf vs "
+        "transformers",
+    )
     say(markdown)
     say(f"Figure: {figure}")
     return logs

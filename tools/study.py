@@ -99,15 +99,23 @@ PROJECT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 REDUCED_SCALE = {
     "model_size": "tiny",
     "corpus_megabytes": 10,
-    "pretrain": {"max_seq_length": 64, "train_batch_size": 32, "vocab_size": 8000,
-                 "num_warmup_steps": 200, "save_checkpoints_steps": 500,
-                 "log_every_steps": 50, "kernels": "auto"},
+    "pretrain": {
+        "max_seq_length": 64,
+        "train_batch_size": 32,
+        "vocab_size": 8000,
+        "num_warmup_steps": 200,
+        "save_checkpoints_steps": 500,
+        "log_every_steps": 50,
+        "kernels": "auto",
+    },
     # About 2,000 ELECTRA steps of the tiny model at batch 32 and length 64.
     "budgets": [5e13],
     "finetune": {"max_seq_length": 64, "train_batch_size": 32, "kernels": "auto"},
     # SST-2 on a fixed sample of 16,000 of its 67,349 sentences, CoLA whole.
-    "task_flags": {"sst2": {"num_train_epochs": 2, "max_train_examples": 16000},
-                   "cola": {"num_train_epochs": 3}},
+    "task_flags": {
+        "sst2": {"num_train_epochs": 2, "max_train_examples": 16000},
+        "cola": {"num_train_epochs": 3},
+    },
     "seeds": 3,
 }
 # Where the tiny discriminator learns at all on two cores (about 1.5 h of
@@ -122,20 +130,48 @@ REDUCED_SCALE = {
 # variant may set its own "temperature" (1.0 is the paper's).
 CPU_SCALE = {
     "model_size": "tiny",
-    "pretrain": {"max_seq_length": 128, "train_batch_size": 32, "vocab_size": 8000,
-                 "learning_rate": 1e-3, "num_warmup_steps": 1000, "temperature": 2.0,
-                 "jit_compile": True, "eval_every_steps": 1000, "num_eval_examples": 1024,
-                 "save_checkpoints_steps": 1000, "log_every_steps": 200, "kernels": "auto"},
+    "pretrain": {
+        "max_seq_length": 128,
+        "train_batch_size": 32,
+        "vocab_size": 8000,
+        "learning_rate": 1e-3,
+        "num_warmup_steps": 1000,
+        "temperature": 2.0,
+        "jit_compile": True,
+        "eval_every_steps": 1000,
+        "num_eval_examples": 1024,
+        "save_checkpoints_steps": 1000,
+        "log_every_steps": 200,
+        "kernels": "auto",
+    },
     "budgets": [6e14],
     "finetune": {"max_seq_length": 128, "train_batch_size": 32, "kernels": "auto"},
-    "task_flags": {"sst2": {"num_train_epochs": 2, "max_train_examples": 16000},
-                   "cola": {"num_train_epochs": 3}, "mrpc": {"num_train_epochs": 3}},
+    "task_flags": {
+        "sst2": {"num_train_epochs": 2, "max_train_examples": 16000},
+        "cola": {"num_train_epochs": 3},
+        "mrpc": {"num_train_epochs": 3},
+    },
     "seeds": 5,
 }
 SCALES = {"reduced": REDUCED_SCALE, "cpu": CPU_SCALE}
-_KNOWN_KEYS = {"scale", "name", "corpus", "corpus_megabytes", "model_size", "variants", "budgets",
-               "pretrain", "tasks", "glue_data_dir", "finetune", "task_flags", "seeds",
-               "pretrain_seeds", "no_pretraining", "warmup_fraction"}
+_KNOWN_KEYS = {
+    "scale",
+    "name",
+    "corpus",
+    "corpus_megabytes",
+    "model_size",
+    "variants",
+    "budgets",
+    "pretrain",
+    "tasks",
+    "glue_data_dir",
+    "finetune",
+    "task_flags",
+    "seeds",
+    "pretrain_seeds",
+    "no_pretraining",
+    "warmup_fraction",
+}
 # The variant name of the no-pre-training baseline ("no_pretraining": true).
 BASELINE = "none"
 # Keys of a task object that are the study's, not flags of the command it runs.
@@ -147,6 +183,7 @@ class StudyError(ValueError):
 
 
 # ---------------------------------------------------------------------------- spec
+
 
 def load_spec(path: str) -> dict:
     """Reads a spec and fills the defaults of its scale (see the module docstring)."""
@@ -169,7 +206,7 @@ def resolve_spec(spec: dict, source: str = "spec") -> dict:
         raise StudyError(f"{source}: unknown keys {unknown}; known: {sorted(_KNOWN_KEYS)}.")
     scale = spec.get("scale")
     if scale is not None and scale not in SCALES:
-        raise StudyError(f"{source}: \"scale\": {scale!r}; choose one of {sorted(SCALES)}.")
+        raise StudyError(f'{source}: "scale": {scale!r}; choose one of {sorted(SCALES)}.')
     resolved = json.loads(json.dumps(SCALES.get(scale, {})))
     for key, value in spec.items():
         if isinstance(value, dict) and isinstance(resolved.get(key), dict):
@@ -185,44 +222,56 @@ def resolve_spec(spec: dict, source: str = "spec") -> dict:
     resolved.setdefault("no_pretraining", False)
     for key in ("corpus", "variants", "budgets", "tasks"):
         if not resolved.get(key):
-            raise StudyError(f"{source}: \"{key}\" is required.")
+            raise StudyError(f'{source}: "{key}" is required.')
     corpus = resolved["corpus"]
     if not os.path.isfile(corpus):
-        raise StudyError(f"{source}: \"corpus\": {corpus} is not a file.")
+        raise StudyError(f'{source}: "corpus": {corpus} is not a file.')
     variants = resolved["variants"]
     if not isinstance(variants, dict) or not all(isinstance(v, dict) for v in variants.values()):
-        raise StudyError(f"{source}: \"variants\" maps a name to its pretrain.py flags, e.g. "
-                         "{\"electra\": {\"objective\": \"electra\"}}.")
+        raise StudyError(
+            f'{source}: "variants" maps a name to its pretrain.py flags, e.g. '
+            '{"electra": {"objective": "electra"}}.'
+        )
     for name in variants:
         if not name.replace("-", "").replace("_", "").isalnum():
             raise StudyError(f"{source}: variant name {name!r}: use letters, digits, - and _.")
     budgets = resolved["budgets"]
     if not isinstance(budgets, list) or not all(
-            isinstance(b, (int, float)) and b > 0 for b in budgets):
-        raise StudyError(f"{source}: \"budgets\" is a list of positive FLOPs counts, e.g. [5e13].")
+        isinstance(b, (int, float)) and b > 0 for b in budgets
+    ):
+        raise StudyError(f'{source}: "budgets" is a list of positive FLOPs counts, e.g. [5e13].')
     for key in ("seeds", "pretrain_seeds"):
-        if (not isinstance(resolved[key], int) or isinstance(resolved[key], bool)
-                or resolved[key] < 1):
-            raise StudyError(f"{source}: \"{key}\": {resolved[key]!r}; a positive integer.")
+        if (
+            not isinstance(resolved[key], int)
+            or isinstance(resolved[key], bool)
+            or resolved[key] < 1
+        ):
+            raise StudyError(f'{source}: "{key}": {resolved[key]!r}; a positive integer.')
     fraction = resolved.get("warmup_fraction")
     if fraction is not None and not (isinstance(fraction, (int, float)) and 0 <= fraction < 1):
-        raise StudyError(f"{source}: \"warmup_fraction\": {fraction!r}; a number in [0, 1).")
+        raise StudyError(f'{source}: "warmup_fraction": {fraction!r}; a number in [0, 1).')
     if not isinstance(resolved["no_pretraining"], bool):
-        raise StudyError(f"{source}: \"no_pretraining\" is true or false.")
+        raise StudyError(f'{source}: "no_pretraining" is true or false.')
     if resolved["no_pretraining"] and BASELINE in variants:
-        raise StudyError(f"{source}: variant name {BASELINE!r} is the no-pre-training baseline's; "
-                         "rename the variant.")
+        raise StudyError(
+            f"{source}: variant name {BASELINE!r} is the no-pre-training baseline's; "
+            "rename the variant."
+        )
     tasks = resolved["tasks"]
     if not isinstance(tasks, list):
-        raise StudyError(f"{source}: \"tasks\" is a list of GLUE task names or objects with "
-                         "finetune.py flags (\"task\", \"train_file\", ...).")
+        raise StudyError(
+            f'{source}: "tasks" is a list of GLUE task names or objects with '
+            'finetune.py flags ("task", "train_file", ...).'
+        )
     for task in tasks:
         if isinstance(task, str) and not resolved.get("glue_data_dir"):
-            raise StudyError(f"{source}: GLUE task {task!r} needs \"glue_data_dir\".")
+            raise StudyError(f'{source}: GLUE task {task!r} needs "glue_data_dir".')
         if isinstance(task, dict) and task.get("dev_halves"):
             if not (task.get("task") and resolved.get("glue_data_dir")):
-                raise StudyError(f"{source}: task {task_name(task)!r}: \"dev_halves\" splits a "
-                                 "GLUE task's dev set; it needs \"task\" and \"glue_data_dir\".")
+                raise StudyError(
+                    f'{source}: task {task_name(task)!r}: "dev_halves" splits a '
+                    'GLUE task\'s dev set; it needs "task" and "glue_data_dir".'
+                )
     return resolved
 
 
@@ -231,8 +280,9 @@ def task_name(task) -> str:
     return task if isinstance(task, str) else str(task.get("name") or task.get("task"))
 
 
-def cell_name(variant: str, budget: Optional[float], budgets: list, seed: int = 0,
-              pretrain_seeds: int = 1) -> str:
+def cell_name(
+    variant: str, budget: Optional[float], budgets: list, seed: int = 0, pretrain_seeds: int = 1
+) -> str:
     """A pre-training cell's directory name.
 
     The variant, plus the budget when there are several (none for the
@@ -265,14 +315,24 @@ class Cell:
 def cells(spec: dict) -> list[Cell]:
     """Every pre-training run of the study: the baseline first, then budget by budget."""
     seeds = range(spec["pretrain_seeds"])
-    result = [Cell(BASELINE, None, k, cell_name(BASELINE, None, spec["budgets"], k,
-                                                spec["pretrain_seeds"]))
-              for k in seeds if spec["no_pretraining"]]
+    result = [
+        Cell(
+            BASELINE, None, k, cell_name(BASELINE, None, spec["budgets"], k, spec["pretrain_seeds"])
+        )
+        for k in seeds
+        if spec["no_pretraining"]
+    ]
     for budget in spec["budgets"]:
         for variant in spec["variants"]:
             for k in seeds:
-                result.append(Cell(variant, budget, k, cell_name(
-                    variant, budget, spec["budgets"], k, spec["pretrain_seeds"])))
+                result.append(
+                    Cell(
+                        variant,
+                        budget,
+                        k,
+                        cell_name(variant, budget, spec["budgets"], k, spec["pretrain_seeds"]),
+                    )
+                )
     return result
 
 
@@ -292,6 +352,7 @@ def flag_arguments(flags: dict) -> list[str]:
 
 
 # ---------------------------------------------------------------------------- steps
+
 
 def sample_corpus(corpus: str, megabytes: Optional[float], data_dir: str) -> str:
     """The first `megabytes` of the corpus, cut at a document boundary (or the corpus itself)."""
@@ -325,13 +386,20 @@ def run_command(arguments: list[str], log_path: str, label: str) -> None:
         log.write(f"\n$ {' '.join(arguments)}\n")
         log.flush()
         # Unbuffered, so the log shows progress as it happens.
-        code = subprocess.call(arguments, stdout=log, stderr=subprocess.STDOUT, cwd=PROJECT_DIR,
-                               env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        code = subprocess.call(
+            arguments,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            cwd=PROJECT_DIR,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
     if code:
         with open(log_path, encoding="utf-8", errors="replace") as log:
             tail = "".join(log.readlines()[-15:])
-        raise StudyError(f"{label} failed (exit code {code}); the last lines of {log_path}:\n"
-                         f"{tail}\nFix the cause and re-run the study: finished cells are kept.")
+        raise StudyError(
+            f"{label} failed (exit code {code}); the last lines of {log_path}:\n"
+            f"{tail}\nFix the cause and re-run the study: finished cells are kept."
+        )
     print(f"  done in {time.perf_counter() - started:.0f}s", flush=True)
 
 
@@ -345,6 +413,7 @@ def check_cell(directory: str, arguments: list[str]) -> None:
         StudyError: the directory holds a cell run with another command.
     """
     path = os.path.join(directory, "study_cell.json")
+
     # The flags identify a cell, not how the program is started; the kernel
     # set computes the same model, so a cell may resume with another.
     def identity(command):
@@ -355,9 +424,11 @@ def check_cell(directory: str, arguments: list[str]) -> None:
     previous_flags = previous and identity(previous["command"])
     if previous is not None and previous_flags != command:
         changed = sorted(set(command) ^ set(previous_flags))
-        raise StudyError(f"{directory} was run with other settings (differing arguments: "
-                         f"{' '.join(changed)}). Use another --output_dir for the new study, or "
-                         "delete that directory to recompute it.")
+        raise StudyError(
+            f"{directory} was run with other settings (differing arguments: "
+            f"{' '.join(changed)}). Use another --output_dir for the new study, or "
+            "delete that directory to recompute it."
+        )
     if previous is None:
         os.makedirs(directory, exist_ok=True)
         with open(path, "w", encoding="utf-8") as f:
@@ -374,16 +445,25 @@ def pretrain_cell(spec: dict, cell: Cell, corpus: str, output_dir: str) -> str:
     if cell.budget is None:
         flags = {**spec["pretrain"], "num_train_steps": 0}
     else:
-        flags = {**spec["pretrain"], **spec["variants"][cell.variant],
-                 "max_train_flops": cell.budget}
+        flags = {
+            **spec["pretrain"],
+            **spec["variants"][cell.variant],
+            "max_train_flops": cell.budget,
+        }
         if spec.get("warmup_fraction") is not None:
             flags["num_warmup_steps"] = warmup_steps(spec, flags, cell.budget)
     if spec["pretrain_seeds"] > 1:
         flags["seed"] = int(flags.get("seed", 0)) + cell.seed
-    arguments = [sys.executable, "-m", "electra_tf.commands.pretrain",
-                 f"--model_size={spec['model_size']}", f"--corpus={corpus}",
-                 f"--data_dir={os.path.join(output_dir, 'data')}", f"--output_dir={run_dir}",
-                 *flag_arguments(flags)]
+    arguments = [
+        sys.executable,
+        "-m",
+        "electra_tf.commands.pretrain",
+        f"--model_size={spec['model_size']}",
+        f"--corpus={corpus}",
+        f"--data_dir={os.path.join(output_dir, 'data')}",
+        f"--output_dir={run_dir}",
+        *flag_arguments(flags),
+    ]
     check_cell(run_dir, arguments)
     if _finished_pretraining(run_dir):
         print(f"pretrain {cell.name}: finished earlier ({run_dir})", flush=True)
@@ -405,8 +485,9 @@ def warmup_steps(spec: dict, flags: dict, budget: float) -> int:
     from electra_tf.config import ModelConfig, PretrainingConfig, preset
     from electra_tf.flops import steps_within_budget
 
-    fields = {f.name for f in dataclasses.fields(PretrainingConfig)
-              } | {f.name for f in dataclasses.fields(ModelConfig)}
+    fields = {f.name for f in dataclasses.fields(PretrainingConfig)} | {
+        f.name for f in dataclasses.fields(ModelConfig)
+    }
     config = preset(spec["model_size"], **{k: v for k, v in flags.items() if k in fields})
     return int(round(spec["warmup_fraction"] * steps_within_budget(config, budget)))
 
@@ -430,19 +511,26 @@ def dev_halves(spec: dict, task: dict, output_dir: str) -> dict:
         definition = glue.glue_task(task["task"])
         dev = glue.read_glue_dev(definition, spec["glue_data_dir"], warn=lambda _: None)
         order = np.random.default_rng(0).permutation(len(dev))
-        halves = {"train": order[:len(order) // 2], "dev": order[len(order) // 2:]}
+        halves = {"train": order[: len(order) // 2], "dev": order[len(order) // 2 :]}
         os.makedirs(directory, exist_ok=True)
         for name, rows in halves.items():
             with open(paths[name] + ".tmp", "w", encoding="utf-8") as f:
                 for i in sorted(rows):
-                    record = {"text": dev.texts_a[i],
-                              "label": definition.label_names[int(dev.labels[i])]}
+                    record = {
+                        "text": dev.texts_a[i],
+                        "label": definition.label_names[int(dev.labels[i])],
+                    }
                     if dev.texts_b is not None:
                         record["text_pair"] = dev.texts_b[i]
                     f.write(json.dumps(record, ensure_ascii=False) + "\n")
             os.replace(paths[name] + ".tmp", paths[name])
-    flags = {"task": task_name(task), "train_file": paths["train"], "dev_file": paths["dev"],
-             "text_column": "text", "label_column": "label"}
+    flags = {
+        "task": task_name(task),
+        "train_file": paths["train"],
+        "dev_file": paths["dev"],
+        "text_column": "text",
+        "label_column": "label",
+    }
     if glue.glue_task(task["task"]).is_pair:
         flags["text_pair_column"] = "text_pair"
     return flags
@@ -485,13 +573,16 @@ def task_cell(spec: dict, cell: str, task, run_dir: str, output_dir: str) -> dic
         print(f"{command} {cell} on {name}: finished earlier", flush=True)
         return results
     log = os.path.join(output_dir, "logs", f"{command}-{cell}-{name}.log")
-    print(f"{command} {cell} on {name}" + ("" if probe else f": {runs} seed(s)")
-          + f" (log: {log})", flush=True)
+    print(
+        f"{command} {cell} on {name}" + ("" if probe else f": {runs} seed(s)") + f" (log: {log})",
+        flush=True,
+    )
     run_command(arguments, log, f"{'probing' if probe else 'fine-tuning'} {cell} on {name}")
     return read_results(results_path) or {}
 
 
 # ---------------------------------------------------------------------------- results
+
 
 def task_scores(results: dict, seeds: int) -> tuple[str, list[float]]:
     """(metric, dev scores in percent of the first `seeds` trials) of a fine-tuning results.json."""
@@ -514,31 +605,46 @@ def collect_rows(spec: dict, output_dir: str) -> list[dict]:
         config = read_json(run.config_file) or {}
         for task in spec["tasks"]:
             name = task_name(task)
-            results = read_results(FinetuningDir(
-                os.path.join(output_dir, "finetune", cell.name, name)).results_file)
+            results = read_results(
+                FinetuningDir(os.path.join(output_dir, "finetune", cell.name, name)).results_file
+            )
             if not results:
                 continue
             metric, scores = task_scores(results, spec["seeds"])
             if scores:
                 groups.setdefault((cell.variant, cell.budget, name), []).append(
-                    {"metric": metric, "scores": scores,
-                     "steps": config.get("num_train_steps"),
-                     "flops": _last_logged(run.metrics_log, "train_flops")})
+                    {
+                        "metric": metric,
+                        "scores": scores,
+                        "steps": config.get("num_train_steps"),
+                        "flops": _last_logged(run.metrics_log, "train_flops"),
+                    }
+                )
     rows = []
     for (variant, budget, name), runs in groups.items():
         over_runs = spec["pretrain_seeds"] > 1
-        values = ([float(np.median(r["scores"])) for r in runs] if over_runs
-                  else runs[0]["scores"])
+        values = [float(np.median(r["scores"])) for r in runs] if over_runs else runs[0]["scores"]
         flops = [r["flops"] for r in runs if r["flops"] is not None]
-        rows.append({
-            "variant": variant, "budget": 0.0 if budget is None else budget,
-            "train_flops": float(np.mean(flops)) if flops else (0.0 if budget is None else None),
-            "pretrain_steps": runs[0]["steps"], "task": name, "metric": runs[0]["metric"],
-            "median": float(np.median(values)), "min": min(values), "max": max(values),
-            "std": float(np.std(values, ddof=1)) if len(values) > 1 else 0.0,
-            "seeds": min(len(r["scores"]) for r in runs), "pretrain_runs": len(runs),
-            "spread_over": "pre-training runs" if over_runs else "fine-tuning seeds",
-            "scores": " ".join(f"{v:.2f}" for v in values)})
+        rows.append(
+            {
+                "variant": variant,
+                "budget": 0.0 if budget is None else budget,
+                "train_flops": float(np.mean(flops))
+                if flops
+                else (0.0 if budget is None else None),
+                "pretrain_steps": runs[0]["steps"],
+                "task": name,
+                "metric": runs[0]["metric"],
+                "median": float(np.median(values)),
+                "min": min(values),
+                "max": max(values),
+                "std": float(np.std(values, ddof=1)) if len(values) > 1 else 0.0,
+                "seeds": min(len(r["scores"]) for r in runs),
+                "pretrain_runs": len(runs),
+                "spread_over": "pre-training runs" if over_runs else "fine-tuning seeds",
+                "scores": " ".join(f"{v:.2f}" for v in values),
+            }
+        )
     return rows
 
 
@@ -556,8 +662,11 @@ def averages(rows: list[dict], tasks: list[str]) -> dict:
     by_cell: dict = {}
     for row in rows:
         by_cell.setdefault((row["variant"], row["budget"]), {})[row["task"]] = row["median"]
-    return {cell: float(np.mean([scores[t] for t in tasks]))
-            for cell, scores in by_cell.items() if all(t in scores for t in tasks)}
+    return {
+        cell: float(np.mean([scores[t] for t in tasks]))
+        for cell, scores in by_cell.items()
+        if all(t in scores for t in tasks)
+    }
 
 
 def _row_groups(spec: dict) -> list[tuple[str, float]]:
@@ -569,8 +678,22 @@ def _row_groups(spec: dict) -> list[tuple[str, float]]:
 def write_tables(rows: list[dict], spec: dict, output_dir: str) -> tuple[str, str]:
     """Writes results.csv (one row per variant, budget and task) and results.md."""
     csv_path = os.path.join(output_dir, "results.csv")
-    fields = ["variant", "budget", "train_flops", "pretrain_steps", "task", "metric", "median",
-              "min", "max", "std", "seeds", "pretrain_runs", "spread_over", "scores"]
+    fields = [
+        "variant",
+        "budget",
+        "train_flops",
+        "pretrain_steps",
+        "task",
+        "metric",
+        "median",
+        "min",
+        "max",
+        "std",
+        "seeds",
+        "pretrain_runs",
+        "spread_over",
+        "scores",
+    ]
     with open(csv_path + ".tmp", "w", newline="", encoding="utf-8") as f:
         writer = csv.DictWriter(f, fieldnames=fields)
         writer.writeheader()
@@ -580,36 +703,56 @@ def write_tables(rows: list[dict], spec: dict, output_dir: str) -> tuple[str, st
     tasks = [task_name(t) for t in spec["tasks"]]
     metrics = {row["task"]: row["metric"] for row in rows}
     average = averages(rows, tasks)
-    lines = ["| variant | budget (FLOPs) | steps | "
-             + " | ".join(f"{t} ({metrics.get(t, '?')})" for t in tasks) + " | average |",
-             "|---|---|---|" + "---|" * len(tasks) + "---|"]
+    lines = [
+        "| variant | budget (FLOPs) | steps | "
+        + " | ".join(f"{t} ({metrics.get(t, '?')})" for t in tasks)
+        + " | average |",
+        "|---|---|---|" + "---|" * len(tasks) + "---|",
+    ]
     for variant, budget in _row_groups(spec):
         group = {r["task"]: r for r in rows if r["variant"] == variant and r["budget"] == budget}
         if not group:
             continue
         steps = next(iter(group.values()))["pretrain_steps"]
-        scores = [f"{group[t]['median']:.2f} ({group[t]['min']:.2f}–{group[t]['max']:.2f})"
-                  if t in group else "–" for t in tasks]
+        scores = [
+            f"{group[t]['median']:.2f} ({group[t]['min']:.2f}–{group[t]['max']:.2f})"
+            if t in group
+            else "–"
+            for t in tasks
+        ]
         mean = average.get((variant, budget))
         label = "no pre-training" if variant == BASELINE else variant
         runs = min(r["pretrain_runs"] for r in group.values())
         if runs < spec["pretrain_seeds"]:
             label += f" ({runs} of {spec['pretrain_seeds']} runs)"  # the study is still running
-        lines.append(f"| {label} | {'–' if variant == BASELINE else f'{budget:.3g}'} | {steps} | "
-                     + " | ".join(scores) + f" | {'–' if mean is None else f'{mean:.2f}'} |")
+        lines.append(
+            f"| {label} | {'–' if variant == BASELINE else f'{budget:.3g}'} | {steps} | "
+            + " | ".join(scores)
+            + f" | {'–' if mean is None else f'{mean:.2f}'} |"
+        )
     seeds = sorted({r["seeds"] for r in rows})
     if spec["pretrain_seeds"] > 1:
-        spread = (f"median over {spec['pretrain_seeds']} pre-training runs (each the median of "
-                  f"its {'/'.join(map(str, seeds)) or 0} fine-tuning seed(s); a probe runs "
-                  "once), (min–max) over those runs in brackets")
+        spread = (
+            f"median over {spec['pretrain_seeds']} pre-training runs (each the median of "
+            f"its {'/'.join(map(str, seeds)) or 0} fine-tuning seed(s); a probe runs "
+            "once), (min–max) over those runs in brackets"
+        )
     else:
-        spread = (f"median over {'/'.join(map(str, seeds)) or 0} fine-tuning seed(s), (min–max) "
-                  "in brackets")
-    lines += ["", f"Dev scores in percent: {spread}. The average is the mean of the task medians "
-              "(GLUE-style). Every variant had the same pre-training FLOPs budget (paper "
-              "accounting)"
-              + ("; no pre-training is the same encoder randomly initialised, fine-tuned the "
-                 "same way." if spec["no_pretraining"] else ".")]
+        spread = (
+            f"median over {'/'.join(map(str, seeds)) or 0} fine-tuning seed(s), (min–max) "
+            "in brackets"
+        )
+    lines += [
+        "",
+        f"Dev scores in percent: {spread}. The average is the mean of the task medians "
+        "(GLUE-style). Every variant had the same pre-training FLOPs budget (paper "
+        "accounting)"
+        + (
+            "; no pre-training is the same encoder randomly initialised, fine-tuned the same way."
+            if spec["no_pretraining"]
+            else "."
+        ),
+    ]
     md_path = os.path.join(output_dir, "results.md")
     with open(md_path + ".tmp", "w", encoding="utf-8") as f:
         f.write("\n".join(lines) + "\n")
@@ -642,8 +785,14 @@ def plot(rows: list[dict], spec: dict, output_dir: str) -> list[str]:
                         continue
                     y = lo = hi = average[(variant, budget)]
                 else:
-                    row = next((r for r in rows if (r["variant"], r["budget"], r["task"])
-                                == (variant, budget, panel)), None)
+                    row = next(
+                        (
+                            r
+                            for r in rows
+                            if (r["variant"], r["budget"], r["task"]) == (variant, budget, panel)
+                        ),
+                        None,
+                    )
                     if row is None:
                         continue
                     y, lo, hi = row["median"], row["min"], row["max"]
@@ -653,9 +802,13 @@ def plot(rows: list[dict], spec: dict, output_dir: str) -> list[str]:
                 high.append(hi - y)
             if xs:
                 axis.errorbar(xs, ys, yerr=[low, high], marker="o", capsize=4, label=variant)
-        baseline = (average.get((BASELINE, 0.0)) if panel == "average" else
-                    next((r["median"] for r in rows
-                          if (r["variant"], r["task"]) == (BASELINE, panel)), None))
+        baseline = (
+            average.get((BASELINE, 0.0))
+            if panel == "average"
+            else next(
+                (r["median"] for r in rows if (r["variant"], r["task"]) == (BASELINE, panel)), None
+            )
+        )
         if baseline is not None:
             axis.axhline(baseline, color="grey", linestyle="--", label="no pre-training")
         axis.set_xscale("log")
@@ -684,12 +837,16 @@ def plot(rows: list[dict], spec: dict, output_dir: str) -> list[str]:
                 for record in map(json.loads, f):
                     records.setdefault(record["step"], {}).update(record)
             curves[cell.name] = [records[step] for step in sorted(records)]
-    panels = [("masked_lm_loss", "masked-LM loss (generator, or the MLM itself)"),
-              ("disc_loss", "discriminator loss")]
+    panels = [
+        ("masked_lm_loss", "masked-LM loss (generator, or the MLM itself)"),
+        ("disc_loss", "discriminator loss"),
+    ]
     figure, axes = plt.subplots(1, len(panels), figsize=(11, 4))
     for axis, (key, title) in zip(axes, panels):
         for cell, records in curves.items():
-            points = [(r["train_flops"], r[key]) for r in records if key in r and "train_flops" in r]
+            points = [
+                (r["train_flops"], r[key]) for r in records if key in r and "train_flops" in r
+            ]
             if points:
                 axis.plot(*zip(*points), label=cell)
         axis.set_xlabel("pre-training FLOPs")
@@ -706,23 +863,30 @@ def plot(rows: list[dict], spec: dict, output_dir: str) -> list[str]:
 
 # ---------------------------------------------------------------------------- runner
 
+
 def run_study(spec: dict, output_dir: str) -> dict:
     """Runs every cell that is not finished, then writes the tables and plots."""
     os.makedirs(output_dir, exist_ok=True)
     spec_copy = os.path.join(output_dir, "spec.json")
     previous = read_json(spec_copy)
     if previous is not None and previous != spec:
-        print(f"note: {spec_copy} differs from this spec; cells whose commands changed are "
-              "refused (finished cells of unchanged commands are kept).")
+        print(
+            f"note: {spec_copy} differs from this spec; cells whose commands changed are "
+            "refused (finished cells of unchanged commands are kept)."
+        )
     with open(spec_copy, "w", encoding="utf-8") as f:
         json.dump(spec, f, indent=2)
-    corpus = sample_corpus(spec["corpus"], spec.get("corpus_megabytes"),
-                           os.path.join(output_dir, "data"))
+    corpus = sample_corpus(
+        spec["corpus"], spec.get("corpus_megabytes"), os.path.join(output_dir, "data")
+    )
     started = time.perf_counter()
     todo = cells(spec)
     for index, cell in enumerate(todo, 1):
-        print(f"[{index}/{len(todo)}] {_describe(cell, spec)} "
-              f"({(time.perf_counter() - started) / 60:.0f} min so far)", flush=True)
+        print(
+            f"[{index}/{len(todo)}] {_describe(cell, spec)} "
+            f"({(time.perf_counter() - started) / 60:.0f} min so far)",
+            flush=True,
+        )
         run_dir = pretrain_cell(spec, cell, corpus, output_dir)
         for task in spec["tasks"]:
             task_cell(spec, cell.name, task, run_dir, output_dir)
@@ -741,10 +905,16 @@ def report(spec: dict, output_dir: str) -> dict:
     the cells that have no results yet are listed and left out of the tables.
     """
     rows = collect_rows(spec, output_dir)
-    missing = [f"{_describe(cell, spec)} on {task_name(task)}" for cell in cells(spec)
-               for task in spec["tasks"]
-               if not read_results(FinetuningDir(os.path.join(
-                   output_dir, "finetune", cell.name, task_name(task))).results_file)]
+    missing = [
+        f"{_describe(cell, spec)} on {task_name(task)}"
+        for cell in cells(spec)
+        for task in spec["tasks"]
+        if not read_results(
+            FinetuningDir(
+                os.path.join(output_dir, "finetune", cell.name, task_name(task))
+            ).results_file
+        )
+    ]
     if missing:
         print(f"not finished yet ({len(missing)}): {'; '.join(missing)}")
     csv_path, md_path = write_tables(rows, spec, output_dir)
@@ -752,16 +922,20 @@ def report(spec: dict, output_dir: str) -> dict:
     with open(md_path, encoding="utf-8") as f:
         print("\n" + f.read())
     print(f"Results: {csv_path}, {md_path}; plots: {', '.join(plots)}")
-    return {"rows": rows, "csv": csv_path, "markdown": md_path, "plots": plots,
-            "missing": missing}
+    return {"rows": rows, "csv": csv_path, "markdown": md_path, "plots": plots, "missing": missing}
 
 
 def define_flags(flag_values: absl_flags.FlagValues = absl_flags.FLAGS) -> None:
     """Defines the command's flags on `flag_values` (the global set when run as a command)."""
-    absl_flags.DEFINE_string("output_dir", None, "Where runs, tables and plots go.",
-                             flag_values=flag_values)
-    absl_flags.DEFINE_boolean("report", False, "Only write the tables and plots of the cells "
-                              "finished so far.", flag_values=flag_values)
+    absl_flags.DEFINE_string(
+        "output_dir", None, "Where runs, tables and plots go.", flag_values=flag_values
+    )
+    absl_flags.DEFINE_boolean(
+        "report",
+        False,
+        "Only write the tables and plots of the cells finished so far.",
+        flag_values=flag_values,
+    )
     absl_flags.mark_flag_as_required("output_dir", flag_values=flag_values)
 
 
@@ -772,15 +946,15 @@ def main(argv, flag_values: absl_flags.FlagValues = absl_flags.FLAGS) -> int:
     Returns the exit code (2: a StudyError, printed).
     """
     if len(argv) != 2:
-        raise app.UsageError("usage: python -m tools.study <spec.json> --output_dir=<dir> "
-                             "[--report]")
+        raise app.UsageError(
+            "usage: python -m tools.study <spec.json> --output_dir=<dir> [--report]"
+        )
     spec_path = argv[1]
     try:
         spec = load_spec(spec_path)
         if flag_values.report:
             if not os.path.isdir(flag_values.output_dir):
-                raise StudyError(f"--output_dir={flag_values.output_dir}: no such study "
-                                 "directory.")
+                raise StudyError(f"--output_dir={flag_values.output_dir}: no such study directory.")
             report(spec, flag_values.output_dir)
         else:
             run_study(spec, flag_values.output_dir)

@@ -37,8 +37,10 @@ SET_ASIDE_DIR = "set_aside"
 _FILE = re.compile(rf"^{CHECKPOINT_NAME}-(\d+)\.(index|data-(\d+)-of-(\d+))$")
 _TEMPORARY = re.compile(rf"^{CHECKPOINT_NAME}-\d+_temp$")
 # The fields of TensorFlow's CheckpointState, one per line in its text format.
-_STATE_LINE = re.compile(r'^(model_checkpoint_path|all_model_checkpoint_paths): "[^"]*"$'
-                         r"|^(all_model_checkpoint_timestamps|last_preserved_timestamp): \S+$")
+_STATE_LINE = re.compile(
+    r'^(model_checkpoint_path|all_model_checkpoint_paths): "[^"]*"$'
+    r"|^(all_model_checkpoint_timestamps|last_preserved_timestamp): \S+$"
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -86,8 +88,11 @@ def list_checkpoints(directory: str) -> list[CheckpointFiles]:
             missing = f"{stem} has .data files of different builds"
         else:
             count = shards.pop()
-            absent = [f"{stem}.data-{i:05d}-of-{count:05d}" for i in range(count)
-                      if f"{stem}.data-{i:05d}-of-{count:05d}" not in names]
+            absent = [
+                f"{stem}.data-{i:05d}-of-{count:05d}"
+                for i in range(count)
+                if f"{stem}.data-{i:05d}-of-{count:05d}" not in names
+            ]
             if absent:
                 missing = f"{absent[0]} is missing"
         found.append(CheckpointFiles(step, os.path.join(directory, stem), names, missing))
@@ -108,8 +113,11 @@ def checkpoint_problem(checkpoint: CheckpointFiles) -> Optional[str]:
         names = sorted(reader.get_variable_to_shape_map())
         for name in names:
             value = reader.get_tensor(name)
-            if isinstance(value, np.ndarray) and value.dtype.kind == "f" \
-                    and not np.isfinite(value).all():
+            if (
+                isinstance(value, np.ndarray)
+                and value.dtype.kind == "f"
+                and not np.isfinite(value).all()
+            ):
                 return f"it holds NaN or infinite values (e.g. {name.split('/.ATTRIBUTES')[0]})"
     except (tf.errors.OpError, IndexError, ValueError, OSError) as error:
         return f"unreadable: {_first_line(error)}"
@@ -134,8 +142,9 @@ def state_problem(directory: str) -> Optional[str]:
     if not lines:
         return f"{path} is empty"
     # TensorFlow's reader logs a parse error and acts as if there were no file.
-    if not all(_STATE_LINE.match(line) for line in lines) or \
-            not any(line.startswith("model_checkpoint_path:") for line in lines):
+    if not all(_STATE_LINE.match(line) for line in lines) or not any(
+        line.startswith("model_checkpoint_path:") for line in lines
+    ):
         return f"{path} is unreadable"
     return None
 

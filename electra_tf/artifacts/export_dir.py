@@ -23,6 +23,7 @@ import keras
 
 from electra_tf.artifacts.run_dir import CONFIG_FILE, VOCAB_FILE
 from electra_tf.finiteness import check_finite_weights
+
 # Registers the custom classes so load_model finds them.
 from electra_tf.modeling.electra import plain_discriminator
 
@@ -59,13 +60,20 @@ class ExportDir:
 
     def contents(self) -> list[str]:
         """The models present, as names to show (`discriminator_savedmodel/` for the directory)."""
-        return [name + ("/" if os.path.isdir(os.path.join(self.path, name)) else "")
-                for name in (DISCRIMINATOR_FILE, DISCRIMINATOR_SAVEDMODEL, GENERATOR_FILE)
-                if os.path.exists(os.path.join(self.path, name))]
+        return [
+            name + ("/" if os.path.isdir(os.path.join(self.path, name)) else "")
+            for name in (DISCRIMINATOR_FILE, DISCRIMINATOR_SAVEDMODEL, GENERATOR_FILE)
+            if os.path.exists(os.path.join(self.path, name))
+        ]
 
 
-def export_pretrained(generator: Optional[keras.Model], discriminator: keras.Model,
-                      export_dir: str, vocab_file: str, config_json: str) -> str:
+def export_pretrained(
+    generator: Optional[keras.Model],
+    discriminator: keras.Model,
+    export_dir: str,
+    vocab_file: str,
+    config_json: str,
+) -> str:
     """Writes the export directory atomically (a temporary sibling, then a rename).
 
     Args:

@@ -58,7 +58,7 @@ def append_line(path: str, line: str) -> None:
         size = os.fstat(fd).st_size
         try:
             while data:
-                data = data[os.write(fd, data):]
+                data = data[os.write(fd, data) :]
         except OSError:
             os.ftruncate(fd, size)
             raise

@@ -113,6 +113,7 @@ class FinetuningDir:
 # ---------------------------------------------------------------------------
 # The saved model.
 
+
 @dataclasses.dataclass(frozen=True)
 class SavedModel:
     """A fine-tuned model found on disk.
@@ -132,8 +133,10 @@ class SavedModel:
 
 def write_description(saved: SavedModelDir, model_config: dict, info: dict) -> None:
     """Writes model.json: the Keras config and `info` (the weights are written beside it)."""
-    write_json(saved.description_file, {"format_version": DESCRIPTION_FORMAT,
-                                        _KERAS_CONFIG: model_config, **info})
+    write_json(
+        saved.description_file,
+        {"format_version": DESCRIPTION_FORMAT, _KERAS_CONFIG: model_config, **info},
+    )
 
 
 def read_saved_model(path: str) -> SavedModel:
@@ -152,8 +155,9 @@ def read_saved_model(path: str) -> SavedModel:
         # A .keras file is a zip archive of the model's config.json and its weights.
         with zipfile.ZipFile(legacy.keras_file) as archive:
             model_config = json.loads(archive.read("config.json"))
-        return SavedModel(model_config, legacy.keras_file,
-                          {"kind": "classifier", **read_json(legacy.task_file)})
+        return SavedModel(
+            model_config, legacy.keras_file, {"kind": "classifier", **read_json(legacy.task_file)}
+        )
     if legacy.holds_qa_model:
         return SavedModel(*_legacy_qa(legacy))
     raise FileNotFoundError(f"{path}: no fine-tuned model (model.json and model.weights.h5).")
@@ -162,8 +166,11 @@ def read_saved_model(path: str) -> SavedModel:
 def holds_saved_model(path: str) -> bool:
     """Whether `path` holds a saved fine-tuned model (in any format)."""
     saved, legacy = SavedModelDir(path), _LegacyFiles(path)
-    return (os.path.isfile(saved.description_file) and os.path.isfile(saved.weights_file)) \
-        or legacy.holds_classifier or legacy.holds_qa_model
+    return (
+        (os.path.isfile(saved.description_file) and os.path.isfile(saved.weights_file))
+        or legacy.holds_classifier
+        or legacy.holds_qa_model
+    )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -202,20 +209,28 @@ def _legacy_qa(legacy: _LegacyFiles) -> tuple[dict, str, dict]:
     """
     info = read_json(legacy.qa_file)
     head = {key: info.pop(key) for key in ("encoder", "beam_size", "hidden_units")}
-    model_config = {"module": "electra_tf.finetuning.qa_model", "class_name": "ElectraQA",
-                    "config": {"name": "qa", "trainable": True, **head},
-                    "registered_name": "electra_tf>ElectraQA"}
-    results = read_results(os.path.join(os.path.dirname(os.path.abspath(legacy.path)),
-                                        RESULTS_FILE))
+    model_config = {
+        "module": "electra_tf.finetuning.qa_model",
+        "class_name": "ElectraQA",
+        "config": {"name": "qa", "trainable": True, **head},
+        "registered_name": "electra_tf>ElectraQA",
+    }
+    results = read_results(
+        os.path.join(os.path.dirname(os.path.abspath(legacy.path)), RESULTS_FILE)
+    )
     for key in ("max_answer_length", "null_score_threshold"):
         if results and key in results["settings"]:
             info.setdefault(key, results["settings"][key])
-    return model_config, SavedModelDir(legacy.path).weights_file, {"kind": "question_answering",
-                                                                   **info}
+    return (
+        model_config,
+        SavedModelDir(legacy.path).weights_file,
+        {"kind": "question_answering", **info},
+    )
 
 
 # ---------------------------------------------------------------------------
 # A trial in progress, and the best trial.
+
 
 def read_history(trial: TrialDir) -> list[dict]:
     """The per-epoch entries recorded so far by a trial in progress ([] if none)."""

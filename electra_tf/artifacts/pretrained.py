@@ -22,6 +22,7 @@ from electra_tf.artifacts.export_dir import ExportDir
 from electra_tf.artifacts.run_dir import EXPORT_DIR, RunDir
 from electra_tf.config import ConfigError, PretrainingConfig
 from electra_tf.errors import RunError
+
 # Registers the custom classes so load_model finds them.
 from electra_tf.modeling import electra as _electra  # noqa: F401
 
@@ -47,8 +48,9 @@ class PretrainedFiles:
     @property
     def is_run(self) -> bool:
         """A config and weights to read: an exported model or a training checkpoint."""
-        return self.config_file is not None and (self.discriminator_file is not None
-                                                 or self.checkpoint_dir is not None)
+        return self.config_file is not None and (
+            self.discriminator_file is not None or self.checkpoint_dir is not None
+        )
 
 
 def _existing(path: str) -> Optional[str]:
@@ -65,15 +67,23 @@ def locate_pretrained(path: str) -> PretrainedFiles:
         model_dir = run_export if os.path.isdir(run_export) else path
         discriminator = _existing(ExportDir(model_dir).discriminator_file)
     start = path if os.path.isdir(path) else model_dir
-    run = next((RunDir(d) for d in (start, os.path.dirname(start))
-                if os.path.isfile(RunDir(d).config_file)), None)
+    run = next(
+        (
+            RunDir(d)
+            for d in (start, os.path.dirname(start))
+            if os.path.isfile(RunDir(d).config_file)
+        ),
+        None,
+    )
     if run is None:
         return PretrainedFiles(None, None, discriminator, None, None)
     vocab = _existing(run.vocab_file) or _existing(ExportDir(run.export).vocab_file)
     generator = discriminator and _existing(
-        ExportDir(os.path.dirname(discriminator)).generator_file)
-    return PretrainedFiles(run.config_file, vocab, discriminator, generator,
-                           _existing(run.checkpoints))
+        ExportDir(os.path.dirname(discriminator)).generator_file
+    )
+    return PretrainedFiles(
+        run.config_file, vocab, discriminator, generator, _existing(run.checkpoints)
+    )
 
 
 def run_name(model_file: str) -> str:
@@ -99,8 +109,9 @@ class Pretrained:
     vocab_file: str
 
 
-def resolve_pretrained(path: str, vocab_file: Optional[str] = None,
-                       model_size: Optional[str] = None) -> Pretrained:
+def resolve_pretrained(
+    path: str, vocab_file: Optional[str] = None, model_size: Optional[str] = None
+) -> Pretrained:
     """The discriminator, config and vocabulary of `--init_checkpoint`.
 
     Args:
@@ -115,23 +126,30 @@ def resolve_pretrained(path: str, vocab_file: Optional[str] = None,
     files = locate_pretrained(path)
     model_file = files.discriminator_file
     if model_file is None:
-        raise RunError(f"--init_checkpoint={path}: no discriminator.keras found; pass a "
-                       "pre-training run directory, its export/ directory or the .keras file.")
+        raise RunError(
+            f"--init_checkpoint={path}: no discriminator.keras found; pass a "
+            "pre-training run directory, its export/ directory or the .keras file."
+        )
     if files.config_file is None:
-        raise RunError(f"--init_checkpoint={path}: no config.json beside {model_file} (it "
-                       "records the casing and model size the checkpoint was trained with).")
+        raise RunError(
+            f"--init_checkpoint={path}: no config.json beside {model_file} (it "
+            "records the casing and model size the checkpoint was trained with)."
+        )
     try:
         config = PretrainingConfig.load_json(files.config_file)
     except (ConfigError, ValueError, TypeError) as error:
         raise RunError(f"{files.config_file}: cannot read the pre-training config ({error}).")
     if model_size is not None and model_size != config.model_size:
-        raise RunError(f"--model_size={model_size} but the checkpoint is {config.model_size!r} "
-                       f"(per {files.config_file}); drop --model_size or pick the matching "
-                       "checkpoint.")
+        raise RunError(
+            f"--model_size={model_size} but the checkpoint is {config.model_size!r} "
+            f"(per {files.config_file}); drop --model_size or pick the matching "
+            "checkpoint."
+        )
     vocab = vocab_file or files.vocab_file
     if vocab is None:
-        raise RunError(f"--init_checkpoint={path}: no vocab.txt beside {model_file}; pass "
-                       "--vocab_file.")
+        raise RunError(
+            f"--init_checkpoint={path}: no vocab.txt beside {model_file}; pass --vocab_file."
+        )
     return Pretrained(model_file, config, vocab)
 
 
@@ -143,6 +161,8 @@ def load_discriminator(path: str) -> keras.Model:
     """
     model_file = locate_pretrained(path).discriminator_file
     if model_file is None:
-        raise FileNotFoundError(f"No discriminator.keras at {path}: pass a pre-training run "
-                                "directory, its export/ directory, or the .keras file.")
+        raise FileNotFoundError(
+            f"No discriminator.keras at {path}: pass a pre-training run "
+            "directory, its export/ directory, or the .keras file."
+        )
     return keras.saving.load_model(model_file)

@@ -79,9 +79,14 @@ def squad_task(version: str, train_data: str, predict_data, qa_metric: str = "sq
         qa_metric: whose official scores the run reports (squad, korquad,
             cmrc2018, drcd); results written before it was recorded are squad.
     """
-    return {"name": f"squad{version.replace('.', '')}", "task_type": QUESTION_ANSWERING,
-            "squad_version": version, "train_data": train_data, "predict_data": predict_data,
-            "qa_metric": qa_metric}
+    return {
+        "name": f"squad{version.replace('.', '')}",
+        "task_type": QUESTION_ANSWERING,
+        "squad_version": version,
+        "train_data": train_data,
+        "predict_data": predict_data,
+        "qa_metric": qa_metric,
+    }
 
 
 def summarize(trials: list[dict], primary_metric: str) -> dict:
@@ -91,8 +96,11 @@ def summarize(trials: list[dict], primary_metric: str) -> dict:
         names.extend(k for k in trial["dev"] if k not in names)
     values = {name: [t["dev"][name] for t in trials if name in t["dev"]] for name in names}
     best = best_trial(trials, primary_metric)
-    return {"median": {name: float(np.median(v)) for name, v in values.items()},
-            "all": values, "best_trial": None if best is None else best["trial"]}
+    return {
+        "median": {name: float(np.median(v)) for name, v in values.items()},
+        "all": values,
+        "best_trial": None if best is None else best["trial"],
+    }
 
 
 def best_trial(trials: list[dict], primary_metric: str) -> Optional[dict]:
@@ -112,9 +120,14 @@ def make_results(identity: dict, data: dict, primary_metric: str, trials: list[d
         trials: finished trial records (any order).
     """
     trials = sorted(trials, key=lambda t: t["trial"])
-    return {"format_version": FORMAT_VERSION, **{k: identity[k] for k in IDENTITY_KEYS},
-            "data": data, "primary_metric": primary_metric, "trials": trials,
-            **summarize(trials, primary_metric)}
+    return {
+        "format_version": FORMAT_VERSION,
+        **{k: identity[k] for k in IDENTITY_KEYS},
+        "data": data,
+        "primary_metric": primary_metric,
+        "trials": trials,
+        **summarize(trials, primary_metric),
+    }
 
 
 def read_results(path: str) -> Optional[dict]:
@@ -127,8 +140,7 @@ def read_results(path: str) -> Optional[dict]:
     if results is None or "format_version" in results:
         return results
     upgraded = upgrade_results(results)
-    return make_results(upgraded, upgraded["data"], upgraded["primary_metric"],
-                        upgraded["trials"])
+    return make_results(upgraded, upgraded["data"], upgraded["primary_metric"], upgraded["trials"])
 
 
 def write_results(path: str, results: dict) -> None:
@@ -151,17 +163,24 @@ def finished_trials(path: str, identity: dict, num_trials: int) -> list[dict]:
     previous = read_results(path)
     if previous is None:
         return []
-    differences = [f"{k}: {previous.get(k)!r} -> {identity[k]!r}" for k in IDENTITY_KEYS
-                   if previous.get(k) != identity[k]]
+    differences = [
+        f"{k}: {previous.get(k)!r} -> {identity[k]!r}"
+        for k in IDENTITY_KEYS
+        if previous.get(k) != identity[k]
+    ]
     if differences:
-        raise RunError(f"--output_dir={os.path.dirname(path)} holds results of a different run:"
-                       "\n  " + "\n  ".join(differences) +
-                       "\nChoose another --output_dir (or delete that one).")
+        raise RunError(
+            f"--output_dir={os.path.dirname(path)} holds results of a different run:"
+            "\n  "
+            + "\n  ".join(differences)
+            + "\nChoose another --output_dir (or delete that one)."
+        )
     return [t for t in previous["trials"] if t["trial"] < num_trials]
 
 
 # ---------------------------------------------------------------------------
 # The schemas before this one.
+
 
 def upgrade_results(old: dict) -> dict:
     """Results of the two schemas written before `FORMAT_VERSION` 2, converted.
@@ -180,19 +199,32 @@ def upgrade_results(old: dict) -> dict:
     """
     if old.get("task") == "squad":
         settings = {k: v for k, v in old.get("settings", {}).items() if k != "version"}
-        task = squad_task(old.get("squad_version", "1.1"), old.get("train_data"),
-                          old.get("predict_data"))
-        data = {k: old[k] for k in ("num_train_questions", "num_train_windows",
-                                    "skipped_train_questions") if k in old}
-        trials = [{**{k: v for k, v in t.items() if k != "scores"}, "dev": t.get("scores", {})}
-                  for t in old.get("trials", [])]
+        task = squad_task(
+            old.get("squad_version", "1.1"), old.get("train_data"), old.get("predict_data")
+        )
+        data = {
+            k: old[k]
+            for k in ("num_train_questions", "num_train_windows", "skipped_train_questions")
+            if k in old
+        }
+        trials = [
+            {**{k: v for k, v in t.items() if k != "scores"}, "dev": t.get("scores", {})}
+            for t in old.get("trials", [])
+        ]
         primary_metric = "f1"
     else:
         settings, task = old.get("settings", {}), old.get("task")
-        data = {"num_train_examples": old["num_train_examples"]} \
-            if "num_train_examples" in old else {}
+        data = (
+            {"num_train_examples": old["num_train_examples"]} if "num_train_examples" in old else {}
+        )
         trials = [{**t, "dev": t.get("dev", {})} for t in old.get("trials", [])]
         primary_metric = old.get("glue_score_metric") or next(iter(old.get("median", {})), None)
-    return {"task": task, "init_checkpoint": old.get("init_checkpoint"),
-            "vocab_file": old.get("vocab_file"), "settings": settings, "data": data,
-            "primary_metric": primary_metric, "trials": trials}
+    return {
+        "task": task,
+        "init_checkpoint": old.get("init_checkpoint"),
+        "vocab_file": old.get("vocab_file"),
+        "settings": settings,
+        "data": data,
+        "primary_metric": primary_metric,
+        "trials": trials,
+    }

@@ -81,8 +81,14 @@ def _process_start(pid: int) -> Optional[int]:
 
 def this_process() -> Holder:
     command = " ".join([os.path.basename(sys.argv[0] or "python"), *sys.argv[1:]])
-    return Holder(os.getpid(), socket.gethostname(), time.strftime("%Y-%m-%d %H:%M:%S"),
-                  command[:160], _process_start(os.getpid()), time.time())
+    return Holder(
+        os.getpid(),
+        socket.gethostname(),
+        time.strftime("%Y-%m-%d %H:%M:%S"),
+        command[:160],
+        _process_start(os.getpid()),
+        time.time(),
+    )
 
 
 def _runs(holder: Holder) -> bool:
@@ -107,8 +113,9 @@ class RunLock:
         flag: the flag that chose the directory (messages).
     """
 
-    def __init__(self, directory: str, print_fn: Callable[[str], None] = print,
-                 flag: str = "--output_dir"):
+    def __init__(
+        self, directory: str, print_fn: Callable[[str], None] = print, flag: str = "--output_dir"
+    ):
         self.directory = directory
         self.path = os.path.join(directory, LOCK_FILE)
         self.print_fn = print_fn
@@ -162,15 +169,21 @@ class RunLock:
 
     # ---------------------------------------------------------------- details
     def _refuse(self, holder: Optional[Holder]) -> RunLocked:
-        who = holder.describe() + (f" ({holder.command})" if holder.command else "") \
-            if holder else "another process"
-        return RunLocked(f"{self.flag}={self.directory} is in use by {who}. Wait for that run to "
-                         f"end or stop it, or choose another {self.flag}.")
+        who = (
+            holder.describe() + (f" ({holder.command})" if holder.command else "")
+            if holder
+            else "another process"
+        )
+        return RunLocked(
+            f"{self.flag}={self.directory} is in use by {who}. Wait for that run to "
+            f"end or stop it, or choose another {self.flag}."
+        )
 
     def _take_over(self, holder: Optional[Holder], why: str) -> None:
         if holder is not None:
-            self.print_fn(f"Taking over the lock of {self.directory} from {holder.describe()}, "
-                          f"{why}.")
+            self.print_fn(
+                f"Taking over the lock of {self.directory} from {holder.describe()}, {why}."
+            )
 
     def _acquire_flock(self) -> bool:
         """Locks with flock; False where the file system does not support it."""
@@ -241,8 +254,9 @@ class RunLock:
         if self._read_holder() != self._current():
             raise self._refuse(self._read_holder())
         self._stop.clear()
-        self._heartbeat = threading.Thread(target=self._beat_loop, daemon=True,
-                                           name="run-lock-heartbeat")
+        self._heartbeat = threading.Thread(
+            target=self._beat_loop, daemon=True, name="run-lock-heartbeat"
+        )
         self._heartbeat.start()
 
     def _beat_loop(self) -> None:
@@ -256,8 +270,9 @@ class RunLock:
     def _remove_created_directory(self) -> None:
         if self._created and fileio.isdir(self.directory) and not fileio.listdir(self.directory):
             try:
-                os.rmdir(self.directory) if not fileio.is_url(self.directory) \
-                    else fileio.remove(self.directory)
+                os.rmdir(self.directory) if not fileio.is_url(self.directory) else fileio.remove(
+                    self.directory
+                )
             except OSError:
                 pass
         self._created = False

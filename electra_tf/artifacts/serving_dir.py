@@ -91,8 +91,11 @@ def list_versions(model_base: str) -> list[int]:
     """The published versions under `model_base` (ascending; [] if it does not exist)."""
     if not os.path.isdir(model_base):
         return []
-    return sorted(int(name) for name in os.listdir(model_base)
-                  if name.isdigit() and os.path.isdir(os.path.join(model_base, name)))
+    return sorted(
+        int(name)
+        for name in os.listdir(model_base)
+        if name.isdigit() and os.path.isdir(os.path.join(model_base, name))
+    )
 
 
 def next_version(model_base: str) -> int:
@@ -107,8 +110,9 @@ def latest_version_dir(model_base: str) -> Optional[str]:
     return os.path.join(model_base, str(versions[-1])) if versions else None
 
 
-def publish_version(model_base: str, write: Callable[[str], None],
-                    version: Optional[int] = None) -> str:
+def publish_version(
+    model_base: str, write: Callable[[str], None], version: Optional[int] = None
+) -> str:
     """Writes a new version with `write(staging_dir)` and renames it into place.
 
     Args:
@@ -126,8 +130,10 @@ def publish_version(model_base: str, write: Callable[[str], None],
         raise ExportLayoutError(f"version {version}: TF Serving versions are positive integers.")
     os.makedirs(model_base, exist_ok=True)
     if version is not None and os.path.exists(os.path.join(model_base, str(version))):
-        raise ExportLayoutError(f"{os.path.join(model_base, str(version))} already exists; "
-                                "existing versions are never overwritten.")
+        raise ExportLayoutError(
+            f"{os.path.join(model_base, str(version))} already exists; "
+            "existing versions are never overwritten."
+        )
     staging = tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=model_base)
     try:
         # mkdtemp makes the directory private (0700); a server running as

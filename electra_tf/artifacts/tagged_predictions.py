@@ -26,14 +26,14 @@ def _column(word: str) -> str:
     return _SPACES.sub("_", word) or "_"
 
 
-def write_tagged(path: str, sentences: Sequence[Sequence[str]],
-                 *tag_columns: Sequence[Sequence[str]]) -> None:
+def write_tagged(
+    path: str, sentences: Sequence[Sequence[str]], *tag_columns: Sequence[Sequence[str]]
+) -> None:
     """Writes words and tag columns (gold, predicted; or predicted alone), atomically."""
     with atomic_open(path) as f:
         for i, words in enumerate(sentences):
             for j, word in enumerate(words):
-                f.write(" ".join([_column(word)] + [column[i][j] for column in tag_columns])
-                        + "\n")
+                f.write(" ".join([_column(word)] + [column[i][j] for column in tag_columns]) + "\n")
             f.write("\n")
 
 

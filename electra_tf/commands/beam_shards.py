@@ -29,30 +29,52 @@ def _fractions(text: str) -> tuple[float, float]:
     try:
         start, end = (float(part) for part in text.split(","))
     except ValueError:
-        raise app.UsageError(f"--text_range={text!r}: expected START,END fractions such as "
-                             "0,0.99.") from None
+        raise app.UsageError(
+            f"--text_range={text!r}: expected START,END fractions such as 0,0.99."
+        ) from None
     return start, end
 
 
 def define_flags(flag_values: flags.FlagValues) -> None:
     """The command's flags (Beam's options are not among them)."""
-    flags.DEFINE_list("corpus", None, "Text files, directories or globs, comma-separated (local "
-                      "or gs://).", flag_values=flag_values)
+    flags.DEFINE_list(
+        "corpus",
+        None,
+        "Text files, directories or globs, comma-separated (local or gs://).",
+        flag_values=flag_values,
+    )
     flags.DEFINE_string("vocab_file", None, "BERT-style vocab.txt.", flag_values=flag_values)
-    flags.DEFINE_string("output_dir", None, "Receives the shards, their sidecars and "
-                        "metadata.json.", flag_values=flag_values)
+    flags.DEFINE_string(
+        "output_dir",
+        None,
+        "Receives the shards, their sidecars and metadata.json.",
+        flag_values=flag_values,
+    )
     flags.DEFINE_integer("max_seq_length", 128, "Tokens per example.", flag_values=flag_values)
-    flags.DEFINE_integer("num_shards", None, "Default: one per 8 MiB of text, at most 1000.",
-                         flag_values=flag_values)
-    flags.DEFINE_integer("seed", 0, "Base seed of the packing (pretrain.py's default seed is 0 "
-                         "too).", flag_values=flag_values)
+    flags.DEFINE_integer(
+        "num_shards", None, "Default: one per 8 MiB of text, at most 1000.", flag_values=flag_values
+    )
+    flags.DEFINE_integer(
+        "seed",
+        0,
+        "Base seed of the packing (pretrain.py's default seed is 0 too).",
+        flag_values=flag_values,
+    )
     cli.define_text_flags(__name__, flag_values=flag_values)
-    flags.DEFINE_enum("invalid_utf8", "error", ["error", "replace"], "Stop at invalid UTF-8, or "
-                      "replace it and count the lines.", flag_values=flag_values)
-    flags.DEFINE_string("text_range", "0,1", "START,END fractions of the text to build from.",
-                        flag_values=flag_values)
-    flags.mark_flags_as_required(["corpus", "vocab_file", "output_dir"],
-                                 flag_values=flag_values)
+    flags.DEFINE_enum(
+        "invalid_utf8",
+        "error",
+        ["error", "replace"],
+        "Stop at invalid UTF-8, or replace it and count the lines.",
+        flag_values=flag_values,
+    )
+    flags.DEFINE_string(
+        "text_range",
+        "0,1",
+        "START,END fractions of the text to build from.",
+        flag_values=flag_values,
+    )
+    flags.mark_flags_as_required(["corpus", "vocab_file", "output_dir"], flag_values=flag_values)
 
 
 def build(beam_args: list[str], flag_values: flags.FlagValues) -> int:
@@ -71,12 +93,17 @@ def build(beam_args: list[str], flag_values: flags.FlagValues) -> int:
     logging.getLogger().setLevel(logging.INFO)
     try:
         beam_shards.write_shards(
-            [p for p in flag_values.corpus if p], flag_values.output_dir,
+            [p for p in flag_values.corpus if p],
+            flag_values.output_dir,
             {"vocab_file": flag_values.vocab_file, **cli.text_settings_from_flags(flag_values)},
-            pipeline_options=PipelineOptions(beam_args), progress=print,
-            max_seq_length=flag_values.max_seq_length, num_shards=flag_values.num_shards,
-            seed=flag_values.seed, invalid_utf8=flag_values.invalid_utf8,
-            text_range=text_range)
+            pipeline_options=PipelineOptions(beam_args),
+            progress=print,
+            max_seq_length=flag_values.max_seq_length,
+            num_shards=flag_values.num_shards,
+            seed=flag_values.seed,
+            invalid_utf8=flag_values.invalid_utf8,
+            text_range=text_range,
+        )
     except (ShardError, VocabError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
@@ -85,8 +112,9 @@ def build(beam_args: list[str], flag_values: flags.FlagValues) -> int:
 
 def main(argv: list[str]) -> int:
     """Runs the command in this process on `argv` (no program name); returns the exit code."""
-    return cli.call(define_flags, build, argv, "python -m electra_tf.commands.beam_shards",
-                    known_only=True)
+    return cli.call(
+        define_flags, build, argv, "python -m electra_tf.commands.beam_shards", known_only=True
+    )
 
 
 if __name__ == "__main__":

@@ -25,15 +25,32 @@ def define_flags(flag_values: flags.FlagValues) -> None:
     """The command's flags (the version directory is its argument)."""
     from electra_tf.serving.check import DEFAULT_TOLERANCE, SAMPLE_TEXTS
 
-    flags.DEFINE_float("tolerance", DEFAULT_TOLERANCE, "Largest absolute difference allowed in "
-                       "float outputs.", flag_values=flag_values)
-    flags.DEFINE_integer("benchmark_requests", 0, "Also time this many serving_default calls "
-                         "per batch size.", flag_values=flag_values)
-    flags.DEFINE_string("benchmark_batch_sizes", "1,32", "Batch sizes of the benchmark, "
-                        "comma-separated.", flag_values=flag_values)
-    flags.DEFINE_string("benchmark_text", SAMPLE_TEXTS[0], "The text of every benchmark example "
-                        "(question answering: a fixed question and paragraph of about 150 "
-                        "words).", flag_values=flag_values)
+    flags.DEFINE_float(
+        "tolerance",
+        DEFAULT_TOLERANCE,
+        "Largest absolute difference allowed in float outputs.",
+        flag_values=flag_values,
+    )
+    flags.DEFINE_integer(
+        "benchmark_requests",
+        0,
+        "Also time this many serving_default calls per batch size.",
+        flag_values=flag_values,
+    )
+    flags.DEFINE_string(
+        "benchmark_batch_sizes",
+        "1,32",
+        "Batch sizes of the benchmark, comma-separated.",
+        flag_values=flag_values,
+    )
+    flags.DEFINE_string(
+        "benchmark_text",
+        SAMPLE_TEXTS[0],
+        "The text of every benchmark example "
+        "(question answering: a fixed question and paragraph of about 150 "
+        "words).",
+        flag_values=flag_values,
+    )
 
 
 def check(arguments: list[str], flag_values: flags.FlagValues) -> int:
@@ -47,10 +64,15 @@ def check(arguments: list[str], flag_values: flags.FlagValues) -> int:
         try:
             sizes = [int(b) for b in flag_values.benchmark_batch_sizes.split(",")]
         except ValueError:
-            raise app.UsageError(f"--benchmark_batch_sizes={flag_values.benchmark_batch_sizes}: "
-                                 "expected integers separated by commas.") from None
-        benchmark = {"requests": flag_values.benchmark_requests, "batch_sizes": sizes,
-                     "text": base64.b64encode(flag_values.benchmark_text.encode()).decode()}
+            raise app.UsageError(
+                f"--benchmark_batch_sizes={flag_values.benchmark_batch_sizes}: "
+                "expected integers separated by commas."
+            ) from None
+        benchmark = {
+            "requests": flag_values.benchmark_requests,
+            "batch_sizes": sizes,
+            "text": base64.b64encode(flag_values.benchmark_text.encode()).decode(),
+        }
     try:
         report = check_export(arguments[0], flag_values.tolerance, benchmark)
     except (CheckError, FileNotFoundError) as error:

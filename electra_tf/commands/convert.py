@@ -36,35 +36,68 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 # Each subcommand: its positional arguments and the flags it takes.
 SUBCOMMANDS = {
-    "import-tf1": (("checkpoint", "run_dir"),
-                   ("vocab_file", "do_lower_case", "normalization", "num_heads")),
-    "import-hf": (("hf_dir", "run_dir"),
-                  ("generator_dir", "vocab_file", "do_lower_case", "normalization",
-                   "max_seq_length")),
+    "import-tf1": (
+        ("checkpoint", "run_dir"),
+        ("vocab_file", "do_lower_case", "normalization", "num_heads"),
+    ),
+    "import-hf": (
+        ("hf_dir", "run_dir"),
+        ("generator_dir", "vocab_file", "do_lower_case", "normalization", "max_seq_length"),
+    ),
     "export-hf": (("run_dir", "hf_dir"), ()),
 }
 
 
 def define_flags(flag_values: flags.FlagValues) -> None:
     """The flags of every subcommand (each rejects the others' flags)."""
-    flags.DEFINE_string("vocab_file", None, "import-tf1: default vocab.txt beside the "
-                        "checkpoint; import-hf: default <hf_dir>/vocab.txt.",
-                        flag_values=flag_values)
+    flags.DEFINE_string(
+        "vocab_file",
+        None,
+        "import-tf1: default vocab.txt beside the "
+        "checkpoint; import-hf: default <hf_dir>/vocab.txt.",
+        flag_values=flag_values,
+    )
     # Not a boolean flag: `--do_lower_case false` (a separate value) keeps working.
-    flags.DEFINE(flags.BooleanParser(), "do_lower_case", None, "import-*: lower-case text "
-                 "(true or false; default: what the checkpoint records; the original code's "
-                 "true for TF1 checkpoints).", flag_values=flag_values)
-    flags.DEFINE_enum("normalization", None, list(NORMALIZATIONS), "import-*: text "
-                      "normalization before WordPiece, casefold or bert (default: bert, the "
-                      "original code's and Hugging Face's BERT tokenizer, so that the model "
-                      "sees the ids it was trained with).", flag_values=flag_values)
-    flags.DEFINE_integer("num_heads", None, "import-tf1: attention heads (default hidden // 64, "
-                         "the original rule; shapes do not tell).", flag_values=flag_values)
-    flags.DEFINE_string("generator_dir", None, "import-hf: the generator (ElectraForMaskedLM); "
-                        "default <hf_dir>/generator if present.", flag_values=flag_values)
-    flags.DEFINE_integer("max_seq_length", None, "import-hf of an "
-                         "ElectraForTokenClassification: the served model's raw-text length "
-                         "(default 128).", flag_values=flag_values)
+    flags.DEFINE(
+        flags.BooleanParser(),
+        "do_lower_case",
+        None,
+        "import-*: lower-case text "
+        "(true or false; default: what the checkpoint records; the original code's "
+        "true for TF1 checkpoints).",
+        flag_values=flag_values,
+    )
+    flags.DEFINE_enum(
+        "normalization",
+        None,
+        list(NORMALIZATIONS),
+        "import-*: text "
+        "normalization before WordPiece, casefold or bert (default: bert, the "
+        "original code's and Hugging Face's BERT tokenizer, so that the model "
+        "sees the ids it was trained with).",
+        flag_values=flag_values,
+    )
+    flags.DEFINE_integer(
+        "num_heads",
+        None,
+        "import-tf1: attention heads (default hidden // 64, "
+        "the original rule; shapes do not tell).",
+        flag_values=flag_values,
+    )
+    flags.DEFINE_string(
+        "generator_dir",
+        None,
+        "import-hf: the generator (ElectraForMaskedLM); default <hf_dir>/generator if present.",
+        flag_values=flag_values,
+    )
+    flags.DEFINE_integer(
+        "max_seq_length",
+        None,
+        "import-hf of an "
+        "ElectraForTokenClassification: the served model's raw-text length "
+        "(default 128).",
+        flag_values=flag_values,
+    )
 
 
 class _Arguments:
@@ -72,17 +105,26 @@ class _Arguments:
 
     def __init__(self, arguments: list[str], flag_values: flags.FlagValues):
         if not arguments or arguments[0] not in SUBCOMMANDS:
-            raise app.UsageError(f"expected a subcommand: {', '.join(SUBCOMMANDS)}"
-                                 + (f" (got {arguments[0]!r})" if arguments else ""))
+            raise app.UsageError(
+                f"expected a subcommand: {', '.join(SUBCOMMANDS)}"
+                + (f" (got {arguments[0]!r})" if arguments else "")
+            )
         self.command = arguments[0]
         names, allowed = SUBCOMMANDS[self.command]
         if len(arguments) - 1 != len(names):
-            raise app.UsageError(f"{self.command} takes {len(names)} arguments: "
-                                 f"{' '.join(n.upper() for n in names)}")
+            raise app.UsageError(
+                f"{self.command} takes {len(names)} arguments: {' '.join(n.upper() for n in names)}"
+            )
         for name, value in zip(names, arguments[1:]):
             setattr(self, name, value)
-        for name in ("vocab_file", "do_lower_case", "normalization", "num_heads",
-                     "generator_dir", "max_seq_length"):
+        for name in (
+            "vocab_file",
+            "do_lower_case",
+            "normalization",
+            "num_heads",
+            "generator_dir",
+            "max_seq_length",
+        ):
             if flag_values[name].present and name not in allowed:
                 raise app.UsageError(f"--{name} is not a flag of {self.command}.")
             setattr(self, name, flag_values[name].value)
@@ -91,21 +133,28 @@ class _Arguments:
 def _print_summary(loaded) -> None:
     m = loaded.model
     gen = m.generator_config()
-    print(f"  discriminator: hidden {m.hidden_size}, {m.num_layers} layers, "
-          f"{m.resolved_num_heads} heads, FFN {m.resolved_intermediate_size}, embedding "
-          f"{m.embedding_size}, vocabulary {m.vocab_size}")
+    print(
+        f"  discriminator: hidden {m.hidden_size}, {m.num_layers} layers, "
+        f"{m.resolved_num_heads} heads, FFN {m.resolved_intermediate_size}, embedding "
+        f"{m.embedding_size}, vocabulary {m.vocab_size}"
+    )
     if loaded.has_generator:
-        print(f"  generator:     hidden {gen.hidden_size}, {gen.num_layers} layers "
-              f"(--generator_hidden_fraction={m.generator_hidden_fraction:.6g}, "
-              f"--generator_layers_fraction={m.generator_layers_fraction:.6g})")
+        print(
+            f"  generator:     hidden {gen.hidden_size}, {gen.num_layers} layers "
+            f"(--generator_hidden_fraction={m.generator_hidden_fraction:.6g}, "
+            f"--generator_layers_fraction={m.generator_layers_fraction:.6g})"
+        )
     else:
         print("  generator:     none")
 
 
 def _tagger_conversion(args) -> Optional[int]:
     """Converts a fine-tuned tagger (either direction); None when the source is not one."""
-    from electra_tf.artifacts.finetuning_dir import (FinetuningDir, best_saved_trial,
-                                                     holds_saved_model)
+    from electra_tf.artifacts.finetuning_dir import (
+        FinetuningDir,
+        best_saved_trial,
+        holds_saved_model,
+    )
     from electra_tf.interop import hf_tagger, huggingface
 
     if args.command == "import-hf":
@@ -114,11 +163,17 @@ def _tagger_conversion(args) -> Optional[int]:
         with open(os.path.join(args.hf_dir, huggingface.CONFIG_FILE), encoding="utf-8") as f:
             if not hf_tagger.is_token_classifier(json.load(f)):
                 return None
-        description = hf_tagger.import_hf_tagger(args.hf_dir, args.run_dir, args.max_seq_length,
-                                                 vocab_file=args.vocab_file,
-                                                 do_lower_case=args.do_lower_case)
-        print(f"Wrote {os.path.dirname(description)} (a fine-tuned tagger). Serve it with "
-              f"`python -m electra_tf.commands.export --checkpoint {args.run_dir} ...`.")
+        description = hf_tagger.import_hf_tagger(
+            args.hf_dir,
+            args.run_dir,
+            args.max_seq_length,
+            vocab_file=args.vocab_file,
+            do_lower_case=args.do_lower_case,
+        )
+        print(
+            f"Wrote {os.path.dirname(description)} (a fine-tuned tagger). Serve it with "
+            f"`python -m electra_tf.commands.export --checkpoint {args.run_dir} ...`."
+        )
         return 0
     if args.command != "export-hf":
         return None
@@ -138,8 +193,10 @@ def _tagger_conversion(args) -> Optional[int]:
     if os.path.isdir(args.hf_dir):
         os.rmdir(args.hf_dir)  # empty, checked above
     os.replace(tmp, args.hf_dir)
-    print(f"Wrote {args.hf_dir} from {source}: "
-          f"{hf_tagger.ARCHITECTURE}.from_pretrained({args.hf_dir!r})")
+    print(
+        f"Wrote {args.hf_dir} from {source}: "
+        f"{hf_tagger.ARCHITECTURE}.from_pretrained({args.hf_dir!r})"
+    )
     return 0
 
 
@@ -159,43 +216,71 @@ def convert(arguments: list[str], flag_values: flags.FlagValues) -> int:
             if kind != expected:
                 raise checkpoints.CheckpointError(
                     f"{source} is a {kind} checkpoint, not {expected}; use "
-                    + {"tf1": "import-tf1", "huggingface": "import-hf",
-                       "electra-tf": "it directly (it is already a run of ours)"}[kind] + ".")
+                    + {
+                        "tf1": "import-tf1",
+                        "huggingface": "import-hf",
+                        "electra-tf": "it directly (it is already a run of ours)",
+                    }[kind]
+                    + "."
+                )
             loaded = checkpoints.load_checkpoint(
-                source, generator_dir=args.generator_dir, num_heads=args.num_heads)
+                source, generator_dir=args.generator_dir, num_heads=args.num_heads
+            )
             print(f"Read {source} ({kind}):")
             _print_summary(loaded)
-            checkpoints.write_run_dir(loaded, args.run_dir, vocab_file=args.vocab_file,
-                                      do_lower_case=args.do_lower_case,
-                                      normalization=args.normalization)
-            print(f"Wrote {args.run_dir} (config.json, vocab.txt, export/). Fine-tune with "
-                  f"`python finetune.py --init_checkpoint={args.run_dir} ...`.")
+            checkpoints.write_run_dir(
+                loaded,
+                args.run_dir,
+                vocab_file=args.vocab_file,
+                do_lower_case=args.do_lower_case,
+                normalization=args.normalization,
+            )
+            print(
+                f"Wrote {args.run_dir} (config.json, vocab.txt, export/). Fine-tune with "
+                f"`python finetune.py --init_checkpoint={args.run_dir} ...`."
+            )
             return 0
         loaded = checkpoints.load_checkpoint(args.run_dir)
         if loaded.format != "electra-tf":
-            raise checkpoints.CheckpointError(f"{args.run_dir}: export-hf takes an electra-tf run "
-                                              f"directory (this is a {loaded.format} checkpoint).")
+            raise checkpoints.CheckpointError(
+                f"{args.run_dir}: export-hf takes an electra-tf run "
+                f"directory (this is a {loaded.format} checkpoint)."
+            )
         if os.path.isdir(args.hf_dir) and os.listdir(args.hf_dir):
-            raise checkpoints.CheckpointError(f"{args.hf_dir} is not empty; choose a new "
-                                              "directory.")
+            raise checkpoints.CheckpointError(
+                f"{args.hf_dir} is not empty; choose a new directory."
+            )
         print(f"Read {args.run_dir} ({loaded.notes[0]}):")
         _print_summary(loaded)
         from electra_tf.tokenization import WordPieceTokenizer
 
-        tokenizer = WordPieceTokenizer(loaded.vocab_file, loaded.do_lower_case,
-                                       loaded.strip_accents, loaded.normalization)
+        tokenizer = WordPieceTokenizer(
+            loaded.vocab_file, loaded.do_lower_case, loaded.strip_accents, loaded.normalization
+        )
         tmp = os.path.abspath(args.hf_dir).rstrip("/") + f".tmp-{os.getpid()}"
         shutil.rmtree(tmp, ignore_errors=True)
-        huggingface.export_hf(loaded.weights, loaded.model, loaded.has_generator, tmp,
-                              loaded.vocab_file, loaded.do_lower_case, loaded.strip_accents,
-                              pad_id=tokenizer.pad_id)
+        huggingface.export_hf(
+            loaded.weights,
+            loaded.model,
+            loaded.has_generator,
+            tmp,
+            loaded.vocab_file,
+            loaded.do_lower_case,
+            loaded.strip_accents,
+            pad_id=tokenizer.pad_id,
+        )
         if os.path.isdir(args.hf_dir):
             os.rmdir(args.hf_dir)  # empty, checked above
         os.replace(tmp, args.hf_dir)
-        print(f"Wrote {args.hf_dir}: ElectraForPreTraining.from_pretrained({args.hf_dir!r})"
-              + (f", ElectraForMaskedLM.from_pretrained("
-                 f"{os.path.join(args.hf_dir, huggingface.GENERATOR_SUBDIR)!r})"
-                 if loaded.has_generator else ""))
+        print(
+            f"Wrote {args.hf_dir}: ElectraForPreTraining.from_pretrained({args.hf_dir!r})"
+            + (
+                f", ElectraForMaskedLM.from_pretrained("
+                f"{os.path.join(args.hf_dir, huggingface.GENERATOR_SUBDIR)!r})"
+                if loaded.has_generator
+                else ""
+            )
+        )
         return 0
     except (checkpoints.CheckpointError, OSError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)

@@ -42,13 +42,27 @@ def define_flags(flag_values: flags.FlagValues) -> None:
     """The command's flags (the data and predictions files are its two arguments)."""
     from electra_tf.finetuning.qa_metrics import METRICS
 
-    flags.DEFINE_enum("metric", None, list(METRICS), "Whose official score: "
-                      f"{', '.join(METRICS)} (default: named by the data file's version field, "
-                      "else squad).", flag_values=flag_values)
-    flags.DEFINE_string("null_odds_file", None, "SQuAD 2.0: JSON question id -> null odds (adds "
-                        "the best-threshold scores).", flag_values=flag_values)
-    flags.DEFINE_float("null_threshold", 1.0, "SQuAD 2.0: null odds above it answer '' (the "
-                       "official default 1.0).", flag_values=flag_values)
+    flags.DEFINE_enum(
+        "metric",
+        None,
+        list(METRICS),
+        "Whose official score: "
+        f"{', '.join(METRICS)} (default: named by the data file's version field, "
+        "else squad).",
+        flag_values=flag_values,
+    )
+    flags.DEFINE_string(
+        "null_odds_file",
+        None,
+        "SQuAD 2.0: JSON question id -> null odds (adds the best-threshold scores).",
+        flag_values=flag_values,
+    )
+    flags.DEFINE_float(
+        "null_threshold",
+        1.0,
+        "SQuAD 2.0: null odds above it answer '' (the official default 1.0).",
+        flag_values=flag_values,
+    )
 
 
 def evaluate(arguments: list[str], flag_values: flags.FlagValues) -> int:
@@ -57,41 +71,54 @@ def evaluate(arguments: list[str], flag_values: flags.FlagValues) -> int:
     from electra_tf.finetuning.squad_data import SquadDataError, read_gold_answers
 
     if len(arguments) != 2:
-        raise app.UsageError("expected two arguments: the SQuAD-format data file (SQuAD, "
-                             "KorQuAD, CMRC 2018, DRCD) and predictions.json (question id -> "
-                             f"answer text); got {len(arguments)}.")
+        raise app.UsageError(
+            "expected two arguments: the SQuAD-format data file (SQuAD, "
+            "KorQuAD, CMRC 2018, DRCD) and predictions.json (question id -> "
+            f"answer text); got {len(arguments)}."
+        )
     data_file, predictions_file = arguments
     try:
         gold = read_gold_answers(data_file)
-        predictions = {str(k): str(v) for k, v in
-                       _read_json_object(predictions_file, "predictions").items()}
+        predictions = {
+            str(k): str(v) for k, v in _read_json_object(predictions_file, "predictions").items()
+        }
         null_odds = None
         if flag_values.null_odds_file:
-            null_odds = {str(k): float(v) for k, v in
-                         _read_json_object(flag_values.null_odds_file, "null odds").items()}
+            null_odds = {
+                str(k): float(v)
+                for k, v in _read_json_object(flag_values.null_odds_file, "null odds").items()
+            }
         metric = flag_values.metric or qa_metrics.metric_for_version(gold.version)
         version = "2.0" if gold.has_unanswerable else "1.1"
         if null_odds is not None and version != "2.0":
-            raise ValueError(f"--null_odds_file: {data_file} has no unanswerable question "
-                             "(null odds are a SQuAD 2.0 score).")
-        results = qa_metrics.evaluate(metric, gold.answers, predictions, version, null_odds,
-                                      flag_values.null_threshold)
+            raise ValueError(
+                f"--null_odds_file: {data_file} has no unanswerable question "
+                "(null odds are a SQuAD 2.0 score)."
+            )
+        results = qa_metrics.evaluate(
+            metric, gold.answers, predictions, version, null_odds, flag_values.null_threshold
+        )
     except (SquadDataError, ValueError, ImportError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     unanswered = sum(1 for q in gold.answers if q not in predictions)
     if unanswered:
-        print(f"note: {unanswered} question(s) have no prediction"
-              + (" and are left out of the totals." if metric == "squad" and version == "2.0"
-                 else " and score 0."), file=sys.stderr)
+        print(
+            f"note: {unanswered} question(s) have no prediction"
+            + (
+                " and are left out of the totals."
+                if metric == "squad" and version == "2.0"
+                else " and score 0."
+            ),
+            file=sys.stderr,
+        )
     print(json.dumps({"metric": metric, **results}, ensure_ascii=False))
     return 0
 
 
 def main(argv: list[str]) -> int:
     """Runs the command in this process on `argv` (no program name); returns the exit code."""
-    return cli.call(define_flags, evaluate, argv,
-                    "python -m electra_tf.commands.evaluate_qa")
+    return cli.call(define_flags, evaluate, argv, "python -m electra_tf.commands.evaluate_qa")
 
 
 if __name__ == "__main__":

@@ -20,19 +20,37 @@ from electra_tf import cli
 
 def define_flags(flag_values: flags.FlagValues) -> None:
     """The command's flags."""
-    flags.DEFINE_string("checkpoint", None, "Fine-tuning output directory, trial_<k>/ "
-                        "directory, or pre-training run directory (its export/ or latest "
-                        "checkpoint).", flag_values=flag_values)
-    flags.DEFINE_string("export_base", None, "TF Serving's --model_base_path is "
-                        "<export_base>/<model_name>.", flag_values=flag_values)
+    flags.DEFINE_string(
+        "checkpoint",
+        None,
+        "Fine-tuning output directory, trial_<k>/ "
+        "directory, or pre-training run directory (its export/ or latest "
+        "checkpoint).",
+        flag_values=flag_values,
+    )
+    flags.DEFINE_string(
+        "export_base",
+        None,
+        "TF Serving's --model_base_path is <export_base>/<model_name>.",
+        flag_values=flag_values,
+    )
     flags.DEFINE_string("model_name", None, "TF Serving's --model_name.", flag_values=flag_values)
-    flags.DEFINE_integer("version", None, "Version number (default: one more than the highest "
-                         "present; an existing version is never overwritten).",
-                         flag_values=flag_values)
-    flags.DEFINE_integer("max_seq_length", None, "Pre-training runs: raw-text truncation "
-                         "(default: the run's length).", flag_values=flag_values)
-    flags.mark_flags_as_required(["checkpoint", "export_base", "model_name"],
-                                 flag_values=flag_values)
+    flags.DEFINE_integer(
+        "version",
+        None,
+        "Version number (default: one more than the highest "
+        "present; an existing version is never overwritten).",
+        flag_values=flag_values,
+    )
+    flags.DEFINE_integer(
+        "max_seq_length",
+        None,
+        "Pre-training runs: raw-text truncation (default: the run's length).",
+        flag_values=flag_values,
+    )
+    flags.mark_flags_as_required(
+        ["checkpoint", "export_base", "model_name"], flag_values=flag_values
+    )
 
 
 def export(arguments: list[str], flag_values: flags.FlagValues) -> int:
@@ -46,8 +64,13 @@ def export(arguments: list[str], flag_values: flags.FlagValues) -> int:
     if not name or "/" in name or name.startswith("."):
         raise app.UsageError(f"--model_name={name!r}: must be a plain directory name.")
     try:
-        version_dir = export_checkpoint(flag_values.checkpoint, flag_values.export_base, name,
-                                        flag_values.version, flag_values.max_seq_length)
+        version_dir = export_checkpoint(
+            flag_values.checkpoint,
+            flag_values.export_base,
+            name,
+            flag_values.version,
+            flag_values.max_seq_length,
+        )
     except (ExportError, ExportLayoutError, FileNotFoundError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

@@ -69,11 +69,14 @@ def _load_task():
 
     if FLAGS.train_file:
         if FLAGS.task in GLUE_TASKS:
-            raise app.UsageError(f"--task={FLAGS.task} is a GLUE task but --train_file is set; "
-                                 "give your task another name (or drop --train_file).")
+            raise app.UsageError(
+                f"--task={FLAGS.task} is a GLUE task but --train_file is set; "
+                "give your task another name (or drop --train_file)."
+            )
         options = FileTaskOptions(**cli.field_values(FileTaskOptions))
-        return tasks.load_user_files(FLAGS.task or "custom", options, FLAGS.train_file,
-                                     FLAGS.dev_file, FLAGS.test_file)
+        return tasks.load_user_files(
+            FLAGS.task or "custom", options, FLAGS.train_file, FLAGS.dev_file, FLAGS.test_file
+        )
     if FLAGS.task is None:
         raise app.UsageError(f"Give --task ({', '.join(GLUE_TASKS)}) or --train_file.")
     if FLAGS.dev_file or FLAGS.test_file:
@@ -106,21 +109,27 @@ def _imported_if_foreign(path: str) -> str:
         return path
     source = os.path.abspath(path)
     digest = hashlib.sha256(source.encode()).hexdigest()[:8]
-    target = (FinetuningDir(FLAGS.output_dir).imported_checkpoint if FLAGS.output_dir else
-              os.path.join(WORKING_DIR, "runs", "imported",
-                           f"{os.path.basename(source.rstrip('/'))}-{digest}"))
+    target = (
+        FinetuningDir(FLAGS.output_dir).imported_checkpoint
+        if FLAGS.output_dir
+        else os.path.join(
+            WORKING_DIR, "runs", "imported", f"{os.path.basename(source.rstrip('/'))}-{digest}"
+        )
+    )
     imported = RunDir(target)
     previous = read_import_source(imported)
     if os.path.exists(imported.config_file) and previous is not None:
         if previous != source:
             raise checkpoints.CheckpointError(
                 f"{target} holds a conversion of {previous}, not of --init_checkpoint={source}; "
-                "use another --output_dir.")
+                "use another --output_dir."
+            )
         _say(f"--init_checkpoint: using {target}, converted earlier from {source}")
         return target
     _say(f"--init_checkpoint: converting the {kind} checkpoint {source} into {target} ...")
-    checkpoints.write_run_dir(checkpoints.load_checkpoint(source), target,
-                              vocab_file=FLAGS.vocab_file, print_fn=_say)
+    checkpoints.write_run_dir(
+        checkpoints.load_checkpoint(source), target, vocab_file=FLAGS.vocab_file, print_fn=_say
+    )
     write_import_source(imported, source)
     return target
 
@@ -133,8 +142,9 @@ def _output_dir(task_name: str, model_file: str) -> str:
     from electra_tf.artifacts.pretrained import run_name
 
     suffix = "-random-init" if FLAGS.random_init else ""
-    return FLAGS.output_dir or os.path.join(WORKING_DIR, "runs", "finetune",
-                                            f"{task_name}-{run_name(model_file)}{suffix}")
+    return FLAGS.output_dir or os.path.join(
+        WORKING_DIR, "runs", "finetune", f"{task_name}-{run_name(model_file)}{suffix}"
+    )
 
 
 def _settings(output_dir: str) -> FinetuneSettings:
@@ -148,33 +158,45 @@ def _squad_task():
 
     for flag in ("dev_file", "test_file", "data_dir"):
         if getattr(FLAGS, flag):
-            raise app.UsageError(f"--{flag} is not used with --task=squad (use --train_file / "
-                                 "--predict_file).")
+            raise app.UsageError(
+                f"--{flag} is not used with --task=squad (use --train_file / --predict_file)."
+            )
     if FLAGS.predict_file and not FLAGS.train_file:
         raise app.UsageError("--predict_file needs --train_file (or drop both to use TFDS).")
     version = FLAGS.squad_version
     if FLAGS.train_file:
         train = squad_data.read_squad_json(FLAGS.train_file, version, True, warn=_say)
-        evaluation = (squad_data.read_squad_json(FLAGS.predict_file, version, False, warn=_say)
-                      if FLAGS.predict_file else None)
+        evaluation = (
+            squad_data.read_squad_json(FLAGS.predict_file, version, False, warn=_say)
+            if FLAGS.predict_file
+            else None
+        )
     else:
         train = squad_data.load_tfds_squad(version, "train", FLAGS.tfds_data_dir, True, _say)
-        evaluation = squad_data.load_tfds_squad(version, "validation", FLAGS.tfds_data_dir,
-                                                False, _say)
+        evaluation = squad_data.load_tfds_squad(
+            version, "validation", FLAGS.tfds_data_dir, False, _say
+        )
     from electra_tf.finetuning.qa_metrics import metric_for_version
 
-    metric = FLAGS.qa_metric or metric_for_version(
-        (evaluation or train).dataset_version)
+    metric = FLAGS.qa_metric or metric_for_version((evaluation or train).dataset_version)
     if FLAGS.qa_metric is None and metric != "squad":
-        _say(f"Scoring with {metric}'s official metric (the data's version field says "
-             f"{(evaluation or train).dataset_version!r}; --qa_metric overrides).")
-    return SquadTask(train, evaluation, version,
-                     qa_metric=metric,
-                     max_seq_length=_default(FLAGS.max_seq_length, 512),
-                     doc_stride=FLAGS.doc_stride, max_query_length=FLAGS.max_query_length,
-                     beam_size=FLAGS.beam_size, n_best_size=FLAGS.n_best_size,
-                     max_answer_length=FLAGS.max_answer_length,
-                     null_score_threshold=FLAGS.null_score_threshold)
+        _say(
+            f"Scoring with {metric}'s official metric (the data's version field says "
+            f"{(evaluation or train).dataset_version!r}; --qa_metric overrides)."
+        )
+    return SquadTask(
+        train,
+        evaluation,
+        version,
+        qa_metric=metric,
+        max_seq_length=_default(FLAGS.max_seq_length, 512),
+        doc_stride=FLAGS.doc_stride,
+        max_query_length=FLAGS.max_query_length,
+        beam_size=FLAGS.beam_size,
+        n_best_size=FLAGS.n_best_size,
+        max_answer_length=FLAGS.max_answer_length,
+        null_score_threshold=FLAGS.null_score_threshold,
+    )
 
 
 def _classification_task():
@@ -184,8 +206,13 @@ def _classification_task():
     definition, data = _load_task()
     if not data.dev:
         _say("No dev set: training only (give --dev_file to score every epoch).")
-    return ClassificationTask(definition, data, _default(FLAGS.max_seq_length, 128),
-                              FLAGS.double_unordered, FLAGS.max_train_examples)
+    return ClassificationTask(
+        definition,
+        data,
+        _default(FLAGS.max_seq_length, 128),
+        FLAGS.double_unordered,
+        FLAGS.max_train_examples,
+    )
 
 
 def _tagging_task():
@@ -195,19 +222,31 @@ def _tagging_task():
 
     if not FLAGS.train_file:
         raise app.UsageError("--task_type=tagging needs --train_file (CoNLL columns or JSONL).")
-    for flag in ("text_pair_column", "index_column", "data_dir", "predict_file",
-                 "double_unordered"):
+    for flag in (
+        "text_pair_column",
+        "index_column",
+        "data_dir",
+        "predict_file",
+        "double_unordered",
+    ):
         if getattr(FLAGS, flag):
             raise app.UsageError(f"--{flag} is not used with --task_type=tagging.")
     definition, data = load_tagging_files(
-        FLAGS.task or "tagging", FLAGS.train_file, FLAGS.dev_file, FLAGS.test_file,
-        FLAGS.tag_format, FLAGS.labels,
+        FLAGS.task or "tagging",
+        FLAGS.train_file,
+        FLAGS.dev_file,
+        FLAGS.test_file,
+        FLAGS.tag_format,
+        FLAGS.labels,
         words_key=FLAGS.text_column if FLAGS["text_column"].present else "tokens",
-        tags_key=FLAGS.label_column if FLAGS["label_column"].present else "tags", warn=_say)
+        tags_key=FLAGS.label_column if FLAGS["label_column"].present else "tags",
+        warn=_say,
+    )
     if data.dev is None:
         _say("No dev set: training only (give --dev_file to score every epoch).")
-    return TaggingTask(definition, data, _default(FLAGS.max_seq_length, 128),
-                       FLAGS.max_train_examples)
+    return TaggingTask(
+        definition, data, _default(FLAGS.max_seq_length, 128), FLAGS.max_train_examples
+    )
 
 
 def _task():
@@ -227,8 +266,9 @@ def _export_best_trial(output_dir: str, default_name: str) -> None:
     trial = best_saved_trial(output_dir)
     if not (FLAGS.export and FLAGS.save_models) or trial is None:
         return
-    version_dir = export_finetuned_dir(trial.path, FinetuningDir(output_dir).export_base,
-                                       FLAGS.export_model_name or default_name)
+    version_dir = export_finetuned_dir(
+        trial.path, FinetuningDir(output_dir).export_base, FLAGS.export_model_name or default_name
+    )
     _say(f"TF Serving export of {os.path.basename(trial.path)}: {version_dir}")
 
 
@@ -248,23 +288,33 @@ def main(argv):
     from electra_tf.training.finetuning_loop import run_trials
 
     try:
-        pretrained = resolve_pretrained(_imported_if_foreign(FLAGS.init_checkpoint),
-                                        FLAGS.vocab_file, FLAGS.model_size)
+        pretrained = resolve_pretrained(
+            _imported_if_foreign(FLAGS.init_checkpoint), FLAGS.vocab_file, FLAGS.model_size
+        )
         task = _task()
         output_dir = _output_dir(task.name, pretrained.model_file)
-        results = run_trials(task, pretrained, _settings(output_dir),
-                             vocab_flag_given=FLAGS.vocab_file is not None, print_fn=_say,
-                             strategy=strategy, restart=FLAGS.restart)
+        results = run_trials(
+            task,
+            pretrained,
+            _settings(output_dir),
+            vocab_flag_given=FLAGS.vocab_file is not None,
+            print_fn=_say,
+            strategy=strategy,
+            restart=FLAGS.restart,
+        )
     except (RunError, TaskDataError, SquadDataError, CheckpointError) as error:
         raise app.UsageError(str(error))
     if not is_chief(strategy):  # the chief reports and exports
         return
     _say("")
     if results["median"] and FLAGS.task == "squad":
-        name = ({"korquad": "KorQuAD 1.0", "cmrc2018": "CMRC 2018", "drcd": "DRCD"}.get(
-            task.qa_metric, f"SQuAD {FLAGS.squad_version}"))
-        _say(f"{name} scores (median over {len(results['trials'])} trial(s), "
-             f"percent): {task.format_metrics(results['median'])}")
+        name = {"korquad": "KorQuAD 1.0", "cmrc2018": "CMRC 2018", "drcd": "DRCD"}.get(
+            task.qa_metric, f"SQuAD {FLAGS.squad_version}"
+        )
+        _say(
+            f"{name} scores (median over {len(results['trials'])} trial(s), "
+            f"percent): {task.format_metrics(results['median'])}"
+        )
     elif results["median"] and FLAGS.task_type == "tagging":
         from electra_tf.finetuning.tagging_task import format_tables
 

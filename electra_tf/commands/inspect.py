@@ -30,22 +30,38 @@ from electra_tf import cli
 
 def define_flags(flag_values: flags.FlagValues) -> None:
     """The command's flags (the run and the texts are its arguments)."""
-    flags.DEFINE_boolean("no_replace", False, "Score the text as given (no masking, no "
-                         "generator).", flag_values=flag_values)
-    flags.DEFINE_float("mask_rate", None, "Fraction of tokens the generator replaces (default: "
-                       "the run's).", flag_values=flag_values)
+    flags.DEFINE_boolean(
+        "no_replace",
+        False,
+        "Score the text as given (no masking, no generator).",
+        flag_values=flag_values,
+    )
+    flags.DEFINE_float(
+        "mask_rate",
+        None,
+        "Fraction of tokens the generator replaces (default: the run's).",
+        flag_values=flag_values,
+    )
     flags.DEFINE_integer("seed", 0, "Masking and sampling seed.", flag_values=flag_values)
-    flags.DEFINE_enum("color", "auto", ["auto", "always", "never"], "Colour the terminal output "
-                      "(auto: when it is a terminal).", flag_values=flag_values)
-    flags.DEFINE_string("html", None, "Also write an HTML page to this file.",
-                        flag_values=flag_values)
+    flags.DEFINE_enum(
+        "color",
+        "auto",
+        ["auto", "always", "never"],
+        "Colour the terminal output (auto: when it is a terminal).",
+        flag_values=flag_values,
+    )
+    flags.DEFINE_string(
+        "html", None, "Also write an HTML page to this file.", flag_values=flag_values
+    )
 
 
 def inspect(arguments: list[str], flag_values: flags.FlagValues) -> int:
     """Scores the texts of `run text...` and prints them; returns the exit code."""
     if len(arguments) < 2:
-        raise app.UsageError("expected a pre-training run directory (or its export/ "
-                             "directory) and at least one text to score.")
+        raise app.UsageError(
+            "expected a pre-training run directory (or its export/ "
+            "directory) and at least one text to score."
+        )
     run, texts = arguments[0], arguments[1:]
     mask_rate = flag_values.mask_rate
     if mask_rate is not None and not 0.0 < mask_rate < 1.0:
@@ -58,13 +74,17 @@ def inspect(arguments: list[str], flag_values: flags.FlagValues) -> int:
     from electra_tf.pretraining import display
 
     try:
-        samples, vocab, notes = inspect_texts(run, texts, replace=not flag_values.no_replace,
-                                              mask_rate=mask_rate, seed=flag_values.seed)
+        samples, vocab, notes = inspect_texts(
+            run,
+            texts,
+            replace=not flag_values.no_replace,
+            mask_rate=mask_rate,
+            seed=flag_values.seed,
+        )
     except (CheckpointError, FileNotFoundError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    colour = flag_values.color == "always" or (flag_values.color == "auto"
-                                               and sys.stdout.isatty())
+    colour = flag_values.color == "always" or (flag_values.color == "auto" and sys.stdout.isatty())
     for note in notes:
         print(f"({note})")
     print(display.LEGEND)

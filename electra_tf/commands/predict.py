@@ -34,26 +34,45 @@ def define_flags(flag_values: flags.FlagValues) -> None:
     """The command's flags."""
     from electra_tf.serving.client import DEFAULT_SIGNATURE
 
-    flags.DEFINE_string("server", None, "http://host:port (REST) or grpc://host:port (gRPC).",
-                        flag_values=flag_values)
-    flags.DEFINE_string("saved_model", None, "A version directory: predict without a server.",
-                        flag_values=flag_values)
-    flags.mark_flags_as_mutual_exclusive(["server", "saved_model"], required=True,
-                                         flag_values=flag_values)
-    flags.DEFINE_string("model_name", None, "The served model's name (with --server).",
-                        flag_values=flag_values)
-    flags.DEFINE_integer("version", None, "Default: the server's latest.",
-                         flag_values=flag_values)
-    flags.DEFINE_string("signature_name", DEFAULT_SIGNATURE, "The signature to call.",
-                        flag_values=flag_values)
-    flags.DEFINE_string("input", None, ".txt, .tsv or .jsonl file of texts.",
-                        flag_values=flag_values)
-    flags.DEFINE_string("output", None, "JSON-lines output (default: "
-                        "<input>.predictions.jsonl).", flag_values=flag_values)
+    flags.DEFINE_string(
+        "server",
+        None,
+        "http://host:port (REST) or grpc://host:port (gRPC).",
+        flag_values=flag_values,
+    )
+    flags.DEFINE_string(
+        "saved_model",
+        None,
+        "A version directory: predict without a server.",
+        flag_values=flag_values,
+    )
+    flags.mark_flags_as_mutual_exclusive(
+        ["server", "saved_model"], required=True, flag_values=flag_values
+    )
+    flags.DEFINE_string(
+        "model_name", None, "The served model's name (with --server).", flag_values=flag_values
+    )
+    flags.DEFINE_integer("version", None, "Default: the server's latest.", flag_values=flag_values)
+    flags.DEFINE_string(
+        "signature_name", DEFAULT_SIGNATURE, "The signature to call.", flag_values=flag_values
+    )
+    flags.DEFINE_string(
+        "input", None, ".txt, .tsv or .jsonl file of texts.", flag_values=flag_values
+    )
+    flags.DEFINE_string(
+        "output",
+        None,
+        "JSON-lines output (default: <input>.predictions.jsonl).",
+        flag_values=flag_values,
+    )
     flags.DEFINE_integer("batch_size", 32, "Texts per request.", flag_values=flag_values)
     flags.DEFINE_float("timeout", 30.0, "Seconds per request.", flag_values=flag_values)
-    flags.DEFINE_boolean("status", False, "Print the model's status and signatures instead of "
-                         "predicting.", flag_values=flag_values)
+    flags.DEFINE_boolean(
+        "status",
+        False,
+        "Print the model's status and signatures instead of predicting.",
+        flag_values=flag_values,
+    )
 
 
 def predict(arguments: list[str], flag_values: flags.FlagValues) -> int:
@@ -66,20 +85,24 @@ def predict(arguments: list[str], flag_values: flags.FlagValues) -> int:
     try:
         if flag_values.saved_model:
             if not os.path.isfile(os.path.join(flag_values.saved_model, "saved_model.pb")):
-                raise InputError(f"--saved_model={flag_values.saved_model}: no saved_model.pb; pass a "
-                                 "version directory <export_base>/<model_name>/<version>.")
+                raise InputError(
+                    f"--saved_model={flag_values.saved_model}: no saved_model.pb; pass a "
+                    "version directory <export_base>/<model_name>/<version>."
+                )
             client = LocalPredictor(flag_values.saved_model)
         else:
-            client = connect(flag_values.server, flag_values.model_name, flag_values.version, flag_values.timeout)
+            client = connect(
+                flag_values.server, flag_values.model_name, flag_values.version, flag_values.timeout
+            )
         if flag_values.status:
-            print(json.dumps({"status": client.status(), "metadata": client.metadata()},
-                             indent=2))
+            print(json.dumps({"status": client.status(), "metadata": client.metadata()}, indent=2))
             return 0
         if not flag_values.input:
             raise InputError("--input is required (or pass --status).")
         output = flag_values.output or os.path.splitext(flag_values.input)[0] + ".predictions.jsonl"
-        count, errors = predict_file(client, flag_values.input, output, flag_values.batch_size,
-                                     flag_values.signature_name)
+        count, errors = predict_file(
+            client, flag_values.input, output, flag_values.batch_size, flag_values.signature_name
+        )
     except (InputError, ServingError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

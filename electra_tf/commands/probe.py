@@ -27,21 +27,32 @@ from electra_tf import cli
 
 WORKING_DIR = os.getcwd()
 
-flags.DEFINE_string("init_checkpoint", None, "Pre-training run directory, its export/ "
-                    "directory or the discriminator .keras file.")
-flags.DEFINE_string("task", None, "GLUE task name (with --data_dir), or the name of your task "
-                    "(with --train_file).")
+flags.DEFINE_string(
+    "init_checkpoint",
+    None,
+    "Pre-training run directory, its export/ directory or the discriminator .keras file.",
+)
+flags.DEFINE_string(
+    "task", None, "GLUE task name (with --data_dir), or the name of your task (with --train_file)."
+)
 flags.DEFINE_string("data_dir", None, "GLUE data in the standard layout (SST-2/, QNLI/, ...).")
 flags.DEFINE_string("train_file", None, "Your training data: .csv, .tsv/.txt or .jsonl.")
 flags.DEFINE_string("dev_file", None, "Your dev data (same format): what is scored.")
 flags.DEFINE_string("text_column", "text", "Column of the (first) text.")
 flags.DEFINE_string("text_pair_column", None, "Column of the second text of a pair task.")
 flags.DEFINE_string("label_column", "label", "Column of the label.")
-flags.DEFINE_enum("quoting", "csv", ["csv", "none"], "CSV/TSV files: csv = fields may be "
-                  "quoted; none = every character is literal.")
+flags.DEFINE_enum(
+    "quoting",
+    "csv",
+    ["csv", "none"],
+    "CSV/TSV files: csv = fields may be quoted; none = every character is literal.",
+)
 flags.DEFINE_integer("max_seq_length", 128, "Tokens per example, special tokens included.")
-flags.DEFINE_integer("max_train_examples", None, "Fit on this many training examples drawn "
-                     "with a fixed seed (default: all).")
+flags.DEFINE_integer(
+    "max_train_examples",
+    None,
+    "Fit on this many training examples drawn with a fixed seed (default: all).",
+)
 flags.DEFINE_integer("batch_size", 64, "Examples per forward pass.")
 flags.DEFINE_integer("seed", 0, "Which tenth of the training data chooses the regularisation.")
 flags.DEFINE_string("output_dir", None, "Default: runs/probe/<task>-<checkpoint name>.")
@@ -60,14 +71,19 @@ def _load_task():
         if not FLAGS.dev_file:
             raise app.UsageError("--train_file needs --dev_file: the probe is scored on it.")
         options = tasks.FileTaskOptions(
-            text_column=FLAGS.text_column, text_pair_column=FLAGS.text_pair_column,
-            label_column=FLAGS.label_column, index_column=None, task_type="classification",
-            labels=None, quoting=FLAGS.quoting)
-        return tasks.load_user_files(FLAGS.task or "custom", options, FLAGS.train_file,
-                                     FLAGS.dev_file, None)
+            text_column=FLAGS.text_column,
+            text_pair_column=FLAGS.text_pair_column,
+            label_column=FLAGS.label_column,
+            index_column=None,
+            task_type="classification",
+            labels=None,
+            quoting=FLAGS.quoting,
+        )
+        return tasks.load_user_files(
+            FLAGS.task or "custom", options, FLAGS.train_file, FLAGS.dev_file, None
+        )
     if FLAGS.task is None or FLAGS.data_dir is None:
-        raise app.UsageError("Give --task with --data_dir (GLUE), or --train_file and "
-                             "--dev_file.")
+        raise app.UsageError("Give --task with --data_dir (GLUE), or --train_file and --dev_file.")
     task = tasks.glue_task(FLAGS.task)
     return task, tasks.load_glue_dir(task, FLAGS.data_dir, warn=_say)
 
@@ -76,8 +92,12 @@ def main(argv):
     del argv
     logging.set_verbosity(logging.WARNING)
     from electra_tf.artifacts.finetuning_dir import FinetuningDir
-    from electra_tf.artifacts.pretrained import (Pretrained, load_discriminator,
-                                                 resolve_pretrained, run_name)
+    from electra_tf.artifacts.pretrained import (
+        Pretrained,
+        load_discriminator,
+        resolve_pretrained,
+        run_name,
+    )
     from electra_tf.artifacts.results import make_results, read_results, write_results
     from electra_tf.errors import RunError
     from electra_tf.finetuning import metrics, probe
@@ -97,16 +117,26 @@ def main(argv):
     except (RunError, TaskDataError) as error:
         raise app.UsageError(str(error))
     output_dir = FLAGS.output_dir or os.path.join(
-        WORKING_DIR, "runs", "probe", f"{task.name}-{run_name(pretrained.model_file)}")
+        WORKING_DIR, "runs", "probe", f"{task.name}-{run_name(pretrained.model_file)}"
+    )
     results_file = FinetuningDir(output_dir).results_file
     train = data.train
     if FLAGS.max_train_examples:
         train = train.sample(FLAGS.max_train_examples)
-    settings = {"probe": "logistic_regression", "pooling": "mean", "c_grid": list(probe.C_GRID),
-                "max_seq_length": FLAGS.max_seq_length, "seed": FLAGS.seed,
-                "max_train_examples": FLAGS.max_train_examples}
-    identity = {"task": task.to_dict(), "init_checkpoint": os.path.abspath(pretrained.model_file),
-                "vocab_file": os.path.abspath(pretrained.vocab_file), "settings": settings}
+    settings = {
+        "probe": "logistic_regression",
+        "pooling": "mean",
+        "c_grid": list(probe.C_GRID),
+        "max_seq_length": FLAGS.max_seq_length,
+        "seed": FLAGS.seed,
+        "max_train_examples": FLAGS.max_train_examples,
+    }
+    identity = {
+        "task": task.to_dict(),
+        "init_checkpoint": os.path.abspath(pretrained.model_file),
+        "vocab_file": os.path.abspath(pretrained.vocab_file),
+        "settings": settings,
+    }
     previous = read_results(results_file)
     if previous and all(previous.get(k) == v for k, v in identity.items()) and previous["trials"]:
         _say(f"Probe finished earlier: {results_file}")
@@ -123,18 +153,30 @@ def main(argv):
     fit = probe.fit_logistic_regression(pooled["train"], train.labels, pooled["dev"], FLAGS.seed)
     scores = metrics.compute(task.metrics, dev.labels, fit.predictions)
     majority = float((dev.labels == np.bincount(train.labels).argmax()).mean())
-    trial = {"trial": 0, "seed": FLAGS.seed, "steps": 0, "dev": scores, "epochs": [],
-             "train_seconds": time.perf_counter() - started, "predict_seconds": 0.0,
-             "model": None, "predictions": {}, "probe_c": fit.c,
-             "probe_held_out_accuracy": {str(c): a for c, a in fit.held_out_accuracy.items()},
-             "majority_class_accuracy": majority}
-    results = make_results(identity, {"num_train_examples": len(train)},
-                           task.glue_score_metric, [trial])
+    trial = {
+        "trial": 0,
+        "seed": FLAGS.seed,
+        "steps": 0,
+        "dev": scores,
+        "epochs": [],
+        "train_seconds": time.perf_counter() - started,
+        "predict_seconds": 0.0,
+        "model": None,
+        "predictions": {},
+        "probe_c": fit.c,
+        "probe_held_out_accuracy": {str(c): a for c, a in fit.held_out_accuracy.items()},
+        "majority_class_accuracy": majority,
+    }
+    results = make_results(
+        identity, {"num_train_examples": len(train)}, task.glue_score_metric, [trial]
+    )
     os.makedirs(output_dir, exist_ok=True)
     write_results(results_file, results)
-    _say(f"Linear probe on {task.name} (C={fit.c:g}): "
-         + ", ".join(f"{k} {100 * v:.2f}" for k, v in scores.items())
-         + f" (majority class: accuracy {100 * majority:.2f})")
+    _say(
+        f"Linear probe on {task.name} (C={fit.c:g}): "
+        + ", ".join(f"{k} {100 * v:.2f}" for k, v in scores.items())
+        + f" (majority class: accuracy {100 * majority:.2f})"
+    )
     _say(f"Results: {results_file}")
 
 

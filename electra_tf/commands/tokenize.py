@@ -25,10 +25,10 @@ FLAGS = flags.FLAGS
 def define_flags(module_name: str) -> None:
     """The command's flags; defined only when it runs, so importing the module defines none."""
     flags.DEFINE_string("vocab_file", None, "BERT-style vocab.txt.", module_name=module_name)
-    flags.DEFINE_boolean("pieces", False, "Print the tokens instead of their ids.",
-                         module_name=module_name)
-    flags.DEFINE_integer("batch_lines", 512, "Lines tokenized per call.",
-                         module_name=module_name)
+    flags.DEFINE_boolean(
+        "pieces", False, "Print the tokens instead of their ids.", module_name=module_name
+    )
+    flags.DEFINE_integer("batch_lines", 512, "Lines tokenized per call.", module_name=module_name)
     cli.define_text_flags(module_name)
     flags.mark_flag_as_required("vocab_file")
 
@@ -60,8 +60,10 @@ def main(argv):
     for batch in _batches(stdin, FLAGS.batch_lines):
         data = [line.encode("utf-8", errors="surrogateescape") for line in batch]
         for ids in tokenizer.tokenize(data).to_list():
-            out.write(" ".join(tokenizer.convert_ids_to_tokens(ids) if FLAGS.pieces
-                               else map(str, ids)) + "\n")
+            out.write(
+                " ".join(tokenizer.convert_ids_to_tokens(ids) if FLAGS.pieces else map(str, ids))
+                + "\n"
+            )
     out.flush()
 
 

@@ -26,12 +26,15 @@ FLAGS = flags.FLAGS
 
 def define_flags(module_name: str) -> None:
     """The command's flags; defined only when it runs, so importing the module defines none."""
-    flags.DEFINE_list("corpus", None, "Text files or globs (comma-separated), UTF-8.",
-                      module_name=module_name)
-    flags.DEFINE_string("output", None, "Where to write vocab.txt (one token per line).",
-                        module_name=module_name)
-    flags.DEFINE_integer("vocab_size", 30522, cli.field_help(VocabOptions, "vocab_size"),
-                         module_name=module_name)
+    flags.DEFINE_list(
+        "corpus", None, "Text files or globs (comma-separated), UTF-8.", module_name=module_name
+    )
+    flags.DEFINE_string(
+        "output", None, "Where to write vocab.txt (one token per line).", module_name=module_name
+    )
+    flags.DEFINE_integer(
+        "vocab_size", 30522, cli.field_help(VocabOptions, "vocab_size"), module_name=module_name
+    )
     cli.define_text_flags(module_name)
     cli.define_vocab_flags(module_name)
     flags.mark_flags_as_required(["corpus", "output"])
@@ -48,15 +51,19 @@ def main(argv):
             raise app.UsageError(f"--corpus: {pattern!r} matches no file.")
         files.extend(m for m in matches if os.path.isfile(m))
     try:
-        tokens, stats = learn_vocab(files, cli.vocab_options_from_flags(FLAGS.vocab_size),
-                                    **cli.text_settings_from_flags())
+        tokens, stats = learn_vocab(
+            files, cli.vocab_options_from_flags(FLAGS.vocab_size), **cli.text_settings_from_flags()
+        )
     except VocabLearningError as error:
         raise app.UsageError(str(error))
     write_vocab(tokens, FLAGS.output)
-    print(f"Wrote {FLAGS.output}: {len(tokens):,} tokens; alphabet {stats['alphabet_size']:,} "
-          f"of {stats['distinct_characters']:,} characters; learned from "
-          f"{stats['sample_bytes'] / 1e6:.1f} MB ({stats['words']:,} words) in "
-          f"{stats['seconds']:.0f}s.", flush=True)
+    print(
+        f"Wrote {FLAGS.output}: {len(tokens):,} tokens; alphabet {stats['alphabet_size']:,} "
+        f"of {stats['distinct_characters']:,} characters; learned from "
+        f"{stats['sample_bytes'] / 1e6:.1f} MB ({stats['words']:,} words) in "
+        f"{stats['seconds']:.0f}s.",
+        flush=True,
+    )
 
 
 if __name__ == "__main__":

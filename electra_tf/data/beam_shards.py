@@ -33,8 +33,9 @@ import os
 import time
 from typing import Callable, Optional, Sequence
 
-_BEAM_MISSING = ('Apache Beam is not installed: pip install "electra-tf[beam]" '
-                 '(or pip install apache-beam)')
+_BEAM_MISSING = (
+    'Apache Beam is not installed: pip install "electra-tf[beam]" (or pip install apache-beam)'
+)
 
 try:
     import apache_beam as beam
@@ -68,8 +69,13 @@ class BuildShardFn(beam.DoFn):
 
     def process(self, job: dict):
         sidecar = build_shard(job, self._tokenizer, self._tokenize)
-        logger.info("%s: %d examples from %.1f MB of text in %.1fs", sidecar["shard"],
-                    sidecar["num_examples"], sidecar["text_bytes"] / 1e6, sidecar["seconds"])
+        logger.info(
+            "%s: %d examples from %.1f MB of text in %.1fs",
+            sidecar["shard"],
+            sidecar["num_examples"],
+            sidecar["text_bytes"] / 1e6,
+            sidecar["seconds"],
+        )
         yield sidecar
 
 
@@ -82,13 +88,21 @@ def _check_paths_for_runner(options: PipelineOptions, paths: Sequence[str]) -> N
     runner = str(options.view_as(StandardOptions).runner or "")
     local = [os.fspath(path) for path in paths if not fileio.is_url(os.fspath(path))]
     if "Dataflow" in runner and local:
-        raise ShardError(f"--runner={runner}: the workers cannot read local paths such "
-                                f"as {local[0]!r}; put inputs, vocabulary and output on gs://")
+        raise ShardError(
+            f"--runner={runner}: the workers cannot read local paths such "
+            f"as {local[0]!r}; put inputs, vocabulary and output on gs://"
+        )
 
 
-def write_shards(input_patterns: Sequence[str], output_dir: str, tokenizer_config: dict, *,
-                 pipeline_options: Optional[PipelineOptions] = None,
-                 progress: Optional[Callable[[str], None]] = None, **build_args) -> dict:
+def write_shards(
+    input_patterns: Sequence[str],
+    output_dir: str,
+    tokenizer_config: dict,
+    *,
+    pipeline_options: Optional[PipelineOptions] = None,
+    progress: Optional[Callable[[str], None]] = None,
+    **build_args,
+) -> dict:
     """Builds the shards of `electra_tf.data.shard_build.write_shards` on Apache Beam.
 
     Returns when the pipeline has finished.
@@ -114,30 +128,42 @@ def write_shards(input_patterns: Sequence[str], output_dir: str, tokenizer_confi
     options = pipeline_options or PipelineOptions([])
     if isinstance(input_patterns, str):
         input_patterns = [input_patterns]
-    _check_paths_for_runner(options, [*input_patterns, output_dir,
-                                      tokenizer_config["vocab_file"]])
+    _check_paths_for_runner(options, [*input_patterns, output_dir, tokenizer_config["vocab_file"]])
     started = time.time()
     plan, _ = plan_build(input_patterns, output_dir, tokenizer_config, **build_args)
     for path, problem in plan.damaged.items():
         report(f"Shard {path} is damaged ({problem}): rebuilding it.")
-    report(f"{len(plan.sources)} input file(s), {plan.total_bytes / 1e6:,.1f} MB -> "
-           f"{plan.num_shards} shard(s) in {plan.output_dir}"
-           + (f"; reusing {len(plan.reused)} finished shard(s)" if plan.reused else "")
-           + (f"; building {len(plan.jobs)} on Beam's "
-              f"{options.view_as(StandardOptions).runner or 'DirectRunner'}" if plan.jobs else ""))
+    report(
+        f"{len(plan.sources)} input file(s), {plan.total_bytes / 1e6:,.1f} MB -> "
+        f"{plan.num_shards} shard(s) in {plan.output_dir}"
+        + (f"; reusing {len(plan.reused)} finished shard(s)" if plan.reused else "")
+        + (
+            f"; building {len(plan.jobs)} on Beam's "
+            f"{options.view_as(StandardOptions).runner or 'DirectRunner'}"
+            if plan.jobs
+            else ""
+        )
+    )
 
     with beam.Pipeline(options=options) as pipeline:
-        _ = (pipeline
-             | "Shards to build" >> beam.Create(plan.jobs)
-             | "Build shards" >> beam.ParDo(BuildShardFn(plan.build["tokenizer_config"]))
-             | "Collect sidecars" >> beam.combiners.ToList()
-             | "Write metadata" >> beam.Map(_write_metadata, plan, started))
+        _ = (
+            pipeline
+            | "Shards to build" >> beam.Create(plan.jobs)
+            | "Build shards" >> beam.ParDo(BuildShardFn(plan.build["tokenizer_config"]))
+            | "Collect sidecars" >> beam.combiners.ToList()
+            | "Write metadata" >> beam.Map(_write_metadata, plan, started)
+        )
 
     metadata = read_metadata(plan.output_dir)
     seconds = time.time() - started
-    report(f"wrote {metadata['num_examples']:,} examples in {plan.num_shards} shard(s) to "
-           f"{plan.output_dir} in {seconds:.1f}s"
-           + (f" ({plan.todo_bytes / 1e6 / seconds:.1f} MB/s)" if plan.jobs else "")
-           + (f"; replaced invalid UTF-8 in {metadata['replaced_lines']:,} line(s)"
-              if metadata["replaced_lines"] else ""))
+    report(
+        f"wrote {metadata['num_examples']:,} examples in {plan.num_shards} shard(s) to "
+        f"{plan.output_dir} in {seconds:.1f}s"
+        + (f" ({plan.todo_bytes / 1e6 / seconds:.1f} MB/s)" if plan.jobs else "")
+        + (
+            f"; replaced invalid UTF-8 in {metadata['replaced_lines']:,} line(s)"
+            if metadata["replaced_lines"]
+            else ""
+        )
+    )
     return metadata

@@ -62,13 +62,38 @@ MAX_SOURCE_BYTES = 2_000_000
 _SKIP_DIRS = frozenset({"tests", "test", "testing", "__pycache__", "node_modules"})
 
 # Sections whose bodies are reference material rather than prose.
-_SKIP_SECTIONS = frozenset({
-    "args", "arguments", "attributes", "call arguments", "examples", "example",
-    "input shape", "keyword args", "keyword arguments", "kwargs", "methods",
-    "other parameters", "output shape", "parameters", "params", "raises",
-    "receives", "reference", "references", "return", "returns", "see also",
-    "usage", "example usage", "standalone usage", "warns", "yield", "yields",
-})
+_SKIP_SECTIONS = frozenset(
+    {
+        "args",
+        "arguments",
+        "attributes",
+        "call arguments",
+        "examples",
+        "example",
+        "input shape",
+        "keyword args",
+        "keyword arguments",
+        "kwargs",
+        "methods",
+        "other parameters",
+        "output shape",
+        "parameters",
+        "params",
+        "raises",
+        "receives",
+        "reference",
+        "references",
+        "return",
+        "returns",
+        "see also",
+        "usage",
+        "example usage",
+        "standalone usage",
+        "warns",
+        "yield",
+        "yields",
+    }
+)
 
 _UNDERLINE_RE = re.compile(r"^([=\-~^\"'`#*+_.:])\1{2,}\s*$")
 _COLON_HEADER_RE = re.compile(r"^[A-Za-z][\w-]*(?: [\w-]+){0,3}:$")
@@ -111,15 +136,18 @@ def default_search_paths() -> list[str]:
 
 
 def _is_skipped_dir(name: str) -> bool:
-    return name.startswith(".") or name in _SKIP_DIRS or name.endswith(
-        (".dist-info", ".egg-info"))
+    return name.startswith(".") or name in _SKIP_DIRS or name.endswith((".dist-info", ".egg-info"))
 
 
 def _is_source_file(name: str) -> bool:
     # Test modules living beside the code (TensorFlow's `*_test.py`) are not
     # documentation either.
-    return (name.endswith(".py") and not name.startswith(("test_", "."))
-            and not name.endswith("_test.py") and name != "conftest.py")
+    return (
+        name.endswith(".py")
+        and not name.startswith(("test_", "."))
+        and not name.endswith("_test.py")
+        and name != "conftest.py"
+    )
 
 
 def _walk_package(top: str) -> Iterator[str]:
@@ -293,8 +321,11 @@ def docstring_paragraphs(doc: str) -> list[str]:
         next_line = lines[i + 1].strip() if i + 1 < n else ""
         # reST wants the underline at least as long as the title; allow some
         # sloppiness, but a short "~~~" fence under a sentence is no underline.
-        if (_UNDERLINE_RE.match(next_line) and not _UNDERLINE_RE.match(stripped)
-                and len(next_line) >= 0.75 * len(stripped)):
+        if (
+            _UNDERLINE_RE.match(next_line)
+            and not _UNDERLINE_RE.match(stripped)
+            and len(next_line) >= 0.75 * len(stripped)
+        ):
             start_section(stripped, "section")  # reST / NumPy "Title\n-----".
             i += 2
             continue
@@ -304,7 +335,8 @@ def docstring_paragraphs(doc: str) -> list[str]:
             i += 1
             continue
         if _COLON_HEADER_RE.match(stripped) and (
-                not current or stripped[:-1].lower() in _SKIP_SECTIONS):
+            not current or stripped[:-1].lower() in _SKIP_SECTIONS
+        ):
             # Google-style "Args:"; a short line ending a sentence ("the
             # following way:") inside a paragraph is not a header.
             start_section(stripped, "indented")
@@ -324,7 +356,7 @@ def docstring_paragraphs(doc: str) -> list[str]:
         if bullet:
             flush()
             item_indent = bullet.end()
-            current.append(stripped[bullet.end():])
+            current.append(stripped[bullet.end() :])
             i += 1
             continue
         current.append(stripped)
@@ -351,11 +383,13 @@ def is_prose(paragraph: str, min_chars: int) -> bool:
 # Corpus building.
 
 
-def build_default_corpus(output_path: str,
-                         *,
-                         max_bytes: int = 8_000_000,
-                         search_paths: Optional[list[str]] = None,
-                         min_chars: int = 40) -> dict:
+def build_default_corpus(
+    output_path: str,
+    *,
+    max_bytes: int = 8_000_000,
+    search_paths: Optional[list[str]] = None,
+    min_chars: int = 40,
+) -> dict:
     """Writes the documentation of installed packages as a pre-training corpus.
 
     Args:
@@ -397,8 +431,14 @@ def build_default_corpus(output_path: str,
     tmp_path = f"{output_path}.tmp-{os.getpid()}"
 
     start = time.monotonic()
-    stats = {"files_scanned": 0, "docstrings": 0, "paragraphs": 0, "bytes": 0,
-             "documents": 0, "path": output_path}
+    stats = {
+        "files_scanned": 0,
+        "docstrings": 0,
+        "paragraphs": 0,
+        "bytes": 0,
+        "documents": 0,
+        "path": output_path,
+    }
     seen: set[str] = set()
     skipped = 0
     full = False
@@ -452,7 +492,8 @@ def build_default_corpus(output_path: str,
         if stats["paragraphs"] == 0:
             raise ValueError(
                 f"no documentation prose found under {roots}; pass search_paths "
-                "pointing at installed Python packages or provide a corpus")
+                "pointing at installed Python packages or provide a corpus"
+            )
         os.replace(tmp_path, output_path)
     finally:
         if os.path.exists(tmp_path):
@@ -460,7 +501,13 @@ def build_default_corpus(output_path: str,
 
     logger.info(
         "Default corpus: %d bytes, %d paragraphs in %d documents from %d files "
-        "(%d skipped) in %.1f s -> %s", stats["bytes"], stats["paragraphs"],
-        stats["documents"], stats["files_scanned"], skipped,
-        time.monotonic() - start, output_path)
+        "(%d skipped) in %.1f s -> %s",
+        stats["bytes"],
+        stats["paragraphs"],
+        stats["documents"],
+        stats["files_scanned"],
+        skipped,
+        time.monotonic() - start,
+        output_path,
+    )
     return stats

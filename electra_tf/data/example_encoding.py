@@ -51,8 +51,9 @@ def _packed_varints(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return flat, offsets
 
 
-def serialize_examples(input_ids: np.ndarray, input_mask: np.ndarray,
-                       segment_ids: np.ndarray) -> list[bytes]:
+def serialize_examples(
+    input_ids: np.ndarray, input_mask: np.ndarray, segment_ids: np.ndarray
+) -> list[bytes]:
     """Encodes feature rows as serialized `tf.train.Example` protos.
 
     The bytes equal `tf.train.Example(...).SerializeToString(deterministic=True)`
@@ -86,8 +87,15 @@ def serialize_examples(input_ids: np.ndarray, input_mask: np.ndarray,
         value_len = len(feature_header) + feature_len
         key_field = _length_delimited(b"\x0a", key)
         entry_len = len(key_field) + 1 + len(_varint(value_len)) + value_len
-        return (b"\x0a" + _varint(entry_len) + key_field + b"\x12" + _varint(value_len)
-                + feature_header + int64_list_header)
+        return (
+            b"\x0a"
+            + _varint(entry_len)
+            + key_field
+            + b"\x12"
+            + _varint(value_len)
+            + feature_header
+            + int64_list_header
+        )
 
     # 0/1 values are one varint byte each, so these entries have fixed framing.
     mask_prefix = entry_prefix(b"input_mask", length)
@@ -104,8 +112,15 @@ def serialize_examples(input_ids: np.ndarray, input_mask: np.ndarray,
         prefix = id_prefixes.get(end - start)
         if prefix is None:
             prefix = id_prefixes[end - start] = entry_prefix(b"input_ids", end - start)
-        features = b"".join((prefix, id_bytes[start:end],
-                             mask_prefix, mask_bytes[r * length:(r + 1) * length],
-                             seg_prefix, seg_bytes[r * length:(r + 1) * length]))
+        features = b"".join(
+            (
+                prefix,
+                id_bytes[start:end],
+                mask_prefix,
+                mask_bytes[r * length : (r + 1) * length],
+                seg_prefix,
+                seg_bytes[r * length : (r + 1) * length],
+            )
+        )
         records.append(b"\x0a" + _varint(len(features)) + features)
     return records

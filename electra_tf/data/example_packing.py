@@ -52,8 +52,13 @@ class ExampleBuilder:
         short_seq_prob: probability that the next target length is random.
     """
 
-    def __init__(self, max_seq_length: int, rng, single_segment_prob: float = 0.1,
-                 short_seq_prob: float = 0.05):
+    def __init__(
+        self,
+        max_seq_length: int,
+        rng,
+        single_segment_prob: float = 0.1,
+        short_seq_prob: float = 0.05,
+    ):
         self.max_length = int(max_seq_length)
         self._rng = rng
         self._single_segment_prob = single_segment_prob
@@ -100,16 +105,19 @@ class ExampleBuilder:
         len_first = len_second = 0
         for sentence in self._sentences:
             n = len(sentence)
-            if (len_first == 0 or len_first + n < first_target
-                    or (len_second == 0 and len_first < first_target and rng.random() < 0.5)):
+            if (
+                len_first == 0
+                or len_first + n < first_target
+                or (len_second == 0 and len_first < first_target and rng.random() < 0.5)
+            ):
                 first.append(sentence)
                 len_first += n
             else:
                 second.append(sentence)
                 len_second += n
 
-        a = _concat(first)[:self.max_length - 2]
-        b = _concat(second)[:max(0, self.max_length - len(a) - 3)]
+        a = _concat(first)[: self.max_length - 2]
+        b = _concat(second)[: max(0, self.max_length - len(a) - 3)]
 
         self._sentences = []
         self._length = 0
@@ -126,8 +134,9 @@ def _concat(parts: list) -> np.ndarray:
     return np.concatenate([np.asarray(p, dtype=np.int64) for p in parts])
 
 
-def example_arrays(examples: Sequence[tuple], max_seq_length: int, cls_id: int,
-                   sep_id: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def example_arrays(
+    examples: Sequence[tuple], max_seq_length: int, cls_id: int, sep_id: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Lays out `(A, B)` pairs as padded feature rows.
 
     Args:
@@ -146,12 +155,12 @@ def example_arrays(examples: Sequence[tuple], max_seq_length: int, cls_id: int,
     for r, (a, b) in enumerate(examples):
         la, lb = len(a), len(b)
         ids[r, 0] = cls_id
-        ids[r, 1:1 + la] = a
+        ids[r, 1 : 1 + la] = a
         ids[r, 1 + la] = sep_id
         end = la + 2
         a_ends[r] = end
         if lb:
-            ids[r, end:end + lb] = b
+            ids[r, end : end + lb] = b
             ids[r, end + lb] = sep_id
             end += lb + 1
         ends[r] = end

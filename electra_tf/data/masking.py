@@ -30,13 +30,20 @@ _PHILOX_OUTPUTS_PER_COUNTER = 4  # uint32 words per Philox-4x32 block
 
 
 def _validate(mask_rate, max_predictions_per_seq, mask_token_rate, seq_len):
-    if (isinstance(mask_rate, bool) or not isinstance(mask_rate, numbers.Real)
-            or not 0.0 < mask_rate <= 1.0):
+    if (
+        isinstance(mask_rate, bool)
+        or not isinstance(mask_rate, numbers.Real)
+        or not 0.0 < mask_rate <= 1.0
+    ):
         raise ValueError(f"mask_rate={mask_rate!r}: must be in (0, 1].")
-    if (isinstance(max_predictions_per_seq, bool) or not isinstance(max_predictions_per_seq, int)
-            or max_predictions_per_seq < 1):
+    if (
+        isinstance(max_predictions_per_seq, bool)
+        or not isinstance(max_predictions_per_seq, int)
+        or max_predictions_per_seq < 1
+    ):
         raise ValueError(
-            f"max_predictions_per_seq={max_predictions_per_seq!r}: must be a positive integer.")
+            f"max_predictions_per_seq={max_predictions_per_seq!r}: must be a positive integer."
+        )
     if not 0.0 <= mask_token_rate <= 1.0:
         raise ValueError(f"mask_token_rate={mask_token_rate!r}: must be in [0, 1].")
     if seq_len is None:
@@ -44,7 +51,8 @@ def _validate(mask_rate, max_predictions_per_seq, mask_token_rate, seq_len):
     if max_predictions_per_seq > seq_len:
         raise ValueError(
             f"max_predictions_per_seq={max_predictions_per_seq} is larger than the sequence "
-            f"length {seq_len}; lower --max_predictions_per_seq.")
+            f"length {seq_len}; lower --max_predictions_per_seq."
+        )
 
 
 def _noise_width(seq_len, n):
@@ -52,20 +60,33 @@ def _noise_width(seq_len, n):
     return seq_len + 2 * n
 
 
-def _mask_rows(input_ids, input_mask, uniforms, *, mask_rate, n, pad_id, cls_id, sep_id,
-               mask_id, mask_token_rate):
+def _mask_rows(
+    input_ids,
+    input_mask,
+    uniforms,
+    *,
+    mask_rate,
+    n,
+    pad_id,
+    cls_id,
+    sep_id,
+    mask_id,
+    mask_token_rate,
+):
     """Vectorised masking of ``[B, L]`` rows given per-row uniforms ``[B, >= L + 2N]``."""
     seq_len = input_ids.shape[-1]
     scores_u = uniforms[:, :seq_len]
-    replace_u = uniforms[:, seq_len:seq_len + n]
-    sampling_uniforms = uniforms[:, seq_len + n:seq_len + 2 * n]
+    replace_u = uniforms[:, seq_len : seq_len + n]
+    sampling_uniforms = uniforms[:, seq_len + n : seq_len + 2 * n]
 
     is_real = tf.equal(input_mask, 1)
-    is_candidate = (is_real
-                    & tf.not_equal(input_ids, pad_id)
-                    & tf.not_equal(input_ids, cls_id)
-                    & tf.not_equal(input_ids, sep_id)
-                    & tf.not_equal(input_ids, mask_id))
+    is_candidate = (
+        is_real
+        & tf.not_equal(input_ids, pad_id)
+        & tf.not_equal(input_ids, cls_id)
+        & tf.not_equal(input_ids, sep_id)
+        & tf.not_equal(input_ids, mask_id)
+    )
     num_tokens = tf.reduce_sum(tf.cast(is_real, tf.int32), axis=1)
     num_candidates = tf.reduce_sum(tf.cast(is_candidate, tf.int32), axis=1)
     # float64 so the count matches Python/NumPy arithmetic: 0.15 * 190 is
@@ -88,8 +109,12 @@ def _mask_rows(input_ids, input_mask, uniforms, *, mask_rate, n, pad_id, cls_id,
     # Used positions within a row are distinct and unused slots add 0 at
     # index 0, so the summed scatter is exactly the replace indicator.
     rows = tf.broadcast_to(tf.range(tf.shape(positions)[0])[:, None], tf.shape(positions))
-    replace_at = tf.scatter_nd(tf.stack([rows, positions], axis=-1),
-                               tf.cast(replace, tf.int32), tf.shape(input_ids)) > 0
+    replace_at = (
+        tf.scatter_nd(
+            tf.stack([rows, positions], axis=-1), tf.cast(replace, tf.int32), tf.shape(input_ids)
+        )
+        > 0
+    )
     masked_input_ids = tf.where(replace_at, tf.cast(mask_id, input_ids.dtype), input_ids)
     return {
         "masked_input_ids": masked_input_ids,
@@ -100,8 +125,19 @@ def _mask_rows(input_ids, input_mask, uniforms, *, mask_rate, n, pad_id, cls_id,
     }
 
 
-def mask_example(input_ids, input_mask, seed, *, mask_rate, max_predictions_per_seq,
-                 pad_id, cls_id, sep_id, mask_id, mask_token_rate=MASK_TOKEN_RATE):
+def mask_example(
+    input_ids,
+    input_mask,
+    seed,
+    *,
+    mask_rate,
+    max_predictions_per_seq,
+    pad_id,
+    cls_id,
+    sep_id,
+    mask_id,
+    mask_token_rate=MASK_TOKEN_RATE,
+):
     """Chooses and masks positions of one example (ELECTRA's ``mask()`` rules).
 
     Candidates are the real tokens (``input_mask == 1``, and not ``pad_id``)
@@ -152,10 +188,20 @@ def mask_example(input_ids, input_mask, seed, *, mask_rate, max_predictions_per_
     _validate(mask_rate, max_predictions_per_seq, mask_token_rate, seq_len)
     n = max_predictions_per_seq
     uniforms = tf.random.stateless_uniform(
-        [_noise_width(seq_len, n)], seed=tf.cast(seed, tf.int64), dtype=tf.float32, alg="philox")
-    out = _mask_rows(input_ids[None], input_mask[None], uniforms[None], mask_rate=mask_rate,
-                     n=n, pad_id=pad_id, cls_id=cls_id, sep_id=sep_id, mask_id=mask_id,
-                     mask_token_rate=mask_token_rate)
+        [_noise_width(seq_len, n)], seed=tf.cast(seed, tf.int64), dtype=tf.float32, alg="philox"
+    )
+    out = _mask_rows(
+        input_ids[None],
+        input_mask[None],
+        uniforms[None],
+        mask_rate=mask_rate,
+        n=n,
+        pad_id=pad_id,
+        cls_id=cls_id,
+        sep_id=sep_id,
+        mask_id=mask_id,
+        mask_token_rate=mask_token_rate,
+    )
     return {k: v[0] for k, v in out.items()}
 
 
@@ -190,16 +236,21 @@ def example_uniforms(seed, example_index, width):
     def draw(first_index, num_rows):
         start = tf.bitcast(first_index * blocks, tf.uint64)
         u = tf.raw_ops.StatelessRandomUniformV2(
-            shape=tf.reshape(num_rows * row_len, [1]), key=key,
-            counter=tf.stack([start, counter[1]]), alg=_PHILOX, dtype=tf.float32)
+            shape=tf.reshape(num_rows * row_len, [1]),
+            key=key,
+            counter=tf.stack([start, counter[1]]),
+            alg=_PHILOX,
+            dtype=tf.float32,
+        )
         return tf.reshape(u, [num_rows, row_len])
 
     def contiguous():
         return draw(index[0], batch)
 
     def row_by_row():
-        return tf.map_fn(lambda g: draw(g, 1)[0], index,
-                         fn_output_signature=tf.TensorSpec([row_len], tf.float32))
+        return tf.map_fn(
+            lambda g: draw(g, 1)[0], index, fn_output_signature=tf.TensorSpec([row_len], tf.float32)
+        )
 
     # Empty and one-row batches count as consecutive (no gaps); empty ones
     # still take the row-by-row branch since index[0] does not exist.
@@ -210,9 +261,20 @@ def example_uniforms(seed, example_index, width):
     return u
 
 
-def mask_batch(input_ids, input_mask, example_index, seed, *, mask_rate,
-               max_predictions_per_seq, pad_id, cls_id, sep_id, mask_id,
-               mask_token_rate=MASK_TOKEN_RATE):
+def mask_batch(
+    input_ids,
+    input_mask,
+    example_index,
+    seed,
+    *,
+    mask_rate,
+    max_predictions_per_seq,
+    pad_id,
+    cls_id,
+    sep_id,
+    mask_id,
+    mask_token_rate=MASK_TOKEN_RATE,
+):
     """Masks a batch; row ``i`` depends only on its tokens and ``(seed, example_index[i])``.
 
     Same rules as ``mask_example`` (see there), vectorised over rows. Because a
@@ -240,6 +302,15 @@ def mask_batch(input_ids, input_mask, example_index, seed, *, mask_rate,
     _validate(mask_rate, max_predictions_per_seq, mask_token_rate, seq_len)
     n = max_predictions_per_seq
     uniforms = example_uniforms(seed, example_index, _noise_width(seq_len, n))
-    return _mask_rows(input_ids, input_mask, uniforms, mask_rate=mask_rate, n=n,
-                      pad_id=pad_id, cls_id=cls_id, sep_id=sep_id, mask_id=mask_id,
-                      mask_token_rate=mask_token_rate)
+    return _mask_rows(
+        input_ids,
+        input_mask,
+        uniforms,
+        mask_rate=mask_rate,
+        n=n,
+        pad_id=pad_id,
+        cls_id=cls_id,
+        sep_id=sep_id,
+        mask_id=mask_id,
+        mask_token_rate=mask_token_rate,
+    )

@@ -30,8 +30,13 @@ from electra_tf import fileio
 from electra_tf.data.masking import mask_batch
 from electra_tf.data.shard_layout import FEATURE_NAMES, METADATA_FILE
 
-MASKING_OUTPUT_NAMES = ("masked_input_ids", "masked_lm_positions", "masked_lm_ids",
-                        "masked_lm_weights", "sampling_uniforms")
+MASKING_OUTPUT_NAMES = (
+    "masked_input_ids",
+    "masked_lm_positions",
+    "masked_lm_ids",
+    "masked_lm_weights",
+    "sampling_uniforms",
+)
 SPECIAL_ID_KEYS = ("pad_id", "cls_id", "sep_id", "mask_id")
 
 # Purposes folded into the user seed so that the shard order, the record order
@@ -67,7 +72,8 @@ def load_shard_metadata(shard_dir):
     meta_path = os.path.join(shard_dir, METADATA_FILE)
     if not fileio.isfile(meta_path):
         raise PipelineError(
-            f"{meta_path!r} not found: {shard_dir!r} is not a directory of pre-training shards.")
+            f"{meta_path!r} not found: {shard_dir!r} is not a directory of pre-training shards."
+        )
     try:
         with fileio.open_file(meta_path, "r") as f:
             meta = json.load(f)
@@ -83,11 +89,16 @@ def load_shard_metadata(shard_dir):
         raise PipelineError(f"{meta_path!r} lists no shards.")
     paths, counts = [], []
     for i, shard in enumerate(shards):
-        if (not isinstance(shard, dict) or not isinstance(shard.get("path"), str)
-                or not isinstance(shard.get("num_examples"), int) or shard["num_examples"] < 0):
+        if (
+            not isinstance(shard, dict)
+            or not isinstance(shard.get("path"), str)
+            or not isinstance(shard.get("num_examples"), int)
+            or shard["num_examples"] < 0
+        ):
             raise PipelineError(
                 f"{meta_path!r}: shard entry {i} must be {{'path': str, 'num_examples': int >= 0}}, "
-                f"got {shard!r}.")
+                f"got {shard!r}."
+            )
         path = os.path.join(shard_dir, shard["path"])
         if not fileio.isfile(path):
             raise PipelineError(f"Shard {path!r} listed in {meta_path!r} does not exist.")
@@ -97,7 +108,8 @@ def load_shard_metadata(shard_dir):
     if "num_examples" in meta and meta["num_examples"] != total:
         raise PipelineError(
             f"{meta_path!r}: num_examples={meta['num_examples']!r} but the shards list "
-            f"{total} examples in total; the directory is inconsistent, rewrite the shards.")
+            f"{total} examples in total; the directory is inconsistent, rewrite the shards."
+        )
     if total == 0:
         raise PipelineError(f"{meta_path!r}: the shards hold no examples.")
     return {"max_seq_length": seq_len, "num_examples": total, "paths": paths, "counts": counts}
@@ -119,7 +131,8 @@ def _check_first_record(path, seq_len):
         if n != seq_len:
             raise PipelineError(
                 f"{path!r}: feature {name!r} has length {n}, but metadata.json says "
-                f"max_seq_length={seq_len}.")
+                f"max_seq_length={seq_len}."
+            )
 
 
 def _check_int(name, value, minimum):
@@ -130,12 +143,23 @@ def _check_int(name, value, minimum):
 def _stream_seed(seed, stream, index):
     """Stateless int64 ``[2]`` seed for ``index`` within one purpose stream."""
     return tf.random.experimental.stateless_fold_in(
-        tf.constant([seed, stream], tf.int64), tf.cast(index, tf.int64))
+        tf.constant([seed, stream], tf.int64), tf.cast(index, tf.int64)
+    )
 
 
-def make_pretraining_dataset(shard_dir, *, batch_size, max_predictions_per_seq, mask_rate,
-                             special_ids, seed, start_example=0, shuffle_buffer_size=1000,
-                             is_training=True, max_seq_length=None):
+def make_pretraining_dataset(
+    shard_dir,
+    *,
+    batch_size,
+    max_predictions_per_seq,
+    mask_rate,
+    special_ids,
+    seed,
+    start_example=0,
+    shuffle_buffer_size=1000,
+    is_training=True,
+    max_seq_length=None,
+):
     """Builds the batched, dynamically masked pre-training dataset.
 
     Training (``is_training=True``) streams pass after pass forever. Pass ``p``
@@ -177,15 +201,20 @@ def make_pretraining_dataset(shard_dir, *, batch_size, max_predictions_per_seq, 
     if max_seq_length is not None and max_seq_length != seq_len:
         raise PipelineError(
             f"--max_seq_length={max_seq_length} but the shards in {shard_dir!r} were written with "
-            f"max_seq_length={seq_len}; rewrite the shards or change the flag.")
+            f"max_seq_length={seq_len}; rewrite the shards or change the flag."
+        )
     _check_int("batch_size", batch_size, 1)
     _check_int("max_predictions_per_seq", max_predictions_per_seq, 1)
     if max_predictions_per_seq > seq_len:
         raise PipelineError(
             f"max_predictions_per_seq={max_predictions_per_seq} exceeds the shards' "
-            f"max_seq_length={seq_len} ({shard_dir!r}).")
-    if (isinstance(mask_rate, bool) or not isinstance(mask_rate, (int, float))
-            or not 0.0 < mask_rate <= 1.0):
+            f"max_seq_length={seq_len} ({shard_dir!r})."
+        )
+    if (
+        isinstance(mask_rate, bool)
+        or not isinstance(mask_rate, (int, float))
+        or not 0.0 < mask_rate <= 1.0
+    ):
         raise PipelineError(f"mask_rate={mask_rate!r}: must be in (0, 1].")
     _check_int("seed", seed, 0)
     if seed > _INT64_MAX:
@@ -194,7 +223,8 @@ def make_pretraining_dataset(shard_dir, *, batch_size, max_predictions_per_seq, 
     _check_int("shuffle_buffer_size", shuffle_buffer_size, 0)
     if not isinstance(special_ids, dict) or any(k not in special_ids for k in SPECIAL_ID_KEYS):
         raise PipelineError(
-            f"special_ids={special_ids!r}: must be a dict with keys {', '.join(SPECIAL_ID_KEYS)}.")
+            f"special_ids={special_ids!r}: must be a dict with keys {', '.join(SPECIAL_ID_KEYS)}."
+        )
     specials = {k: int(special_ids[k]) for k in SPECIAL_ID_KEYS}
     _check_first_record(meta["paths"][0], seq_len)
 
@@ -208,12 +238,20 @@ def make_pretraining_dataset(shard_dir, *, batch_size, max_predictions_per_seq, 
 
         def one_pass(p):
             files = tf.random.experimental.stateless_shuffle(
-                paths, seed=_stream_seed(seed, _SHARD_ORDER_STREAM, p))
+                paths, seed=_stream_seed(seed, _SHARD_ORDER_STREAM, p)
+            )
             records = tf.data.Dataset.from_tensor_slices(files).interleave(
-                tf.data.TFRecordDataset, cycle_length=cycle_length, block_length=1,
-                num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
-            skip = tf.where(tf.equal(p, first_pass), tf.constant(skip_in_first, tf.int64),
-                            tf.constant(0, tf.int64))
+                tf.data.TFRecordDataset,
+                cycle_length=cycle_length,
+                block_length=1,
+                num_parallel_calls=tf.data.AUTOTUNE,
+                deterministic=True,
+            )
+            skip = tf.where(
+                tf.equal(p, first_pass),
+                tf.constant(skip_in_first, tf.int64),
+                tf.constant(0, tf.int64),
+            )
             if window > 1:
                 record_seed = _stream_seed(seed, _RECORD_ORDER_STREAM, p)
                 # Windows are full except the last one, so whole windows can be
@@ -221,7 +259,8 @@ def make_pretraining_dataset(shard_dir, *, batch_size, max_predictions_per_seq, 
                 windows = records.batch(window).enumerate().skip(skip // window)
                 records = windows.map(
                     lambda w, recs: tf.random.experimental.stateless_shuffle(
-                        recs, seed=tf.random.experimental.stateless_fold_in(record_seed, w))
+                        recs, seed=tf.random.experimental.stateless_fold_in(record_seed, w)
+                    )
                 ).unbatch()
                 skip = skip % window
             return records.skip(skip)
@@ -236,9 +275,17 @@ def make_pretraining_dataset(shard_dir, *, batch_size, max_predictions_per_seq, 
     def parse_and_mask(index, serialized):
         parsed = tf.io.parse_example(serialized, features)
         out = {name: tf.cast(parsed[name], tf.int32) for name in FEATURE_NAMES}
-        out.update(mask_batch(
-            out["input_ids"], out["input_mask"], index, mask_seed,
-            mask_rate=mask_rate, max_predictions_per_seq=max_predictions_per_seq, **specials))
+        out.update(
+            mask_batch(
+                out["input_ids"],
+                out["input_mask"],
+                index,
+                mask_seed,
+                mask_rate=mask_rate,
+                max_predictions_per_seq=max_predictions_per_seq,
+                **specials,
+            )
+        )
         return out
 
     # Raw records are batched together with their global indices and then
@@ -288,7 +335,8 @@ def pipeline_throughput(dataset, num_batches, warmup_batches=10):
         elapsed = time.perf_counter() - start
     except StopIteration as e:
         raise PipelineError(
-            f"The dataset ended before {warmup_batches} + {num_batches} batches.") from e
+            f"The dataset ended before {warmup_batches} + {num_batches} batches."
+        ) from e
     return num_batches / elapsed
 
 
@@ -303,8 +351,13 @@ def dummy_batch(config) -> dict:
     """
     length, slots = config.max_seq_length, config.resolved_max_predictions_per_seq
     ints = lambda n: np.zeros((1, n), np.int32)  # noqa: E731
-    return {"input_ids": ints(length), "input_mask": np.ones((1, length), np.int32),
-            "segment_ids": ints(length), "masked_input_ids": ints(length),
-            "masked_lm_positions": ints(slots), "masked_lm_ids": ints(slots),
-            "masked_lm_weights": np.zeros((1, slots), np.float32),
-            "sampling_uniforms": np.zeros((1, slots), np.float32)}
+    return {
+        "input_ids": ints(length),
+        "input_mask": np.ones((1, length), np.int32),
+        "segment_ids": ints(length),
+        "masked_input_ids": ints(length),
+        "masked_lm_positions": ints(slots),
+        "masked_lm_ids": ints(slots),
+        "masked_lm_weights": np.zeros((1, slots), np.float32),
+        "sampling_uniforms": np.zeros((1, slots), np.float32),
+    }

@@ -80,8 +80,9 @@ def corpus_key(files: Sequence[str]) -> str:
     An edited corpus gets a new folder (a new vocabulary and shards) instead of
     silently reusing what was learned from the old text.
     """
-    listing = "\n".join(f"{os.path.abspath(f)}\t{os.path.getsize(f)}\t{os.path.getmtime(f)}"
-                        for f in files)
+    listing = "\n".join(
+        f"{os.path.abspath(f)}\t{os.path.getsize(f)}\t{os.path.getmtime(f)}" for f in files
+    )
     digest = hashlib.sha256(listing.encode()).hexdigest()
     stem = os.path.splitext(os.path.basename(files[0]))[0] or "corpus"
     return f"{stem}-{digest[:8]}"
@@ -92,15 +93,24 @@ def casing_name(config) -> str:
 
     `casefold` builds keep their earlier names.
     """
-    return f"{'uncased' if config.do_lower_case else 'cased'}" + (
-        "" if config.resolved_strip_accents == config.do_lower_case
-        else ("-strip" if config.resolved_strip_accents else "-accents")) + (
-        "" if config.normalization == DEFAULT_NORMALIZATION else f"-{config.normalization}")
+    return (
+        f"{'uncased' if config.do_lower_case else 'cased'}"
+        + (
+            ""
+            if config.resolved_strip_accents == config.do_lower_case
+            else ("-strip" if config.resolved_strip_accents else "-accents")
+        )
+        + ("" if config.normalization == DEFAULT_NORMALIZATION else f"-{config.normalization}")
+    )
 
 
-def learned_vocab(corpus: Sequence[str], data_dir: str, config,
-                  options: vocab_learning.VocabOptions,
-                  progress: Callable[[str], None]) -> str:
+def learned_vocab(
+    corpus: Sequence[str],
+    data_dir: str,
+    config,
+    options: vocab_learning.VocabOptions,
+    progress: Callable[[str], None],
+) -> str:
     """The vocabulary learned from the corpus with `options` (cached in `data_dir`).
 
     Returns:
@@ -109,32 +119,44 @@ def learned_vocab(corpus: Sequence[str], data_dir: str, config,
     Raises:
         VocabLearningError: the options or the text do not allow a vocabulary.
     """
-    settings = {"do_lower_case": config.do_lower_case,
-                "strip_accents": config.resolved_strip_accents,
-                "normalization": config.normalization}
+    settings = {
+        "do_lower_case": config.do_lower_case,
+        "strip_accents": config.resolved_strip_accents,
+        "normalization": config.normalization,
+    }
     size = options.vocab_size
     vocab_file = os.path.join(
-        data_dir, f"vocab-{casing_name(config)}-{size}-{options.cache_key(settings)}.txt")
+        data_dir, f"vocab-{casing_name(config)}-{size}-{options.cache_key(settings)}.txt"
+    )
     if os.path.exists(vocab_file):
         progress(f"Vocabulary: {vocab_file} (cached)")
         return vocab_file
     progress(f"Learning a {size}-token WordPiece vocabulary from the corpus...")
     tokens, stats = vocab_learning.learn_vocab(list(corpus), options, **settings)
     vocab_learning.write_vocab(tokens, vocab_file)
-    progress(f"Vocabulary: {vocab_file}, {len(tokenization.load_vocab(vocab_file)):,} tokens, "
-             f"{stats['alphabet_size']:,} of {stats['distinct_characters']:,} characters, from "
-             f"{stats['sample_bytes'] / 1e6:.1f} MB of text ({stats['seconds']:.0f}s)")
+    progress(
+        f"Vocabulary: {vocab_file}, {len(tokenization.load_vocab(vocab_file)):,} tokens, "
+        f"{stats['alphabet_size']:,} of {stats['distinct_characters']:,} characters, from "
+        f"{stats['sample_bytes'] / 1e6:.1f} MB of text ({stats['seconds']:.0f}s)"
+    )
     return vocab_file
 
 
-def prepare_pretraining_data(config, corpus: Sequence[str], data_dir: str, *,
-                             vocab_file: Optional[str] = None,
-                             vocab_options: Optional[vocab_learning.VocabOptions] = None,
-                             eval_corpus: Optional[Sequence[str]] = None,
-                             eval_fraction: float = 0.0, num_shards: Optional[int] = None,
-                             num_workers: int = 1, invalid_utf8: str = "error",
-                             check_config: Optional[Callable] = None,
-                             progress: Optional[Callable[[str], None]] = None) -> PreparedData:
+def prepare_pretraining_data(
+    config,
+    corpus: Sequence[str],
+    data_dir: str,
+    *,
+    vocab_file: Optional[str] = None,
+    vocab_options: Optional[vocab_learning.VocabOptions] = None,
+    eval_corpus: Optional[Sequence[str]] = None,
+    eval_fraction: float = 0.0,
+    num_shards: Optional[int] = None,
+    num_workers: int = 1,
+    invalid_utf8: str = "error",
+    check_config: Optional[Callable] = None,
+    progress: Optional[Callable[[str], None]] = None,
+) -> PreparedData:
     """Finds or builds a run's vocabulary and its training and held-out shards.
 
     Sets `config.model.vocab_size` to the vocabulary's size and validates
@@ -180,11 +202,12 @@ def prepare_pretraining_data(config, corpus: Sequence[str], data_dir: str, *,
         raise ValueError(f"eval_fraction={eval_fraction}: must be in [0, 1)")
     os.makedirs(data_dir, exist_ok=True)
     if vocab_file is None:
-        vocab_file = learned_vocab(corpus, data_dir, config,
-                                   vocab_options or vocab_learning.VocabOptions(), say)
-    tokenizer = tokenization.WordPieceTokenizer(vocab_file, config.do_lower_case,
-                                                config.resolved_strip_accents,
-                                                config.normalization)
+        vocab_file = learned_vocab(
+            corpus, data_dir, config, vocab_options or vocab_learning.VocabOptions(), say
+        )
+    tokenizer = tokenization.WordPieceTokenizer(
+        vocab_file, config.do_lower_case, config.resolved_strip_accents, config.normalization
+    )
     config.model.vocab_size = tokenizer.vocab_size
     config.validate()
     if check_config is not None:
@@ -192,31 +215,47 @@ def prepare_pretraining_data(config, corpus: Sequence[str], data_dir: str, *,
 
     fingerprint = tokenization.vocab_fingerprint(vocab_file)[:8]
     # Seed, shard count and the held-out split change the examples, so they are part of the name.
-    build_name = (f"L{config.max_seq_length}-{casing_name(config)}-{fingerprint}-s{config.seed}"
-                  + (f"-n{num_shards}" if num_shards else ""))
-    shard_dir = os.path.join(data_dir, f"shards-{build_name}"
-                             + (f"-holdout{eval_fraction:g}" if eval_fraction else ""))
+    build_name = f"L{config.max_seq_length}-{casing_name(config)}-{fingerprint}-s{config.seed}" + (
+        f"-n{num_shards}" if num_shards else ""
+    )
+    shard_dir = os.path.join(
+        data_dir, f"shards-{build_name}" + (f"-holdout{eval_fraction:g}" if eval_fraction else "")
+    )
 
     def build(files, directory, text_range, what, count) -> dict:
         say(f"Writing {what} TFRecord shards to {directory} ...")
         try:
             metadata = write_shards(
-                files, directory, tokenizer.get_config(), max_seq_length=config.max_seq_length,
-                num_shards=count, num_workers=num_workers, seed=config.seed,
-                invalid_utf8=invalid_utf8, text_range=text_range, progress=say)
+                files,
+                directory,
+                tokenizer.get_config(),
+                max_seq_length=config.max_seq_length,
+                num_shards=count,
+                num_workers=num_workers,
+                seed=config.seed,
+                invalid_utf8=invalid_utf8,
+                text_range=text_range,
+                progress=say,
+            )
         except ShardError as error:
             raise PreparationError(what, error) from error
-        say(f"{what.capitalize()} shards: {metadata['num_examples']:,} examples of "
-            f"{config.max_seq_length} tokens in {len(metadata['shards'])} file(s).")
+        say(
+            f"{what.capitalize()} shards: {metadata['num_examples']:,} examples of "
+            f"{config.max_seq_length} tokens in {len(metadata['shards'])} file(s)."
+        )
         return metadata
 
     def paths(directory, metadata) -> list[str]:
         return [os.path.join(directory, shard["path"]) for shard in metadata["shards"]]
 
     metadata = build(corpus, shard_dir, (0.0, 1.0 - eval_fraction), "training", num_shards)
-    data = PreparedData(vocab_file=vocab_file, tokenizer=tokenizer, shard_dir=shard_dir,
-                        shard_paths=paths(shard_dir, metadata),
-                        num_examples=metadata["num_examples"])
+    data = PreparedData(
+        vocab_file=vocab_file,
+        tokenizer=tokenizer,
+        shard_dir=shard_dir,
+        shard_paths=paths(shard_dir, metadata),
+        num_examples=metadata["num_examples"],
+    )
     if eval_corpus:
         eval_dir = os.path.join(data_dir, f"eval-{corpus_key(eval_corpus)}-{build_name}")
         eval_metadata = build(eval_corpus, eval_dir, (0.0, 1.0), "held-out", None)

@@ -30,13 +30,25 @@ import numpy as np
 
 from electra_tf import fileio
 from electra_tf.config import DEFAULT_NORMALIZATION
-from electra_tf.data.shard_layout import (FORMAT_VERSION, METADATA_FILE, ShardError,
-                                          remove_stale_tmp, shard_name, write_json_atomic)
+from electra_tf.data.shard_layout import (
+    FORMAT_VERSION,
+    METADATA_FILE,
+    ShardError,
+    remove_stale_tmp,
+    shard_name,
+    write_json_atomic,
+)
 from electra_tf.data.shard_verification import reusable_shards
 from electra_tf.data.shard_writer import build_shard, graph_tokenize
-from electra_tf.data.text_input import (INVALID_UTF8_POLICIES, EmptyTextRange, TextSource,
-                                        default_num_shards, plan_pieces, resolve_sources,
-                                        text_span)
+from electra_tf.data.text_input import (
+    INVALID_UTF8_POLICIES,
+    EmptyTextRange,
+    TextSource,
+    default_num_shards,
+    plan_pieces,
+    resolve_sources,
+    text_span,
+)
 from electra_tf.tokenization import WordPieceTokenizer, vocab_fingerprint
 
 logger = logging.getLogger(__name__)
@@ -88,11 +100,19 @@ def _as_int(flag: str, value, minimum: int) -> int:
     return int(value)
 
 
-def plan_build(input_patterns: Sequence[str], output_dir: str, tokenizer_config: dict, *,
-               max_seq_length: int, num_shards: Optional[int] = None, seed: int = 12345,
-               single_segment_prob: float = 0.1, short_seq_prob: float = 0.05,
-               invalid_utf8: str = "error", text_range: tuple[float, float] = (0.0, 1.0)
-               ) -> tuple[ShardPlan, WordPieceTokenizer]:
+def plan_build(
+    input_patterns: Sequence[str],
+    output_dir: str,
+    tokenizer_config: dict,
+    *,
+    max_seq_length: int,
+    num_shards: Optional[int] = None,
+    seed: int = 12345,
+    single_segment_prob: float = 0.1,
+    short_seq_prob: float = 0.05,
+    invalid_utf8: str = "error",
+    text_range: tuple[float, float] = (0.0, 1.0),
+) -> tuple[ShardPlan, WordPieceTokenizer]:
     """Checks the arguments and the output directory, and splits the work into shards.
 
     Creates `output_dir`, removes temporary files of interrupted runs, and
@@ -110,16 +130,21 @@ def plan_build(input_patterns: Sequence[str], output_dir: str, tokenizer_config:
     if num_shards is not None:
         num_shards = _as_int("num_shards", num_shards, 1)
     seed = _as_int("seed", seed, 0)
-    for flag, value in (("single_segment_prob", single_segment_prob),
-                        ("short_seq_prob", short_seq_prob)):
+    for flag, value in (
+        ("single_segment_prob", single_segment_prob),
+        ("short_seq_prob", short_seq_prob),
+    ):
         if not 0.0 <= float(value) <= 1.0:
             raise ShardError(f"{flag} must be in [0, 1], got {value!r}")
     if invalid_utf8 not in INVALID_UTF8_POLICIES:
-        raise ShardError(f"invalid_utf8 must be one of {INVALID_UTF8_POLICIES}, got {invalid_utf8!r}")
+        raise ShardError(
+            f"invalid_utf8 must be one of {INVALID_UTF8_POLICIES}, got {invalid_utf8!r}"
+        )
     text_range = tuple(float(f) for f in text_range)
     if len(text_range) != 2 or not 0.0 <= text_range[0] < text_range[1] <= 1.0:
-        raise ShardError(f"text_range must be two fractions 0 <= start < end <= 1, "
-                         f"got {text_range!r}")
+        raise ShardError(
+            f"text_range must be two fractions 0 <= start < end <= 1, got {text_range!r}"
+        )
 
     if isinstance(input_patterns, (str, os.PathLike)):
         input_patterns = [input_patterns]
@@ -130,8 +155,10 @@ def plan_build(input_patterns: Sequence[str], output_dir: str, tokenizer_config:
     span = text_span(sources, text_range)
     total_bytes = span[1] - span[0]
     if total_bytes == 0:
-        raise EmptyTextRange(f"text_range={text_range!r} selects no text of {input_patterns!r} "
-                         "(the range is shorter than one document or line)")
+        raise EmptyTextRange(
+            f"text_range={text_range!r} selects no text of {input_patterns!r} "
+            "(the range is shorter than one document or line)"
+        )
 
     tokenizer = WordPieceTokenizer(**tokenizer_config)
     tok_config = tokenizer.get_config()
@@ -159,7 +186,8 @@ def plan_build(input_patterns: Sequence[str], output_dir: str, tokenizer_config:
     # keeps the finished shards.
     fingerprint_input = dict(build, sources=[[s.path, s.size, s.mtime_ns] for s in sources])
     build["fingerprint"] = hashlib.sha256(
-        json.dumps(fingerprint_input, sort_keys=True).encode()).hexdigest()
+        json.dumps(fingerprint_input, sort_keys=True).encode()
+    ).hexdigest()
     build["invalid_utf8"] = invalid_utf8
     build["tokenizer_config"] = tok_config
 
@@ -175,20 +203,37 @@ def plan_build(input_patterns: Sequence[str], output_dir: str, tokenizer_config:
     for index, segments in enumerate(pieces):
         if index in done:
             continue
-        jobs.append({
-            "index": index, "name": shard_name(index, num_shards), "output_dir": output_dir,
-            "segments": segments, "max_seq_length": max_seq_length, "seed": seed,
-            "single_segment_prob": float(single_segment_prob),
-            "short_seq_prob": float(short_seq_prob), "invalid_utf8": invalid_utf8,
-            "fingerprint": build["fingerprint"],
-            "build": {k: v for k, v in build.items() if k != "tokenizer_config"},
-        })
-    plan = ShardPlan(input_patterns=input_patterns, output_dir=output_dir, sources=sources,
-                     total_bytes=total_bytes, num_shards=num_shards, build=build,
-                     vocab_size=tokenizer.vocab_size, special_ids=tokenizer.special_ids,
-                     reused=done, jobs=jobs,
-                     damaged={os.path.join(output_dir, shard_name(i, num_shards)): problem
-                              for i, problem in sorted(damaged.items())})
+        jobs.append(
+            {
+                "index": index,
+                "name": shard_name(index, num_shards),
+                "output_dir": output_dir,
+                "segments": segments,
+                "max_seq_length": max_seq_length,
+                "seed": seed,
+                "single_segment_prob": float(single_segment_prob),
+                "short_seq_prob": float(short_seq_prob),
+                "invalid_utf8": invalid_utf8,
+                "fingerprint": build["fingerprint"],
+                "build": {k: v for k, v in build.items() if k != "tokenizer_config"},
+            }
+        )
+    plan = ShardPlan(
+        input_patterns=input_patterns,
+        output_dir=output_dir,
+        sources=sources,
+        total_bytes=total_bytes,
+        num_shards=num_shards,
+        build=build,
+        vocab_size=tokenizer.vocab_size,
+        special_ids=tokenizer.special_ids,
+        reused=done,
+        jobs=jobs,
+        damaged={
+            os.path.join(output_dir, shard_name(i, num_shards)): problem
+            for i, problem in sorted(damaged.items())
+        },
+    )
     return plan, tokenizer
 
 
@@ -209,13 +254,17 @@ def write_metadata(plan: ShardPlan, sidecars: Iterable[dict], seconds: float) ->
     results = dict(plan.reused)
     results.update((sidecar["index"], sidecar) for sidecar in sidecars)
     num_shards = plan.num_shards
-    shard_list = [{"path": shard_name(i, num_shards), "num_examples": results[i]["num_examples"]}
-                  for i in range(num_shards)]
+    shard_list = [
+        {"path": shard_name(i, num_shards), "num_examples": results[i]["num_examples"]}
+        for i in range(num_shards)
+    ]
     num_examples = sum(s["num_examples"] for s in shard_list)
     replaced_lines = sum(results[i].get("replaced_lines", 0) for i in range(num_shards))
     if num_examples == 0:
-        raise ShardError(f"no text in the input {plan.input_patterns!r}: the files hold only "
-                         "blank lines or whitespace")
+        raise ShardError(
+            f"no text in the input {plan.input_patterns!r}: the files hold only "
+            "blank lines or whitespace"
+        )
     build = plan.build
     metadata = {
         "format_version": FORMAT_VERSION,
@@ -230,8 +279,9 @@ def write_metadata(plan: ShardPlan, sidecars: Iterable[dict], seconds: float) ->
         "num_examples": num_examples,
         "num_shards": num_shards,
         "shards": shard_list,
-        "sources": [{"path": s.path, "bytes": s.size, "mtime": s.mtime_ns / 1e9}
-                    for s in plan.sources],
+        "sources": [
+            {"path": s.path, "bytes": s.size, "mtime": s.mtime_ns / 1e9} for s in plan.sources
+        ],
         "text_bytes": plan.total_bytes,
         "build": build,
         "replaced_lines": replaced_lines,
@@ -242,12 +292,21 @@ def write_metadata(plan: ShardPlan, sidecars: Iterable[dict], seconds: float) ->
     return metadata
 
 
-def write_shards(input_patterns: Sequence[str], output_dir: str, tokenizer_config: dict, *,
-                 max_seq_length: int, num_shards: Optional[int] = None, num_workers: int = 1,
-                 seed: int = 12345, single_segment_prob: float = 0.1,
-                 short_seq_prob: float = 0.05, invalid_utf8: str = "error",
-                 text_range: tuple[float, float] = (0.0, 1.0),
-                 progress: Optional[Callable[[str], None]] = None) -> dict:
+def write_shards(
+    input_patterns: Sequence[str],
+    output_dir: str,
+    tokenizer_config: dict,
+    *,
+    max_seq_length: int,
+    num_shards: Optional[int] = None,
+    num_workers: int = 1,
+    seed: int = 12345,
+    single_segment_prob: float = 0.1,
+    short_seq_prob: float = 0.05,
+    invalid_utf8: str = "error",
+    text_range: tuple[float, float] = (0.0, 1.0),
+    progress: Optional[Callable[[str], None]] = None,
+) -> dict:
     """Builds packed pre-training examples from raw text into TFRecord shards.
 
     Paths may be local or URLs that `tf.io.gfile` reads (`gs://...`). For
@@ -297,17 +356,26 @@ def write_shards(input_patterns: Sequence[str], output_dir: str, tokenizer_confi
 
     num_workers = _as_int("num_workers", num_workers, 1)
     plan, tokenizer = plan_build(
-        input_patterns, output_dir, tokenizer_config, max_seq_length=max_seq_length,
-        num_shards=num_shards, seed=seed, single_segment_prob=single_segment_prob,
-        short_seq_prob=short_seq_prob, invalid_utf8=invalid_utf8, text_range=text_range)
+        input_patterns,
+        output_dir,
+        tokenizer_config,
+        max_seq_length=max_seq_length,
+        num_shards=num_shards,
+        seed=seed,
+        single_segment_prob=single_segment_prob,
+        short_seq_prob=short_seq_prob,
+        invalid_utf8=invalid_utf8,
+        text_range=text_range,
+    )
     jobs, num_shards, todo_bytes = plan.jobs, plan.num_shards, plan.todo_bytes
     for path, problem in plan.damaged.items():
         say(f"Shard {path} is damaged ({problem}): rebuilding it.")
-    say(f"{len(plan.sources)} input file(s), {plan.total_bytes / 1e6:,.1f} MB -> "
+    say(
+        f"{len(plan.sources)} input file(s), {plan.total_bytes / 1e6:,.1f} MB -> "
         f"{num_shards} shard(s) in {plan.output_dir}"
         + (f"; reusing {len(plan.reused)} finished shard(s)" if plan.reused else "")
-        + (f"; building {len(jobs)} with {min(num_workers, len(jobs))} process(es)"
-           if jobs else ""))
+        + (f"; building {len(jobs)} with {min(num_workers, len(jobs))} process(es)" if jobs else "")
+    )
 
     sidecars = []
     build_start = time.monotonic()
@@ -320,11 +388,15 @@ def write_shards(input_patterns: Sequence[str], output_dir: str, tokenizer_confi
         elapsed = max(time.monotonic() - build_start, 1e-6)
         rate = built_bytes / elapsed
         eta = (todo_bytes - built_bytes) / rate if rate > 0 else 0.0
-        message = (f"shard {len(plan.reused) + len(sidecars)}/{num_shards} done: "
-                   f"{sidecar['num_examples']:,} examples, {rate / 1e6:.1f} MB/s, ETA {eta:.0f}s")
+        message = (
+            f"shard {len(plan.reused) + len(sidecars)}/{num_shards} done: "
+            f"{sidecar['num_examples']:,} examples, {rate / 1e6:.1f} MB/s, ETA {eta:.0f}s"
+        )
         if sidecar["replaced_lines"]:
-            message += (f"; replaced invalid UTF-8 in {sidecar['replaced_lines']:,} line(s), "
-                        f"first at {sidecar['first_replaced']}")
+            message += (
+                f"; replaced invalid UTF-8 in {sidecar['replaced_lines']:,} line(s), "
+                f"first at {sidecar['first_replaced']}"
+            )
         say(message)
 
     if jobs:
@@ -336,18 +408,24 @@ def write_shards(input_patterns: Sequence[str], output_dir: str, tokenizer_confi
         else:
             # Never fork a process that has imported TensorFlow.
             context = multiprocessing.get_context("spawn")
-            with context.Pool(workers, initializer=_init_worker,
-                              initargs=(plan.build["tokenizer_config"],)) as pool:
+            with context.Pool(
+                workers, initializer=_init_worker, initargs=(plan.build["tokenizer_config"],)
+            ) as pool:
                 for sidecar in pool.imap_unordered(_worker_build_shard, jobs):
                     record(sidecar)
 
     metadata = write_metadata(plan, sidecars, seconds=round(time.monotonic() - start_time, 3))
     built = max(time.monotonic() - build_start, 1e-6)
-    say(f"wrote {metadata['num_examples']:,} examples in {num_shards} shard(s) to "
+    say(
+        f"wrote {metadata['num_examples']:,} examples in {num_shards} shard(s) to "
         f"{plan.output_dir} in {metadata['seconds']:.1f}s"
         + (f" ({todo_bytes / 1e6 / built:.1f} MB/s)" if jobs else "")
-        + (f"; replaced invalid UTF-8 in {metadata['replaced_lines']:,} line(s)"
-           if metadata["replaced_lines"] else ""))
+        + (
+            f"; replaced invalid UTF-8 in {metadata['replaced_lines']:,} line(s)"
+            if metadata["replaced_lines"]
+            else ""
+        )
+    )
     return metadata
 
 

@@ -87,7 +87,9 @@ def load_json(path: str) -> dict:
 def remove_stale_tmp(output_dir: str) -> None:
     """Removes the temporary files that interrupted runs left in `output_dir`."""
     for fname in fileio.listdir(output_dir):
-        if fname.startswith(TMP_PREFIX + SHARD_PREFIX) or fname.startswith(TMP_PREFIX + METADATA_FILE):
+        if fname.startswith(TMP_PREFIX + SHARD_PREFIX) or fname.startswith(
+            TMP_PREFIX + METADATA_FILE
+        ):
             path = os.path.join(output_dir, fname)
             logger.info("Removing %s left by an interrupted run.", path)
             fileio.remove(path)
@@ -112,13 +114,16 @@ def read_metadata(output_dir: str) -> dict:
     """
     path = os.path.join(os.fspath(output_dir), METADATA_FILE)
     if not fileio.exists(path):
-        raise ShardError(f"{path!r} does not exist: {output_dir!r} holds no finished shard "
-                         "build (build the shards first, or check the directory)")
+        raise ShardError(
+            f"{path!r} does not exist: {output_dir!r} holds no finished shard "
+            "build (build the shards first, or check the directory)"
+        )
     meta = load_json(path)
     if not isinstance(meta, dict) or meta.get("format_version") != FORMAT_VERSION:
         version = meta.get("format_version") if isinstance(meta, dict) else None
-        raise ShardError(f"{path!r} has format_version {version!r}; this code reads "
-                         f"version {FORMAT_VERSION}")
+        raise ShardError(
+            f"{path!r} has format_version {version!r}; this code reads version {FORMAT_VERSION}"
+        )
     for key in ("max_seq_length", "shards", "num_examples"):
         if key not in meta:
             raise ShardError(f"{path!r} lacks the field {key!r}")
@@ -136,7 +141,9 @@ def shard_paths(output_dir: str) -> list[str]:
     paths = [os.path.join(root, shard["path"]) for shard in meta["shards"]]
     missing = [p for p in paths if not fileio.exists(p)]
     if missing:
-        raise ShardError(f"{len(missing)} shard(s) listed in {os.path.join(root, METADATA_FILE)!r} "
-                         f"are missing, e.g. {missing[0]!r}; rebuild them by re-running the "
-                         "shard build with the same arguments")
+        raise ShardError(
+            f"{len(missing)} shard(s) listed in {os.path.join(root, METADATA_FILE)!r} "
+            f"are missing, e.g. {missing[0]!r}; rebuild them by re-running the "
+            "shard build with the same arguments"
+        )
     return paths

@@ -27,17 +27,28 @@ import numpy as np
 import tensorflow as tf
 
 from electra_tf import fileio
-from electra_tf.data.shard_layout import (METADATA_FILE, SHARD_PREFIX, SIDECAR_SUFFIX, ShardError,
-                                          file_crc32, load_json, shard_name, shard_paths,
-                                          write_json_atomic)
+from electra_tf.data.shard_layout import (
+    METADATA_FILE,
+    SHARD_PREFIX,
+    SIDECAR_SUFFIX,
+    ShardError,
+    file_crc32,
+    load_json,
+    shard_name,
+    shard_paths,
+    write_json_atomic,
+)
 
 
 def _build_differences(old: Optional[dict], new: dict) -> str:
     if not isinstance(old, dict):
         return "unknown earlier parameters"
-    diffs = [f"{key} {old.get(key)!r} -> {new.get(key)!r}" for key in sorted(new)
-             if key not in ("fingerprint", "invalid_utf8", "tokenizer_config")
-             and old.get(key) != new.get(key)]
+    diffs = [
+        f"{key} {old.get(key)!r} -> {new.get(key)!r}"
+        for key in sorted(new)
+        if key not in ("fingerprint", "invalid_utf8", "tokenizer_config")
+        and old.get(key) != new.get(key)
+    ]
     return "; ".join(diffs) if diffs else "different input files, sizes or modification times"
 
 
@@ -46,7 +57,8 @@ def _different_build_error(output_dir: str, found: str, detail: str) -> ShardErr
         f"output directory {output_dir!r} already holds shards from a different build "
         f"({found}: {detail}). Existing shards are never deleted automatically: write to "
         "another directory (pretrain.py --data_dir), or delete the old shards and metadata.json "
-        "yourself if they are no longer needed")
+        "yourself if they are no longer needed"
+    )
 
 
 def record_problem(path: str) -> Optional[str]:
@@ -101,8 +113,10 @@ def _shard_damage(shard_path: str, sidecar: dict) -> tuple[Optional[str], bool]:
     """
     stat = fileio.stat(shard_path)
     if stat.size != sidecar.get("bytes"):
-        return f"truncated or extended: {stat.size:,} bytes, {sidecar.get('bytes'):,} when built", \
-            False
+        return (
+            f"truncated or extended: {stat.size:,} bytes, {sidecar.get('bytes'):,} when built",
+            False,
+        )
     if sidecar.get("crc32") is None:  # built before checksums were recorded
         problem = record_problem(shard_path)
         if problem is not None:
@@ -110,15 +124,18 @@ def _shard_damage(shard_path: str, sidecar: dict) -> tuple[Optional[str], bool]:
     elif stat.mtime_ns == sidecar.get("mtime_ns"):
         return None, False
     elif file_crc32(shard_path) != sidecar["crc32"]:
-        return (record_problem(shard_path)
-                or "its checksum differs from the one recorded when it was built"), False
+        return (
+            record_problem(shard_path)
+            or "its checksum differs from the one recorded when it was built"
+        ), False
     sidecar["crc32"] = sidecar.get("crc32") or file_crc32(shard_path)
     sidecar["mtime_ns"] = stat.mtime_ns
     return None, True
 
 
-def reusable_shards(output_dir: str, num_shards: int, build: dict,
-                     invalid_utf8: str) -> tuple[dict[int, dict], dict[int, str]]:
+def reusable_shards(
+    output_dir: str, num_shards: int, build: dict, invalid_utf8: str
+) -> tuple[dict[int, dict], dict[int, str]]:
     """Checks the directory against this build.
 
     Returns:
@@ -134,17 +151,19 @@ def reusable_shards(output_dir: str, num_shards: int, build: dict,
         meta = load_json(meta_path)
         old_build = meta.get("build") if isinstance(meta, dict) else None
         if not isinstance(old_build, dict) or old_build.get("fingerprint") != fingerprint:
-            raise _different_build_error(output_dir, METADATA_FILE,
-                                         _build_differences(old_build, build))
+            raise _different_build_error(
+                output_dir, METADATA_FILE, _build_differences(old_build, build)
+            )
 
     expected = {shard_name(i, num_shards): i for i in range(num_shards)}
     for fname in sorted(fileio.listdir(output_dir)):
         if not fname.startswith(SHARD_PREFIX):
             continue
-        base = fname[:-len(SIDECAR_SUFFIX)] if fname.endswith(SIDECAR_SUFFIX) else fname
+        base = fname[: -len(SIDECAR_SUFFIX)] if fname.endswith(SIDECAR_SUFFIX) else fname
         if base not in expected:
-            raise _different_build_error(output_dir, fname,
-                                         f"this build writes {num_shards} shards")
+            raise _different_build_error(
+                output_dir, fname, f"this build writes {num_shards} shards"
+            )
 
     reusable, damaged = {}, {}
     for name, index in expected.items():
@@ -153,13 +172,15 @@ def reusable_shards(output_dir: str, num_shards: int, build: dict,
         if not fileio.exists(sidecar_path):
             if fileio.exists(shard_path):
                 raise _different_build_error(
-                    output_dir, name, f"it has no {name + SIDECAR_SUFFIX} build record")
+                    output_dir, name, f"it has no {name + SIDECAR_SUFFIX} build record"
+                )
             continue
         sidecar = load_json(sidecar_path)
         if not isinstance(sidecar, dict) or sidecar.get("fingerprint") != fingerprint:
             old = sidecar.get("build") if isinstance(sidecar, dict) else None
-            raise _different_build_error(output_dir, name + SIDECAR_SUFFIX,
-                                         _build_differences(old, build))
+            raise _different_build_error(
+                output_dir, name + SIDECAR_SUFFIX, _build_differences(old, build)
+            )
         if not fileio.exists(shard_path):
             continue  # Interrupted between the two renames: rebuild.
         problem, refreshed = _shard_damage(shard_path, sidecar)

@@ -48,8 +48,9 @@ def _shard_rng(seed: int, index: int, purpose: str) -> random.Random:
     return random.Random(int.from_bytes(digest[:8], "little"))
 
 
-def _tokenized_batches(lines: Iterator[str], tokenize: Callable,
-                       batch_lines: int) -> Iterator[Optional[np.ndarray]]:
+def _tokenized_batches(
+    lines: Iterator[str], tokenize: Callable, batch_lines: int
+) -> Iterator[Optional[np.ndarray]]:
     """Yields one id array per non-blank line and None per blank line, in order."""
     pending: list[str] = []  # "" marks a document end.
     texts: list[str] = []
@@ -62,7 +63,7 @@ def _tokenized_batches(lines: Iterator[str], tokenize: Callable,
         k = 0
         for line in pending:
             if line:
-                yield flat[splits[k]:splits[k + 1]]
+                yield flat[splits[k] : splits[k + 1]]
                 k += 1
             else:
                 yield None
@@ -86,11 +87,13 @@ def graph_tokenize(tokenizer) -> Callable[[list[str]], tf.RaggedTensor]:
     """
     # No autograph: the tokenizer has no data-dependent Python control flow,
     # and converting its code costs seconds.
-    traced = tf.function(tokenizer.tokenize, autograph=False,
-                         input_signature=[tf.TensorSpec([None], tf.string)])
+    traced = tf.function(
+        tokenizer.tokenize, autograph=False, input_signature=[tf.TensorSpec([None], tf.string)]
+    )
 
     def tokenize(texts: list[str]):
         return traced(tf.constant(texts, dtype=tf.string))
+
     return tokenize
 
 
@@ -109,8 +112,12 @@ def build_shard(job: dict, tokenizer, tokenize: Callable) -> dict:
     start_time = time.monotonic()
     out_dir, name = job["output_dir"], job["name"]
     length = job["max_seq_length"]
-    builder = ExampleBuilder(length, _shard_rng(job["seed"], job["index"], "examples"),
-                             job["single_segment_prob"], job["short_seq_prob"])
+    builder = ExampleBuilder(
+        length,
+        _shard_rng(job["seed"], job["index"], "examples"),
+        job["single_segment_prob"],
+        job["short_seq_prob"],
+    )
     shuffle_rng = _shard_rng(job["seed"], job["index"], "order")
     stats = {"replaced_lines": 0, "first_replaced": None}
 
@@ -121,8 +128,9 @@ def build_shard(job: dict, tokenizer, tokenize: Callable) -> dict:
     window: list[bytes] = []
 
     def encode_pending():
-        window.extend(serialize_examples(*example_arrays(
-            pending, length, tokenizer.cls_id, tokenizer.sep_id)))
+        window.extend(
+            serialize_examples(*example_arrays(pending, length, tokenizer.cls_id, tokenizer.sep_id))
+        )
         pending.clear()
 
     def flush_window(writer):

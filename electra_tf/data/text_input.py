@@ -71,8 +71,9 @@ def resolve_sources(input_patterns: Sequence[str]) -> list[TextSource]:
     for pattern in input_patterns:
         pattern = os.fspath(pattern)
         if fileio.isdir(pattern):
-            matches = sorted(os.path.join(pattern, f) for f in fileio.listdir(pattern)
-                             if not f.startswith("."))
+            matches = sorted(
+                os.path.join(pattern, f) for f in fileio.listdir(pattern) if not f.startswith(".")
+            )
             matches = [m for m in matches if fileio.isfile(m)]
             if not matches:
                 raise ShardError(f"input directory {pattern!r} holds no files")
@@ -142,12 +143,14 @@ def _find_cut(path: str, size: int, offset: int, window: int) -> int:
             position += len(block)
 
 
-def _stream_cut(sources: Sequence[TextSource], starts: np.ndarray, position: int,
-                window: int) -> int:
+def _stream_cut(
+    sources: Sequence[TextSource], starts: np.ndarray, position: int, window: int
+) -> int:
     """`_find_cut` at a position of the concatenated inputs (a position in the stream)."""
     k = min(int(np.searchsorted(starts, position, side="right") - 1), len(sources) - 1)
-    return int(starts[k]) + _find_cut(sources[k].path, sources[k].size,
-                                      position - int(starts[k]), window)
+    return int(starts[k]) + _find_cut(
+        sources[k].path, sources[k].size, position - int(starts[k]), window
+    )
 
 
 def text_span(sources: Sequence[TextSource], text_range: tuple[float, float]) -> tuple[int, int]:
@@ -166,13 +169,15 @@ def text_span(sources: Sequence[TextSource], text_range: tuple[float, float]) ->
         elif fraction >= 1.0:
             ends.append(total)
         else:
-            ends.append(_stream_cut(sources, starts, int(round(fraction * total)),
-                                    CUT_SEARCH_BYTES))
+            ends.append(
+                _stream_cut(sources, starts, int(round(fraction * total)), CUT_SEARCH_BYTES)
+            )
     return ends[0], max(ends)
 
 
-def plan_pieces(sources: Sequence[TextSource], num_shards: int,
-                 span: Optional[tuple[int, int]] = None) -> list[list[tuple[str, int, int]]]:
+def plan_pieces(
+    sources: Sequence[TextSource], num_shards: int, span: Optional[tuple[int, int]] = None
+) -> list[list[tuple[str, int, int]]]:
     """Splits the concatenated inputs (within `span`, default all) into line-aligned pieces.
 
     Returns:
@@ -211,11 +216,11 @@ def _invalid_utf8_error(path: str, position: int, byte: int) -> ShardError:
     return ShardError(
         f"input file {path!r} is not valid UTF-8: byte 0x{byte:02x} at line {line_no} "
         f"(byte offset {position}). Fix the file, or pass invalid_utf8='replace' "
-        "(--invalid_utf8=replace) to substitute U+FFFD and count the affected lines")
+        "(--invalid_utf8=replace) to substitute U+FFFD and count the affected lines"
+    )
 
 
-def _decode_block(data: bytes, path: str, data_offset: int, policy: str,
-                  stats: dict) -> list[str]:
+def _decode_block(data: bytes, path: str, data_offset: int, policy: str, stats: dict) -> list[str]:
     """Decodes whole lines of bytes; returns lines without their newline."""
     try:
         return data.decode("utf-8").split("\n")
@@ -250,14 +255,14 @@ def _iter_lines(path: str, start: int, end: int, policy: str, stats: dict) -> It
             data = carry + block
             position += len(block)
             if data_offset == 0 and data.startswith(_UTF8_BOM):
-                data = data[len(_UTF8_BOM):]
+                data = data[len(_UTF8_BOM) :]
                 data_offset = len(_UTF8_BOM)
             if position < end:
                 nl = data.rfind(b"\n")
                 if nl == -1:
                     carry = data
                     continue
-                data, carry = data[:nl + 1], data[nl + 1:]
+                data, carry = data[: nl + 1], data[nl + 1 :]
             else:
                 carry = b""
             lines = _decode_block(data, path, data_offset, policy, stats)

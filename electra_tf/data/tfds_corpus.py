@@ -56,10 +56,11 @@ def parse(value: str) -> TfdsCorpus:
     Raises:
         TfdsCorpusError: the reference is malformed.
     """
-    match = _SPEC.match(value[len(PREFIX):] if is_tfds_corpus(value) else value)
+    match = _SPEC.match(value[len(PREFIX) :] if is_tfds_corpus(value) else value)
     if not match:
-        raise TfdsCorpusError(f"--corpus={value}: expected tfds:NAME[/CONFIG][:SPLIT], e.g. "
-                              "tfds:wiki40b/en:train.")
+        raise TfdsCorpusError(
+            f"--corpus={value}: expected tfds:NAME[/CONFIG][:SPLIT], e.g. tfds:wiki40b/en:train."
+        )
     return TfdsCorpus(match["name"], match["config"], match["split"] or "train")
 
 
@@ -68,27 +69,44 @@ def _builder(corpus: TfdsCorpus, data_dir: Optional[str]):
     import tensorflow_datasets as tfds
 
     where = data_dir or "the default TFDS directory"
-    hint = (f"Prepare it once with tfds.builder('{corpus.builder_name}').download_and_prepare()"
-            " (and pass --tfds_data_dir if it is not in the default place).")
+    hint = (
+        f"Prepare it once with tfds.builder('{corpus.builder_name}').download_and_prepare()"
+        " (and pass --tfds_data_dir if it is not in the default place)."
+    )
     try:
         builder = tfds.builder(corpus.builder_name, data_dir=data_dir)
     except tfds.core.registered.DatasetNotFoundError:
         # Not a dataset this TFDS knows by name: a prepared directory is enough.
-        root = os.path.join(data_dir or os.path.expanduser("~/tensorflow_datasets"), corpus.name,
-                            *([corpus.config] if corpus.config else []))
-        versions = sorted((v for v in os.listdir(root)
-                           if os.path.isfile(os.path.join(root, v, "dataset_info.json"))),
-                          key=lambda v: [int(p) if p.isdigit() else p for p in v.split(".")]
-                          ) if os.path.isdir(root) else []
+        root = os.path.join(
+            data_dir or os.path.expanduser("~/tensorflow_datasets"),
+            corpus.name,
+            *([corpus.config] if corpus.config else []),
+        )
+        versions = (
+            sorted(
+                (
+                    v
+                    for v in os.listdir(root)
+                    if os.path.isfile(os.path.join(root, v, "dataset_info.json"))
+                ),
+                key=lambda v: [int(p) if p.isdigit() else p for p in v.split(".")],
+            )
+            if os.path.isdir(root)
+            else []
+        )
         if not versions:
-            raise TfdsCorpusError(f"--corpus={corpus}: no dataset {corpus.builder_name!r} is "
-                                  f"prepared in {where}. {hint}") from None
+            raise TfdsCorpusError(
+                f"--corpus={corpus}: no dataset {corpus.builder_name!r} is "
+                f"prepared in {where}. {hint}"
+            ) from None
         builder = tfds.builder_from_directory(os.path.join(root, versions[-1]))
     except (ValueError, AssertionError) as error:
         raise TfdsCorpusError(f"--corpus={corpus}: {error}") from None
     if not builder.is_prepared():
-        raise TfdsCorpusError(f"--corpus={corpus}: TFDS dataset {corpus.builder_name} is not "
-                              f"prepared in {where}. {hint}")
+        raise TfdsCorpusError(
+            f"--corpus={corpus}: TFDS dataset {corpus.builder_name} is not "
+            f"prepared in {where}. {hint}"
+        )
     return builder
 
 
@@ -97,9 +115,13 @@ def _document_lines(text: str) -> list:
     return [line.strip() for line in text.splitlines() if line.strip()]
 
 
-def export_text(corpus: TfdsCorpus, output_path: str, text_key: str = "text",
-                data_dir: Optional[str] = None,
-                progress: Callable[[str], None] = lambda message: None) -> dict:
+def export_text(
+    corpus: TfdsCorpus,
+    output_path: str,
+    text_key: str = "text",
+    data_dir: Optional[str] = None,
+    progress: Callable[[str], None] = lambda message: None,
+) -> dict:
     """Writes the split's documents to `output_path` once (reused while the dataset is unchanged).
 
     Args:
@@ -119,9 +141,13 @@ def export_text(corpus: TfdsCorpus, output_path: str, text_key: str = "text",
 
     builder = _builder(corpus, data_dir)
     info = builder.info
-    source = {"dataset": corpus.builder_name, "version": str(info.version),
-              "split": corpus.split, "text_key": text_key,
-              "data_dir": os.path.abspath(builder.data_dir)}
+    source = {
+        "dataset": corpus.builder_name,
+        "version": str(info.version),
+        "split": corpus.split,
+        "text_key": text_key,
+        "data_dir": os.path.abspath(builder.data_dir),
+    }
     meta_path = output_path + ".json"
     if os.path.exists(output_path) and os.path.exists(meta_path):
         with open(meta_path, encoding="utf-8") as f:
@@ -131,12 +157,15 @@ def export_text(corpus: TfdsCorpus, output_path: str, text_key: str = "text",
     if text_key not in info.features:
         raise TfdsCorpusError(
             f"--tfds_text_key={text_key}: {corpus.builder_name} has no feature {text_key!r}; "
-            f"its features are {', '.join(sorted(info.features))}.")
+            f"its features are {', '.join(sorted(info.features))}."
+        )
     try:
         dataset = builder.as_dataset(split=corpus.split)
     except (ValueError, KeyError) as error:
-        raise TfdsCorpusError(f"--corpus={corpus}: split {corpus.split!r}: {error} "
-                              f"(splits: {', '.join(sorted(info.splits))}).") from None
+        raise TfdsCorpusError(
+            f"--corpus={corpus}: split {corpus.split!r}: {error} "
+            f"(splits: {', '.join(sorted(info.splits))})."
+        ) from None
     progress(f"Writing the text of {corpus} ({info.version}) to {output_path} ...")
     os.makedirs(os.path.dirname(os.path.abspath(output_path)), exist_ok=True)
     tmp = f"{output_path}.tmp-{os.getpid()}"
@@ -144,8 +173,9 @@ def export_text(corpus: TfdsCorpus, output_path: str, text_key: str = "text",
     with open(tmp, "w", encoding="utf-8") as f:
         for example in tfds.as_numpy(dataset):
             text = example[text_key]
-            paragraphs = _document_lines(text.decode("utf-8", errors="replace")
-                                         if isinstance(text, bytes) else str(text))
+            paragraphs = _document_lines(
+                text.decode("utf-8", errors="replace") if isinstance(text, bytes) else str(text)
+            )
             if not paragraphs:
                 continue
             if documents:
@@ -155,11 +185,14 @@ def export_text(corpus: TfdsCorpus, output_path: str, text_key: str = "text",
             lines += len(paragraphs)
     if not documents:
         os.remove(tmp)
-        raise TfdsCorpusError(f"--corpus={corpus}: the split holds no text under "
-                              f"{text_key!r}.")
+        raise TfdsCorpusError(f"--corpus={corpus}: the split holds no text under {text_key!r}.")
     os.replace(tmp, output_path)
-    meta = {"source": source, "documents": documents, "lines": lines,
-            "bytes": os.path.getsize(output_path)}
+    meta = {
+        "source": source,
+        "documents": documents,
+        "lines": lines,
+        "bytes": os.path.getsize(output_path),
+    }
     with open(meta_path, "w", encoding="utf-8") as f:
         json.dump(meta, f, indent=2)
     progress(f"{corpus}: {documents:,} documents, {meta['bytes'] / 1e6:.1f} MB of text.")

@@ -17,8 +17,9 @@ from electra_tf.data.pipeline import load_shard_metadata
 DEFAULT_MAX_TOKENS = 20_000_000
 
 
-def count_tokens(shard_dir: str, vocab_size: int,
-                 max_tokens: int = DEFAULT_MAX_TOKENS) -> np.ndarray:
+def count_tokens(
+    shard_dir: str, vocab_size: int, max_tokens: int = DEFAULT_MAX_TOKENS
+) -> np.ndarray:
     """Counts the non-padding token ids of the shards (special tokens included).
 
     Args:
@@ -31,11 +32,15 @@ def count_tokens(shard_dir: str, vocab_size: int,
     """
     meta = load_shard_metadata(shard_dir)
     length = meta["max_seq_length"]
-    features = {"input_ids": tf.io.FixedLenFeature([length], tf.int64),
-                "input_mask": tf.io.FixedLenFeature([length], tf.int64)}
-    dataset = (tf.data.TFRecordDataset(meta["paths"])
-               .batch(1024)
-               .map(lambda records: tf.io.parse_example(records, features)))
+    features = {
+        "input_ids": tf.io.FixedLenFeature([length], tf.int64),
+        "input_mask": tf.io.FixedLenFeature([length], tf.int64),
+    }
+    dataset = (
+        tf.data.TFRecordDataset(meta["paths"])
+        .batch(1024)
+        .map(lambda records: tf.io.parse_example(records, features))
+    )
     counts = np.zeros(vocab_size, np.int64)
     total = 0
     for batch in dataset:

@@ -30,8 +30,15 @@ class EncodedSplit:
     split: Split
     encoded: list
 
-    def dataset(self, batch_size: int, task: Task, shuffle_seed=None, repeat=False,
-                pad_id: int = 0, with_labels: bool = True) -> tf.data.Dataset:
+    def dataset(
+        self,
+        batch_size: int,
+        task: Task,
+        shuffle_seed=None,
+        repeat=False,
+        pad_id: int = 0,
+        with_labels: bool = True,
+    ) -> tf.data.Dataset:
         """Padded batches (see `features.make_dataset`); regression targets divided by the scale."""
         labels = None
         if with_labels and self.split.labels is not None:
@@ -43,38 +50,46 @@ class EncodedSplit:
         return features.make_dataset(self.encoded, labels, batch_size, pad_id, shuffle_seed, repeat)
 
 
-def encode_split(split: Split, tokenizer, max_seq_length: int,
-                 double_unordered: bool = False) -> EncodedSplit:
+def encode_split(
+    split: Split, tokenizer, max_seq_length: int, double_unordered: bool = False
+) -> EncodedSplit:
     """Tokenizes a split; `double_unordered` appends every pair in the B, A order too."""
     encoded = features.encode(tokenizer, split.texts_a, split.texts_b, max_seq_length)
     if double_unordered and split.texts_b is not None:
         swapped = features.encode(tokenizer, split.texts_b, split.texts_a, max_seq_length)
         split = dataclasses.replace(
-            split, texts_a=split.texts_a + split.texts_b, texts_b=split.texts_b + split.texts_a,
+            split,
+            texts_a=split.texts_a + split.texts_b,
+            texts_b=split.texts_b + split.texts_a,
             labels=None if split.labels is None else np.concatenate([split.labels, split.labels]),
-            indices=split.indices + split.indices)
+            indices=split.indices + split.indices,
+        )
         encoded = encoded + swapped
     return EncodedSplit(split, encoded)
 
 
-def predict(model, encoded: EncodedSplit, task: Task, batch_size: int,
-            pad_id: int = 0) -> np.ndarray:
+def predict(
+    model, encoded: EncodedSplit, task: Task, batch_size: int, pad_id: int = 0
+) -> np.ndarray:
     """Predicted class ids [N] (int), or regression values [N] in the label scale."""
-    outputs = model.predict(encoded.dataset(batch_size, task, pad_id=pad_id, with_labels=False),
-                            verbose=0)
+    outputs = model.predict(
+        encoded.dataset(batch_size, task, pad_id=pad_id, with_labels=False), verbose=0
+    )
     if task.task_type == REGRESSION:
         return np.asarray(outputs, np.float64).reshape(-1) * task.label_scale
     return np.argmax(outputs, axis=-1)
 
 
-def evaluate(model, dev: dict[str, EncodedSplit], task: Task, batch_size: int,
-             pad_id: int = 0) -> dict[str, float]:
+def evaluate(
+    model, dev: dict[str, EncodedSplit], task: Task, batch_size: int, pad_id: int = 0
+) -> dict[str, float]:
     """Dev metrics; splits other than `dev` get their name's suffix (`accuracy_mismatched`)."""
     results = {}
     for name, encoded in dev.items():
         suffix = "" if name == "dev" else "_" + name.replace("dev_", "")
-        scores = metrics.compute(task.metrics, encoded.split.labels,
-                                 predict(model, encoded, task, batch_size, pad_id))
+        scores = metrics.compute(
+            task.metrics, encoded.split.labels, predict(model, encoded, task, batch_size, pad_id)
+        )
         results.update({f"{k}{suffix}": v for k, v in scores.items()})
     return results
 
@@ -100,8 +115,11 @@ def format_table(results: dict) -> str:
     trials = results["trials"]
     names = list(results["median"])
     header = ["trial", "seed"] + names
-    rows = [[str(t["trial"]), str(t["seed"])] + [f"{100 * t['dev'].get(n, float('nan')):.2f}"
-                                                for n in names] for t in trials]
+    rows = [
+        [str(t["trial"]), str(t["seed"])]
+        + [f"{100 * t['dev'].get(n, float('nan')):.2f}" for n in names]
+        for t in trials
+    ]
     rows.append(["median", ""] + [f"{100 * results['median'][n]:.2f}" for n in names])
     widths = [max(len(r[i]) for r in [header] + rows) for i in range(len(header))]
     lines = ["  ".join(c.rjust(w) for c, w in zip(r, widths)) for r in [header] + rows]
@@ -165,17 +183,19 @@ class ClassificationTask:
 
     def settings(self) -> dict:
         """The task's own settings in results.json."""
-        values = {"max_seq_length": self.max_seq_length,
-                  "double_unordered": self.double_unordered}
+        values = {"max_seq_length": self.max_seq_length, "double_unordered": self.double_unordered}
         if self.max_train_examples is not None:  # results written before the option still match
             values["max_train_examples"] = self.max_train_examples
         return values
 
     def model_info(self) -> dict:
         """What serving needs beside the model: the task, its length and regression scale."""
-        return {"kind": "classifier", "task": self.definition.to_dict(),
-                "max_seq_length": self.max_seq_length,
-                "regression_output_scale": self.definition.label_scale}
+        return {
+            "kind": "classifier",
+            "task": self.definition.to_dict(),
+            "max_seq_length": self.max_seq_length,
+            "regression_output_scale": self.definition.label_scale,
+        }
 
     def prepare(self, tokenizer, print_fn=print) -> dict:
         """Draws the training examples and tokenizes every split.
@@ -185,27 +205,35 @@ class ClassificationTask:
         """
         data = self.data
         if self.max_train_examples is not None and self.max_train_examples < len(data.train):
-            print_fn(f"Training on {self.max_train_examples:,} of the {len(data.train):,} "
-                     "training examples (--max_train_examples; the same draw for every run).")
+            print_fn(
+                f"Training on {self.max_train_examples:,} of the {len(data.train):,} "
+                "training examples (--max_train_examples; the same draw for every run)."
+            )
             data = dataclasses.replace(data, train=data.train.sample(self.max_train_examples))
         definition = self.definition
-        print_fn(f"Task {definition.name} ({definition.task_type}"
-                 + (f", labels {', '.join(definition.label_names)}"
-                    if definition.label_names else "") + "): "
-                 f"{len(data.train):,} train, "
-                 + ", ".join(f"{len(s):,} {n}" for n, s in data.dev.items())
-                 + "".join(f", {len(s):,} test ({n})" for n, s in data.test.items()))
+        print_fn(
+            f"Task {definition.name} ({definition.task_type}"
+            + (f", labels {', '.join(definition.label_names)}" if definition.label_names else "")
+            + "): "
+            f"{len(data.train):,} train, "
+            + ", ".join(f"{len(s):,} {n}" for n, s in data.dev.items())
+            + "".join(f", {len(s):,} test ({n})" for n, s in data.test.items())
+        )
         print_fn("Tokenizing...")
         train = encode_split(data.train, tokenizer, self.max_seq_length, self.double_unordered)
         length = self.max_seq_length
         self._encoded = _Encoded(
-            train, {n: encode_split(s, tokenizer, length) for n, s in data.dev.items()},
+            train,
+            {n: encode_split(s, tokenizer, length) for n, s in data.dev.items()},
             {n: encode_split(s, tokenizer, length) for n, s in data.test.items()},
-            tokenizer.pad_id)
+            tokenizer.pad_id,
+        )
         truncated = sum(len(ids) == self.max_seq_length for ids, _ in train.encoded)
-        print_fn(f"Training examples: {len(train.encoded):,}"
-                 + (" (both orders of every pair)" if self.double_unordered else "")
-                 + f"; {truncated:,} reach --max_seq_length={self.max_seq_length}.")
+        print_fn(
+            f"Training examples: {len(train.encoded):,}"
+            + (" (both orders of every pair)" if self.double_unordered else "")
+            + f"; {truncated:,} reach --max_seq_length={self.max_seq_length}."
+        )
         return {"num_train_examples": len(data.train)}
 
     @property
@@ -215,31 +243,38 @@ class ClassificationTask:
 
     def train_dataset(self, batch_size: int, seed: int) -> tf.data.Dataset:
         """(inputs, labels) batches, reshuffled every epoch with `seed`, repeated forever."""
-        return self._encoded.train.dataset(batch_size, self.definition, shuffle_seed=seed,
-                                           repeat=True, pad_id=self._encoded.pad_id)
+        return self._encoded.train.dataset(
+            batch_size, self.definition, shuffle_seed=seed, repeat=True, pad_id=self._encoded.pad_id
+        )
 
     def build_model(self, encoder, seed: int):
         """The classifier (or regressor) with a fresh head seeded by `seed`."""
-        return build_classifier(encoder, self.definition.num_outputs,
-                                self.definition.task_type == REGRESSION, seed)
+        return build_classifier(
+            encoder, self.definition.num_outputs, self.definition.task_type == REGRESSION, seed
+        )
 
-    def evaluate(self, model, batch_size: int,
-                 trial: Optional[TrialDir] = None) -> tuple[dict, dict]:
+    def evaluate(
+        self, model, batch_size: int, trial: Optional[TrialDir] = None
+    ) -> tuple[dict, dict]:
         """Dev metrics; with `trial`, also the test predictions, written into it.
 
         Returns:
             (metrics, {test split name: prediction file}); the files are
             `<name>.tsv` in the GLUE submission format.
         """
-        scores = evaluate(model, self._encoded.dev, self.definition, batch_size,
-                          self._encoded.pad_id)
+        scores = evaluate(
+            model, self._encoded.dev, self.definition, batch_size, self._encoded.pad_id
+        )
         files = {}
         if trial is not None:
             for name, encoded in self._encoded.test.items():
                 files[name] = trial.file(f"{name}.tsv")
-                write_predictions(files[name], encoded.split,
-                                  predict(model, encoded, self.definition, batch_size,
-                                          self._encoded.pad_id), self.definition)
+                write_predictions(
+                    files[name],
+                    encoded.split,
+                    predict(model, encoded, self.definition, batch_size, self._encoded.pad_id),
+                    self.definition,
+                )
         return scores, files
 
     def format_metrics(self, scores: dict) -> str:

@@ -32,8 +32,13 @@ def truncate_pair(tokens_a: list, tokens_b: list, max_tokens: int) -> None:
             tokens_b.pop()
 
 
-def build_inputs(tokens_a: list[int], tokens_b: Optional[list[int]], max_seq_length: int,
-                 cls_id: int, sep_id: int) -> tuple[list[int], list[int]]:
+def build_inputs(
+    tokens_a: list[int],
+    tokens_b: Optional[list[int]],
+    max_seq_length: int,
+    cls_id: int,
+    sep_id: int,
+) -> tuple[list[int], list[int]]:
     """Wraps one example's word pieces with the special tokens.
 
     Args:
@@ -47,7 +52,7 @@ def build_inputs(tokens_a: list[int], tokens_b: Optional[list[int]], max_seq_len
     """
     tokens_a = list(tokens_a)
     if tokens_b is None:
-        del tokens_a[max_seq_length - 2:]
+        del tokens_a[max_seq_length - 2 :]
         ids = [cls_id] + tokens_a + [sep_id]
         return ids, [0] * len(ids)
     tokens_b = list(tokens_b)
@@ -61,12 +66,13 @@ def tokenize_texts(tokenizer, texts: Sequence[str]) -> list[list[int]]:
     """Word-piece ids of each text (chunked tokenizer calls)."""
     out: list[list[int]] = []
     for start in range(0, len(texts), _TOKENIZE_CHUNK):
-        out.extend(tokenizer.tokenize_to_lists(list(texts[start:start + _TOKENIZE_CHUNK])))
+        out.extend(tokenizer.tokenize_to_lists(list(texts[start : start + _TOKENIZE_CHUNK])))
     return out
 
 
-def encode(tokenizer, texts_a: Sequence[str], texts_b: Optional[Sequence[str]],
-           max_seq_length: int) -> list[tuple[list[int], list[int]]]:
+def encode(
+    tokenizer, texts_a: Sequence[str], texts_b: Optional[Sequence[str]], max_seq_length: int
+) -> list[tuple[list[int], list[int]]]:
     """Tokenizes and wraps every example.
 
     Args:
@@ -81,23 +87,33 @@ def encode(tokenizer, texts_a: Sequence[str], texts_b: Optional[Sequence[str]],
     """
     minimum = 5 if texts_b is not None else 3
     if max_seq_length < minimum:
-        raise ValueError(f"--max_seq_length={max_seq_length}: at least {minimum} tokens are "
-                         "needed for the special tokens and one word piece per text.")
+        raise ValueError(
+            f"--max_seq_length={max_seq_length}: at least {minimum} tokens are "
+            "needed for the special tokens and one word piece per text."
+        )
     pieces_a = tokenize_texts(tokenizer, texts_a)
     pieces_b = tokenize_texts(tokenizer, texts_b) if texts_b is not None else [None] * len(pieces_a)
-    return [build_inputs(a, b, max_seq_length, tokenizer.cls_id, tokenizer.sep_id)
-            for a, b in zip(pieces_a, pieces_b)]
+    return [
+        build_inputs(a, b, max_seq_length, tokenizer.cls_id, tokenizer.sep_id)
+        for a, b in zip(pieces_a, pieces_b)
+    ]
 
 
 def _flat(rows: Sequence[list[int]]) -> np.ndarray:
     """The rows concatenated into one int32 array."""
-    return np.fromiter(itertools.chain.from_iterable(rows), np.int32,
-                       count=sum(len(row) for row in rows))
+    return np.fromiter(
+        itertools.chain.from_iterable(rows), np.int32, count=sum(len(row) for row in rows)
+    )
 
 
-def make_dataset(encoded: Sequence[tuple[list[int], list[int]]], labels: Optional[np.ndarray],
-                 batch_size: int, pad_id: int = 0, shuffle_seed: Optional[int] = None,
-                 repeat: bool = False) -> tf.data.Dataset:
+def make_dataset(
+    encoded: Sequence[tuple[list[int], list[int]]],
+    labels: Optional[np.ndarray],
+    batch_size: int,
+    pad_id: int = 0,
+    shuffle_seed: Optional[int] = None,
+    repeat: bool = False,
+) -> tf.data.Dataset:
     """A `tf.data` pipeline of padded batches.
 
     Each batch is padded to its own longest example.

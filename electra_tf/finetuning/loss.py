@@ -30,9 +30,12 @@ class FinetuningLoss(TrainStep):
 
     loss_reduction = "mean"
 
-    def set_training_options(self, loss_reduction: str = "mean",
-                             gradient_accumulation_steps: int = 1,
-                             jit_compile: bool = False) -> None:
+    def set_training_options(
+        self,
+        loss_reduction: str = "mean",
+        gradient_accumulation_steps: int = 1,
+        jit_compile: bool = False,
+    ) -> None:
         """How the next `fit` trains (call before it).
 
         Args:
@@ -44,8 +47,9 @@ class FinetuningLoss(TrainStep):
                 `jit_compile=True` to `compile` instead).
         """
         if loss_reduction not in LOSS_REDUCTIONS:
-            raise ValueError(f"loss_reduction={loss_reduction!r}: choose one of "
-                             f"{', '.join(LOSS_REDUCTIONS)}.")
+            raise ValueError(
+                f"loss_reduction={loss_reduction!r}: choose one of {', '.join(LOSS_REDUCTIONS)}."
+            )
         self.loss_reduction = loss_reduction
         self.gradient_accumulation_steps = gradient_accumulation_steps
         self.replica_jit_compile = jit_compile

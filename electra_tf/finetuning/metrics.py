@@ -110,7 +110,7 @@ def average_ranks(values) -> np.ndarray:
         while end + 1 < len(values) and sorted_values[end + 1] == sorted_values[start]:
             end += 1
         # Positions start..end (0-based) hold ranks start+1..end+1; ties get their mean.
-        ranks[order[start:end + 1]] = (start + end) / 2.0 + 1.0
+        ranks[order[start : end + 1]] = (start + end) / 2.0 + 1.0
         start = end + 1
     return ranks
 

@@ -49,17 +49,28 @@ class ElectraClassifier(FinetuningLoss, keras.Model):
         initializer_range: stddev of the head's truncated-normal init.
     """
 
-    def __init__(self, encoder: ElectraEncoder, num_outputs: int, regression: bool = False,
-                 dropout_rate: float = 0.1, initializer_range: float = 0.02, **kwargs):
+    def __init__(
+        self,
+        encoder: ElectraEncoder,
+        num_outputs: int,
+        regression: bool = False,
+        dropout_rate: float = 0.1,
+        initializer_range: float = 0.02,
+        **kwargs,
+    ):
         # === Layers ===
         self.encoder = encoder
         self.first_token = FirstToken(name="first_token")
-        self.head_dropout = ReplicaDropout(dropout_rate, kernels=encoder.kernels,
-                                           name="head_dropout")
+        self.head_dropout = ReplicaDropout(
+            dropout_rate, kernels=encoder.kernels, name="head_dropout"
+        )
         self.task_head = keras.layers.Dense(
-            num_outputs, kernel_initializer=truncated_normal(initializer_range), name=HEAD_NAME)
+            num_outputs, kernel_initializer=truncated_normal(initializer_range), name=HEAD_NAME
+        )
         # === Functional graph ===
-        inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name) for name in INPUT_NAMES}
+        inputs = {
+            name: keras.Input(shape=(None,), dtype="int32", name=name) for name in INPUT_NAMES
+        }
         cls_vector = self.head_dropout(self.first_token(encoder(inputs)))
         outputs = self.task_head(cls_vector)
         if regression:
@@ -85,7 +96,8 @@ class ElectraClassifier(FinetuningLoss, keras.Model):
         if self.regression:
             return tf.square(outputs - tf.cast(labels, tf.float32))
         return tf.nn.sparse_softmax_cross_entropy_with_logits(
-            labels=tf.cast(labels, tf.int32), logits=outputs)
+            labels=tf.cast(labels, tf.int32), logits=outputs
+        )
 
     @property
     def log_names(self) -> tuple[str, ...]:
@@ -107,15 +119,21 @@ class ElectraClassifier(FinetuningLoss, keras.Model):
         values = {"loss": self.per_example_loss(labels, outputs)}
         if not self.regression:
             predictions = tf.argmax(outputs, axis=-1, output_type=tf.int32)
-            values["accuracy"] = tf.cast(tf.equal(predictions, tf.cast(labels, tf.int32)),
-                                         tf.float32)
+            values["accuracy"] = tf.cast(
+                tf.equal(predictions, tf.cast(labels, tf.int32)), tf.float32
+            )
         return values
 
     def get_config(self):
-        return {"name": self.name, "trainable": self.trainable,
-                "encoder": keras.saving.serialize_keras_object(self.encoder),
-                "num_outputs": self.num_outputs, "regression": self.regression,
-                "dropout_rate": self.dropout_rate, "initializer_range": self.initializer_range}
+        return {
+            "name": self.name,
+            "trainable": self.trainable,
+            "encoder": keras.saving.serialize_keras_object(self.encoder),
+            "num_outputs": self.num_outputs,
+            "regression": self.regression,
+            "dropout_rate": self.dropout_rate,
+            "initializer_range": self.initializer_range,
+        }
 
     @classmethod
     def from_config(cls, config):
@@ -124,10 +142,16 @@ class ElectraClassifier(FinetuningLoss, keras.Model):
         return cls(**config)
 
 
-def build_classifier(encoder: ElectraEncoder, num_outputs: int, regression: bool = False,
-                     seed: int = 0) -> ElectraClassifier:
+def build_classifier(
+    encoder: ElectraEncoder, num_outputs: int, regression: bool = False, seed: int = 0
+) -> ElectraClassifier:
     """Wraps `encoder` with a freshly initialised head (seeded for reproducible trials)."""
     keras.utils.set_random_seed(seed)
-    model = ElectraClassifier(encoder, num_outputs, regression=regression,
-                              initializer_range=encoder.initializer_range, name="classifier")
+    model = ElectraClassifier(
+        encoder,
+        num_outputs,
+        regression=regression,
+        initializer_range=encoder.initializer_range,
+        name="classifier",
+    )
     return model

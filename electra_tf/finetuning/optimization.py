@@ -29,8 +29,9 @@ from electra_tf.optimization import AdamWeightDecay, WarmupLinearDecay
 _LAYER_PATTERN = re.compile(r"transformer_layer_(\d+)")
 
 
-def variable_depth(path: str, num_layers: int, head_name: str = "task_head",
-                   quirk: bool = False) -> Optional[int]:
+def variable_depth(
+    path: str, num_layers: int, head_name: str = "task_head", quirk: bool = False
+) -> Optional[int]:
     """Depth of a variable from its path, or None when it belongs to no known part.
 
     Args:
@@ -51,8 +52,9 @@ def variable_depth(path: str, num_layers: int, head_name: str = "task_head",
     return None
 
 
-def layerwise_multipliers(variables, num_layers: int, decay: float,
-                          head_name: str = "task_head", quirk: bool = False) -> dict[str, float]:
+def layerwise_multipliers(
+    variables, num_layers: int, decay: float, head_name: str = "task_head", quirk: bool = False
+) -> dict[str, float]:
     """Learning-rate multiplier of every variable, keyed by its path.
 
     Args:
@@ -78,13 +80,17 @@ def layerwise_multipliers(variables, num_layers: int, decay: float,
             unknown.append(variable.path)
             continue
         if variable.path in multipliers:
-            raise ValueError(f"Two trainable variables share the path {variable.path!r}; "
-                             "layer-wise learning rates need unique paths.")
+            raise ValueError(
+                f"Two trainable variables share the path {variable.path!r}; "
+                "layer-wise learning rates need unique paths."
+            )
         multipliers[variable.path] = float(decay ** (top - depth))
     if unknown:
-        raise ValueError("No layer-wise learning rate for these trainable variables (expected "
-                         "embeddings/, embeddings_project/, transformer_layer_<i>/ or "
-                         f"{head_name}/): {', '.join(unknown)}")
+        raise ValueError(
+            "No layer-wise learning rate for these trainable variables (expected "
+            "embeddings/, embeddings_project/, transformer_layer_<i>/ or "
+            f"{head_name}/): {', '.join(unknown)}"
+        )
     return multipliers
 
 
@@ -117,8 +123,9 @@ class LayerwiseAdamWeightDecay(AdamWeightDecay):
         super().build(var_list)
         self._multiplier_by_index = [0.0] * len(var_list)
         for variable in var_list:
-            self._multiplier_by_index[variable_index(self, variable)] = (
-                self.lr_multipliers[variable.path])
+            self._multiplier_by_index[variable_index(self, variable)] = self.lr_multipliers[
+                variable.path
+            ]
 
     def learning_rate_multiplier(self, index: int) -> float:
         return self._multiplier_by_index[index]
@@ -129,18 +136,27 @@ class LayerwiseAdamWeightDecay(AdamWeightDecay):
         return config
 
 
-def learning_rate_schedule(learning_rate: float, num_train_steps: int,
-                           warmup_proportion: float = 0.1) -> WarmupLinearDecay:
+def learning_rate_schedule(
+    learning_rate: float, num_train_steps: int, warmup_proportion: float = 0.1
+) -> WarmupLinearDecay:
     """Linear warmup over `warmup_proportion` of the steps, then linear decay to 0."""
-    return WarmupLinearDecay(learning_rate, num_train_steps,
-                             int(round(warmup_proportion * num_train_steps)), 1.0)
+    return WarmupLinearDecay(
+        learning_rate, num_train_steps, int(round(warmup_proportion * num_train_steps)), 1.0
+    )
 
 
-def create_optimizer(model, num_layers: int, learning_rate: float, num_train_steps: int,
-                     warmup_proportion: float = 0.1, layerwise_decay: float = 0.8,
-                     weight_decay_rate: float = 0.0, quirk: bool = False,
-                     clip_norm: float = 1.0,
-                     mixed_precision: str = "none") -> keras.optimizers.Optimizer:
+def create_optimizer(
+    model,
+    num_layers: int,
+    learning_rate: float,
+    num_train_steps: int,
+    warmup_proportion: float = 0.1,
+    layerwise_decay: float = 0.8,
+    weight_decay_rate: float = 0.0,
+    quirk: bool = False,
+    clip_norm: float = 1.0,
+    mixed_precision: str = "none",
+) -> keras.optimizers.Optimizer:
     """The fine-tuning optimiser: linear warmup, linear decay to 0, layer-wise rates.
 
     Args:
@@ -160,11 +176,15 @@ def create_optimizer(model, num_layers: int, learning_rate: float, num_train_ste
         A `LayerwiseAdamWeightDecay`, or a `LossScaleOptimizer` around one.
     """
     schedule = learning_rate_schedule(learning_rate, num_train_steps, warmup_proportion)
-    multipliers = layerwise_multipliers(model.trainable_variables, num_layers, layerwise_decay,
-                                        quirk=quirk)
-    optimizer = LayerwiseAdamWeightDecay(multipliers, learning_rate=schedule,
-                                         weight_decay=weight_decay_rate,
-                                         global_clipnorm=clip_norm)
+    multipliers = layerwise_multipliers(
+        model.trainable_variables, num_layers, layerwise_decay, quirk=quirk
+    )
+    optimizer = LayerwiseAdamWeightDecay(
+        multipliers,
+        learning_rate=schedule,
+        weight_decay=weight_decay_rate,
+        global_clipnorm=clip_norm,
+    )
     if mixed_precision == "float16":
         optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
     return optimizer

@@ -12,6 +12,7 @@ compared by what their features separate linearly, in minutes.
 from __future__ import annotations
 
 import dataclasses
+
 import numpy as np
 import tensorflow as tf
 
@@ -23,8 +24,9 @@ HELD_OUT_FRACTION = 0.1
 MAX_ITERATIONS = 2000
 
 
-def mean_pooled_features(encoder, encoded: list, batch_size: int = 64,
-                         pad_id: int = 0) -> np.ndarray:
+def mean_pooled_features(
+    encoder, encoded: list, batch_size: int = 64, pad_id: int = 0
+) -> np.ndarray:
     """The mean final hidden state of each example's tokens.
 
     Args:
@@ -62,8 +64,9 @@ class ProbeFit:
     held_out_accuracy: dict
 
 
-def fit_logistic_regression(train_x: np.ndarray, train_y: np.ndarray, dev_x: np.ndarray,
-                            seed: int = 0, c_grid=C_GRID) -> ProbeFit:
+def fit_logistic_regression(
+    train_x: np.ndarray, train_y: np.ndarray, dev_x: np.ndarray, seed: int = 0, c_grid=C_GRID
+) -> ProbeFit:
     """Standardised features -> multinomial logistic regression; C picked on held-out train.
 
     Args:
@@ -80,13 +83,12 @@ def fit_logistic_regression(train_x: np.ndarray, train_y: np.ndarray, dev_x: np.
     from sklearn.preprocessing import StandardScaler
 
     def model(c: float):
-        return make_pipeline(StandardScaler(),
-                             LogisticRegression(C=c, max_iter=MAX_ITERATIONS))
+        return make_pipeline(StandardScaler(), LogisticRegression(C=c, max_iter=MAX_ITERATIONS))
 
     train_y = np.asarray(train_y).reshape(-1)
     order = np.random.default_rng(seed).permutation(len(train_y))
-    held = order[:max(1, int(round(HELD_OUT_FRACTION * len(order))))]
-    fit = order[len(held):]
+    held = order[: max(1, int(round(HELD_OUT_FRACTION * len(order))))]
+    fit = order[len(held) :]
     scores = {}
     for c in c_grid:
         predicted = model(c).fit(train_x[fit], train_y[fit]).predict(train_x[held])
@@ -95,4 +97,3 @@ def fit_logistic_regression(train_x: np.ndarray, train_y: np.ndarray, dev_x: np.
     best = min(c for c in scores if scores[c] == max(scores.values()))
     final = model(best).fit(train_x, train_y)
     return ProbeFit(final.predict(dev_x), best, scores)
-

@@ -70,18 +70,53 @@ def korquad_f1(prediction: str, gold: str) -> float:
 # CMRC 2018 (and DRCD)
 
 # The script's list, "……" included although a single character never equals it.
-CMRC_PUNCTUATION = frozenset([
-    "-", ":", "_", "*", "^", "/", "\\", "~", "`", "+", "=",
-    "，", "。", "：", "？", "！", "“", "”", "；", "’", "《", "》", "……", "·", "、",
-    "「", "」", "（", "）", "－", "～", "『", "』"])
+CMRC_PUNCTUATION = frozenset(
+    [
+        "-",
+        ":",
+        "_",
+        "*",
+        "^",
+        "/",
+        "\\",
+        "~",
+        "`",
+        "+",
+        "=",
+        "，",
+        "。",
+        "：",
+        "？",
+        "！",
+        "“",
+        "”",
+        "；",
+        "’",
+        "《",
+        "》",
+        "……",
+        "·",
+        "、",
+        "「",
+        "」",
+        "（",
+        "）",
+        "－",
+        "～",
+        "『",
+        "』",
+    ]
+)
 
 
 def _word_tokenize(text: str) -> list[str]:
     try:
         from nltk.tokenize import word_tokenize
     except ImportError:
-        raise ImportError("--qa_metric=cmrc2018/drcd cuts non-Chinese text with NLTK's word "
-                          "tokenizer, as the official script does: pip install nltk") from None
+        raise ImportError(
+            "--qa_metric=cmrc2018/drcd cuts non-Chinese text with NLTK's word "
+            "tokenizer, as the official script does: pip install nltk"
+        ) from None
     return word_tokenize(text, preserve_line=True)
 
 
@@ -125,6 +160,7 @@ def longest_common_run(a: Sequence[str], b: Sequence[str]) -> int:
 def cmrc_exact_match(prediction: str, gold: str) -> float:
     def strip(text):
         return "".join(c for c in text.lower().strip() if c not in CMRC_PUNCTUATION)
+
     return float(strip(prediction) == strip(gold))
 
 
@@ -141,8 +177,11 @@ def cmrc_f1(prediction: str, gold: str) -> float:
 # ---------------------------------------------------------------------------
 # One entry point for every dataset.
 
-_PAIRS = {"korquad": (korquad_exact_match, korquad_f1),
-          "cmrc2018": (cmrc_exact_match, cmrc_f1), "drcd": (cmrc_exact_match, cmrc_f1)}
+_PAIRS = {
+    "korquad": (korquad_exact_match, korquad_f1),
+    "cmrc2018": (cmrc_exact_match, cmrc_f1),
+    "drcd": (cmrc_exact_match, cmrc_f1),
+}
 
 
 def metric_for_version(version_field) -> str:
@@ -154,9 +193,14 @@ def metric_for_version(version_field) -> str:
     return "squad"
 
 
-def evaluate(metric: str, gold: Mapping[str, Sequence[str]], predictions: Mapping[str, str],
-             squad_version: str = "1.1", null_odds: Optional[Mapping[str, float]] = None,
-             threshold: float = 1.0) -> dict:
+def evaluate(
+    metric: str,
+    gold: Mapping[str, Sequence[str]],
+    predictions: Mapping[str, str],
+    squad_version: str = "1.1",
+    null_odds: Optional[Mapping[str, float]] = None,
+    threshold: float = 1.0,
+) -> dict:
     """The official scores of `metric` in percent; `exact_match` and `f1` always present.
 
     Args:
@@ -183,8 +227,10 @@ def evaluate(metric: str, gold: Mapping[str, Sequence[str]], predictions: Mappin
             return {"exact_match": results["exact"], **results}
         return squad_metrics.evaluate_v1(gold, predictions)
     if squad_version == "2.0":
-        raise ValueError(f"--qa_metric={metric} scores answerable questions only; SQuAD 2.0 "
-                         "data (unanswerable questions) is scored with --qa_metric=squad.")
+        raise ValueError(
+            f"--qa_metric={metric} scores answerable questions only; SQuAD 2.0 "
+            "data (unanswerable questions) is scored with --qa_metric=squad."
+        )
     exact_fn, f1_fn = _PAIRS[metric]
     results = squad_metrics.evaluate_v1(gold, predictions, exact_fn, f1_fn)
     if metric in ("cmrc2018", "drcd"):

@@ -47,8 +47,13 @@ class QAHead(keras.layers.Layer):
         initializer_range: stddev of the truncated-normal kernel init.
     """
 
-    def __init__(self, beam_size: int = 20, hidden_units: int = 512,
-                 initializer_range: float = 0.02, **kwargs):
+    def __init__(
+        self,
+        beam_size: int = 20,
+        hidden_units: int = 512,
+        initializer_range: float = 0.02,
+        **kwargs,
+    ):
         super().__init__(**kwargs)
         self.beam_size = beam_size
         self.hidden_units = hidden_units
@@ -70,8 +75,9 @@ class QAHead(keras.layers.Layer):
         self.end_hidden_bias = weight("end_hidden_bias", (self.hidden_units,), False)
         self.end_kernel = weight("end_kernel", (self.hidden_units, 1))
         self.end_bias = weight("end_bias", (1,), False)
-        self.answerable_hidden_kernel = weight("answerable_hidden_kernel",
-                                               (2 * hidden, self.hidden_units))
+        self.answerable_hidden_kernel = weight(
+            "answerable_hidden_kernel", (2 * hidden, self.hidden_units)
+        )
         self.answerable_hidden_bias = weight("answerable_hidden_bias", (self.hidden_units,), False)
         self.answerable_kernel = weight("answerable_kernel", (self.hidden_units, 1))
         self.answerable_bias = weight("answerable_bias", (1,), False)
@@ -102,7 +108,8 @@ class QAHead(keras.layers.Layer):
             mask = mask[:, tf.newaxis]
         hidden = keras.activations.gelu(
             from_positions + tf.expand_dims(from_start, -2) + self.end_hidden_bias,
-            approximate=False)
+            approximate=False,
+        )
         logits = tf.squeeze(tf.matmul(hidden, self.end_kernel), -1) + self.end_bias
         return tf.cast(logits, tf.float32) - _MASK_PENALTY * (1.0 - mask)
 
@@ -113,7 +120,8 @@ class QAHead(keras.layers.Layer):
         features = tf.concat([sequence[:, 0], pooled], -1)
         hidden = keras.activations.gelu(
             tf.matmul(features, self.answerable_hidden_kernel) + self.answerable_hidden_bias,
-            approximate=False)
+            approximate=False,
+        )
         logit = tf.squeeze(tf.matmul(hidden, self.answerable_kernel), -1) + self.answerable_bias
         return tf.cast(logit, tf.float32)
 
@@ -139,21 +147,31 @@ class QAHead(keras.layers.Layer):
         answerable = self.answerable_logit(sequence, start_logits)
         if start_positions is not None:
             states = tf.gather(sequence, tf.cast(start_positions, tf.int32), batch_dims=1)
-            return {"start_logits": start_logits,
-                    "end_logits": self.end_logits(sequence, states, mask),
-                    "answerable_logit": answerable}
+            return {
+                "start_logits": start_logits,
+                "end_logits": self.end_logits(sequence, states, mask),
+                "answerable_logit": answerable,
+            }
         k = tf.minimum(self.beam_size, tf.shape(sequence)[1])
         start_top_log_probs, start_top_index = tf.math.top_k(tf.nn.log_softmax(start_logits), k)
         states = tf.gather(sequence, start_top_index, batch_dims=1)  # [B, K, H]
         end_log_probs = tf.nn.log_softmax(self.end_logits(sequence, states, mask))  # [B, K, L]
         end_top_log_probs, end_top_index = tf.math.top_k(end_log_probs, k)
-        return {"start_top_log_probs": start_top_log_probs, "start_top_index": start_top_index,
-                "end_top_log_probs": end_top_log_probs, "end_top_index": end_top_index,
-                "answerable_logit": answerable}
+        return {
+            "start_top_log_probs": start_top_log_probs,
+            "start_top_index": start_top_index,
+            "end_top_log_probs": end_top_log_probs,
+            "end_top_index": end_top_index,
+            "answerable_logit": answerable,
+        }
 
     def get_config(self):
-        return {**super().get_config(), "beam_size": self.beam_size,
-                "hidden_units": self.hidden_units, "initializer_range": self.initializer_range}
+        return {
+            **super().get_config(),
+            "beam_size": self.beam_size,
+            "hidden_units": self.hidden_units,
+            "initializer_range": self.initializer_range,
+        }
 
 
 def qa_losses(outputs: dict, labels: dict):
@@ -166,14 +184,18 @@ def qa_losses(outputs: dict, labels: dict):
     Returns:
         (span_loss [B], answerable_loss [B]), float32.
     """
+
     def cross_entropy(logits, positions):
         log_probs = tf.nn.log_softmax(logits)
         return -tf.gather(log_probs, tf.cast(positions, tf.int32), batch_dims=1)
 
-    span = 0.5 * (cross_entropy(outputs["start_logits"], labels["start_positions"])
-                  + cross_entropy(outputs["end_logits"], labels["end_positions"]))
+    span = 0.5 * (
+        cross_entropy(outputs["start_logits"], labels["start_positions"])
+        + cross_entropy(outputs["end_logits"], labels["end_positions"])
+    )
     answerable = tf.nn.sigmoid_cross_entropy_with_logits(
-        labels=tf.cast(labels["is_impossible"], tf.float32), logits=outputs["answerable_logit"])
+        labels=tf.cast(labels["is_impossible"], tf.float32), logits=outputs["answerable_logit"]
+    )
     return span, answerable
 
 
@@ -194,8 +216,14 @@ class ElectraQA(FinetuningLoss, keras.Model):
         answerable_weight: weight of the answerability loss.
     """
 
-    def __init__(self, encoder: ElectraEncoder, beam_size: int = 20, hidden_units: int = 512,
-                 answerable_weight: float = ANSWERABLE_WEIGHT, **kwargs):
+    def __init__(
+        self,
+        encoder: ElectraEncoder,
+        beam_size: int = 20,
+        hidden_units: int = 512,
+        answerable_weight: float = ANSWERABLE_WEIGHT,
+        **kwargs,
+    ):
         super().__init__(**kwargs)
         self.encoder = encoder
         self.task_head = QAHead(beam_size, hidden_units, encoder.initializer_range, name=HEAD_NAME)
@@ -235,15 +263,21 @@ class ElectraQA(FinetuningLoss, keras.Model):
         """
         outputs = self._run(inputs, training, labels["start_positions"])
         span, answerable = qa_losses(outputs, labels)
-        return {"loss": span + self.answerable_weight * answerable, "span_loss": span,
-                "answerable_loss": answerable}
+        return {
+            "loss": span + self.answerable_weight * answerable,
+            "span_loss": span,
+            "answerable_loss": answerable,
+        }
 
     def get_config(self):
-        return {"name": self.name, "trainable": self.trainable,
-                "encoder": keras.saving.serialize_keras_object(self.encoder),
-                "beam_size": self.task_head.beam_size,
-                "hidden_units": self.task_head.hidden_units,
-                "answerable_weight": self.answerable_weight}
+        return {
+            "name": self.name,
+            "trainable": self.trainable,
+            "encoder": keras.saving.serialize_keras_object(self.encoder),
+            "beam_size": self.task_head.beam_size,
+            "hidden_units": self.task_head.hidden_units,
+            "answerable_weight": self.answerable_weight,
+        }
 
     @classmethod
     def from_config(cls, config):
@@ -254,8 +288,9 @@ class ElectraQA(FinetuningLoss, keras.Model):
         return model
 
 
-def build_qa_model(encoder: ElectraEncoder, beam_size: int = 20, seed: int = 0,
-                   seq_length: int = 8) -> ElectraQA:
+def build_qa_model(
+    encoder: ElectraEncoder, beam_size: int = 20, seed: int = 0, seq_length: int = 8
+) -> ElectraQA:
     """Wraps `encoder` with a freshly initialised (seeded) head and builds it."""
     keras.utils.set_random_seed(seed)
     model = ElectraQA(encoder, beam_size=beam_size, name="qa")

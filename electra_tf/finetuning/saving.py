@@ -17,14 +17,16 @@ import keras
 from electra_tf.artifacts.export_dir import float32_copy
 from electra_tf.artifacts.files import copy_file
 from electra_tf.artifacts.finetuning_dir import SavedModelDir, read_saved_model, write_description
+
 # Register the model classes with Keras, so that their configs deserialize.
 from electra_tf.finetuning import model as _classifier  # noqa: F401
 from electra_tf.finetuning import qa_model as _qa_model  # noqa: F401
 from electra_tf.finetuning import tagging_model as _tagging_model  # noqa: F401
 
 
-def save_finetuned(model: keras.Model, directory: str, info: dict,
-                   vocab_file: Optional[str] = None) -> str:
+def save_finetuned(
+    model: keras.Model, directory: str, info: dict, vocab_file: Optional[str] = None
+) -> str:
     """Writes `model` (as float32, without optimizer state) into `directory`.
 
     Args:

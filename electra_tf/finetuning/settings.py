@@ -13,8 +13,13 @@ from __future__ import annotations
 import dataclasses
 from typing import Optional
 
-from electra_tf.config import (KERNELS, KERNELS_HELP, MIXED_PRECISION_POLICIES, MODEL_SIZES,
-                               flag_field)
+from electra_tf.config import (
+    KERNELS,
+    KERNELS_HELP,
+    MIXED_PRECISION_POLICIES,
+    MODEL_SIZES,
+    flag_field,
+)
 from electra_tf.errors import RunError
 from electra_tf.finetuning.qa_metrics import METRICS as QA_METRICS
 from electra_tf.finetuning.squad_data import VERSIONS as SQUAD_VERSIONS
@@ -29,13 +34,24 @@ LOSS_REDUCTIONS = ("mean", "sum")
 
 # Settings a resumed run may change: they do not alter what a finished trial
 # means (accumulation and XLA compute the same update).
-RESUMABLE = ("output_dir", "num_trials", "eval_batch_size", "log_every_steps",
-             "save_checkpoints_steps", "save_models", "gradient_accumulation_steps",
-             "jit_compile", "kernels")
+RESUMABLE = (
+    "output_dir",
+    "num_trials",
+    "eval_batch_size",
+    "log_every_steps",
+    "save_checkpoints_steps",
+    "save_models",
+    "gradient_accumulation_steps",
+    "jit_compile",
+    "kernels",
+)
 # Settings added after results.json existed: recorded in it only when not at
 # these defaults, so that the results of earlier runs still match.
-_RECORDED_UNLESS_DEFAULT = {"mixed_precision": "none", "loss_reduction": "mean",
-                            "random_init": False}
+_RECORDED_UNLESS_DEFAULT = {
+    "mixed_precision": "none",
+    "loss_reduction": "mean",
+    "random_init": False,
+}
 
 
 def require_positive(**values) -> None:
@@ -74,59 +90,89 @@ class FinetuneSettings:
     Which devices train (the distribution strategy) is not a setting.
     """
 
-    output_dir: str = dataclasses.field(metadata={
-        "help": "Default: runs/finetune/<task>-<checkpoint name>."})
+    output_dir: str = dataclasses.field(
+        metadata={"help": "Default: runs/finetune/<task>-<checkpoint name>."}
+    )
     model_size: Optional[str] = flag_field(
-        None, "tiny, small, base or large. Default: the checkpoint's; if given it must match "
-        "it. Selects the default learning rate and layer-wise decay.", choices=MODEL_SIZES)
+        None,
+        "tiny, small, base or large. Default: the checkpoint's; if given it must match "
+        "it. Selects the default learning rate and layer-wise decay.",
+        choices=MODEL_SIZES,
+    )
     train_batch_size: int = flag_field(32, "Examples per step.")
     eval_batch_size: int = flag_field(32, "Examples per prediction batch.")
     learning_rate: Optional[float] = flag_field(
-        None, "Peak learning rate (default: 3e-4 tiny/small, 1e-4 base, 5e-5 large).")
+        None, "Peak learning rate (default: 3e-4 tiny/small, 1e-4 base, 5e-5 large)."
+    )
     num_train_epochs: Optional[float] = flag_field(
-        None, "Default: 10 for rte and stsb, 2 for squad, else 3.")
+        None, "Default: 10 for rte and stsb, 2 for squad, else 3."
+    )
     warmup_proportion: float = flag_field(0.1, "Fraction of steps of linear warmup.")
     layerwise_lr_decay: Optional[float] = flag_field(
-        None, "Learning-rate factor per layer from the top (default 0.8, 0.9 for large; 1 "
-        "disables).")
+        None,
+        "Learning-rate factor per layer from the top (default 0.8, 0.9 for large; 1 disables).",
+    )
     layerwise_lr_decay_quirk: bool = flag_field(
-        False, "Reproduce the original code: the top transformer layer gets lr*decay^2 instead "
-        "of lr*decay.")
-    weight_decay_rate: float = flag_field(0.0, "Decoupled weight decay (paper: 0; original "
-                                               "code: 0.01).")
-    clip_norm: float = flag_field(1.0, "Clip the gradients to this global norm (0: no "
-                                       "clipping).", flag=False)
-    num_trials: int = flag_field(1, "Fine-tuning runs with seeds seed, seed+1, ...; the median "
-                                    "is reported (the paper: median of 10).")
+        False,
+        "Reproduce the original code: the top transformer layer gets lr*decay^2 instead "
+        "of lr*decay.",
+    )
+    weight_decay_rate: float = flag_field(
+        0.0, "Decoupled weight decay (paper: 0; original code: 0.01)."
+    )
+    clip_norm: float = flag_field(
+        1.0, "Clip the gradients to this global norm (0: no clipping).", flag=False
+    )
+    num_trials: int = flag_field(
+        1,
+        "Fine-tuning runs with seeds seed, seed+1, ...; the median "
+        "is reported (the paper: median of 10).",
+    )
     seed: int = flag_field(0, "Seed of the first trial.")
     log_every_steps: int = flag_field(50, "Console / TensorBoard interval in steps.")
-    save_checkpoints_steps: int = flag_field(500, "Training checkpoint interval in steps; an "
-                                                  "interrupted trial resumes from the last one.")
-    save_models: bool = flag_field(True, "Save each trial's fine-tuned model (model.json + "
-                                         "model.weights.h5).")
+    save_checkpoints_steps: int = flag_field(
+        500,
+        "Training checkpoint interval in steps; an interrupted trial resumes from the last one.",
+    )
+    save_models: bool = flag_field(
+        True, "Save each trial's fine-tuned model (model.json + model.weights.h5)."
+    )
     mixed_precision: str = flag_field(
-        "none", "none, float16 (with dynamic loss scaling) or bfloat16. Saved models and "
-        "exports are float32.", choices=MIXED_PRECISION_POLICIES)
+        "none",
+        "none, float16 (with dynamic loss scaling) or bfloat16. Saved models and "
+        "exports are float32.",
+        choices=MIXED_PRECISION_POLICIES,
+    )
     loss_reduction: str = flag_field(
-        "mean", "mean: the loss is the mean of the per-example losses over the global batch. "
+        "mean",
+        "mean: the loss is the mean of the per-example losses over the global batch. "
         "sum: their sum, as the original code (run_finetuning.py) computes it; the gradient is "
         "then batch-size times larger, so the global-norm clip at 1.0 bites on almost every "
-        "step and sets the step size.", choices=LOSS_REDUCTIONS)
+        "step and sets the step size.",
+        choices=LOSS_REDUCTIONS,
+    )
     # Micro-batches per step: the same update, the activations of one micro-batch.
     gradient_accumulation_steps: int = flag_field(
-        1, "Split each batch into this many micro-batches whose gradients are summed before "
-        "one update (same update, less memory).")
+        1,
+        "Split each batch into this many micro-batches whose gradients are summed before "
+        "one update (same update, less memory).",
+    )
     # XLA: one device compiles the whole step; several replicas compile each
     # replica's forward and backward pass.
-    jit_compile: bool = flag_field(False, "Compile the training step with XLA (with several "
-                                          "replicas: each replica's forward and backward pass).")
+    jit_compile: bool = flag_field(
+        False,
+        "Compile the training step with XLA (with several "
+        "replicas: each replica's forward and backward pass).",
+    )
     # The kernel set the model runs (electra_tf.modeling.kernels).
     kernels: str = flag_field("reference", KERNELS_HELP, choices=KERNELS)
     # A no-pre-training baseline: the checkpoint's encoder with fresh weights.
     random_init: bool = flag_field(
-        False, "No-pre-training baseline: the --init_checkpoint's encoder (architecture, "
+        False,
+        "No-pre-training baseline: the --init_checkpoint's encoder (architecture, "
         "vocabulary, tokenizer) with freshly drawn weights, fine-tuned the same way, to see "
-        "what pre-training adds.")
+        "what pre-training adds.",
+    )
 
     def resolve(self, model_size: str, default_epochs: float) -> "FinetuneSettings":
         """Fills the size- and task-dependent defaults and checks every value.
@@ -141,29 +187,40 @@ class FinetuneSettings:
             resolved.layerwise_lr_decay = DEFAULT_LAYERWISE_DECAY[model_size]
         if resolved.num_train_epochs is None:
             resolved.num_train_epochs = default_epochs
-        require_positive(train_batch_size=resolved.train_batch_size,
-                         eval_batch_size=resolved.eval_batch_size,
-                         num_trials=resolved.num_trials,
-                         log_every_steps=resolved.log_every_steps,
-                         save_checkpoints_steps=resolved.save_checkpoints_steps,
-                         gradient_accumulation_steps=resolved.gradient_accumulation_steps)
-        checks = [("learning_rate", resolved.learning_rate > 0, "must be > 0"),
-                  ("num_train_epochs", resolved.num_train_epochs > 0, "must be > 0"),
-                  ("warmup_proportion", 0 <= resolved.warmup_proportion < 1, "must be in [0, 1)"),
-                  ("layerwise_lr_decay", 0 < resolved.layerwise_lr_decay <= 1,
-                   "must be in (0, 1]"),
-                  ("weight_decay_rate", resolved.weight_decay_rate >= 0, "must be >= 0"),
-                  ("clip_norm", resolved.clip_norm >= 0, "must be >= 0"),
-                  ("seed", 0 <= resolved.seed < 2 ** 31, "must be in [0, 2**31)"),
-                  ("mixed_precision", resolved.mixed_precision in MIXED_PRECISION_POLICIES,
-                   "choose one of " + ", ".join(MIXED_PRECISION_POLICIES)),
-                  ("loss_reduction", resolved.loss_reduction in LOSS_REDUCTIONS,
-                   "choose one of " + ", ".join(LOSS_REDUCTIONS)),
-                  ("kernels", resolved.kernels in KERNELS, "choose one of " + ", ".join(KERNELS)),
-                  ("train_batch_size",
-                   resolved.train_batch_size % resolved.gradient_accumulation_steps == 0,
-                   "must be divisible by --gradient_accumulation_steps="
-                   f"{resolved.gradient_accumulation_steps}")]
+        require_positive(
+            train_batch_size=resolved.train_batch_size,
+            eval_batch_size=resolved.eval_batch_size,
+            num_trials=resolved.num_trials,
+            log_every_steps=resolved.log_every_steps,
+            save_checkpoints_steps=resolved.save_checkpoints_steps,
+            gradient_accumulation_steps=resolved.gradient_accumulation_steps,
+        )
+        checks = [
+            ("learning_rate", resolved.learning_rate > 0, "must be > 0"),
+            ("num_train_epochs", resolved.num_train_epochs > 0, "must be > 0"),
+            ("warmup_proportion", 0 <= resolved.warmup_proportion < 1, "must be in [0, 1)"),
+            ("layerwise_lr_decay", 0 < resolved.layerwise_lr_decay <= 1, "must be in (0, 1]"),
+            ("weight_decay_rate", resolved.weight_decay_rate >= 0, "must be >= 0"),
+            ("clip_norm", resolved.clip_norm >= 0, "must be >= 0"),
+            ("seed", 0 <= resolved.seed < 2**31, "must be in [0, 2**31)"),
+            (
+                "mixed_precision",
+                resolved.mixed_precision in MIXED_PRECISION_POLICIES,
+                "choose one of " + ", ".join(MIXED_PRECISION_POLICIES),
+            ),
+            (
+                "loss_reduction",
+                resolved.loss_reduction in LOSS_REDUCTIONS,
+                "choose one of " + ", ".join(LOSS_REDUCTIONS),
+            ),
+            ("kernels", resolved.kernels in KERNELS, "choose one of " + ", ".join(KERNELS)),
+            (
+                "train_batch_size",
+                resolved.train_batch_size % resolved.gradient_accumulation_steps == 0,
+                "must be divisible by --gradient_accumulation_steps="
+                f"{resolved.gradient_accumulation_steps}",
+            ),
+        ]
         for name, ok, rule in checks:
             if not ok:
                 raise RunError(f"--{name}={getattr(resolved, name)}: {rule}.")
@@ -171,8 +228,11 @@ class FinetuneSettings:
 
     def identity(self) -> dict:
         """The settings that define the run (in results.json); the resumable ones are left out."""
-        return {k: v for k, v in dataclasses.asdict(self).items()
-                if k not in RESUMABLE and _RECORDED_UNLESS_DEFAULT.get(k, object()) != v}
+        return {
+            k: v
+            for k, v in dataclasses.asdict(self).items()
+            if k not in RESUMABLE and _RECORDED_UNLESS_DEFAULT.get(k, object()) != v
+        }
 
 
 @dataclasses.dataclass
@@ -186,66 +246,99 @@ class FinetuneOptions:
 
     # What and from where.
     task: Optional[str] = flag_field(
-        None, f"GLUE task ({', '.join(GLUE_TASKS)}), squad (question answering, see "
+        None,
+        f"GLUE task ({', '.join(GLUE_TASKS)}), squad (question answering, see "
         "--squad_version), or a name for your own task given with --train_file (default name: "
-        "custom).")
+        "custom).",
+    )
     init_checkpoint: Optional[str] = flag_field(
-        None, "Pre-training run directory, its export/ directory or discriminator.keras; or a "
+        None,
+        "Pre-training run directory, its export/ directory or discriminator.keras; or a "
         "google-research/electra checkpoint or Hugging Face ELECTRA directory (converted once "
-        "into runs/imported/).")
-    vocab_file: Optional[str] = flag_field(None, "Vocabulary (default: the checkpoint's "
-                                                 "vocab.txt).")
+        "into runs/imported/).",
+    )
+    vocab_file: Optional[str] = flag_field(
+        None, "Vocabulary (default: the checkpoint's vocab.txt)."
+    )
     data_dir: Optional[str] = flag_field(
-        None, "GLUE data in the standard layout (CoLA/, SST-2/, ...). Without it, GLUE tasks "
-        "are read from TensorFlow Datasets (prepared data only).")
-    tfds_data_dir: Optional[str] = flag_field(None, "Where TFDS datasets are prepared (default: "
-                                                    "TFDS's).")
+        None,
+        "GLUE data in the standard layout (CoLA/, SST-2/, ...). Without it, GLUE tasks "
+        "are read from TensorFlow Datasets (prepared data only).",
+    )
+    tfds_data_dir: Optional[str] = flag_field(
+        None, "Where TFDS datasets are prepared (default: TFDS's)."
+    )
     # The user's own data (how it is read: FileTaskOptions).
     train_file: Optional[str] = flag_field(
-        None, "Your training data: .csv, .tsv/.txt (tab-separated, with a header) or .jsonl; "
+        None,
+        "Your training data: .csv, .tsv/.txt (tab-separated, with a header) or .jsonl; "
         "with --task=squad a SQuAD-format JSON file; with --task_type=tagging CoNLL columns "
-        "(word first, tag last) or .jsonl.")
-    dev_file: Optional[str] = flag_field(None, "Your dev data (same format), scored after every "
-                                               "epoch.")
+        "(word first, tag last) or .jsonl.",
+    )
+    dev_file: Optional[str] = flag_field(
+        None, "Your dev data (same format), scored after every epoch."
+    )
     test_file: Optional[str] = flag_field(None, "Unlabelled data to predict (same format).")
     tag_format: str = flag_field(
-        "auto", "Tagging: prefix (B-PER, I-PER, E-PER, S-PER, O) or suffix (PER-B, ...) tags "
+        "auto",
+        "Tagging: prefix (B-PER, I-PER, E-PER, S-PER, O) or suffix (PER-B, ...) tags "
         "are scored as entities; plain tags (part of speech) by accuracy. auto: from the "
-        "training tags.", choices=TAG_FORMAT_CHOICES)
+        "training tags.",
+        choices=TAG_FORMAT_CHOICES,
+    )
     # Question answering (--task=squad).
     squad_version: str = flag_field(
-        "1.1", "SQuAD version: 1.1, or 2.0, which has unanswerable questions (null odds, "
-        "threshold search).", choices=SQUAD_VERSIONS)
+        "1.1",
+        "SQuAD version: 1.1, or 2.0, which has unanswerable questions (null odds, "
+        "threshold search).",
+        choices=SQUAD_VERSIONS,
+    )
     qa_metric: Optional[str] = flag_field(
-        None, "Whose official scores to report: SQuAD's (squad), KorQuAD 1.0's (korquad: "
+        None,
+        "Whose official scores to report: SQuAD's (squad), KorQuAD 1.0's (korquad: "
         "character F1), CMRC 2018's (cmrc2018) or DRCD's (drcd; both: mixed segmentation, "
         "longest common run). Default: the one the --predict_file's version field names "
-        "(KorQuAD_v1.0_dev), else squad.", choices=QA_METRICS)
+        "(KorQuAD_v1.0_dev), else squad.",
+        choices=QA_METRICS,
+    )
     predict_file: Optional[str] = flag_field(
-        None, "SQuAD-format JSON to predict and score (with --task=squad; default: TFDS squad "
-        "validation when --train_file is absent).")
+        None,
+        "SQuAD-format JSON to predict and score (with --task=squad; default: TFDS squad "
+        "validation when --train_file is absent).",
+    )
     doc_stride: int = flag_field(128, "SQuAD: tokens between the starts of context windows.")
     max_query_length: int = flag_field(64, "SQuAD: question tokens kept.")
     max_answer_length: int = flag_field(30, "SQuAD: longest answer in tokens.")
     n_best_size: int = flag_field(20, "SQuAD: candidate answers kept per question.")
     beam_size: int = flag_field(20, "SQuAD: start positions (and ends per start) searched.")
     null_score_threshold: float = flag_field(
-        -2.75, "SQuAD 2.0: a question whose null odds exceed it is answered with the empty "
-        "string (the original code's -2.75).")
+        -2.75,
+        "SQuAD 2.0: a question whose null odds exceed it is answered with the empty "
+        "string (the original code's -2.75).",
+    )
     # The run.
     max_seq_length: Optional[int] = flag_field(
-        None, "Tokens per example, special tokens included (default: 128; 512 for squad).")
+        None, "Tokens per example, special tokens included (default: 128; 512 for squad)."
+    )
     max_train_examples: Optional[int] = flag_field(
-        None, "Train on this many examples drawn from the training set (the same draw for "
-        "every run; for quick comparisons).")
+        None,
+        "Train on this many examples drawn from the training set (the same draw for "
+        "every run; for quick comparisons).",
+    )
     double_unordered: bool = flag_field(
-        False, "Pair tasks: also train on every pair in the B, A order (the original does this "
-        "for MRPC and STS-B).")
+        False,
+        "Pair tasks: also train on every pair in the B, A order (the original does this "
+        "for MRPC and STS-B).",
+    )
     restart: bool = flag_field(
-        False, "Start unfinished trials again from step 0 although they have checkpoints (moved "
+        False,
+        "Start unfinished trials again from step 0 although they have checkpoints (moved "
         "aside to checkpoints.before-restart-<time>/, not deleted). Without it an unfinished "
-        "trial always resumes.")
+        "trial always resumes.",
+    )
     export_model_name: Optional[str] = flag_field(
-        None, "TF Serving model name of the export written to <output_dir>/export/<name>/"
-        "<version>/ from the best trial (default: the task name; needs --save_models).")
+        None,
+        "TF Serving model name of the export written to <output_dir>/export/<name>/"
+        "<version>/ from the best trial (default: the task name; needs --save_models).",
+    )
     export: bool = flag_field(True, "Write that TF Serving export at the end.")

@@ -94,20 +94,23 @@ def answer_matches(context: str, text: str, start: int) -> bool:
     """Whether `text` is at character `start` of `context` (whitespace runs may differ)."""
     if start < 0 or start > len(context) or not text.strip():
         return False
-    if context[start:start + len(text)] == text:
+    if context[start : start + len(text)] == text:
         return True
-    return _squash(context[start:start + len(text) + 10]).startswith(_squash(text))
+    return _squash(context[start : start + len(text) + 10]).startswith(_squash(text))
 
 
 def _require(condition: bool, source: str, where: str, message: str) -> None:
     if not condition:
-        raise SquadDataError(f"{source}: {where}: {message} (expected SQuAD JSON: "
-                             '{"data": [{"paragraphs": [{"context", "qas": [{"id", '
-                             '"question", "answers": [{"text", "answer_start"}]}]}]}]})')
+        raise SquadDataError(
+            f"{source}: {where}: {message} (expected SQuAD JSON: "
+            '{"data": [{"paragraphs": [{"context", "qas": [{"id", '
+            '"question", "answers": [{"text", "answer_start"}]}]}]}]})'
+        )
 
 
-def examples_from_articles(articles, source: str, version: str, is_training: bool,
-                           warn=None) -> SquadSplit:
+def examples_from_articles(
+    articles, source: str, version: str, is_training: bool, warn=None
+) -> SquadSplit:
     """Turns the `data` list of a SQuAD JSON document into examples.
 
     Args:
@@ -124,28 +127,44 @@ def examples_from_articles(articles, source: str, version: str, is_training: boo
     _require(isinstance(articles, list), source, "data", "is not a list")
     examples, skipped = [], 0
     for a, article in enumerate(articles):
-        _require(isinstance(article, dict) and isinstance(article.get("paragraphs"), list),
-                 source, f"data[{a}]", "has no list 'paragraphs'")
+        _require(
+            isinstance(article, dict) and isinstance(article.get("paragraphs"), list),
+            source,
+            f"data[{a}]",
+            "has no list 'paragraphs'",
+        )
         title = str(article.get("title", ""))
         for p, paragraph in enumerate(article["paragraphs"]):
             where = f"data[{a}].paragraphs[{p}]"
-            _require(isinstance(paragraph, dict) and isinstance(paragraph.get("context"), str)
-                     and isinstance(paragraph.get("qas"), list), source, where,
-                     "needs a string 'context' and a list 'qas'")
+            _require(
+                isinstance(paragraph, dict)
+                and isinstance(paragraph.get("context"), str)
+                and isinstance(paragraph.get("qas"), list),
+                source,
+                where,
+                "needs a string 'context' and a list 'qas'",
+            )
             context = _clean(paragraph["context"])
             for q, qa in enumerate(paragraph["qas"]):
                 here = f"{where}.qas[{q}]"
-                _require(isinstance(qa, dict) and "id" in qa
-                         and isinstance(qa.get("question"), str),
-                         source, here, "needs 'id' and a string 'question'")
+                _require(
+                    isinstance(qa, dict) and "id" in qa and isinstance(qa.get("question"), str),
+                    source,
+                    here,
+                    "needs 'id' and a string 'question'",
+                )
                 raw_answers = qa.get("answers", [])
                 _require(isinstance(raw_answers, list), source, here, "'answers' is not a list")
                 answers = []
                 for n, answer in enumerate(raw_answers):
-                    _require(isinstance(answer, dict) and isinstance(answer.get("text"), str)
-                             and isinstance(answer.get("answer_start"), int), source,
-                             f"{here}.answers[{n}]", "needs a string 'text' and an integer "
-                             "'answer_start'")
+                    _require(
+                        isinstance(answer, dict)
+                        and isinstance(answer.get("text"), str)
+                        and isinstance(answer.get("answer_start"), int),
+                        source,
+                        f"{here}.answers[{n}]",
+                        "needs a string 'text' and an integer 'answer_start'",
+                    )
                     answers.append((_clean(answer["text"]), answer["answer_start"]))
                 impossible = version == "2.0" and bool(qa.get("is_impossible", False))
                 if impossible:
@@ -153,13 +172,19 @@ def examples_from_articles(articles, source: str, version: str, is_training: boo
                 elif not answers or (is_training and not answer_matches(context, *answers[0])):
                     skipped += 1
                     if warn and skipped <= 5:
-                        reason = ("has no answer" if not answers else
-                                  f"answer {answers[0][0]!r} is not at character "
-                                  f"{answers[0][1]} of the context")
+                        reason = (
+                            "has no answer"
+                            if not answers
+                            else f"answer {answers[0][0]!r} is not at character "
+                            f"{answers[0][1]} of the context"
+                        )
                         warn(f"{source}: {here} (id {qa['id']}) {reason}; skipped.")
                     continue
-                examples.append(QAExample(str(qa["id"]), _clean(qa["question"]), context,
-                                          answers, impossible, title))
+                examples.append(
+                    QAExample(
+                        str(qa["id"]), _clean(qa["question"]), context, answers, impossible, title
+                    )
+                )
     return SquadSplit(examples, source, skipped)
 
 
@@ -178,8 +203,9 @@ def read_squad_json(path: str, version: str, is_training: bool, warn=None) -> Sq
             document = json.load(f)
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
         raise SquadDataError(f"{path}: not a UTF-8 JSON file ({error}).") from None
-    _require(isinstance(document, dict) and "data" in document, path, "top level",
-             "has no 'data' key")
+    _require(
+        isinstance(document, dict) and "data" in document, path, "top level", "has no 'data' key"
+    )
     split = examples_from_articles(document["data"], path, version, is_training, warn)
     if not split.examples:
         raise SquadDataError(f"{path}: no usable questions ({split.skipped} skipped).")
@@ -216,24 +242,32 @@ def read_gold_answers(path: str) -> GoldAnswers:
             document = json.load(f)
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
         raise SquadDataError(f"{path}: not a UTF-8 JSON file ({error}).") from None
-    _require(isinstance(document, dict) and "data" in document, path, "top level",
-             "has no 'data' key")
+    _require(
+        isinstance(document, dict) and "data" in document, path, "top level", "has no 'data' key"
+    )
     impossible = False
     for article in document["data"] if isinstance(document["data"], list) else []:
         for paragraph in article.get("paragraphs", []) if isinstance(article, dict) else []:
             for qa in paragraph.get("qas", []) if isinstance(paragraph, dict) else []:
                 impossible |= isinstance(qa, dict) and bool(qa.get("is_impossible", False))
-    split = examples_from_articles(document["data"], path, "2.0" if impossible else "1.1",
-                                   is_training=False)
+    split = examples_from_articles(
+        document["data"], path, "2.0" if impossible else "1.1", is_training=False
+    )
     if split.skipped:
-        raise SquadDataError(f"{path}: {split.skipped} question(s) have no answer and are not "
-                             "marked is_impossible; the official scripts cannot score them.")
-    return GoldAnswers({e.qas_id: [text for text, _ in e.answers] for e in split.examples},
-                       str(document.get("version") or ""), impossible)
+        raise SquadDataError(
+            f"{path}: {split.skipped} question(s) have no answer and are not "
+            "marked is_impossible; the official scripts cannot score them."
+        )
+    return GoldAnswers(
+        {e.qas_id: [text for text, _ in e.answers] for e in split.examples},
+        str(document.get("version") or ""),
+        impossible,
+    )
 
 
-def load_tfds_squad(version: str, split: str, tfds_data_dir: Optional[str],
-                    is_training: bool, warn=None) -> SquadSplit:
+def load_tfds_squad(
+    version: str, split: str, tfds_data_dir: Optional[str], is_training: bool, warn=None
+) -> SquadSplit:
     """Reads `squad/v1.1` or `squad/v2.0` prepared by TensorFlow Datasets (no download).
 
     Args:
@@ -255,7 +289,8 @@ def load_tfds_squad(version: str, split: str, tfds_data_dir: Optional[str],
         raise SquadDataError(
             f"TFDS dataset {name} is not prepared in {where} ({error.__class__.__name__}). Pass "
             "--train_file/--predict_file (SQuAD JSON) instead, or prepare it once with "
-            f"tfds.builder('{name}').download_and_prepare().") from None
+            f"tfds.builder('{name}').download_and_prepare()."
+        ) from None
     source = f"tfds:{name}/{split}"
     examples, skipped = [], 0
     for row in tfds.as_numpy(dataset):
@@ -265,12 +300,21 @@ def load_tfds_squad(version: str, split: str, tfds_data_dir: Optional[str],
         impossible = version == "2.0" and bool(row.get("is_impossible", False))
         answers = [] if impossible else list(zip(texts, starts))
         qas_id = row["id"].decode("utf-8")
-        if not impossible and (not answers or
-                               (is_training and not answer_matches(context, *answers[0]))):
+        if not impossible and (
+            not answers or (is_training and not answer_matches(context, *answers[0]))
+        ):
             skipped += 1
             if warn and skipped <= 5:
                 warn(f"{source}: question {qas_id} has no answer matching its context; skipped.")
             continue
-        examples.append(QAExample(qas_id, row["question"].decode("utf-8"), context, answers,
-                                  impossible, row["title"].decode("utf-8")))
+        examples.append(
+            QAExample(
+                qas_id,
+                row["question"].decode("utf-8"),
+                context,
+                answers,
+                impossible,
+                row["title"].decode("utf-8"),
+            )
+        )
     return SquadSplit(examples, source, skipped)

@@ -37,9 +37,13 @@ class Candidate:
     end_char: int
 
 
-def decode(examples, features: QAFeatures, outputs: Mapping[str, np.ndarray],
-           n_best_size: int = N_BEST_SIZE, max_answer_length: int = MAX_ANSWER_LENGTH
-           ) -> tuple[dict, dict, dict]:
+def decode(
+    examples,
+    features: QAFeatures,
+    outputs: Mapping[str, np.ndarray],
+    n_best_size: int = N_BEST_SIZE,
+    max_answer_length: int = MAX_ANSWER_LENGTH,
+) -> tuple[dict, dict, dict]:
     """Best answer, null odds and n-best list per question.
 
     Args:
@@ -88,16 +92,22 @@ def decode(examples, features: QAFeatures, outputs: Mapping[str, np.ndarray],
         probs = np.exp(scores - scores.max()) if best else scores
         probs = probs / probs.sum() if best else probs  # softmax over the n-best
         predictions[example.qas_id] = best[0].text if best else ""
-        nbest[example.qas_id] = [{"text": c.text, "probability": float(p), "score": c.score,
-                                  "start": c.start_char, "end": c.end_char}
-                                 for c, p in zip(best, probs)]
+        nbest[example.qas_id] = [
+            {
+                "text": c.text,
+                "probability": float(p),
+                "score": c.score,
+                "start": c.start_char,
+                "end": c.end_char,
+            }
+            for c, p in zip(best, probs)
+        ]
         null_odds[example.qas_id] = float(min(answerable[f] for f in windows)) if windows else 0.0
     return predictions, null_odds, nbest
 
 
-def apply_null_threshold(predictions: Mapping[str, str], null_odds: Mapping[str, float],
-                         threshold: float) -> dict:
+def apply_null_threshold(
+    predictions: Mapping[str, str], null_odds: Mapping[str, float], threshold: float
+) -> dict:
     """SQuAD 2.0 submission: the empty string where the null odds exceed `threshold`."""
     return {q: ("" if null_odds[q] > threshold else text) for q, text in predictions.items()}
-
-

@@ -39,8 +39,16 @@ import tensorflow as tf
 from electra_tf.finetuning.features import tokenize_texts
 
 # The CJK ideograph blocks the tokenizer puts in tokens of their own (as BERT).
-_CJK_RANGES = ((0x4E00, 0x9FFF), (0x3400, 0x4DBF), (0x20000, 0x2A6DF), (0x2A700, 0x2B73F),
-               (0x2B740, 0x2B81F), (0x2B820, 0x2CEAF), (0xF900, 0xFAFF), (0x2F800, 0x2FA1F))
+_CJK_RANGES = (
+    (0x4E00, 0x9FFF),
+    (0x3400, 0x4DBF),
+    (0x20000, 0x2A6DF),
+    (0x2A700, 0x2B73F),
+    (0x2B740, 0x2B81F),
+    (0x2B820, 0x2CEAF),
+    (0xF900, 0xFAFF),
+    (0x2F800, 0x2FA1F),
+)
 _CHUNK = 4096
 
 
@@ -79,8 +87,11 @@ def split_units(text: str) -> list[tuple[int, int]]:
 def _attaches(char: str) -> bool:
     """Whether `char` belongs to the cluster of the character before it."""
     code = ord(char)
-    return (unicodedata.category(char).startswith("M")
-            or 0x1160 <= code <= 0x11FF or 0xD7B0 <= code <= 0xD7FF)  # Hangul vowels/finals
+    return (
+        unicodedata.category(char).startswith("M")
+        or 0x1160 <= code <= 0x11FF
+        or 0xD7B0 <= code <= 0xD7FF
+    )  # Hangul vowels/finals
 
 
 def split_clusters(unit: str) -> list[tuple[int, int]]:
@@ -125,7 +136,7 @@ class OffsetTokenizer:
     def _normalize(self, texts: list[str]) -> None:
         new = [t for t in dict.fromkeys(texts) if t not in self._clusters]
         for start in range(0, len(new), _CHUNK):
-            chunk = new[start:start + _CHUNK]
+            chunk = new[start : start + _CHUNK]
             out = self.tokenizer.normalize(tf.constant(chunk, dtype=tf.string)).numpy()
             self._clusters.update(zip(chunk, (o.decode("utf-8") for o in out)))
 
@@ -143,7 +154,8 @@ class OffsetTokenizer:
             token = self.tokenizer.vocab[i]
             pieces.append(token[2:] if token.startswith("##") else token)
         if sum(len(p) for p in pieces) != len(owner) or "".join(pieces) != "".join(
-                self._clusters[unit[a:b]] for a, b in clusters):
+            self._clusters[unit[a:b]] for a, b in clusters
+        ):
             return whole
         spans, position = [], 0
         for piece in pieces:
@@ -155,8 +167,14 @@ class OffsetTokenizer:
     def tokenize(self, contexts: Sequence[str]) -> list[DocTokens]:
         """Word pieces and character spans of each context."""
         all_units = [split_units(text) for text in contexts]
-        new = list(dict.fromkeys(text[a:b] for text, units in zip(contexts, all_units)
-                                 for a, b in units if text[a:b] not in self._units))
+        new = list(
+            dict.fromkeys(
+                text[a:b]
+                for text, units in zip(contexts, all_units)
+                for a, b in units
+                if text[a:b] not in self._units
+            )
+        )
         if new:
             self._normalize([u[a:b] for u in new for a, b in split_clusters(u)])
             for unit, ids in zip(new, tokenize_texts(self.tokenizer, new)):
@@ -204,8 +222,9 @@ def max_context_windows(windows: list[tuple[int, int]], num_tokens: int) -> np.n
     return best
 
 
-def answer_token_span(spans: np.ndarray, char_start: int,
-                      char_end: int) -> Optional[tuple[int, int]]:
+def answer_token_span(
+    spans: np.ndarray, char_start: int, char_end: int
+) -> Optional[tuple[int, int]]:
     """First and last token (inclusive) overlapping characters [char_start, char_end)."""
     overlap = np.nonzero((spans[:, 1] > char_start) & (spans[:, 0] < char_end))[0]
     if overlap.size == 0:
@@ -244,17 +263,29 @@ class QAFeatures:
         return len(self.input_ids)
 
     def inputs(self) -> dict:
-        return {"input_ids": self.input_ids, "input_mask": self.input_mask,
-                "segment_ids": self.segment_ids}
+        return {
+            "input_ids": self.input_ids,
+            "input_mask": self.input_mask,
+            "segment_ids": self.segment_ids,
+        }
 
     def labels(self) -> dict:
-        return {"start_positions": self.start_positions, "end_positions": self.end_positions,
-                "is_impossible": self.is_impossible}
+        return {
+            "start_positions": self.start_positions,
+            "end_positions": self.end_positions,
+            "is_impossible": self.is_impossible,
+        }
 
 
-def convert_examples(examples, tokenizer, max_seq_length: int = 512, doc_stride: int = 128,
-                     max_query_length: int = 64, is_training: bool = False,
-                     offset_tokenizer: Optional[OffsetTokenizer] = None) -> QAFeatures:
+def convert_examples(
+    examples,
+    tokenizer,
+    max_seq_length: int = 512,
+    doc_stride: int = 128,
+    max_query_length: int = 64,
+    is_training: bool = False,
+    offset_tokenizer: Optional[OffsetTokenizer] = None,
+) -> QAFeatures:
     """Builds the windows of every example.
 
     Args:
@@ -270,14 +301,26 @@ def convert_examples(examples, tokenizer, max_seq_length: int = 512, doc_stride:
         ValueError: the lengths leave no room for context tokens.
     """
     if max_query_length <= 0 or doc_stride <= 0:
-        raise ValueError(f"--max_query_length={max_query_length} and --doc_stride={doc_stride} "
-                         "must be positive.")
+        raise ValueError(
+            f"--max_query_length={max_query_length} and --doc_stride={doc_stride} must be positive."
+        )
     offsets = offset_tokenizer or OffsetTokenizer(tokenizer)
     contexts = list(dict.fromkeys(e.context for e in examples))
     docs = dict(zip(contexts, offsets.tokenize(contexts)))
     questions = tokenize_texts(tokenizer, [e.question for e in examples])
-    rows = {k: [] for k in ("ids", "segments", "start", "end", "impossible", "example", "spans",
-                            "max_context")}
+    rows = {
+        k: []
+        for k in (
+            "ids",
+            "segments",
+            "start",
+            "end",
+            "impossible",
+            "example",
+            "spans",
+            "max_context",
+        )
+    }
     skipped = 0
     for index, (example, question) in enumerate(zip(examples, questions)):
         question = question[:max_query_length]
@@ -290,19 +333,26 @@ def convert_examples(examples, tokenizer, max_seq_length: int = 512, doc_stride:
                 continue
         max_tokens = max_seq_length - len(question) - 3
         if max_tokens < 1:
-            raise ValueError(f"--max_seq_length={max_seq_length} leaves no room for context "
-                             f"after the {len(question)} question tokens of {example.qas_id} "
-                             f"(--max_query_length={max_query_length}).")
+            raise ValueError(
+                f"--max_seq_length={max_seq_length} leaves no room for context "
+                f"after the {len(question)} question tokens of {example.qas_id} "
+                f"(--max_query_length={max_query_length})."
+            )
         windows = doc_windows(len(doc.ids), max_tokens, doc_stride)
         owners = max_context_windows(windows, len(doc.ids))
         offset = len(question) + 2
         for w, (start, length) in enumerate(windows):
-            ids = [tokenizer.cls_id] + question + [tokenizer.sep_id] + \
-                doc.ids[start:start + length] + [tokenizer.sep_id]
+            ids = (
+                [tokenizer.cls_id]
+                + question
+                + [tokenizer.sep_id]
+                + doc.ids[start : start + length]
+                + [tokenizer.sep_id]
+            )
             spans = np.full((len(ids), 2), -1, np.int32)
-            spans[offset:offset + length] = doc.spans[start:start + length]
+            spans[offset : offset + length] = doc.spans[start : start + length]
             max_context = np.zeros(len(ids), bool)
-            max_context[offset:offset + length] = owners[start:start + length] == w
+            max_context[offset : offset + length] = owners[start : start + length] == w
             first = last = 0
             if answer is not None and start <= answer[0] and answer[1] < start + length:
                 first, last = answer[0] - start + offset, answer[1] - start + offset
@@ -328,12 +378,27 @@ def convert_examples(examples, tokenizer, max_seq_length: int = 512, doc_stride:
         token_spans[i, :length] = rows["spans"][i]
         max_context[i, :length] = rows["max_context"][i]
     as_int = lambda key: np.asarray(rows[key], np.int32).reshape(n)  # noqa: E731
-    return QAFeatures(input_ids, input_mask, segment_ids, as_int("start"), as_int("end"),
-                      as_int("impossible"), as_int("example"), token_spans, max_context, skipped)
+    return QAFeatures(
+        input_ids,
+        input_mask,
+        segment_ids,
+        as_int("start"),
+        as_int("end"),
+        as_int("impossible"),
+        as_int("example"),
+        token_spans,
+        max_context,
+        skipped,
+    )
 
 
-def make_dataset(features: QAFeatures, batch_size: int, with_labels: bool = True,
-                 shuffle_seed: Optional[int] = None, repeat: bool = False) -> tf.data.Dataset:
+def make_dataset(
+    features: QAFeatures,
+    batch_size: int,
+    with_labels: bool = True,
+    shuffle_seed: Optional[int] = None,
+    repeat: bool = False,
+) -> tf.data.Dataset:
     """(inputs, labels) batches for training, or inputs only for prediction."""
     data = (features.inputs(), features.labels()) if with_labels else features.inputs()
     dataset = tf.data.Dataset.from_tensor_slices(data)

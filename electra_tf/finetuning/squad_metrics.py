@@ -53,13 +53,18 @@ def _best_over_gold(prediction: str, golds: Sequence[str], version: str) -> tupl
     golds = [g for g in golds if normalize_answer(g)] if version == "2.0" else list(golds)
     if not golds:
         golds = [""]  # v2.0: an unanswerable question's gold answer
-    return (max(exact_match(prediction, g) for g in golds),
-            max(f1_score(prediction, g, version) for g in golds))
+    return (
+        max(exact_match(prediction, g) for g in golds),
+        max(f1_score(prediction, g, version) for g in golds),
+    )
 
 
-def evaluate_v1(gold: Mapping[str, Sequence[str]], predictions: Mapping[str, str],
-                exact_fn: Optional[Callable[[str, str], float]] = None,
-                f1_fn: Optional[Callable[[str, str], float]] = None) -> dict:
+def evaluate_v1(
+    gold: Mapping[str, Sequence[str]],
+    predictions: Mapping[str, str],
+    exact_fn: Optional[Callable[[str, str], float]] = None,
+    f1_fn: Optional[Callable[[str, str], float]] = None,
+) -> dict:
     """SQuAD 1.1 scores: {"exact_match", "f1"} in percent.
 
     Args:
@@ -84,9 +89,12 @@ def evaluate_v1(gold: Mapping[str, Sequence[str]], predictions: Mapping[str, str
     return {"exact_match": 100.0 * em / len(gold), "f1": 100.0 * f1 / len(gold)}
 
 
-def best_threshold(raw_scores: Mapping[str, float], null_odds: Mapping[str, float],
-                   has_answer: Mapping[str, bool], predictions: Mapping[str, str]
-                   ) -> tuple[float, float]:
+def best_threshold(
+    raw_scores: Mapping[str, float],
+    null_odds: Mapping[str, float],
+    has_answer: Mapping[str, bool],
+    predictions: Mapping[str, str],
+) -> tuple[float, float]:
     """Best score (percent) over no-answer thresholds, and the threshold reaching it.
 
     Start with every question predicted unanswerable (the unanswerable ones
@@ -109,8 +117,12 @@ def best_threshold(raw_scores: Mapping[str, float], null_odds: Mapping[str, floa
     return 100.0 * best / len(raw_scores), threshold
 
 
-def evaluate_v2(gold: Mapping[str, Sequence[str]], predictions: Mapping[str, str],
-                null_odds: Optional[Mapping[str, float]] = None, threshold: float = 1.0) -> dict:
+def evaluate_v2(
+    gold: Mapping[str, Sequence[str]],
+    predictions: Mapping[str, str],
+    null_odds: Optional[Mapping[str, float]] = None,
+    threshold: float = 1.0,
+) -> dict:
     """SQuAD 2.0 scores as the official script reports them (percent).
 
     As there, a question "has an answer" when its answer list is not empty
@@ -141,8 +153,10 @@ def evaluate_v2(gold: Mapping[str, Sequence[str]], predictions: Mapping[str, str
     odds = dict(null_odds) if null_odds is not None else {q: 0.0 for q in gold}
 
     def thresholded(raw):
-        return {qid: float(not has_answer[qid]) if odds.get(qid, 0.0) > threshold else score
-                for qid, score in raw.items()}
+        return {
+            qid: float(not has_answer[qid]) if odds.get(qid, 0.0) > threshold else score
+            for qid, score in raw.items()
+        }
 
     exact, f1 = thresholded(raw_exact), thresholded(raw_f1)
     results = collections.OrderedDict()
@@ -158,7 +172,9 @@ def evaluate_v2(gold: Mapping[str, Sequence[str]], predictions: Mapping[str, str
     add("NoAns_", [q for q in exact if not has_answer[q]])
     if null_odds is not None:
         results["best_exact"], results["best_exact_thresh"] = best_threshold(
-            raw_exact, odds, has_answer, predictions)
+            raw_exact, odds, has_answer, predictions
+        )
         results["best_f1"], results["best_f1_thresh"] = best_threshold(
-            raw_f1, odds, has_answer, predictions)
+            raw_f1, odds, has_answer, predictions
+        )
     return dict(results)

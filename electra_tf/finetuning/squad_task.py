@@ -30,8 +30,14 @@ NBEST_FILE = "nbest_predictions.json"
 _HEADLINE = ("exact_match", "f1", "best_exact", "best_f1")
 
 
-def score(version: str, examples, predictions: dict, null_odds: dict, threshold: float,
-          metric: str = "squad") -> dict:
+def score(
+    version: str,
+    examples,
+    predictions: dict,
+    null_odds: dict,
+    threshold: float,
+    metric: str = "squad",
+) -> dict:
     """Official-style scores in percent; `exact_match` and `f1` are the headline numbers.
 
     Args:
@@ -88,19 +94,27 @@ class SquadTask:
     _windows: Optional[_Windows] = dataclasses.field(default=None, init=False, repr=False)
 
     def __post_init__(self):
-        require_positive(max_seq_length=self.max_seq_length, doc_stride=self.doc_stride,
-                         max_query_length=self.max_query_length, beam_size=self.beam_size,
-                         n_best_size=self.n_best_size, max_answer_length=self.max_answer_length)
+        require_positive(
+            max_seq_length=self.max_seq_length,
+            doc_stride=self.doc_stride,
+            max_query_length=self.max_query_length,
+            beam_size=self.beam_size,
+            n_best_size=self.n_best_size,
+            max_answer_length=self.max_answer_length,
+        )
         if self.qa_metric not in qa_metrics.METRICS:
-            raise RunError(f"--qa_metric={self.qa_metric}: choose one of "
-                           f"{', '.join(qa_metrics.METRICS)}.")
+            raise RunError(
+                f"--qa_metric={self.qa_metric}: choose one of {', '.join(qa_metrics.METRICS)}."
+            )
         try:
             qa_metrics.check_available(self.qa_metric)  # before training, not after it
         except ImportError as error:
             raise RunError(str(error)) from None
         if self.qa_metric != "squad" and self.version == "2.0":
-            raise RunError(f"--qa_metric={self.qa_metric} scores answerable questions only; use "
-                           "--squad_version=1.1 (or --qa_metric=squad for SQuAD 2.0).")
+            raise RunError(
+                f"--qa_metric={self.qa_metric} scores answerable questions only; use "
+                "--squad_version=1.1 (or --qa_metric=squad for SQuAD 2.0)."
+            )
 
     @property
     def name(self) -> str:
@@ -113,23 +127,36 @@ class SquadTask:
 
     def describe(self) -> dict:
         """The task's entry in results.json (the data sources are part of it)."""
-        return squad_task(self.version, self.train.source,
-                          self.evaluation.source if self.evaluation else None, self.qa_metric)
+        return squad_task(
+            self.version,
+            self.train.source,
+            self.evaluation.source if self.evaluation else None,
+            self.qa_metric,
+        )
 
     def settings(self) -> dict:
         """The task's own settings in results.json."""
-        return {"max_seq_length": self.max_seq_length, "doc_stride": self.doc_stride,
-                "max_query_length": self.max_query_length, "beam_size": self.beam_size,
-                "n_best_size": self.n_best_size, "max_answer_length": self.max_answer_length,
-                "null_score_threshold": self.null_score_threshold}
+        return {
+            "max_seq_length": self.max_seq_length,
+            "doc_stride": self.doc_stride,
+            "max_query_length": self.max_query_length,
+            "beam_size": self.beam_size,
+            "n_best_size": self.n_best_size,
+            "max_answer_length": self.max_answer_length,
+            "null_score_threshold": self.null_score_threshold,
+        }
 
     def model_info(self) -> dict:
         """What serving needs beside the model: the version, window and answer settings."""
-        return {"kind": "question_answering", "squad_version": self.version,
-                "max_seq_length": self.max_seq_length, "doc_stride": self.doc_stride,
-                "max_query_length": self.max_query_length,
-                "max_answer_length": self.max_answer_length,
-                "null_score_threshold": self.null_score_threshold}
+        return {
+            "kind": "question_answering",
+            "squad_version": self.version,
+            "max_seq_length": self.max_seq_length,
+            "doc_stride": self.doc_stride,
+            "max_query_length": self.max_query_length,
+            "max_answer_length": self.max_answer_length,
+            "null_score_threshold": self.null_score_threshold,
+        }
 
     def prepare(self, tokenizer, print_fn=print) -> dict:
         """Cuts every question and context into windows.
@@ -141,24 +168,42 @@ class SquadTask:
             RunError: the lengths leave no room for the context.
         """
         offsets = squad_features.OffsetTokenizer(tokenizer)
-        window_args = dict(max_seq_length=self.max_seq_length, doc_stride=self.doc_stride,
-                           max_query_length=self.max_query_length, offset_tokenizer=offsets)
+        window_args = dict(
+            max_seq_length=self.max_seq_length,
+            doc_stride=self.doc_stride,
+            max_query_length=self.max_query_length,
+            offset_tokenizer=offsets,
+        )
         try:
-            train = squad_features.convert_examples(self.train.examples, tokenizer,
-                                                    is_training=True, **window_args)
-            evaluation = None if self.evaluation is None else squad_features.convert_examples(
-                self.evaluation.examples, tokenizer, **window_args)
+            train = squad_features.convert_examples(
+                self.train.examples, tokenizer, is_training=True, **window_args
+            )
+            evaluation = (
+                None
+                if self.evaluation is None
+                else squad_features.convert_examples(
+                    self.evaluation.examples, tokenizer, **window_args
+                )
+            )
         except ValueError as error:
             raise RunError(str(error)) from None
         self._windows = _Windows(train, evaluation)
         skipped = self.train.skipped + train.skipped
-        print_fn(f"SQuAD {self.version}: {len(self.train):,} training questions -> "
-                 f"{len(train):,} windows of {self.max_seq_length} tokens ({skipped} skipped: "
-                 "answer not found in the context)"
-                 + (f"; {len(self.evaluation):,} questions to predict -> {len(evaluation):,} "
-                    "windows" if self.evaluation else ""))
-        return {"num_train_questions": len(self.train), "num_train_windows": len(train),
-                "skipped_train_questions": skipped}
+        print_fn(
+            f"SQuAD {self.version}: {len(self.train):,} training questions -> "
+            f"{len(train):,} windows of {self.max_seq_length} tokens ({skipped} skipped: "
+            "answer not found in the context)"
+            + (
+                f"; {len(self.evaluation):,} questions to predict -> {len(evaluation):,} windows"
+                if self.evaluation
+                else ""
+            )
+        )
+        return {
+            "num_train_questions": len(self.train),
+            "num_train_windows": len(train),
+            "skipped_train_questions": skipped,
+        }
 
     @property
     def num_train_examples(self) -> int:
@@ -167,15 +212,17 @@ class SquadTask:
 
     def train_dataset(self, batch_size: int, seed: int) -> tf.data.Dataset:
         """(inputs, labels) batches of windows, reshuffled every epoch with `seed`, repeated."""
-        return squad_features.make_dataset(self._windows.train, batch_size, shuffle_seed=seed,
-                                           repeat=True)
+        return squad_features.make_dataset(
+            self._windows.train, batch_size, shuffle_seed=seed, repeat=True
+        )
 
     def build_model(self, encoder, seed: int):
         """The QA model with a fresh span head seeded by `seed`."""
         return build_qa_model(encoder, self.beam_size, seed)
 
-    def evaluate(self, model, batch_size: int,
-                 trial: Optional[TrialDir] = None) -> tuple[dict, dict]:
+    def evaluate(
+        self, model, batch_size: int, trial: Optional[TrialDir] = None
+    ) -> tuple[dict, dict]:
         """Answers the questions to predict and scores them; with `trial`, writes the answers.
 
         The beam search holds a [batch, beam, length, 512] activation: about
@@ -190,23 +237,32 @@ class SquadTask:
         if self.evaluation is None:
             return {}, {}
         windows = self._windows.evaluation
-        outputs = model.predict(squad_features.make_dataset(windows, batch_size,
-                                                            with_labels=False), verbose=0)
+        outputs = model.predict(
+            squad_features.make_dataset(windows, batch_size, with_labels=False), verbose=0
+        )
         predictions, null_odds, nbest = squad_decoding.decode(
-            self.evaluation.examples, windows, outputs, self.n_best_size, self.max_answer_length)
+            self.evaluation.examples, windows, outputs, self.n_best_size, self.max_answer_length
+        )
         files = {}
         if trial is not None:
             os.makedirs(trial.path, exist_ok=True)
             answers = {NBEST_FILE: nbest, PREDICTIONS_FILE: predictions}
             if self.version == "2.0":
                 answers[PREDICTIONS_FILE] = squad_decoding.apply_null_threshold(
-                    predictions, null_odds, self.null_score_threshold)
+                    predictions, null_odds, self.null_score_threshold
+                )
                 answers[NULL_ODDS_FILE] = null_odds
             for name, content in answers.items():
                 files[name] = trial.file(name)
                 write_json(files[name], content)
-        return score(self.version, self.evaluation.examples, predictions, null_odds,
-                     self.null_score_threshold, self.qa_metric), files
+        return score(
+            self.version,
+            self.evaluation.examples,
+            predictions,
+            null_odds,
+            self.null_score_threshold,
+            self.qa_metric,
+        ), files
 
     def format_metrics(self, scores: dict) -> str:
         """The headline scores for the console (already in percent)."""

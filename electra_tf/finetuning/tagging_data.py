@@ -62,8 +62,16 @@ NO_TYPE = "_"
 _ASCII_SPACES = "\t\n\v\f\r"
 _SPACE_CATEGORIES = ("Zs", "Zl", "Zp")
 # The code points BERT's tokenizer treats as CJK ideographs (`_is_chinese_char`).
-CJK_RANGES = ((0x4E00, 0x9FFF), (0x3400, 0x4DBF), (0x20000, 0x2A6DF), (0x2A700, 0x2B73F),
-              (0x2B740, 0x2B81F), (0x2B820, 0x2CEAF), (0xF900, 0xFAFF), (0x2F800, 0x2FA1F))
+CJK_RANGES = (
+    (0x4E00, 0x9FFF),
+    (0x3400, 0x4DBF),
+    (0x20000, 0x2A6DF),
+    (0x2A700, 0x2B73F),
+    (0x2B740, 0x2B81F),
+    (0x2B820, 0x2CEAF),
+    (0xF900, 0xFAFF),
+    (0x2F800, 0x2FA1F),
+)
 _JSONL_EXTENSIONS = (".jsonl", ".json", ".ndjson")
 
 
@@ -98,6 +106,7 @@ def split_words(text: str) -> list[str]:
 # ---------------------------------------------------------------------------
 # Tags.
 
+
 def parse_tag(tag: str, tag_format: str) -> tuple[str, str]:
     """(position letter, entity type) of a tag, as seqeval reads it.
 
@@ -114,8 +123,9 @@ def parse_tag(tag: str, tag_format: str) -> tuple[str, str]:
     if tag_format == SUFFIX and _SUFFIX_TAG.match(tag):
         return tag[-1], tag[:-2] or NO_TYPE
     example = {PREFIX: "B-PER", SUFFIX: "PER-B"}.get(tag_format, "B-PER")
-    raise ValueError(f"tag {tag!r} is not of the {tag_format} format (like {example!r} or "
-                     f"{OUTSIDE!r})")
+    raise ValueError(
+        f"tag {tag!r} is not of the {tag_format} format (like {example!r} or {OUTSIDE!r})"
+    )
 
 
 def _fits(tag: str, tag_format: str) -> bool:
@@ -141,9 +151,11 @@ def detect_tag_format(tags: Sequence[str]) -> str:
     if not entity_like:
         return PLAIN
     others = [t for t in tags if t not in entity_like]
-    raise ValueError(f"some tags look like entity tags ({', '.join(entity_like[:3])}) and others "
-                     f"do not ({', '.join(others[:3])}); fix them, or pass --tag_format=plain "
-                     "to score every tag as a class of its own (accuracy only)")
+    raise ValueError(
+        f"some tags look like entity tags ({', '.join(entity_like[:3])}) and others "
+        f"do not ({', '.join(others[:3])}); fix them, or pass --tag_format=plain "
+        "to score every tag as a class of its own (accuracy only)"
+    )
 
 
 def order_tags(tags: Sequence[str]) -> list[str]:
@@ -154,6 +166,7 @@ def order_tags(tags: Sequence[str]) -> list[str]:
 
 # ---------------------------------------------------------------------------
 # Files.
+
 
 @dataclasses.dataclass
 class TaggedSplit:
@@ -188,9 +201,12 @@ class TaggedSplit:
             return self
         keep = np.sort(np.random.default_rng(seed).choice(len(self), size=count, replace=False))
         pick = lambda values: [values[i] for i in keep]  # noqa: E731
-        return dataclasses.replace(self, sentences=pick(self.sentences),
-                                   tags=None if self.tags is None else pick(self.tags),
-                                   lines=pick(self.lines))
+        return dataclasses.replace(
+            self,
+            sentences=pick(self.sentences),
+            tags=None if self.tags is None else pick(self.tags),
+            lines=pick(self.lines),
+        )
 
 
 def _read_lines(path: str):
@@ -200,8 +216,9 @@ def _read_lines(path: str):
         with open(path, encoding="utf-8-sig") as f:
             return f.read().split("\n")
     except UnicodeDecodeError as error:
-        raise TaskDataError(f"{path}: not valid UTF-8 ({error.reason} at byte {error.start}).") \
-            from None
+        raise TaskDataError(
+            f"{path}: not valid UTF-8 ({error.reason} at byte {error.start})."
+        ) from None
 
 
 def read_conll(path: str, name: str, labelled: bool) -> TaggedSplit:
@@ -227,8 +244,10 @@ def read_conll(path: str, name: str, labelled: bool) -> TaggedSplit:
         if fields[0] == "-DOCSTART-":
             continue
         if labelled and len(fields) < 2:
-            raise TaskDataError(f"{path}, line {number}: {line!r} has no tag column (word first, "
-                                "tag last, separated by a tab or spaces).")
+            raise TaskDataError(
+                f"{path}, line {number}: {line!r} has no tag column (word first, "
+                "tag last, separated by a tab or spaces)."
+            )
         if not words:
             start = number
         words.append(fields[0])
@@ -238,13 +257,15 @@ def read_conll(path: str, name: str, labelled: bool) -> TaggedSplit:
         tags.append(sentence_tags)
         lines.append(start)
     if not sentences:
-        raise TaskDataError(f"{path}: no sentences (word first, tag last, a blank line between "
-                            "sentences).")
+        raise TaskDataError(
+            f"{path}: no sentences (word first, tag last, a blank line between sentences)."
+        )
     return TaggedSplit(name, path, sentences, tags if labelled else None, lines)
 
 
-def read_jsonl(path: str, name: str, labelled: bool, words_key: str = "tokens",
-               tags_key: str = "tags") -> TaggedSplit:
+def read_jsonl(
+    path: str, name: str, labelled: bool, words_key: str = "tokens", tags_key: str = "tags"
+) -> TaggedSplit:
     """Reads JSONL sentences `{words_key: [...], tags_key: [...]}`.
 
     Raises:
@@ -259,24 +280,29 @@ def read_jsonl(path: str, name: str, labelled: bool, words_key: str = "tokens",
         try:
             record = json.loads(line)
         except json.JSONDecodeError as error:
-            raise TaskDataError(f"{where}: not valid JSON ({error.msg} at column "
-                                f"{error.colno}).") from None
+            raise TaskDataError(
+                f"{where}: not valid JSON ({error.msg} at column {error.colno})."
+            ) from None
         if not isinstance(record, dict):
-            raise TaskDataError(f"{where}: expected a JSON object per line, found "
-                                f"{type(record).__name__}.")
+            raise TaskDataError(
+                f"{where}: expected a JSON object per line, found {type(record).__name__}."
+            )
         keys = [words_key] + ([tags_key] if labelled else [])
         values = []
         for key in keys:
             if key not in record:
-                raise TaskDataError(f"{where}: no {key!r} field; this line has "
-                                    f"{', '.join(repr(k) for k in record) or 'no fields'}.")
+                raise TaskDataError(
+                    f"{where}: no {key!r} field; this line has "
+                    f"{', '.join(repr(k) for k in record) or 'no fields'}."
+                )
             value = record[key]
             if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
                 raise TaskDataError(f"{where}: {key!r} must be a list of strings.")
             values.append(value)
         if labelled and len(values[0]) != len(values[1]):
-            raise TaskDataError(f"{where}: {len(values[0])} {words_key} but {len(values[1])} "
-                                f"{tags_key}.")
+            raise TaskDataError(
+                f"{where}: {len(values[0])} {words_key} but {len(values[1])} {tags_key}."
+            )
         sentences.append(values[0])
         tags.append([t.strip() for t in values[1]] if labelled else None)
         lines.append(number)
@@ -285,8 +311,9 @@ def read_jsonl(path: str, name: str, labelled: bool, words_key: str = "tokens",
     return TaggedSplit(name, path, sentences, tags if labelled else None, lines)
 
 
-def read_tagged_file(path: str, name: str, labelled: bool, words_key: str = "tokens",
-                     tags_key: str = "tags") -> TaggedSplit:
+def read_tagged_file(
+    path: str, name: str, labelled: bool, words_key: str = "tokens", tags_key: str = "tags"
+) -> TaggedSplit:
     """A CoNLL or JSONL file, by extension (see the module docstring)."""
     if path.lower().endswith(_JSONL_EXTENSIONS):
         return read_jsonl(path, name, labelled, words_key, tags_key)
@@ -295,6 +322,7 @@ def read_tagged_file(path: str, name: str, labelled: bool, words_key: str = "tok
 
 # ---------------------------------------------------------------------------
 # The task.
+
 
 @dataclasses.dataclass
 class TaggingDefinition:
@@ -329,10 +357,15 @@ class TaggingDefinition:
         return self.tag_names.index(OUTSIDE) if OUTSIDE in self.tag_names else None
 
     def to_dict(self) -> dict:
-        return {"name": self.name, "task_type": self.task_type,
-                "tag_names": list(self.tag_names), "tag_format": self.tag_format,
-                "metrics": list(self.metrics), "primary_metric": self.primary_metric,
-                "num_train_epochs": self.num_train_epochs}
+        return {
+            "name": self.name,
+            "task_type": self.task_type,
+            "tag_names": list(self.tag_names),
+            "tag_format": self.tag_format,
+            "metrics": list(self.metrics),
+            "primary_metric": self.primary_metric,
+            "num_train_epochs": self.num_train_epochs,
+        }
 
     @classmethod
     def from_dict(cls, data: dict) -> "TaggingDefinition":
@@ -352,22 +385,27 @@ class TaggingData:
 
 def _check_tags(split: TaggedSplit, tag_format: str) -> None:
     """Every tag of the split fits the format; else one line naming the file and line."""
-    for words, tags, line in zip(split.sentences, split.tags, split.lines):
+    for tags, line in zip(split.tags, split.lines):
         for offset, tag in enumerate(tags):
             try:
                 parse_tag(tag, tag_format)
             except ValueError as error:
                 # CoNLL: one word per line; JSONL: the sentence's line.
-                at = line + offset if not split.source.lower().endswith(_JSONL_EXTENSIONS) \
-                    else line
+                at = line + offset if not split.source.lower().endswith(_JSONL_EXTENSIONS) else line
                 raise TaskDataError(f"{split.source}, line {at}: {error}.") from None
 
 
-def load_tagging_files(name: str, train_file: str, dev_file: Optional[str] = None,
-                       test_file: Optional[str] = None, tag_format: str = AUTO,
-                       tag_names: Optional[Sequence[str]] = None, words_key: str = "tokens",
-                       tags_key: str = "tags", warn=print) -> tuple[TaggingDefinition,
-                                                                    TaggingData]:
+def load_tagging_files(
+    name: str,
+    train_file: str,
+    dev_file: Optional[str] = None,
+    test_file: Optional[str] = None,
+    tag_format: str = AUTO,
+    tag_names: Optional[Sequence[str]] = None,
+    words_key: str = "tokens",
+    tags_key: str = "tags",
+    warn=print,
+) -> tuple[TaggingDefinition, TaggingData]:
     """Reads a tagging task from CoNLL or JSONL files.
 
     Args:
@@ -392,8 +430,7 @@ def load_tagging_files(name: str, train_file: str, dev_file: Optional[str] = Non
         except ValueError as error:
             raise TaskDataError(f"{train_file}: {error}.") from None
     elif tag_format not in TAG_FORMATS:
-        raise TaskDataError(f"--tag_format={tag_format!r}: choose "
-                            f"{', '.join(TAG_FORMAT_CHOICES)}.")
+        raise TaskDataError(f"--tag_format={tag_format!r}: choose {', '.join(TAG_FORMAT_CHOICES)}.")
     _check_tags(train, tag_format)
     if tag_names:
         names = [str(t).strip() for t in tag_names]
@@ -401,24 +438,31 @@ def load_tagging_files(name: str, train_file: str, dev_file: Optional[str] = Non
             raise TaskDataError(f"--labels={','.join(names)}: names repeat.")
         missing = sorted(set(train_tags) - set(names))
         if missing:
-            raise TaskDataError(f"--labels lacks the tag(s) {', '.join(missing[:5])} of "
-                                f"{train_file}.")
+            raise TaskDataError(
+                f"--labels lacks the tag(s) {', '.join(missing[:5])} of {train_file}."
+            )
     else:
         names = order_tags(train_tags)
     if len(names) < 2:
-        raise TaskDataError(f"{train_file}: only one tag ({names[0]!r}); a tagger needs two or "
-                            "more.")
+        raise TaskDataError(
+            f"{train_file}: only one tag ({names[0]!r}); a tagger needs two or more."
+        )
     dev = read_tagged_file(dev_file, "dev", True, words_key, tags_key) if dev_file else None
     if dev is not None:
         _check_tags(dev, tag_format)
         unseen = Counter(t for tags in dev.tags for t in tags if t not in names)
         if unseen:
-            warn(f"Warning: {dev_file}: {sum(unseen.values())} tag(s) the training data lacks "
-                 f"({', '.join(sorted(unseen)[:5])}); they are scored but never predicted.")
+            warn(
+                f"Warning: {dev_file}: {sum(unseen.values())} tag(s) the training data lacks "
+                f"({', '.join(sorted(unseen)[:5])}); they are scored but never predicted."
+            )
     test = read_tagged_file(test_file, "test", False, words_key, tags_key) if test_file else None
     entity = tag_format != PLAIN
     definition = TaggingDefinition(
-        name=name, tag_names=names, tag_format=tag_format,
+        name=name,
+        tag_names=names,
+        tag_format=tag_format,
         metrics=("precision", "recall", "f1", "accuracy") if entity else ("accuracy",),
-        primary_metric="f1" if entity else "accuracy")
+        primary_metric="f1" if entity else "accuracy",
+    )
     return definition, TaggingData(train, dev, test)

@@ -66,15 +66,17 @@ def encode(tokenizer, sentences: Sequence[Sequence[str]], max_seq_length: int) -
         The inputs and each seen word's first-piece position.
     """
     if max_seq_length < 3:
-        raise ValueError(f"--max_seq_length={max_seq_length}: at least 3 tokens are needed for "
-                         "[CLS], [SEP] and one word piece.")
+        raise ValueError(
+            f"--max_seq_length={max_seq_length}: at least 3 tokens are needed for "
+            "[CLS], [SEP] and one word piece."
+        )
     flat = word_pieces(tokenizer, [w for words in sentences for w in words])
     budget = max_seq_length - 2
     input_ids, positions, num_words = [], [], []
     start = 0
     for words in sentences:
         ids, starts = [tokenizer.cls_id], []
-        for pieces in flat[start:start + len(words)]:
+        for pieces in flat[start : start + len(words)]:
             room = budget - (len(ids) - 1)
             if room <= 0:
                 break
@@ -87,8 +89,9 @@ def encode(tokenizer, sentences: Sequence[Sequence[str]], max_seq_length: int) -
     return TaggedFeatures(input_ids, positions, num_words)
 
 
-def position_labels(features: TaggedFeatures, tag_ids: Sequence[Sequence[int]]
-                    ) -> tuple[list[list[int]], list[list[float]]]:
+def position_labels(
+    features: TaggedFeatures, tag_ids: Sequence[Sequence[int]]
+) -> tuple[list[list[int]], list[list[float]]]:
     """Per-position tag ids and label mask: each seen word's tag at its first piece.
 
     Args:
@@ -110,9 +113,14 @@ def position_labels(features: TaggedFeatures, tag_ids: Sequence[Sequence[int]]
     return ids, masks
 
 
-def make_dataset(features: TaggedFeatures, tag_ids: Optional[Sequence[Sequence[int]]],
-                 batch_size: int, pad_id: int = 0, shuffle_seed: Optional[int] = None,
-                 repeat: bool = False) -> tf.data.Dataset:
+def make_dataset(
+    features: TaggedFeatures,
+    tag_ids: Optional[Sequence[Sequence[int]]],
+    batch_size: int,
+    pad_id: int = 0,
+    shuffle_seed: Optional[int] = None,
+    repeat: bool = False,
+) -> tf.data.Dataset:
     """Padded batches (each padded to its longest sentence).
 
     Returns:
@@ -151,8 +159,9 @@ def make_dataset(features: TaggedFeatures, tag_ids: Optional[Sequence[Sequence[i
     return dataset.map(split).prefetch(tf.data.AUTOTUNE)
 
 
-def word_logits(model, features: TaggedFeatures, batch_size: int, pad_id: int = 0
-                ) -> list[np.ndarray]:
+def word_logits(
+    model, features: TaggedFeatures, batch_size: int, pad_id: int = 0
+) -> list[np.ndarray]:
     """The model's logits at each seen word's first piece.
 
     Returns:
@@ -168,8 +177,11 @@ def word_logits(model, features: TaggedFeatures, batch_size: int, pad_id: int = 
     return results
 
 
-def predicted_ids(logits: Sequence[np.ndarray], num_words: Sequence[int],
-                  unseen_id: int) -> list[list[int]]:
+def predicted_ids(
+    logits: Sequence[np.ndarray], num_words: Sequence[int], unseen_id: int
+) -> list[list[int]]:
     """The predicted tag id of every word: the argmax, `unseen_id` for words cut off."""
-    return [np.argmax(values, axis=-1).tolist() + [unseen_id] * (count - len(values))
-            for values, count in zip(logits, num_words)]
+    return [
+        np.argmax(values, axis=-1).tolist() + [unseen_id] * (count - len(values))
+        for values, count in zip(logits, num_words)
+    ]

@@ -40,12 +40,16 @@ def entities(tags: Sequence[str], tag_format: str) -> list[tuple[str, int, int]]
     prev_letter, prev_type, begin = OUTSIDE, "", 0
     for i, tag in enumerate(list(tags) + [OUTSIDE]):
         letter, type_ = parse_tag(tag, tag_format)
-        ends = (prev_letter in _ENDS_AFTER
-                or (prev_letter in _OPEN and letter in _CLOSES_OPEN)
-                or (prev_letter != OUTSIDE and prev_type != type_))
-        starts = (letter in ("B", "S")
-                  or (letter in _CONTINUES and prev_letter in _BEFORE_CONTINUATION_START)
-                  or (letter != OUTSIDE and type_ != prev_type))
+        ends = (
+            prev_letter in _ENDS_AFTER
+            or (prev_letter in _OPEN and letter in _CLOSES_OPEN)
+            or (prev_letter != OUTSIDE and prev_type != type_)
+        )
+        starts = (
+            letter in ("B", "S")
+            or (letter in _CONTINUES and prev_letter in _BEFORE_CONTINUATION_START)
+            or (letter != OUTSIDE and type_ != prev_type)
+        )
         if ends:
             found.append((prev_type, begin, i - 1))
         if starts:
@@ -60,12 +64,16 @@ def _ratio(numerator: float, denominator: float) -> float:
 
 def _prf(correct: int, predicted: int, gold: int) -> dict[str, float]:
     precision, recall = _ratio(correct, predicted), _ratio(correct, gold)
-    return {"precision": precision, "recall": recall,
-            "f1": _ratio(2 * precision * recall, precision + recall)}
+    return {
+        "precision": precision,
+        "recall": recall,
+        "f1": _ratio(2 * precision * recall, precision + recall),
+    }
 
 
-def entity_scores(gold: Sequence[Sequence[str]], predicted: Sequence[Sequence[str]],
-                  tag_format: str) -> tuple[dict[str, float], dict[str, dict]]:
+def entity_scores(
+    gold: Sequence[Sequence[str]], predicted: Sequence[Sequence[str]], tag_format: str
+) -> tuple[dict[str, float], dict[str, dict]]:
     """Micro and per-type entity precision, recall and F1 over sentences.
 
     Args:
@@ -90,9 +98,10 @@ def entity_scores(gold: Sequence[Sequence[str]], predicted: Sequence[Sequence[st
         for type_, _, _ in gold_set & predicted_set:
             correct[type_] += 1
     micro = _prf(sum(correct.values()), sum(n_predicted.values()), sum(n_gold.values()))
-    per_type = {type_: {**_prf(correct[type_], n_predicted[type_], n_gold[type_]),
-                        "support": n_gold[type_]}
-                for type_ in sorted(set(n_gold) | set(n_predicted))}
+    per_type = {
+        type_: {**_prf(correct[type_], n_predicted[type_], n_gold[type_]), "support": n_gold[type_]}
+        for type_ in sorted(set(n_gold) | set(n_predicted))
+    }
     return micro, per_type
 
 
@@ -103,8 +112,9 @@ def token_accuracy(gold: Sequence[Sequence[str]], predicted: Sequence[Sequence[s
     return _ratio(sum(g == p for g, p in pairs), len(pairs))
 
 
-def score(gold: Sequence[Sequence[str]], predicted: Sequence[Sequence[str]],
-          tag_format: str) -> dict[str, float]:
+def score(
+    gold: Sequence[Sequence[str]], predicted: Sequence[Sequence[str]], tag_format: str
+) -> dict[str, float]:
     """The metrics of a tagging task's results.json: flat, fractions in [0, 1].
 
     `precision`, `recall`, `f1` (micro, entity level) and `accuracy`, then
@@ -118,8 +128,9 @@ def score(gold: Sequence[Sequence[str]], predicted: Sequence[Sequence[str]],
     results["accuracy"] = token_accuracy(gold, predicted)
     if tag_format != PLAIN:
         for type_, values in per_type.items():
-            results.update({f"{name}/{type_}": values[name]
-                            for name in ("precision", "recall", "f1")})
+            results.update(
+                {f"{name}/{type_}": values[name] for name in ("precision", "recall", "f1")}
+            )
     return results
 
 

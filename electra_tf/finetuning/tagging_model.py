@@ -39,11 +39,12 @@ def tagging_losses(logits, labels: dict) -> dict:
     tag_ids = tf.cast(labels["tag_ids"], tf.int32)
     mask = tf.cast(labels["tag_mask"], tf.float32)
     cross_entropy = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=tag_ids, logits=logits)
-    right = tf.cast(tf.equal(tf.argmax(logits, axis=-1, output_type=tf.int32), tag_ids),
-                    tf.float32)
+    right = tf.cast(tf.equal(tf.argmax(logits, axis=-1, output_type=tf.int32), tag_ids), tf.float32)
     words = tf.reduce_sum(mask, axis=-1)
-    return {"loss": tf.reduce_sum(cross_entropy * mask, axis=-1),
-            "accuracy": tf.math.divide_no_nan(tf.reduce_sum(right * mask, axis=-1), words)}
+    return {
+        "loss": tf.reduce_sum(cross_entropy * mask, axis=-1),
+        "accuracy": tf.math.divide_no_nan(tf.reduce_sum(right * mask, axis=-1), words),
+    }
 
 
 @keras.saving.register_keras_serializable(package="electra_tf")
@@ -60,14 +61,18 @@ class ElectraTagger(FinetuningLoss, keras.Model):
         initializer_range: stddev of the head's truncated-normal init.
     """
 
-    def __init__(self, encoder: ElectraEncoder, num_tags: int, initializer_range: float = 0.02,
-                 **kwargs):
+    def __init__(
+        self, encoder: ElectraEncoder, num_tags: int, initializer_range: float = 0.02, **kwargs
+    ):
         # === Layers ===
         self.encoder = encoder
         self.task_head = keras.layers.Dense(
-            num_tags, kernel_initializer=truncated_normal(initializer_range), name=HEAD_NAME)
+            num_tags, kernel_initializer=truncated_normal(initializer_range), name=HEAD_NAME
+        )
         # === Functional graph ===
-        inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name) for name in INPUT_NAMES}
+        inputs = {
+            name: keras.Input(shape=(None,), dtype="int32", name=name) for name in INPUT_NAMES
+        }
         outputs = self.task_head(encoder(inputs))
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)
         # === Config ===
@@ -82,9 +87,13 @@ class ElectraTagger(FinetuningLoss, keras.Model):
         return tagging_losses(self(inputs, training=training), labels)
 
     def get_config(self):
-        return {"name": self.name, "trainable": self.trainable,
-                "encoder": keras.saving.serialize_keras_object(self.encoder),
-                "num_tags": self.num_tags, "initializer_range": self.initializer_range}
+        return {
+            "name": self.name,
+            "trainable": self.trainable,
+            "encoder": keras.saving.serialize_keras_object(self.encoder),
+            "num_tags": self.num_tags,
+            "initializer_range": self.initializer_range,
+        }
 
     @classmethod
     def from_config(cls, config):
@@ -96,5 +105,6 @@ class ElectraTagger(FinetuningLoss, keras.Model):
 def build_tagger(encoder: ElectraEncoder, num_tags: int, seed: int = 0) -> ElectraTagger:
     """Wraps `encoder` with a freshly initialised head (seeded for reproducible trials)."""
     keras.utils.set_random_seed(seed)
-    return ElectraTagger(encoder, num_tags, initializer_range=encoder.initializer_range,
-                         name="tagger")
+    return ElectraTagger(
+        encoder, num_tags, initializer_range=encoder.initializer_range, name="tagger"
+    )

@@ -16,12 +16,20 @@ from typing import ClassVar, Optional
 import tensorflow as tf
 
 from electra_tf.artifacts.finetuning_dir import TrialDir
-from electra_tf.artifacts.tagged_predictions import (DEV_PREDICTIONS_FILE, TEST_PREDICTIONS_FILE,
-                                                     write_tagged)
+from electra_tf.artifacts.tagged_predictions import (
+    DEV_PREDICTIONS_FILE,
+    TEST_PREDICTIONS_FILE,
+    write_tagged,
+)
 from electra_tf.finetuning import tagging_features, tagging_metrics
 from electra_tf.finetuning.settings import require_positive
-from electra_tf.finetuning.tagging_data import (OUTSIDE, PLAIN, TaggedSplit, TaggingData,
-                                                TaggingDefinition)
+from electra_tf.finetuning.tagging_data import (
+    OUTSIDE,
+    PLAIN,
+    TaggedSplit,
+    TaggingData,
+    TaggingDefinition,
+)
 from electra_tf.finetuning.tagging_model import build_tagger
 
 TAGGER = "tagger"  # the `kind` of a saved tagger
@@ -93,8 +101,11 @@ class TaggingTask:
 
     def model_info(self) -> dict:
         """What serving needs beside the model: the tags and the length."""
-        return {"kind": TAGGER, "task": self.definition.to_dict(),
-                "max_seq_length": self.max_seq_length}
+        return {
+            "kind": TAGGER,
+            "task": self.definition.to_dict(),
+            "max_seq_length": self.max_seq_length,
+        }
 
     def _tag_ids(self, split: TaggedSplit) -> list[list[int]]:
         index = {name: i for i, name in enumerate(self.definition.tag_names)}
@@ -109,35 +120,48 @@ class TaggingTask:
         data, definition = self.data, self.definition
         train = data.train
         if self.max_train_examples is not None and self.max_train_examples < len(train):
-            print_fn(f"Training on {self.max_train_examples:,} of the {len(train):,} training "
-                     "sentences (--max_train_examples; the same draw for every run).")
+            print_fn(
+                f"Training on {self.max_train_examples:,} of the {len(train):,} training "
+                "sentences (--max_train_examples; the same draw for every run)."
+            )
             train = train.sample(self.max_train_examples)
-        print_fn(f"Task {definition.name} (tagging, {definition.tag_format} tags "
-                 f"{', '.join(definition.tag_names[:12])}"
-                 + (", ..." if definition.num_tags > 12 else "") + f"): {len(train):,} train "
-                 f"sentences ({train.num_words:,} words)"
-                 + (f", {len(data.dev):,} dev" if data.dev else "")
-                 + (f", {len(data.test):,} test" if data.test else ""))
+        print_fn(
+            f"Task {definition.name} (tagging, {definition.tag_format} tags "
+            f"{', '.join(definition.tag_names[:12])}"
+            + (", ..." if definition.num_tags > 12 else "")
+            + f"): {len(train):,} train "
+            f"sentences ({train.num_words:,} words)"
+            + (f", {len(data.dev):,} dev" if data.dev else "")
+            + (f", {len(data.test):,} test" if data.test else "")
+        )
         print_fn("Tokenizing...")
         length = self.max_seq_length
         encoded = _Encoded(
-            tagging_features.encode(tokenizer, train.sentences, length), self._tag_ids(train),
+            tagging_features.encode(tokenizer, train.sentences, length),
+            self._tag_ids(train),
             tagging_features.encode(tokenizer, data.dev.sentences, length) if data.dev else None,
-            tagging_features.encode(tokenizer, data.test.sentences, length) if data.test
-            else None,
-            tokenizer.pad_id)
+            tagging_features.encode(tokenizer, data.test.sentences, length) if data.test else None,
+            tokenizer.pad_id,
+        )
         self._encoded = encoded
-        for name, features in (("training", encoded.train), ("dev", encoded.dev),
-                               ("test", encoded.test)):
+        for name, features in (
+            ("training", encoded.train),
+            ("dev", encoded.dev),
+            ("test", encoded.test),
+        ):
             if features is not None and features.num_truncated:
-                print_fn(f"{features.num_truncated:,} {name} sentence(s) exceed "
-                         f"--max_seq_length={length} pieces; their last words are "
-                         + ("not trained on." if name == "training" else
-                            f"predicted {OUTSIDE!r}."))
+                print_fn(
+                    f"{features.num_truncated:,} {name} sentence(s) exceed "
+                    f"--max_seq_length={length} pieces; their last words are "
+                    + ("not trained on." if name == "training" else f"predicted {OUTSIDE!r}.")
+                )
         counts = {"num_train_sentences": len(train), "num_train_words": train.num_words}
         if definition.tag_format != PLAIN:
-            types = Counter(type_ for tags in train.tags for type_, _, _ in
-                            tagging_metrics.entities(tags, definition.tag_format))
+            types = Counter(
+                type_
+                for tags in train.tags
+                for type_, _, _ in tagging_metrics.entities(tags, definition.tag_format)
+            )
             counts["num_train_entities"] = dict(sorted(types.items()))
         return counts
 
@@ -148,25 +172,33 @@ class TaggingTask:
 
     def train_dataset(self, batch_size: int, seed: int) -> tf.data.Dataset:
         """(inputs, labels) batches, reshuffled every epoch with `seed`, repeated forever."""
-        return tagging_features.make_dataset(self._encoded.train, self._encoded.train_tags,
-                                             batch_size, self._encoded.pad_id, shuffle_seed=seed,
-                                             repeat=True)
+        return tagging_features.make_dataset(
+            self._encoded.train,
+            self._encoded.train_tags,
+            batch_size,
+            self._encoded.pad_id,
+            shuffle_seed=seed,
+            repeat=True,
+        )
 
     def build_model(self, encoder, seed: int):
         """The tagger with a fresh head seeded by `seed`."""
         return build_tagger(encoder, self.definition.num_tags, seed)
 
-    def predict(self, model, features: tagging_features.TaggedFeatures,
-                batch_size: int) -> list[list[str]]:
+    def predict(
+        self, model, features: tagging_features.TaggedFeatures, batch_size: int
+    ) -> list[list[str]]:
         """The predicted tag of every word (`O` for words past the length limit)."""
         logits = tagging_features.word_logits(model, features, batch_size, self._encoded.pad_id)
         unseen = self.definition.outside_id
-        ids = tagging_features.predicted_ids(logits, features.num_words,
-                                             -1 if unseen is None else unseen)
+        ids = tagging_features.predicted_ids(
+            logits, features.num_words, -1 if unseen is None else unseen
+        )
         return tag_strings(self.definition, ids)
 
-    def evaluate(self, model, batch_size: int,
-                 trial: Optional[TrialDir] = None) -> tuple[dict, dict]:
+    def evaluate(
+        self, model, batch_size: int, trial: Optional[TrialDir] = None
+    ) -> tuple[dict, dict]:
         """Dev scores; with `trial`, also the predictions, written into it.
 
         Returns:
@@ -212,15 +244,19 @@ def format_tables(results: dict, tag_format: str) -> str:
     def percent(value):
         return "" if value is None else f"{100 * value:.2f}"
 
-    rows = [[str(t["trial"]), str(t["seed"])] + [percent(t["dev"].get(k)) for k in micro]
-            for t in trials]
+    rows = [
+        [str(t["trial"]), str(t["seed"])] + [percent(t["dev"].get(k)) for k in micro]
+        for t in trials
+    ]
     rows.append(["median", ""] + [percent(median[k]) for k in micro])
     text = table(["trial", "seed"] + micro, rows)
     types = sorted({k.split("/", 1)[1] for k in median if "/" in k})
     if tag_format != PLAIN and types:
-        type_rows = [[t] + [percent(median.get(f"{m}/{t}")) for m in ("precision", "recall", "f1")]
-                     for t in types]
-        text += "\n\nPer entity type (median):\n" + table(["type", "precision", "recall", "f1"],
-                                                          type_rows)
+        type_rows = [
+            [t] + [percent(median.get(f"{m}/{t}")) for m in ("precision", "recall", "f1")]
+            for t in types
+        ]
+        text += "\n\nPer entity type (median):\n" + table(
+            ["type", "precision", "recall", "f1"], type_rows
+        )
     return text
-

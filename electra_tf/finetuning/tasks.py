@@ -119,9 +119,12 @@ class Split:
         keep = np.sort(np.random.default_rng(seed).choice(len(self), size=count, replace=False))
         pick = lambda values: [values[i] for i in keep]  # noqa: E731
         return dataclasses.replace(
-            self, texts_a=pick(self.texts_a),
+            self,
+            texts_a=pick(self.texts_a),
             texts_b=None if self.texts_b is None else pick(self.texts_b),
-            labels=None if self.labels is None else self.labels[keep], indices=pick(self.indices))
+            labels=None if self.labels is None else self.labels[keep],
+            indices=pick(self.indices),
+        )
 
 
 @dataclasses.dataclass
@@ -162,24 +165,105 @@ class _GlueSpec:
 _BINARY = ("0", "1")
 _NLI2 = ("entailment", "not_entailment")
 GLUE_SPECS: dict[str, _GlueSpec] = {
-    "cola": _GlueSpec("CoLA", "CoLA", _BINARY, ("mcc", "accuracy"), "mcc", "sentence", None,
-                      "label", "glue/cola", ("sentence", None)),
-    "sst2": _GlueSpec("SST-2", "SST-2", _BINARY, ("accuracy",), "accuracy", "sentence", None,
-                      "label", "glue/sst2", ("sentence", None)),
-    "mrpc": _GlueSpec("MRPC", "MRPC", _BINARY, ("accuracy", "f1"), "accuracy", "#1 String",
-                      "#2 String", "Quality", "glue/mrpc", ("sentence1", "sentence2")),
-    "stsb": _GlueSpec("STS-B", "STS-B", None, ("pearson", "spearman"), "spearman", "sentence1",
-                      "sentence2", "score", "glue/stsb", ("sentence1", "sentence2"), epochs=10.0,
-                      label_scale=5.0),
-    "qqp": _GlueSpec("QQP", "QQP", _BINARY, ("accuracy", "f1"), "accuracy", "question1",
-                     "question2", "is_duplicate", "glue/qqp", ("question1", "question2")),
-    "mnli": _GlueSpec("MNLI", "MNLI-m", ("contradiction", "entailment", "neutral"),
-                      ("accuracy",), "accuracy", "sentence1", "sentence2", "gold_label",
-                      "glue/mnli", ("premise", "hypothesis")),
-    "qnli": _GlueSpec("QNLI", "QNLI", _NLI2, ("accuracy",), "accuracy", "question", "sentence",
-                      "label", "glue/qnli", ("question", "sentence")),
-    "rte": _GlueSpec("RTE", "RTE", _NLI2, ("accuracy",), "accuracy", "sentence1", "sentence2",
-                     "label", "glue/rte", ("sentence1", "sentence2"), epochs=10.0),
+    "cola": _GlueSpec(
+        "CoLA",
+        "CoLA",
+        _BINARY,
+        ("mcc", "accuracy"),
+        "mcc",
+        "sentence",
+        None,
+        "label",
+        "glue/cola",
+        ("sentence", None),
+    ),
+    "sst2": _GlueSpec(
+        "SST-2",
+        "SST-2",
+        _BINARY,
+        ("accuracy",),
+        "accuracy",
+        "sentence",
+        None,
+        "label",
+        "glue/sst2",
+        ("sentence", None),
+    ),
+    "mrpc": _GlueSpec(
+        "MRPC",
+        "MRPC",
+        _BINARY,
+        ("accuracy", "f1"),
+        "accuracy",
+        "#1 String",
+        "#2 String",
+        "Quality",
+        "glue/mrpc",
+        ("sentence1", "sentence2"),
+    ),
+    "stsb": _GlueSpec(
+        "STS-B",
+        "STS-B",
+        None,
+        ("pearson", "spearman"),
+        "spearman",
+        "sentence1",
+        "sentence2",
+        "score",
+        "glue/stsb",
+        ("sentence1", "sentence2"),
+        epochs=10.0,
+        label_scale=5.0,
+    ),
+    "qqp": _GlueSpec(
+        "QQP",
+        "QQP",
+        _BINARY,
+        ("accuracy", "f1"),
+        "accuracy",
+        "question1",
+        "question2",
+        "is_duplicate",
+        "glue/qqp",
+        ("question1", "question2"),
+    ),
+    "mnli": _GlueSpec(
+        "MNLI",
+        "MNLI-m",
+        ("contradiction", "entailment", "neutral"),
+        ("accuracy",),
+        "accuracy",
+        "sentence1",
+        "sentence2",
+        "gold_label",
+        "glue/mnli",
+        ("premise", "hypothesis"),
+    ),
+    "qnli": _GlueSpec(
+        "QNLI",
+        "QNLI",
+        _NLI2,
+        ("accuracy",),
+        "accuracy",
+        "question",
+        "sentence",
+        "label",
+        "glue/qnli",
+        ("question", "sentence"),
+    ),
+    "rte": _GlueSpec(
+        "RTE",
+        "RTE",
+        _NLI2,
+        ("accuracy",),
+        "accuracy",
+        "sentence1",
+        "sentence2",
+        "label",
+        "glue/rte",
+        ("sentence1", "sentence2"),
+        epochs=10.0,
+    ),
 }
 GLUE_TASKS = tuple(GLUE_SPECS)
 # CoLA train/dev columns: source, label, original mark, sentence.
@@ -189,18 +273,26 @@ _COLA_POSITIONS = {"label": 1, "sentence": 3}
 def glue_task(name: str) -> Task:
     """The `Task` of a GLUE task name (`cola`, `sst2`, `mrpc`, `stsb`, `qqp`, `mnli`, `qnli`, `rte`)."""
     if name not in GLUE_SPECS:
-        raise TaskDataError(f"--task={name!r}: choose one of {', '.join(GLUE_TASKS)}, or give "
-                            "--train_file for your own data.")
+        raise TaskDataError(
+            f"--task={name!r}: choose one of {', '.join(GLUE_TASKS)}, or give "
+            "--train_file for your own data."
+        )
     spec = GLUE_SPECS[name]
-    return Task(name=name, task_type=REGRESSION if spec.label_names is None else CLASSIFICATION,
-                label_names=list(spec.label_names) if spec.label_names else None,
-                metrics=spec.metrics, glue_score_metric=spec.score,
-                is_pair=spec.text_b is not None, num_train_epochs=spec.epochs,
-                label_scale=spec.label_scale)
+    return Task(
+        name=name,
+        task_type=REGRESSION if spec.label_names is None else CLASSIFICATION,
+        label_names=list(spec.label_names) if spec.label_names else None,
+        metrics=spec.metrics,
+        glue_score_metric=spec.score,
+        is_pair=spec.text_b is not None,
+        num_train_epochs=spec.epochs,
+        label_scale=spec.label_scale,
+    )
 
 
 # ---------------------------------------------------------------------------
 # Label handling shared by every reader.
+
 
 def _parse_label(task: Task, value, where: str):
     if task.task_type == REGRESSION:
@@ -210,8 +302,10 @@ def _parse_label(task: Task, value, where: str):
             raise TaskDataError(f"{where}: label {value!r} is not a number (regression task).")
     text = _label_text(value)
     if text not in task.label_names:
-        raise TaskDataError(f"{where}: unknown label {text!r}; the labels are "
-                            f"{', '.join(task.label_names)} (from the training data or --labels).")
+        raise TaskDataError(
+            f"{where}: unknown label {text!r}; the labels are "
+            f"{', '.join(task.label_names)} (from the training data or --labels)."
+        )
     return task.label_names.index(text)
 
 
@@ -230,6 +324,7 @@ def _labels_array(task: Task, labels: list) -> np.ndarray:
 
 # ---------------------------------------------------------------------------
 # Delimited text files.
+
 
 def _open_text(path: str):
     # utf-8-sig drops the byte-order mark GLUE's MRPC files start with.
@@ -250,13 +345,16 @@ def _utf8_error(path: str) -> "TaskDataError":
         start = error.start
         line = data.count(b"\n", 0, start) + 1
         column = start - (data.rfind(b"\n", 0, start) + 1) + 1
-        return TaskDataError(f"{path}, line {line}: not valid UTF-8 (byte 0x{data[start]:02x} "
-                             f"at column {column}, byte offset {start}: {error.reason}).")
+        return TaskDataError(
+            f"{path}, line {line}: not valid UTF-8 (byte 0x{data[start]:02x} "
+            f"at column {column}, byte offset {start}: {error.reason})."
+        )
     return TaskDataError(f"{path}: not valid UTF-8.")
 
 
-def read_delimited(path: str, delimiter: str = "\t", quoting: str = "none",
-                   has_header: bool = True) -> tuple[Optional[list[str]], list[tuple[int, list[str]]]]:
+def read_delimited(
+    path: str, delimiter: str = "\t", quoting: str = "none", has_header: bool = True
+) -> tuple[Optional[list[str]], list[tuple[int, list[str]]]]:
     """Reads a delimited text file.
 
     Args:
@@ -285,7 +383,7 @@ def read_delimited(path: str, delimiter: str = "\t", quoting: str = "none",
     header = None
     line = 1
     # A few GLUE / user fields exceed the csv module's default 128 KB limit.
-    csv.field_size_limit(min(sys.maxsize, 2 ** 31 - 1))
+    csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
     try:
         with _open_text(path) as f:
             reader = csv.reader(f, strict=quoting == "csv", **options)
@@ -300,9 +398,11 @@ def read_delimited(path: str, delimiter: str = "\t", quoting: str = "none",
     except UnicodeDecodeError:
         raise _utf8_error(path) from None
     except csv.Error as error:
-        raise TaskDataError(f"{path}, line {line}: {error}. A quote character opens a field "
-                            "that never closes; if quotes are plain text in this file, pass "
-                            "--quoting=none.")
+        raise TaskDataError(
+            f"{path}, line {line}: {error}. A quote character opens a field "
+            "that never closes; if quotes are plain text in this file, pass "
+            "--quoting=none."
+        )
     if not rows:
         raise TaskDataError(f"{path}: the file has no {'data rows' if has_header else 'rows'}.")
     return header, rows
@@ -311,18 +411,25 @@ def read_delimited(path: str, delimiter: str = "\t", quoting: str = "none",
 def _column_index(header: list[str], name: str, path: str, flag: Optional[str] = None) -> int:
     if name not in header:
         origin = f" (--{flag})" if flag else ""
-        raise TaskDataError(f"{path}: no column {name!r}{origin}; the columns are "
-                            f"{', '.join(repr(h) for h in header)}.")
+        raise TaskDataError(
+            f"{path}: no column {name!r}{origin}; the columns are "
+            f"{', '.join(repr(h) for h in header)}."
+        )
     return header.index(name)
 
 
-def _glue_tsv(task: Task, spec: _GlueSpec, path: str, split: str, labelled: bool,
-              warn=print) -> Split:
+def _glue_tsv(
+    task: Task, spec: _GlueSpec, path: str, split: str, labelled: bool, warn=print
+) -> Split:
     cola_no_header = spec.directory == "CoLA" and labelled
     header, rows = read_delimited(path, "\t", "none", has_header=not cola_no_header)
     if cola_no_header:
-        a_col, b_col, label_col, index_col = (_COLA_POSITIONS["sentence"], None,
-                                              _COLA_POSITIONS["label"], None)
+        a_col, b_col, label_col, index_col = (
+            _COLA_POSITIONS["sentence"],
+            None,
+            _COLA_POSITIONS["label"],
+            None,
+        )
     else:
         a_col = _column_index(header, spec.text_a, path)
         b_col = _column_index(header, spec.text_b, path) if spec.text_b else None
@@ -346,12 +453,20 @@ def _glue_tsv(task: Task, spec: _GlueSpec, path: str, split: str, labelled: bool
             labels.append(_parse_label(task, fields[label_col], f"{path}, line {line}"))
         indices.append(fields[index_col] if index_col is not None else str(len(indices)))
     if skipped:
-        warn(f"Warning: {path}: skipped {len(skipped)} line(s) with too few columns "
-             f"(first: line {skipped[0]}).")
+        warn(
+            f"Warning: {path}: skipped {len(skipped)} line(s) with too few columns "
+            f"(first: line {skipped[0]})."
+        )
     if not texts_a:
         raise TaskDataError(f"{path}: no usable rows.")
-    return Split(split, path, texts_a, texts_b if b_col is not None else None,
-                 _labels_array(task, labels) if labelled else None, indices)
+    return Split(
+        split,
+        path,
+        texts_a,
+        texts_b if b_col is not None else None,
+        _labels_array(task, labels) if labelled else None,
+        indices,
+    )
 
 
 def load_glue_dir(task: Task, data_dir: str, warn=print) -> TaskData:
@@ -372,10 +487,15 @@ def load_glue_dir(task: Task, data_dir: str, warn=print) -> TaskData:
     else:
         dev_files = {"dev": "dev.tsv"}
         test_files = {spec.submission: "test.tsv"}
-    dev = {name: _glue_tsv(task, spec, os.path.join(folder, file), name, True, warn)
-           for name, file in dev_files.items()}
-    test = {name: _glue_tsv(task, spec, os.path.join(folder, file), "test", False, warn)
-            for name, file in test_files.items() if os.path.isfile(os.path.join(folder, file))}
+    dev = {
+        name: _glue_tsv(task, spec, os.path.join(folder, file), name, True, warn)
+        for name, file in dev_files.items()
+    }
+    test = {
+        name: _glue_tsv(task, spec, os.path.join(folder, file), "test", False, warn)
+        for name, file in test_files.items()
+        if os.path.isfile(os.path.join(folder, file))
+    }
     return TaskData(train, dev, test)
 
 
@@ -387,8 +507,9 @@ def read_glue_dev(task: Task, data_dir: str, warn=print) -> Split:
     """
     spec = GLUE_SPECS[task.name]
     name = "dev_matched.tsv" if task.name == "mnli" else "dev.tsv"
-    return _glue_tsv(task, spec, os.path.join(_glue_folder(spec, data_dir, name), name), "dev",
-                     True, warn)
+    return _glue_tsv(
+        task, spec, os.path.join(_glue_folder(spec, data_dir, name), name), "dev", True, warn
+    )
 
 
 def _glue_folder(spec: _GlueSpec, data_dir: str, expected: str) -> str:
@@ -398,12 +519,15 @@ def _glue_folder(spec: _GlueSpec, data_dir: str, expected: str) -> str:
         return folder
     if os.path.isfile(os.path.join(data_dir, expected)):
         return data_dir
-    raise TaskDataError(f"--data_dir={data_dir}: no {spec.directory}/ folder (expected "
-                        f"{os.path.join(data_dir, spec.directory, expected)}).")
+    raise TaskDataError(
+        f"--data_dir={data_dir}: no {spec.directory}/ folder (expected "
+        f"{os.path.join(data_dir, spec.directory, expected)})."
+    )
 
 
 # ---------------------------------------------------------------------------
 # TensorFlow Datasets.
+
 
 def load_tfds(task: Task, tfds_data_dir: Optional[str] = None) -> TaskData:
     """Reads a GLUE task prepared by TensorFlow Datasets (no download is attempted).
@@ -422,15 +546,21 @@ def load_tfds(task: Task, tfds_data_dir: Optional[str] = None) -> TaskData:
         test_splits = {spec.submission: "test"}
     wanted = {"train": "train", **dev_splits, **test_splits}
     try:
-        loaded, info = tfds.load(spec.tfds_name, split=list(wanted.values()), download=False,
-                                 data_dir=tfds_data_dir, with_info=True)
+        loaded, info = tfds.load(
+            spec.tfds_name,
+            split=list(wanted.values()),
+            download=False,
+            data_dir=tfds_data_dir,
+            with_info=True,
+        )
     except (AssertionError, FileNotFoundError, tfds.core.registered.DatasetNotFoundError) as error:
         where = tfds_data_dir or "the default TFDS directory"
         raise TaskDataError(
             f"TFDS dataset {spec.tfds_name} is not prepared in {where} ({error.__class__.__name__})."
             f" Pass --data_dir=<GLUE folder> to read the GLUE TSV files instead, or prepare it "
             f"once with tfds.builder('{spec.tfds_name}').download_and_prepare() "
-            "(and --tfds_data_dir if it is not in the default place).") from None
+            "(and --tfds_data_dir if it is not in the default place)."
+        ) from None
     label_map = None
     if task.task_type == CLASSIFICATION:
         tfds_names = list(info.features["label"].names)
@@ -454,18 +584,30 @@ def load_tfds(task: Task, tfds_data_dir: Optional[str] = None) -> TaskData:
         if labelled:
             label_array = _labels_array(task, labels)
             if task.task_type == CLASSIFICATION:
-                if label_array.size and (label_array.min() < 0 or label_array.max() >= task.num_outputs):
+                if label_array.size and (
+                    label_array.min() < 0 or label_array.max() >= task.num_outputs
+                ):
                     raise TaskDataError(f"{source}: label ids outside 0..{task.num_outputs - 1}.")
                 if label_map is not None:
                     label_array = label_map[label_array]
-        splits[name] = Split("test" if name in test_splits else name, source, texts_a,
-                             texts_b if b_key else None, label_array, indices)
-    return TaskData(splits["train"], {n: splits[n] for n in dev_splits},
-                    {n: splits[n] for n in test_splits if len(splits[n])})
+        splits[name] = Split(
+            "test" if name in test_splits else name,
+            source,
+            texts_a,
+            texts_b if b_key else None,
+            label_array,
+            indices,
+        )
+    return TaskData(
+        splits["train"],
+        {n: splits[n] for n in dev_splits},
+        {n: splits[n] for n in test_splits if len(splits[n])},
+    )
 
 
 # ---------------------------------------------------------------------------
 # The user's own files.
+
 
 @dataclasses.dataclass
 class FileTaskOptions:
@@ -486,28 +628,41 @@ class FileTaskOptions:
         delimiter: None picks by extension (`.csv` comma, else tab).
     """
 
-    text_column: str = flag_field("text", "Column of the (first) text (tagging JSONL: the list "
-                                          "of words, default tokens).")
-    text_pair_column: Optional[str] = flag_field(None, "Column of the second text of a pair "
-                                                       "task.")
-    label_column: str = flag_field("label", "Column of the label (tagging JSONL: the list of "
-                                            "tags, default tags).")
-    index_column: Optional[str] = flag_field(None, "Column of the example id written with test "
-                                                   "predictions (default: the row number).")
+    text_column: str = flag_field(
+        "text", "Column of the (first) text (tagging JSONL: the list of words, default tokens)."
+    )
+    text_pair_column: Optional[str] = flag_field(None, "Column of the second text of a pair task.")
+    label_column: str = flag_field(
+        "label", "Column of the label (tagging JSONL: the list of tags, default tags)."
+    )
+    index_column: Optional[str] = flag_field(
+        None, "Column of the example id written with test predictions (default: the row number)."
+    )
     task_type: str = flag_field(
-        CLASSIFICATION, "Your task's kind: classification, regression, or tagging, which "
-        "labels every word (NER, chunking, part of speech).", choices=TASK_TYPES)
+        CLASSIFICATION,
+        "Your task's kind: classification, regression, or tagging, which "
+        "labels every word (NER, chunking, part of speech).",
+        choices=TASK_TYPES,
+    )
     labels: Optional[list[str]] = flag_field(
-        None, "Class names in id order (default: the sorted labels of the training file; "
-        "tagging: its tags, O first).")
+        None,
+        "Class names in id order (default: the sorted labels of the training file; "
+        "tagging: its tags, O first).",
+    )
     label_scale: float = flag_field(
-        1.0, "Regression: targets are divided by it for training and predictions multiplied by "
-        "it (5 for KorSTS's 0-5 scores, as the original code does for STS-B).")
-    quoting: str = flag_field("csv", "CSV/TSV files: csv = fields may be wrapped in double "
-                                     "quotes (doubled inside); none = quotes are plain text.",
-                              choices=QUOTINGS)
-    delimiter: Optional[str] = flag_field(None, "None: by extension (.csv comma, else tab).",
-                                          flag=False)
+        1.0,
+        "Regression: targets are divided by it for training and predictions multiplied by "
+        "it (5 for KorSTS's 0-5 scores, as the original code does for STS-B).",
+    )
+    quoting: str = flag_field(
+        "csv",
+        "CSV/TSV files: csv = fields may be wrapped in double "
+        "quotes (doubled inside); none = quotes are plain text.",
+        choices=QUOTINGS,
+    )
+    delimiter: Optional[str] = flag_field(
+        None, "None: by extension (.csv comma, else tab).", flag=False
+    )
 
 
 def _is_jsonl(path: str) -> bool:
@@ -528,11 +683,15 @@ def _read_records(path: str, options: FileTaskOptions) -> tuple[list[str], list[
                     try:
                         record = json.loads(line)
                     except json.JSONDecodeError as error:
-                        raise TaskDataError(f"{path}, line {line_number}: not valid JSON "
-                                            f"({error.msg} at column {error.colno}).") from None
+                        raise TaskDataError(
+                            f"{path}, line {line_number}: not valid JSON "
+                            f"({error.msg} at column {error.colno})."
+                        ) from None
                     if not isinstance(record, dict):
-                        raise TaskDataError(f"{path}, line {line_number}: expected a JSON object "
-                                            f"per line, found {type(record).__name__}.")
+                        raise TaskDataError(
+                            f"{path}, line {line_number}: expected a JSON object "
+                            f"per line, found {type(record).__name__}."
+                        )
                     for key in record:
                         if key not in columns:
                             columns.append(key)
@@ -547,17 +706,21 @@ def _read_records(path: str, options: FileTaskOptions) -> tuple[list[str], list[
     records = []
     for line, fields in rows:
         if len(fields) != len(header):
-            hint = (" (a quote character may have joined or split fields; try --quoting=none)"
-                    if options.quoting == "csv" else
-                    " (a field may contain the delimiter; try --quoting=csv)")
-            raise TaskDataError(f"{path}, line {line}: {len(fields)} fields but the header has "
-                                f"{len(header)}{hint}.")
+            hint = (
+                " (a quote character may have joined or split fields; try --quoting=none)"
+                if options.quoting == "csv"
+                else " (a field may contain the delimiter; try --quoting=csv)"
+            )
+            raise TaskDataError(
+                f"{path}, line {line}: {len(fields)} fields but the header has {len(header)}{hint}."
+            )
         records.append((line, dict(zip(header, fields))))
     return header, records
 
 
-def _file_split(path: str, name: str, task: Task, options: FileTaskOptions,
-                labelled: bool) -> tuple[Split, list]:
+def _file_split(
+    path: str, name: str, task: Task, options: FileTaskOptions, labelled: bool
+) -> tuple[Split, list]:
     columns, records = _read_records(path, options)
     flags = [("text_column", options.text_column)]
     if options.text_pair_column:
@@ -573,8 +736,10 @@ def _file_split(path: str, name: str, task: Task, options: FileTaskOptions,
         where = f"{path}, line {line}"
         for flag, column in flags:
             if column not in record:  # JSONL records may differ in keys
-                raise TaskDataError(f"{where}: no {column!r} field (--{flag}); this line has "
-                                    f"{', '.join(repr(k) for k in record)}.")
+                raise TaskDataError(
+                    f"{where}: no {column!r} field (--{flag}); this line has "
+                    f"{', '.join(repr(k) for k in record)}."
+                )
         a = record[options.text_column]
         texts_a.append("" if a is None else str(a))
         if options.text_pair_column:
@@ -584,8 +749,7 @@ def _file_split(path: str, name: str, task: Task, options: FileTaskOptions,
             raw_labels.append((where, record[options.label_column]))
         index = record.get(options.index_column) if options.index_column else None
         indices.append(str(number) if index is None else str(index))
-    split = Split(name, path, texts_a, texts_b if options.text_pair_column else None, None,
-                  indices)
+    split = Split(name, path, texts_a, texts_b if options.text_pair_column else None, None, indices)
     return split, raw_labels
 
 
@@ -597,9 +761,13 @@ def _sorted_labels(values: Sequence[str]) -> list[str]:
         return sorted(unique)
 
 
-def load_user_files(name: str, options: FileTaskOptions, train_file: str,
-                    dev_file: Optional[str] = None,
-                    test_file: Optional[str] = None) -> tuple[Task, TaskData]:
+def load_user_files(
+    name: str,
+    options: FileTaskOptions,
+    train_file: str,
+    dev_file: Optional[str] = None,
+    test_file: Optional[str] = None,
+) -> tuple[Task, TaskData]:
     """Reads the user's task from CSV / TSV / JSONL files.
 
     `.csv` files are comma-separated, `.jsonl` / `.json` hold one JSON object
@@ -614,17 +782,27 @@ def load_user_files(name: str, options: FileTaskOptions, train_file: str,
             line, or a dev label that the training data does not have.
     """
     if options.task_type not in (CLASSIFICATION, REGRESSION):
-        raise TaskDataError(f"--task_type={options.task_type!r}: choose classification or "
-                            "regression.")
+        raise TaskDataError(
+            f"--task_type={options.task_type!r}: choose classification or regression."
+        )
     pair = bool(options.text_pair_column)
     if not options.label_scale > 0:
         raise TaskDataError(f"--label_scale={options.label_scale}: must be > 0.")
     if options.label_scale != 1.0 and options.task_type != REGRESSION:
-        raise TaskDataError(f"--label_scale={options.label_scale} scales regression targets; "
-                            "add --task_type=regression (or drop it).")
+        raise TaskDataError(
+            f"--label_scale={options.label_scale} scales regression targets; "
+            "add --task_type=regression (or drop it)."
+        )
     if options.task_type == REGRESSION:
-        task = Task(name, REGRESSION, None, ("pearson", "spearman"), "spearman", pair,
-                    label_scale=float(options.label_scale))
+        task = Task(
+            name,
+            REGRESSION,
+            None,
+            ("pearson", "spearman"),
+            "spearman",
+            pair,
+            label_scale=float(options.label_scale),
+        )
     else:
         task = Task(name, CLASSIFICATION, None, ("accuracy",), "accuracy", pair)
     train, raw = _file_split(train_file, "train", task, options, labelled=True)
@@ -636,9 +814,11 @@ def load_user_files(name: str, options: FileTaskOptions, train_file: str,
         else:
             task.label_names = _sorted_labels([_label_text(v) for _, v in raw])
         if len(task.label_names) < 2:
-            raise TaskDataError(f"{train_file}: only one label ({task.label_names[0]!r}) in "
-                                f"column {options.label_column!r}; a classifier needs two or "
-                                "more (or use --task_type=regression).")
+            raise TaskDataError(
+                f"{train_file}: only one label ({task.label_names[0]!r}) in "
+                f"column {options.label_column!r}; a classifier needs two or "
+                "more (or use --task_type=regression)."
+            )
         if len(task.label_names) == 2:
             task.metrics = ("accuracy", "f1", "mcc")
         else:  # hate-speech and other multi-class benchmarks report macro-F1

@@ -39,23 +39,75 @@ from typing import Iterator, Optional
 from electra_tf.finetuning.tagging_data import OUTSIDE, PREFIX, split_words
 
 # Particles and copula endings a mention's last word may carry.
-PARTICLES = ("은", "는", "이", "가", "을", "를", "의", "에", "에서", "에게", "와", "과", "도", "로",
-             "으로", "로서", "으로서", "만", "까지", "부터", "보다", "처럼", "께서", "에는",
-             "에서는", "와의", "과의", "로의", "으로의", "이다", "이며", "이고", "이자", "이나",
-             "나", "인", "이라는", "라는", "란", "이란", "이었다", "였다", "이라고", "라고")
+PARTICLES = (
+    "은",
+    "는",
+    "이",
+    "가",
+    "을",
+    "를",
+    "의",
+    "에",
+    "에서",
+    "에게",
+    "와",
+    "과",
+    "도",
+    "로",
+    "으로",
+    "로서",
+    "으로서",
+    "만",
+    "까지",
+    "부터",
+    "보다",
+    "처럼",
+    "께서",
+    "에는",
+    "에서는",
+    "와의",
+    "과의",
+    "로의",
+    "으로의",
+    "이다",
+    "이며",
+    "이고",
+    "이자",
+    "이나",
+    "나",
+    "인",
+    "이라는",
+    "라는",
+    "란",
+    "이란",
+    "이었다",
+    "였다",
+    "이라고",
+    "라고",
+)
 _OPENING = "\"'“‘(「『《〈[<"
 _CLOSING = "\"'”’)」』》〉]>.,;:!?"
 _CLOSE = "[" + re.escape(_CLOSING) + "]*"
 # After the title: closing punctuation, a particle, closing punctuation (`카터"라는`, `카터는,`).
-_LAST_WORD = re.compile(_CLOSE + "(?:" + "|".join(sorted(map(re.escape, PARTICLES), key=len,
-                                                         reverse=True)) + ")?" + _CLOSE)
+_LAST_WORD = re.compile(
+    _CLOSE
+    + "(?:"
+    + "|".join(sorted(map(re.escape, PARTICLES), key=len, reverse=True))
+    + ")?"
+    + _CLOSE
+)
 _DISAMBIGUATION = re.compile(r"\s*\([^)]*\)\s*$")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 _TYPE_RULES = (
     ("DATE", re.compile(r"^(기원전 )?\d+(년|년대|세기)$|^(음력 )?\d+월( \d+일)?$")),
     ("PER", re.compile(r"^교황 \S+")),
-    ("ORG", re.compile(r"(대학교|학교|대학|협회|위원회|연맹|재단|연구소|박물관|은행|방송|공사|"
-                       r"회사|그룹|기구|정당|당)$")),
+    (
+        "ORG",
+        re.compile(
+            r"(대학교|학교|대학|협회|위원회|연맹|재단|연구소|박물관|은행|방송|공사|"
+            r"회사|그룹|기구|정당|당)$"
+        ),
+    ),
     ("LOC", re.compile(r"[가-힣](역|특별시|광역시|시|군|구|현|읍|면|산|강|섬|반도|해협|만)$")),
 )
 
@@ -101,21 +153,23 @@ def tag_mentions(words: list[str], name: str, type_: str) -> list[str]:
     tags = [OUTSIDE] * len(words)
     i = 0
     while i + k <= len(words):
-        candidate = words[i:i + k]
+        candidate = words[i : i + k]
         first = candidate[0].lstrip(_OPENING)
         parts = [first] + candidate[1:]
         last = parts[-1]
-        if (parts[:-1] == title_words[:-1] and last.startswith(title_words[-1])
-                and _LAST_WORD.fullmatch(last[len(title_words[-1]):])):
-            tags[i:i + k] = [f"B-{type_}"] + [f"I-{type_}"] * (k - 1)
+        if (
+            parts[:-1] == title_words[:-1]
+            and last.startswith(title_words[-1])
+            and _LAST_WORD.fullmatch(last[len(title_words[-1]) :])
+        ):
+            tags[i : i + k] = [f"B-{type_}"] + [f"I-{type_}"] * (k - 1)
             i += k
         else:
             i += 1
     return tags
 
 
-def article_sentences(paragraphs: list[str], max_sentences: int, max_words: int
-                      ) -> list[list[str]]:
+def article_sentences(paragraphs: list[str], max_sentences: int, max_words: int) -> list[list[str]]:
     """The first sentences of an article as words (3 to `max_words` words each)."""
     sentences = []
     for paragraph in paragraphs:
@@ -128,8 +182,13 @@ def article_sentences(paragraphs: list[str], max_sentences: int, max_words: int
     return sentences
 
 
-def build(corpus: str, dev_every: int = 10, max_sentences: int = 6, max_words: int = 48,
-          max_articles: Optional[int] = None) -> dict:
+def build(
+    corpus: str,
+    dev_every: int = 10,
+    max_sentences: int = 6,
+    max_words: int = 48,
+    max_articles: Optional[int] = None,
+) -> dict:
     """{"train": [(words, tags)], "dev": [...]} from the corpus (see the module docstring)."""
     splits = {"train": [], "dev": []}
     for number, (title, paragraphs) in enumerate(read_articles(corpus)):
@@ -160,17 +219,17 @@ def dictionary_tags(train: list, dev_sentences: list[list[str]]) -> list[list[st
     types = defaultdict(Counter)
     for words, tags in train:
         for type_, start, end in entities(tags, PREFIX):
-            types[tuple(words[start:end + 1])][type_] += 1
+            types[tuple(words[start : end + 1])][type_] += 1
     lengths = sorted({len(k) for k in types}, reverse=True)
     result = []
     for words in dev_sentences:
         tags, i = [OUTSIDE] * len(words), 0
         while i < len(words):
             for n in lengths:
-                key = tuple(words[i:i + n])
+                key = tuple(words[i : i + n])
                 if len(key) == n and key in types:
                     type_ = types[key].most_common(1)[0][0]
-                    tags[i:i + n] = [f"B-{type_}"] + [f"I-{type_}"] * (n - 1)
+                    tags[i : i + n] = [f"B-{type_}"] + [f"I-{type_}"] * (n - 1)
                     i += n
                     break
             else:
@@ -185,5 +244,7 @@ def baselines(splits: dict) -> dict:
 
     gold = [tags for _, tags in splits["dev"]]
     words = [w for w, _ in splits["dev"]]
-    return {"all_O": score(gold, [[OUTSIDE] * len(t) for t in gold], PREFIX),
-            "dictionary": score(gold, dictionary_tags(splits["train"], words), PREFIX)}
+    return {
+        "all_O": score(gold, [[OUTSIDE] * len(t) for t in gold], PREFIX),
+        "dictionary": score(gold, dictionary_tags(splits["train"], words), PREFIX),
+    }

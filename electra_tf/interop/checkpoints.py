@@ -25,11 +25,21 @@ import numpy as np
 
 from electra_tf.artifacts.pretrained import locate_pretrained
 from electra_tf.artifacts.run_dir import RunDir
-from electra_tf.config import (IMPORTED_NORMALIZATION, MODEL_SIZES, ModelConfig, PretrainingConfig,
-                               preset)
+from electra_tf.config import (
+    IMPORTED_NORMALIZATION,
+    MODEL_SIZES,
+    ModelConfig,
+    PretrainingConfig,
+    preset,
+)
 from electra_tf.interop import huggingface, tf1
-from electra_tf.interop.weight_names import (WeightMismatch, assign_weights,
-                                             is_generator_weight, model_entries, read_weights)
+from electra_tf.interop.weight_names import (
+    WeightMismatch,
+    assign_weights,
+    is_generator_weight,
+    model_entries,
+    read_weights,
+)
 
 FORMATS = ("electra-tf", "tf1", "huggingface")
 # Weights that may be absent from a source and are then freshly initialised
@@ -93,11 +103,13 @@ def detect_format(path: str) -> str:
         f"{path}: not a checkpoint electra-tf can read. Expected one of: an electra-tf run "
         "directory (config.json + export/ or checkpoints/), a google-research/electra "
         "checkpoint directory, or a Hugging Face ELECTRA directory (config.json + "
-        "model.safetensors).")
+        "model.safetensors)."
+    )
 
 
-def load_checkpoint(path: str, generator_dir: Optional[str] = None,
-                    num_heads: Optional[int] = None) -> LoadedCheckpoint:
+def load_checkpoint(
+    path: str, generator_dir: Optional[str] = None, num_heads: Optional[int] = None
+) -> LoadedCheckpoint:
     """Reads any supported checkpoint (see the module docstring).
 
     Args:
@@ -119,18 +131,24 @@ def load_checkpoint(path: str, generator_dir: Optional[str] = None,
 # ---------------------------------------------------------------------------
 # Architecture from shapes.
 
+
 def _layer_count(weights: dict, scope: str) -> int:
     pattern = re.compile(rf"^{scope}/encoder/layer_(\d+)/")
     indices = {int(m.group(1)) for name in weights if (m := pattern.match(name))}
     if indices and indices != set(range(len(indices))):
-        raise CheckpointError(f"{scope}: transformer layers {sorted(indices)} are not numbered "
-                              "0..N-1; the checkpoint is incomplete.")
+        raise CheckpointError(
+            f"{scope}: transformer layers {sorted(indices)} are not numbered "
+            "0..N-1; the checkpoint is incomplete."
+        )
     return len(indices)
 
 
-def infer_model_config(weights: dict, num_heads: Optional[int] = None,
-                       generator_num_heads: Optional[int] = None,
-                       **fields) -> tuple[ModelConfig, bool]:
+def infer_model_config(
+    weights: dict,
+    num_heads: Optional[int] = None,
+    generator_num_heads: Optional[int] = None,
+    **fields,
+) -> tuple[ModelConfig, bool]:
     """The architecture that canonical `weights` describe.
 
     Args:
@@ -144,10 +162,12 @@ def infer_model_config(weights: dict, num_heads: Optional[int] = None,
     Returns:
         (ModelConfig, has_generator).
     """
+
     def shape(name):
         if name not in weights:
-            raise CheckpointError(f"the checkpoint has no `{name}`; it is incomplete or not an "
-                                  "ELECTRA model.")
+            raise CheckpointError(
+                f"the checkpoint has no `{name}`; it is incomplete or not an ELECTRA model."
+            )
         return weights[name].shape
 
     vocab_size, embedding_size = shape("electra/embeddings/word_embeddings")
@@ -159,11 +179,15 @@ def infer_model_config(weights: dict, num_heads: Optional[int] = None,
     heads = num_heads or max(1, hidden // 64)
     values = dict(fields)
     values.update(
-        vocab_size=int(vocab_size), embedding_size=int(embedding_size), hidden_size=int(hidden),
-        num_layers=layers, num_heads=None if heads == max(1, hidden // 64) else int(heads),
+        vocab_size=int(vocab_size),
+        embedding_size=int(embedding_size),
+        hidden_size=int(hidden),
+        num_layers=layers,
+        num_heads=None if heads == max(1, hidden // 64) else int(heads),
         intermediate_size=None if intermediate == 4 * hidden else int(intermediate),
         max_position_embeddings=int(shape("electra/embeddings/position_embeddings")[0]),
-        type_vocab_size=int(shape("electra/embeddings/token_type_embeddings")[0]))
+        type_vocab_size=int(shape("electra/embeddings/token_type_embeddings")[0]),
+    )
     gen_layers = _layer_count(weights, "generator")
     has_generator = gen_layers > 0
     if has_generator:
@@ -175,9 +199,12 @@ def infer_model_config(weights: dict, num_heads: Optional[int] = None,
                 f"the generator (hidden {gen_hidden}, FFN {gen_ffn}, heads "
                 f"{generator_num_heads or derived_heads}) does not follow the original code's "
                 f"rule (FFN 4 x hidden = {4 * gen_hidden}, heads hidden // 64 = {derived_heads}), "
-                "which electra-tf's generator follows.")
-        values.update(generator_hidden_fraction=gen_hidden / hidden,
-                      generator_layers_fraction=gen_layers / layers)
+                "which electra-tf's generator follows."
+            )
+        values.update(
+            generator_hidden_fraction=gen_hidden / hidden,
+            generator_layers_fraction=gen_layers / layers,
+        )
     config = ModelConfig(**values)
     if has_generator:  # the fractions must give back the exact sizes
         derived = config.generator_config()
@@ -190,16 +217,24 @@ def guess_model_size(model: ModelConfig) -> Optional[str]:
     for size in MODEL_SIZES:
         p = preset(size).model
         if (p.hidden_size, p.num_layers, p.embedding_size) == (
-                model.hidden_size, model.num_layers, model.embedding_size):
+            model.hidden_size,
+            model.num_layers,
+            model.embedding_size,
+        ):
             return size
     return None
 
 
-_FLAG_OF = {"hidden_size": "hidden_size", "num_layers": "num_layers",
-            "resolved_num_heads": "num_heads", "resolved_intermediate_size": "intermediate_size",
-            "embedding_size": "embedding_size", "vocab_size": "vocab_size",
-            "max_position_embeddings": "max_position_embeddings",
-            "type_vocab_size": "type_vocab_size"}
+_FLAG_OF = {
+    "hidden_size": "hidden_size",
+    "num_layers": "num_layers",
+    "resolved_num_heads": "num_heads",
+    "resolved_intermediate_size": "intermediate_size",
+    "embedding_size": "embedding_size",
+    "vocab_size": "vocab_size",
+    "max_position_embeddings": "max_position_embeddings",
+    "type_vocab_size": "type_vocab_size",
+}
 
 
 def architecture_differences(wanted: ModelConfig, found: ModelConfig) -> list[str]:
@@ -212,22 +247,28 @@ def architecture_differences(wanted: ModelConfig, found: ModelConfig) -> list[st
     for attribute, flag in _FLAG_OF.items():
         a, b = getattr(wanted, attribute), getattr(found, attribute)
         if a != b:
-            lines.append(f"--{flag}: the flags give {a}, the checkpoint has {b} "
-                         f"(pass --{flag}={b})")
+            lines.append(
+                f"--{flag}: the flags give {a}, the checkpoint has {b} (pass --{flag}={b})"
+            )
     gen_w, gen_f = wanted.generator_config(), found.generator_config()
     if gen_w.hidden_size != gen_f.hidden_size:
-        lines.append(f"--generator_hidden_fraction: the flags give a generator of hidden size "
-                     f"{gen_w.hidden_size}, the checkpoint's generator has {gen_f.hidden_size} "
-                     f"(pass --generator_hidden_fraction={found.generator_hidden_fraction:.6g})")
+        lines.append(
+            f"--generator_hidden_fraction: the flags give a generator of hidden size "
+            f"{gen_w.hidden_size}, the checkpoint's generator has {gen_f.hidden_size} "
+            f"(pass --generator_hidden_fraction={found.generator_hidden_fraction:.6g})"
+        )
     if gen_w.num_layers != gen_f.num_layers:
-        lines.append(f"--generator_layers_fraction: the flags give a generator of "
-                     f"{gen_w.num_layers} layers, the checkpoint's has {gen_f.num_layers} "
-                     f"(pass --generator_layers_fraction={found.generator_layers_fraction:.6g})")
+        lines.append(
+            f"--generator_layers_fraction: the flags give a generator of "
+            f"{gen_w.num_layers} layers, the checkpoint's has {gen_f.num_layers} "
+            f"(pass --generator_layers_fraction={found.generator_layers_fraction:.6g})"
+        )
     return lines
 
 
 # ---------------------------------------------------------------------------
 # Readers.
+
 
 def load_run_models(path: str):
     """An electra-tf run's config and models: the export if present, else the latest checkpoint.
@@ -249,28 +290,40 @@ def load_run_models(path: str):
 
     files = locate_pretrained(path)
     if not files.is_run:
-        raise CheckpointError(f"{path}: not an electra-tf run directory (config.json with "
-                              "export/ or checkpoints/).")
+        raise CheckpointError(
+            f"{path}: not an electra-tf run directory (config.json with export/ or checkpoints/)."
+        )
     config = PretrainingConfig.load_json(files.config_file)
     if files.discriminator_file is not None:
         discriminator = keras.saving.load_model(files.discriminator_file)
         generator = files.generator_file and keras.saving.load_model(files.generator_file)
         return config, generator, discriminator, files.discriminator_file
     # The newest checkpoint that is complete, readable and finite (not merely the newest).
-    usable = next((c for c in checkpoint_dir.list_checkpoints(files.checkpoint_dir)
-                   if checkpoint_dir.checkpoint_problem(c) is None), None)
+    usable = next(
+        (
+            c
+            for c in checkpoint_dir.list_checkpoints(files.checkpoint_dir)
+            if checkpoint_dir.checkpoint_problem(c) is None
+        ),
+        None,
+    )
     if usable is None:
-        raise CheckpointError(f"{os.path.dirname(files.config_file)}: neither "
-                              "export/discriminator.keras nor a whole, finite checkpoint in "
-                              "checkpoints/.")
+        raise CheckpointError(
+            f"{os.path.dirname(files.config_file)}: neither "
+            "export/discriminator.keras nor a whole, finite checkpoint in "
+            "checkpoints/."
+        )
     latest = usable.prefix
     pretrainer = make_pretrainer(config)
     pretrainer.build_from_batch(dummy_batch(config))
     tf.train.Checkpoint(model=pretrainer).restore(latest).expect_partial()
     generator = pretrainer.generator  # None for the mlm objective or a uniform generator
-    return (config, generator and float32_copy(generator),
-            float32_copy(plain_discriminator(pretrainer.discriminator)),
-            latest)
+    return (
+        config,
+        generator and float32_copy(generator),
+        float32_copy(plain_discriminator(pretrainer.discriminator)),
+        latest,
+    )
 
 
 def _load_run(path: str) -> LoadedCheckpoint:
@@ -280,14 +333,23 @@ def _load_run(path: str) -> LoadedCheckpoint:
         # The original code's layout holds a generator that reads the
         # discriminator's embeddings; another sharing has no place in it.
         generator = None
-        notes.append(f"the generator (--weight_sharing={config.weight_sharing}) is not carried "
-                     "over; only the discriminator is")
+        notes.append(
+            f"the generator (--weight_sharing={config.weight_sharing}) is not carried "
+            "over; only the discriminator is"
+        )
     return LoadedCheckpoint(
-        source=path, format="electra-tf", model=config.model,
+        source=path,
+        format="electra-tf",
+        model=config.model,
         weights=read_weights(model_entries(generator, discriminator)),
-        has_generator=generator is not None, vocab_file=locate_pretrained(path).vocab_file,
-        do_lower_case=config.do_lower_case, strip_accents=config.resolved_strip_accents,
-        normalization=config.normalization, model_size=config.model_size, notes=notes)
+        has_generator=generator is not None,
+        vocab_file=locate_pretrained(path).vocab_file,
+        do_lower_case=config.do_lower_case,
+        strip_accents=config.resolved_strip_accents,
+        normalization=config.normalization,
+        model_size=config.model_size,
+        notes=notes,
+    )
 
 
 def _load_tf1(path: str, num_heads: Optional[int]) -> LoadedCheckpoint:
@@ -299,26 +361,39 @@ def _load_tf1(path: str, num_heads: Optional[int]) -> LoadedCheckpoint:
         raise CheckpointError(
             f"{path}: the generator has embeddings of its own (trained with "
             "untied_generator_embeddings=True); electra-tf shares one embedding table, as the "
-            "paper's default does.")
+            "paper's default does."
+        )
     notes = []
     if not any(n.startswith("generator/") for n in weights) and any(
-            n.startswith("generator_predictions/") for n in weights):
-        notes.append("the generator shares every weight with the discriminator "
-                     "(untied_generator=False): only the discriminator is imported")
+        n.startswith("generator_predictions/") for n in weights
+    ):
+        notes.append(
+            "the generator shares every weight with the discriminator "
+            "(untied_generator=False): only the discriminator is imported"
+        )
         weights = {n: v for n, v in weights.items() if not n.startswith("generator_predictions/")}
     skipped = [n for n in ignored if not n.endswith(("/adam_m", "/adam_v")) and n != "global_step"]
-    notes.append(f"skipped {len(ignored)} non-model variables (step, optimizer slots"
-                 + (f", and {', '.join(skipped[:5])}" if skipped else "") + ")")
+    notes.append(
+        f"skipped {len(ignored)} non-model variables (step, optimizer slots"
+        + (f", and {', '.join(skipped[:5])}" if skipped else "")
+        + ")"
+    )
     try:
         model, has_generator = infer_model_config(weights, num_heads=num_heads)
     except CheckpointError as error:
         raise CheckpointError(f"{path}: {error}")
     directory = path if os.path.isdir(path) else os.path.dirname(path)
     vocab = os.path.join(directory, tf1.VOCAB_FILE)
-    return LoadedCheckpoint(source=path, format="tf1", model=model, weights=weights,
-                            has_generator=has_generator,
-                            vocab_file=vocab if os.path.isfile(vocab) else None,
-                            model_size=guess_model_size(model), notes=notes)
+    return LoadedCheckpoint(
+        source=path,
+        format="tf1",
+        model=model,
+        weights=weights,
+        has_generator=has_generator,
+        vocab_file=vocab if os.path.isfile(vocab) else None,
+        model_size=guess_model_size(model),
+        notes=notes,
+    )
 
 
 def _load_hf(path: str, generator_dir: Optional[str]) -> LoadedCheckpoint:
@@ -330,14 +405,17 @@ def _load_hf(path: str, generator_dir: Optional[str]) -> LoadedCheckpoint:
     if "generator_predictions.dense.weight" in state:
         raise CheckpointError(
             f"{path} is a generator (ElectraForMaskedLM). Pass the discriminator's directory "
-            f"and this one with --generator_dir.")
+            f"and this one with --generator_dir."
+        )
     notes = []
     num_heads = fields.pop("num_heads")
     names = _canonical_names(state, "electra")
     weights, unused = huggingface.canonical_from_hf(state, False, names)
     if unused:
-        notes.append(f"not imported from {path}: {', '.join(unused[:5])}"
-                     + (" ..." if len(unused) > 5 else ""))
+        notes.append(
+            f"not imported from {path}: {', '.join(unused[:5])}"
+            + (" ..." if len(unused) > 5 else "")
+        )
     gen_dir = generator_dir or os.path.join(path, huggingface.GENERATOR_SUBDIR)
     generator_heads = None
     if generator_dir is not None or huggingface.is_hf_dir(gen_dir):
@@ -346,73 +424,126 @@ def _load_hf(path: str, generator_dir: Optional[str]) -> LoadedCheckpoint:
         except huggingface.HFFormatError as error:
             raise CheckpointError(f"--generator_dir: {error}")
         if "generator_predictions.dense.weight" not in gen_state:
-            raise CheckpointError(f"{gen_dir}: not a generator (no generator_predictions "
-                                  "weights; expected an ElectraForMaskedLM).")
+            raise CheckpointError(
+                f"{gen_dir}: not a generator (no generator_predictions "
+                "weights; expected an ElectraForMaskedLM)."
+            )
         generator_heads = gen_config["num_attention_heads"]
         gen_weights, unused = huggingface.canonical_from_hf(
-            gen_state, True, _canonical_names(gen_state, "generator"))
+            gen_state, True, _canonical_names(gen_state, "generator")
+        )
         shared = gen_weights.pop("electra/embeddings/word_embeddings", None)
         disc_emb = weights.get("electra/embeddings/word_embeddings")
-        if shared is not None and disc_emb is not None and (
-                shared.shape != disc_emb.shape or not np.allclose(shared, disc_emb, atol=1e-6)):
-            notes.append(f"{gen_dir}: its word embeddings differ from the discriminator's; "
-                         "ELECTRA shares them, the discriminator's are used")
-        weights.update({n: v for n, v in gen_weights.items()
-                        if not n.startswith("electra/embeddings/")})
+        if (
+            shared is not None
+            and disc_emb is not None
+            and (shared.shape != disc_emb.shape or not np.allclose(shared, disc_emb, atol=1e-6))
+        ):
+            notes.append(
+                f"{gen_dir}: its word embeddings differ from the discriminator's; "
+                "ELECTRA shares them, the discriminator's are used"
+            )
+        weights.update(
+            {n: v for n, v in gen_weights.items() if not n.startswith("electra/embeddings/")}
+        )
     elif any(key.startswith("discriminator_predictions.") for key in state):
-        notes.append("no generator (give --generator_dir to import one): fine-tuning works, "
-                     "continued pre-training needs it")
+        notes.append(
+            "no generator (give --generator_dir to import one): fine-tuning works, "
+            "continued pre-training needs it"
+        )
     if "discriminator_predictions/dense/kernel" not in weights:
-        notes.append("no replaced-token-detection head (a bare ElectraModel): it is initialised "
-                     "afresh")
+        notes.append(
+            "no replaced-token-detection head (a bare ElectraModel): it is initialised afresh"
+        )
     try:
         model, has_generator = infer_model_config(
-            weights, num_heads=num_heads, generator_num_heads=generator_heads, **{
-                k: v for k, v in fields.items()
-                if k in ("dropout_rate", "attention_dropout_rate", "initializer_range",
-                         "layer_norm_epsilon")})
+            weights,
+            num_heads=num_heads,
+            generator_num_heads=generator_heads,
+            **{
+                k: v
+                for k, v in fields.items()
+                if k
+                in (
+                    "dropout_rate",
+                    "attention_dropout_rate",
+                    "initializer_range",
+                    "layer_norm_epsilon",
+                )
+            },
+        )
     except CheckpointError as error:
         raise CheckpointError(f"{path}: {error}")
     for key in ("hidden_size", "num_layers", "vocab_size", "embedding_size"):
         if getattr(model, key) != fields[key]:
-            raise CheckpointError(f"{path}: config.json says {key}={fields[key]} but the weights "
-                                  f"have {getattr(model, key)}.")
+            raise CheckpointError(
+                f"{path}: config.json says {key}={fields[key]} but the weights "
+                f"have {getattr(model, key)}."
+            )
     do_lower_case, strip_accents = huggingface.read_casing(path)
     vocab = os.path.join(path, huggingface.VOCAB_FILE)
     return LoadedCheckpoint(
-        source=path, format="huggingface", model=model, weights=weights,
-        has_generator=has_generator, vocab_file=vocab if os.path.isfile(vocab) else None,
+        source=path,
+        format="huggingface",
+        model=model,
+        weights=weights,
+        has_generator=has_generator,
+        vocab_file=vocab if os.path.isfile(vocab) else None,
         do_lower_case=do_lower_case,
         strip_accents=strip_accents if strip_accents is not None else do_lower_case,
-        model_size=guess_model_size(model), notes=notes)
+        model_size=guess_model_size(model),
+        notes=notes,
+    )
 
 
 def _canonical_names(state: dict, scope: str) -> list[str]:
     """Every canonical name a Hugging Face state could hold, with `scope` for the encoder."""
-    layers = {int(m.group(1)) for k in state if (m := re.match(r"electra\.encoder\.layer\.(\d+)\.", k))}
-    names = [f"electra/embeddings/{t}" for t in
-             ("word_embeddings", "position_embeddings", "token_type_embeddings")]
-    names += ["electra/embeddings/LayerNorm/gamma", "electra/embeddings/LayerNorm/beta",
-              f"{scope}/embeddings_project/kernel", f"{scope}/embeddings_project/bias"]
+    layers = {
+        int(m.group(1)) for k in state if (m := re.match(r"electra\.encoder\.layer\.(\d+)\.", k))
+    }
+    names = [
+        f"electra/embeddings/{t}"
+        for t in ("word_embeddings", "position_embeddings", "token_type_embeddings")
+    ]
+    names += [
+        "electra/embeddings/LayerNorm/gamma",
+        "electra/embeddings/LayerNorm/beta",
+        f"{scope}/embeddings_project/kernel",
+        f"{scope}/embeddings_project/bias",
+    ]
     for i in sorted(layers):
         prefix = f"{scope}/encoder/layer_{i}"
-        for dense in ("attention/self/query", "attention/self/key", "attention/self/value",
-                      "attention/output/dense", "intermediate/dense", "output/dense"):
+        for dense in (
+            "attention/self/query",
+            "attention/self/key",
+            "attention/self/value",
+            "attention/output/dense",
+            "intermediate/dense",
+            "output/dense",
+        ):
             names += [f"{prefix}/{dense}/kernel", f"{prefix}/{dense}/bias"]
         for norm in ("attention/output/LayerNorm", "output/LayerNorm"):
             names += [f"{prefix}/{norm}/gamma", f"{prefix}/{norm}/beta"]
     if scope == "electra":
-        names += [f"discriminator_predictions/{d}/{p}" for d in ("dense", "dense_1")
-                  for p in ("kernel", "bias")]
+        names += [
+            f"discriminator_predictions/{d}/{p}"
+            for d in ("dense", "dense_1")
+            for p in ("kernel", "bias")
+        ]
     else:
-        names += ["generator_predictions/dense/kernel", "generator_predictions/dense/bias",
-                  "generator_predictions/LayerNorm/gamma", "generator_predictions/LayerNorm/beta",
-                  "generator_predictions/output_bias"]
+        names += [
+            "generator_predictions/dense/kernel",
+            "generator_predictions/dense/bias",
+            "generator_predictions/LayerNorm/gamma",
+            "generator_predictions/LayerNorm/beta",
+            "generator_predictions/output_bias",
+        ]
     return names
 
 
 # ---------------------------------------------------------------------------
 # Writers.
+
 
 def build_models(loaded: LoadedCheckpoint, model: Optional[ModelConfig] = None):
     """Builds float32 models of the checkpoint's architecture and sets their weights.
@@ -456,15 +587,25 @@ def assign_canonical(generator, discriminator, loaded: LoadedCheckpoint) -> None
     entries = model_entries(generator, discriminator)
     arrays = dict(loaded.weights)
     wanted = {name for entry in entries for name in entry.names}
-    unused = sorted(name for name in arrays if name not in wanted and (
-        generator is not None or not is_generator_weight(name)))
+    unused = sorted(
+        name
+        for name in arrays
+        if name not in wanted and (generator is not None or not is_generator_weight(name))
+    )
     if unused:  # an extra weight means the architecture was read wrongly: never drop it silently
         raise CheckpointError(
             f"{loaded.source}: weights not used by the model: {', '.join(unused[:5])}"
             + (f" and {len(unused) - 5} more" if len(unused) > 5 else "")
-            + ". The checkpoint's architecture differs from what was inferred.")
-    fresh = read_weights([e for e in entries if e.names[0].startswith(_OPTIONAL_PREFIXES) or (
-        not loaded.has_generator and all(is_generator_weight(n) for n in e.names))])
+            + ". The checkpoint's architecture differs from what was inferred."
+        )
+    fresh = read_weights(
+        [
+            e
+            for e in entries
+            if e.names[0].startswith(_OPTIONAL_PREFIXES)
+            or (not loaded.has_generator and all(is_generator_weight(n) for n in e.names))
+        ]
+    )
     for name, value in fresh.items():
         arrays.setdefault(name, value)
     try:
@@ -473,9 +614,14 @@ def assign_canonical(generator, discriminator, loaded: LoadedCheckpoint) -> None
         raise CheckpointError(str(error))
 
 
-def write_run_dir(loaded: LoadedCheckpoint, run_dir: str, vocab_file: Optional[str] = None,
-                  do_lower_case: Optional[bool] = None, print_fn=print,
-                  normalization: Optional[str] = None) -> str:
+def write_run_dir(
+    loaded: LoadedCheckpoint,
+    run_dir: str,
+    vocab_file: Optional[str] = None,
+    do_lower_case: Optional[bool] = None,
+    print_fn=print,
+    normalization: Optional[str] = None,
+) -> str:
     """Writes an electra-tf run directory holding the checkpoint's weights.
 
     `config.json`, `vocab.txt` and `export/` (discriminator.keras,
@@ -497,24 +643,38 @@ def write_run_dir(loaded: LoadedCheckpoint, run_dir: str, vocab_file: Optional[s
 
     vocab = vocab_file or loaded.vocab_file
     if vocab is None:
-        raise CheckpointError(f"{loaded.source}: no vocab.txt beside the checkpoint; pass "
-                              "--vocab_file.")
+        raise CheckpointError(
+            f"{loaded.source}: no vocab.txt beside the checkpoint; pass --vocab_file."
+        )
     tokens = load_vocab(vocab)
     if len(tokens) != loaded.model.vocab_size:
-        raise CheckpointError(f"{vocab} has {len(tokens)} tokens but the checkpoint's embeddings "
-                              f"have {loaded.model.vocab_size} rows; pass the matching "
-                              "--vocab_file.")
+        raise CheckpointError(
+            f"{vocab} has {len(tokens)} tokens but the checkpoint's embeddings "
+            f"have {loaded.model.vocab_size} rows; pass the matching "
+            "--vocab_file."
+        )
     run = RunDir(run_dir)
     if os.path.exists(run.config_file):
-        raise CheckpointError(f"{run_dir} already holds a run (config.json); choose an empty "
-                              "directory.")
-    lower = do_lower_case if do_lower_case is not None else (
-        loaded.do_lower_case if loaded.do_lower_case is not None else True)
-    strip = loaded.strip_accents if (do_lower_case is None and loaded.strip_accents is not None) \
+        raise CheckpointError(
+            f"{run_dir} already holds a run (config.json); choose an empty directory."
+        )
+    lower = (
+        do_lower_case
+        if do_lower_case is not None
+        else (loaded.do_lower_case if loaded.do_lower_case is not None else True)
+    )
+    strip = (
+        loaded.strip_accents
+        if (do_lower_case is None and loaded.strip_accents is not None)
         else lower
+    )
     size = loaded.model_size or _nearest_size(loaded.model)
-    config = preset(size, do_lower_case=lower, strip_accents=strip,
-                    normalization=normalization or loaded.normalization or IMPORTED_NORMALIZATION)
+    config = preset(
+        size,
+        do_lower_case=lower,
+        strip_accents=strip,
+        normalization=normalization or loaded.normalization or IMPORTED_NORMALIZATION,
+    )
     config.model = loaded.model
     config.max_seq_length = min(config.max_seq_length, loaded.model.max_position_embeddings)
     config.max_predictions_per_seq = None

@@ -23,12 +23,17 @@ import numpy as np
 
 from electra_tf.config import ModelConfig
 from electra_tf.finetuning.saving import load_finetuned, save_finetuned
-from electra_tf.finetuning.tagging_data import (TAG_FORMATS, TaggingDefinition,
-                                                detect_tag_format)
+from electra_tf.finetuning.tagging_data import TAG_FORMATS, TaggingDefinition, detect_tag_format
 from electra_tf.finetuning.tagging_task import TAGGER
 from electra_tf.interop import huggingface
-from electra_tf.interop.weight_names import (WeightMismatch, assign_weights, embedding_entries,
-                                             encoder_entries, hf_key, read_weights)
+from electra_tf.interop.weight_names import (
+    WeightMismatch,
+    assign_weights,
+    embedding_entries,
+    encoder_entries,
+    hf_key,
+    read_weights,
+)
 
 ARCHITECTURE = "ElectraForTokenClassification"
 HEAD_WEIGHT, HEAD_BIAS = "classifier.weight", "classifier.bias"
@@ -52,12 +57,29 @@ def model_config_of(encoder) -> ModelConfig:
     """The `ModelConfig` of an `ElectraEncoder` (what Hugging Face's config.json records)."""
     config = encoder.get_config()
     if config.get("attention_direction", "bidirectional") != "bidirectional":
-        raise HFTaggerError("the encoder attends in one direction (Electric); Hugging Face's "
-                            "ELECTRA is bidirectional.")
-    return ModelConfig(**{k: config[k] for k in (
-        "vocab_size", "hidden_size", "num_layers", "num_heads", "intermediate_size",
-        "embedding_size", "max_position_embeddings", "type_vocab_size", "dropout_rate",
-        "attention_dropout_rate", "initializer_range", "layer_norm_epsilon")})
+        raise HFTaggerError(
+            "the encoder attends in one direction (Electric); Hugging Face's "
+            "ELECTRA is bidirectional."
+        )
+    return ModelConfig(
+        **{
+            k: config[k]
+            for k in (
+                "vocab_size",
+                "hidden_size",
+                "num_layers",
+                "num_heads",
+                "intermediate_size",
+                "embedding_size",
+                "max_position_embeddings",
+                "type_vocab_size",
+                "dropout_rate",
+                "attention_dropout_rate",
+                "initializer_range",
+                "layer_norm_epsilon",
+            )
+        }
+    )
 
 
 def tagger_state(model) -> dict[str, np.ndarray]:
@@ -90,8 +112,10 @@ def export_hf_tagger(model_dir: str, hf_dir: str) -> str:
 
     model, info = load_finetuned(model_dir)
     if info.get("kind") != TAGGER:
-        raise HFTaggerError(f"{model_dir} holds a {info.get('kind')} model; only taggers "
-                            f"(--task_type=tagging) are written as {ARCHITECTURE}.")
+        raise HFTaggerError(
+            f"{model_dir} holds a {info.get('kind')} model; only taggers "
+            f"(--task_type=tagging) are written as {ARCHITECTURE}."
+        )
     vocab_file = SavedModelDir(model_dir).vocab_file
     if not os.path.isfile(vocab_file):
         raise HFTaggerError(f"{model_dir}: no vocab.txt beside the model.")
@@ -100,17 +124,31 @@ def export_hf_tagger(model_dir: str, hf_dir: str) -> str:
     definition = TaggingDefinition.from_dict(info["task"])
     tokenizer = WordPieceTokenizer(vocab_file, info["do_lower_case"], info.get("strip_accents"))
     config = huggingface.hf_config(model_config_of(model.encoder), False, tokenizer.pad_id)
-    config.update(architectures=[ARCHITECTURE], finetuning_task=definition.name,
-                  id2label={str(i): tag for i, tag in enumerate(definition.tag_names)},
-                  label2id={tag: i for i, tag in enumerate(definition.tag_names)})
-    huggingface.write_model_dir(hf_dir, config, tagger_state(model), vocab_file,
-                                tokenizer.do_lower_case, tokenizer.strip_accents)
+    config.update(
+        architectures=[ARCHITECTURE],
+        finetuning_task=definition.name,
+        id2label={str(i): tag for i, tag in enumerate(definition.tag_names)},
+        label2id={tag: i for i, tag in enumerate(definition.tag_names)},
+    )
+    huggingface.write_model_dir(
+        hf_dir,
+        config,
+        tagger_state(model),
+        vocab_file,
+        tokenizer.do_lower_case,
+        tokenizer.strip_accents,
+    )
     return hf_dir
 
 
-def import_hf_tagger(hf_dir: str, model_dir: str, max_seq_length: Optional[int] = None,
-                     tag_format: str = "auto", vocab_file: Optional[str] = None,
-                     do_lower_case: Optional[bool] = None) -> str:
+def import_hf_tagger(
+    hf_dir: str,
+    model_dir: str,
+    max_seq_length: Optional[int] = None,
+    tag_format: str = "auto",
+    vocab_file: Optional[str] = None,
+    do_lower_case: Optional[bool] = None,
+) -> str:
     """Reads an `ElectraForTokenClassification` directory into a fine-tuned tagger directory.
 
     Args:
@@ -159,32 +197,46 @@ def import_hf_tagger(hf_dir: str, model_dir: str, max_seq_length: Optional[int] 
     length = min(max_seq_length or DEFAULT_MAX_SEQ_LENGTH, model_config.max_position_embeddings)
 
     _, discriminator = build_generator_and_discriminator(model_config, with_generator=False)
-    tagger = ElectraTagger(discriminator.encoder, num_tags,
-                           initializer_range=model_config.initializer_range, name="tagger")
+    tagger = ElectraTagger(
+        discriminator.encoder,
+        num_tags,
+        initializer_range=model_config.initializer_range,
+        name="tagger",
+    )
     entries = _encoder_entries(tagger.encoder)
     names = [name for entry in entries for name in entry.names]
     arrays, unused = huggingface.canonical_from_hf(state, False, names)
     unused = [k for k in unused if k not in (HEAD_WEIGHT, HEAD_BIAS)]
     if unused:
-        raise HFTaggerError(f"{hf_dir}: weights the tagger has no place for: "
-                            f"{', '.join(unused[:5])}.")
+        raise HFTaggerError(
+            f"{hf_dir}: weights the tagger has no place for: {', '.join(unused[:5])}."
+        )
     try:
         assign_weights(entries, arrays, source=hf_dir)
     except WeightMismatch as error:
         raise HFTaggerError(str(error)) from None
     kernel, bias = state[HEAD_WEIGHT].T, state.get(HEAD_BIAS, np.zeros(num_tags, np.float32))
     if kernel.shape != tuple(tagger.task_head.kernel.shape):
-        raise HFTaggerError(f"{hf_dir}: {HEAD_WEIGHT} has shape {state[HEAD_WEIGHT].shape}, "
-                            f"expected ({num_tags}, {model_config.hidden_size}).")
+        raise HFTaggerError(
+            f"{hf_dir}: {HEAD_WEIGHT} has shape {state[HEAD_WEIGHT].shape}, "
+            f"expected ({num_tags}, {model_config.hidden_size})."
+        )
     tagger.task_head.kernel.assign(kernel)
     tagger.task_head.bias.assign(bias)
     entity = tag_format != "plain"
     definition = TaggingDefinition(
         name=config.get("finetuning_task") or os.path.basename(os.path.normpath(hf_dir)),
-        tag_names=tags, tag_format=tag_format,
+        tag_names=tags,
+        tag_format=tag_format,
         metrics=("precision", "recall", "f1", "accuracy") if entity else ("accuracy",),
-        primary_metric="f1" if entity else "accuracy")
-    info = {"kind": TAGGER, "task": definition.to_dict(), "max_seq_length": length,
-            "do_lower_case": lower, "strip_accents": strip,
-            "imported_from": os.path.abspath(hf_dir)}
+        primary_metric="f1" if entity else "accuracy",
+    )
+    info = {
+        "kind": TAGGER,
+        "task": definition.to_dict(),
+        "max_seq_length": length,
+        "do_lower_case": lower,
+        "strip_accents": strip,
+        "imported_from": os.path.abspath(hf_dir),
+    }
     return save_finetuned(tagger, model_dir, info, vocab)

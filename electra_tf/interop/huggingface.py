@@ -29,8 +29,13 @@ CONFIG_FILE = "config.json"
 VOCAB_FILE = "vocab.txt"
 WEIGHTS_FILE = "model.safetensors"
 INDEX_FILE = "model.safetensors.index.json"
-_SPECIAL_TOKENS = {"unk_token": "[UNK]", "sep_token": "[SEP]", "pad_token": "[PAD]",
-                   "cls_token": "[CLS]", "mask_token": "[MASK]"}
+_SPECIAL_TOKENS = {
+    "unk_token": "[UNK]",
+    "sep_token": "[SEP]",
+    "pad_token": "[PAD]",
+    "cls_token": "[CLS]",
+    "mask_token": "[MASK]",
+}
 
 
 class HFFormatError(ValueError):
@@ -59,7 +64,7 @@ def read_hf_dir(path: str) -> tuple[dict, dict[str, np.ndarray]]:
     from safetensors.numpy import load_file
 
     if not is_hf_dir(path):
-        raise HFFormatError(f"{path}: no config.json with \"model_type\": \"electra\".")
+        raise HFFormatError(f'{path}: no config.json with "model_type": "electra".')
     with open(os.path.join(path, CONFIG_FILE), encoding="utf-8") as f:
         config = json.load(f)
     single, index = os.path.join(path, WEIGHTS_FILE), os.path.join(path, INDEX_FILE)
@@ -67,22 +72,28 @@ def read_hf_dir(path: str) -> tuple[dict, dict[str, np.ndarray]]:
         files = [single]
     elif os.path.isfile(index):
         with open(index, encoding="utf-8") as f:
-            files = [os.path.join(path, name)
-                     for name in sorted(set(json.load(f)["weight_map"].values()))]
+            files = [
+                os.path.join(path, name)
+                for name in sorted(set(json.load(f)["weight_map"].values()))
+            ]
     else:
         others = [n for n in os.listdir(path) if n.endswith((".bin", ".h5", ".msgpack"))]
         raise HFFormatError(
-            f"{path}: no {WEIGHTS_FILE}" + (f" (found {', '.join(others)})" if others else "")
+            f"{path}: no {WEIGHTS_FILE}"
+            + (f" (found {', '.join(others)})" if others else "")
             + ". Only safetensors weights are read (no PyTorch needed); convert with "
             "transformers: `AutoModel.from_pretrained(dir).save_pretrained(dir, "
-            "safe_serialization=True)`.")
+            "safe_serialization=True)`."
+        )
     state: dict[str, np.ndarray] = {}
     for file in files:
         try:
             tensors = load_file(file)
         except Exception as error:  # safetensors raises its own error types
-            raise HFFormatError(f"{file}: cannot read ({error}). Weights must be float16/32/64 "
-                                "(bfloat16 files: convert to float32 first).")
+            raise HFFormatError(
+                f"{file}: cannot read ({error}). Weights must be float16/32/64 "
+                "(bfloat16 files: convert to float32 first)."
+            )
         state.update({k: np.asarray(v, np.float32) for k, v in tensors.items()})
     # ElectraModel (the bare encoder) saves its keys without the `electra.` prefix.
     if not any(key.startswith("electra.") for key in state):
@@ -100,8 +111,9 @@ def _in_model(name: str, generator: bool) -> bool:
     return is_generator_weight(name) == generator
 
 
-def canonical_from_hf(state: dict[str, np.ndarray], generator: bool,
-                      names: list[str]) -> tuple[dict[str, np.ndarray], list[str]]:
+def canonical_from_hf(
+    state: dict[str, np.ndarray], generator: bool, names: list[str]
+) -> tuple[dict[str, np.ndarray], list[str]]:
     """Picks the canonical weights `names` out of one Hugging Face state dict.
 
     Args:
@@ -132,15 +144,21 @@ def model_config_from_hf(config: dict) -> dict:
     source = CONFIG_FILE
     activation = config.get("hidden_act", "gelu")
     if activation != "gelu":
-        raise HFFormatError(f"{source}: hidden_act={activation!r}; ELECTRA and electra-tf use the "
-                            "exact (erf) GELU, `gelu`.")
+        raise HFFormatError(
+            f"{source}: hidden_act={activation!r}; ELECTRA and electra-tf use the "
+            "exact (erf) GELU, `gelu`."
+        )
     if config.get("position_embedding_type", "absolute") != "absolute":
-        raise HFFormatError(f"{source}: position_embedding_type="
-                            f"{config['position_embedding_type']!r} is not supported (absolute "
-                            "position embeddings only).")
+        raise HFFormatError(
+            f"{source}: position_embedding_type="
+            f"{config['position_embedding_type']!r} is not supported (absolute "
+            "position embeddings only)."
+        )
     fields = dict(
-        vocab_size=config["vocab_size"], hidden_size=config["hidden_size"],
-        num_layers=config["num_hidden_layers"], num_heads=config["num_attention_heads"],
+        vocab_size=config["vocab_size"],
+        hidden_size=config["hidden_size"],
+        num_layers=config["num_hidden_layers"],
+        num_heads=config["num_attention_heads"],
         intermediate_size=config["intermediate_size"],
         embedding_size=config.get("embedding_size", config["hidden_size"]),
         max_position_embeddings=config.get("max_position_embeddings", 512),
@@ -148,7 +166,8 @@ def model_config_from_hf(config: dict) -> dict:
         dropout_rate=config.get("hidden_dropout_prob", 0.1),
         attention_dropout_rate=config.get("attention_probs_dropout_prob", 0.1),
         initializer_range=config.get("initializer_range", 0.02),
-        layer_norm_epsilon=config.get("layer_norm_eps", 1e-12))
+        layer_norm_epsilon=config.get("layer_norm_eps", 1e-12),
+    )
     return fields
 
 
@@ -191,8 +210,14 @@ def hf_config(model: ModelConfig, generator: bool, pad_id: int) -> dict:
     }
 
 
-def write_model_dir(directory: str, config: dict, state: dict[str, np.ndarray], vocab_file: str,
-                    do_lower_case: bool, strip_accents: bool) -> None:
+def write_model_dir(
+    directory: str,
+    config: dict,
+    state: dict[str, np.ndarray],
+    vocab_file: str,
+    do_lower_case: bool,
+    strip_accents: bool,
+) -> None:
     """Writes one Hugging Face model directory: config, safetensors weights, tokenizer files."""
     import shutil
 
@@ -203,15 +228,23 @@ def write_model_dir(directory: str, config: dict, state: dict[str, np.ndarray], 
         json.dump(config, f, indent=2, sort_keys=True)
         f.write("\n")
     weights_path = os.path.join(directory, WEIGHTS_FILE)
-    save_file({k: np.ascontiguousarray(v, np.float32) for k, v in state.items()}, weights_path,
-              metadata={"format": "pt"})
+    save_file(
+        {k: np.ascontiguousarray(v, np.float32) for k, v in state.items()},
+        weights_path,
+        metadata={"format": "pt"},
+    )
     os.chmod(weights_path, 0o644)  # safetensors creates it owner-only
     shutil.copyfile(vocab_file, os.path.join(directory, VOCAB_FILE))
-    tokenizer = {"tokenizer_class": "ElectraTokenizer", "do_lower_case": do_lower_case,
-                 # HF's None means "follow do_lower_case", as here.
-                 "strip_accents": None if strip_accents == do_lower_case else strip_accents,
-                 "tokenize_chinese_chars": True, "do_basic_tokenize": True,
-                 "model_max_length": config["max_position_embeddings"], **_SPECIAL_TOKENS}
+    tokenizer = {
+        "tokenizer_class": "ElectraTokenizer",
+        "do_lower_case": do_lower_case,
+        # HF's None means "follow do_lower_case", as here.
+        "strip_accents": None if strip_accents == do_lower_case else strip_accents,
+        "tokenize_chinese_chars": True,
+        "do_basic_tokenize": True,
+        "model_max_length": config["max_position_embeddings"],
+        **_SPECIAL_TOKENS,
+    }
     with open(os.path.join(directory, "tokenizer_config.json"), "w", encoding="utf-8") as f:
         json.dump(tokenizer, f, indent=2, sort_keys=True)
         f.write("\n")
@@ -220,9 +253,16 @@ def write_model_dir(directory: str, config: dict, state: dict[str, np.ndarray], 
         f.write("\n")
 
 
-def export_hf(weights: dict[str, np.ndarray], model: ModelConfig, has_generator: bool,
-              hf_dir: str, vocab_file: str, do_lower_case: bool, strip_accents: bool,
-              pad_id: int = 0) -> list[str]:
+def export_hf(
+    weights: dict[str, np.ndarray],
+    model: ModelConfig,
+    has_generator: bool,
+    hf_dir: str,
+    vocab_file: str,
+    do_lower_case: bool,
+    strip_accents: bool,
+    pad_id: int = 0,
+) -> list[str]:
     """Writes the discriminator (and generator) as Hugging Face model directories.
 
     Args:
@@ -237,7 +277,7 @@ def export_hf(weights: dict[str, np.ndarray], model: ModelConfig, has_generator:
         The model directories written.
     """
     written = []
-    for generator in ([False, True] if has_generator else [False]):
+    for generator in [False, True] if has_generator else [False]:
         state = {}
         for name, value in weights.items():
             if not _in_model(name, generator):
@@ -247,7 +287,13 @@ def export_hf(weights: dict[str, np.ndarray], model: ModelConfig, has_generator:
         if generator:  # the tied output matrix, stored as transformers does
             state["generator_lm_head.weight"] = weights["electra/embeddings/word_embeddings"]
         directory = os.path.join(hf_dir, GENERATOR_SUBDIR) if generator else hf_dir
-        write_model_dir(directory, hf_config(model, generator, pad_id), state, vocab_file,
-                        do_lower_case, strip_accents)
+        write_model_dir(
+            directory,
+            hf_config(model, generator, pad_id),
+            state,
+            vocab_file,
+            do_lower_case,
+            strip_accents,
+        )
         written.append(directory)
     return written

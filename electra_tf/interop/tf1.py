@@ -15,8 +15,7 @@ import tensorflow as tf
 
 # Released checkpoints ship their vocabulary beside the checkpoint files.
 VOCAB_FILE = "vocab.txt"
-MODEL_PREFIXES = ("electra/", "generator/", "discriminator_predictions/",
-                  "generator_predictions/")
+MODEL_PREFIXES = ("electra/", "generator/", "discriminator_predictions/", "generator_predictions/")
 _OPTIMIZER_SUFFIXES = ("/adam_m", "/adam_v", "/Adam", "/Adam_1")
 
 
@@ -31,16 +30,19 @@ def checkpoint_prefix(path: str) -> str:
         if prefix is None:  # released archives may lack the `checkpoint` index file
             indexes = sorted(f for f in os.listdir(path) if f.endswith(".index"))
             if len(indexes) == 1:
-                prefix = os.path.join(path, indexes[0][:-len(".index")])
+                prefix = os.path.join(path, indexes[0][: -len(".index")])
         if prefix is None:
             raise CheckpointFormatError(
                 f"{path}: no TensorFlow checkpoint found (expected a `checkpoint` file or one "
-                "`<name>.index` with its `.data-*` files).")
+                "`<name>.index` with its `.data-*` files)."
+            )
         return prefix
     if os.path.exists(path + ".index"):
         return path
-    raise CheckpointFormatError(f"{path}: neither a checkpoint directory nor a checkpoint prefix "
-                                f"({path}.index does not exist).")
+    raise CheckpointFormatError(
+        f"{path}: neither a checkpoint directory nor a checkpoint prefix "
+        f"({path}.index does not exist)."
+    )
 
 
 def read_tf1_checkpoint(path: str) -> tuple[dict[str, np.ndarray], list[str]]:
@@ -72,7 +74,8 @@ def read_tf1_checkpoint(path: str) -> tuple[dict[str, np.ndarray], list[str]]:
         raise CheckpointFormatError(
             f"{prefix}: no `electra/embeddings/word_embeddings` variable, so this is not a "
             "google-research/electra checkpoint (variables found: "
-            f"{', '.join(sorted(reader.get_variable_to_shape_map())[:5])}, ...).")
+            f"{', '.join(sorted(reader.get_variable_to_shape_map())[:5])}, ...)."
+        )
     return weights, ignored
 
 
@@ -83,6 +86,10 @@ def write_tf1_checkpoint(weights: dict[str, np.ndarray], prefix: str) -> str:
     the original code and by `read_tf1_checkpoint`.
     """
     names = sorted(weights)
-    tf.raw_ops.SaveV2(prefix=prefix, tensor_names=names, shape_and_slices=[""] * len(names),
-                      tensors=[tf.constant(weights[n]) for n in names])
+    tf.raw_ops.SaveV2(
+        prefix=prefix,
+        tensor_names=names,
+        shape_and_slices=[""] * len(names),
+        tensors=[tf.constant(weights[n]) for n in names],
+    )
     return prefix

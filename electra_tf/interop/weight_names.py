@@ -49,22 +49,28 @@ class WeightEntry:
 
 
 def _dense(prefix: str, layer) -> list[WeightEntry]:
-    return [WeightEntry((f"{prefix}/kernel",), layer.kernel),
-            WeightEntry((f"{prefix}/bias",), layer.bias)]
+    return [
+        WeightEntry((f"{prefix}/kernel",), layer.kernel),
+        WeightEntry((f"{prefix}/bias",), layer.bias),
+    ]
 
 
 def _layer_norm(prefix: str, layer) -> list[WeightEntry]:
-    return [WeightEntry((f"{prefix}/gamma",), layer.gamma),
-            WeightEntry((f"{prefix}/beta",), layer.beta)]
+    return [
+        WeightEntry((f"{prefix}/gamma",), layer.gamma),
+        WeightEntry((f"{prefix}/beta",), layer.beta),
+    ]
 
 
 def embedding_entries(embeddings) -> list[WeightEntry]:
     """The shared word/position/type embeddings and their LayerNorm."""
     prefix = f"{DISCRIMINATOR_SCOPE}/embeddings"
-    return [WeightEntry((f"{prefix}/word_embeddings",), embeddings.word_embeddings),
-            WeightEntry((f"{prefix}/position_embeddings",), embeddings.position_embeddings),
-            WeightEntry((f"{prefix}/token_type_embeddings",), embeddings.token_type_embeddings),
-            *_layer_norm(f"{prefix}/LayerNorm", embeddings.layer_norm)]
+    return [
+        WeightEntry((f"{prefix}/word_embeddings",), embeddings.word_embeddings),
+        WeightEntry((f"{prefix}/position_embeddings",), embeddings.position_embeddings),
+        WeightEntry((f"{prefix}/token_type_embeddings",), embeddings.token_type_embeddings),
+        *_layer_norm(f"{prefix}/LayerNorm", embeddings.layer_norm),
+    ]
 
 
 def encoder_entries(encoder, scope: str) -> list[WeightEntry]:
@@ -76,33 +82,38 @@ def encoder_entries(encoder, scope: str) -> list[WeightEntry]:
         prefix = f"{scope}/encoder/layer_{i}"
         attention = layer.attention
         qkv = [f"{prefix}/attention/self/{part}" for part in ("query", "key", "value")]
-        entries += [WeightEntry(tuple(f"{p}/kernel" for p in qkv), attention.qkv.kernel),
-                    WeightEntry(tuple(f"{p}/bias" for p in qkv), attention.qkv.bias),
-                    *_dense(f"{prefix}/attention/output/dense", attention.output_dense),
-                    *_layer_norm(f"{prefix}/attention/output/LayerNorm",
-                                 layer.attention_layer_norm),
-                    *_dense(f"{prefix}/intermediate/dense", layer.intermediate),
-                    *_dense(f"{prefix}/output/dense", layer.ffn_output),
-                    *_layer_norm(f"{prefix}/output/LayerNorm", layer.ffn_layer_norm)]
+        entries += [
+            WeightEntry(tuple(f"{p}/kernel" for p in qkv), attention.qkv.kernel),
+            WeightEntry(tuple(f"{p}/bias" for p in qkv), attention.qkv.bias),
+            *_dense(f"{prefix}/attention/output/dense", attention.output_dense),
+            *_layer_norm(f"{prefix}/attention/output/LayerNorm", layer.attention_layer_norm),
+            *_dense(f"{prefix}/intermediate/dense", layer.intermediate),
+            *_dense(f"{prefix}/output/dense", layer.ffn_output),
+            *_layer_norm(f"{prefix}/output/LayerNorm", layer.ffn_layer_norm),
+        ]
     return entries
 
 
 def discriminator_entries(discriminator) -> list[WeightEntry]:
     """Every weight of an `ElectraDiscriminator`, embeddings included."""
     head = discriminator.rtd_head
-    return (embedding_entries(discriminator.encoder.embeddings)
-            + encoder_entries(discriminator.encoder, DISCRIMINATOR_SCOPE)
-            + _dense("discriminator_predictions/dense", head.dense)
-            + _dense("discriminator_predictions/dense_1", head.logit))
+    return (
+        embedding_entries(discriminator.encoder.embeddings)
+        + encoder_entries(discriminator.encoder, DISCRIMINATOR_SCOPE)
+        + _dense("discriminator_predictions/dense", head.dense)
+        + _dense("discriminator_predictions/dense_1", head.logit)
+    )
 
 
 def generator_entries(generator) -> list[WeightEntry]:
     """The generator's own weights (its embeddings are the discriminator's)."""
     head = generator.mlm_head
-    return (encoder_entries(generator.encoder, GENERATOR_SCOPE)
-            + _dense("generator_predictions/dense", head.dense)
-            + _layer_norm("generator_predictions/LayerNorm", head.layer_norm)
-            + [WeightEntry(("generator_predictions/output_bias",), head.output_bias)])
+    return (
+        encoder_entries(generator.encoder, GENERATOR_SCOPE)
+        + _dense("generator_predictions/dense", head.dense)
+        + _layer_norm("generator_predictions/LayerNorm", head.layer_norm)
+        + [WeightEntry(("generator_predictions/output_bias",), head.output_bias)]
+    )
 
 
 def model_entries(generator, discriminator) -> list[WeightEntry]:
@@ -125,8 +136,9 @@ class WeightMismatch(ValueError):
     """A checkpoint's weights do not fit the model; the message lists what differs."""
 
 
-def assign_weights(entries: list[WeightEntry], arrays: dict[str, np.ndarray],
-                   source: str = "the checkpoint") -> None:
+def assign_weights(
+    entries: list[WeightEntry], arrays: dict[str, np.ndarray], source: str = "the checkpoint"
+) -> None:
     """Sets every variable from a canonical dict, after checking names and shapes.
 
     Raises:
@@ -137,19 +149,24 @@ def assign_weights(entries: list[WeightEntry], arrays: dict[str, np.ndarray],
     for entry in entries:
         missing = [name for name in entry.names if name not in arrays]
         if missing:
-            problems.append(f"missing {missing[0]}" + (f" (and {len(missing) - 1} more of this "
-                                                       "weight)" if len(missing) > 1 else ""))
+            problems.append(
+                f"missing {missing[0]}"
+                + (f" (and {len(missing) - 1} more of this weight)" if len(missing) > 1 else "")
+            )
             continue
         value = entry.join(arrays)
         expected = tuple(entry.variable.shape)
         if value.shape != expected:
-            problems.append(f"{' + '.join(entry.names)}: shape {value.shape} in {source}, "
-                            f"{expected} in the model")
+            problems.append(
+                f"{' + '.join(entry.names)}: shape {value.shape} in {source}, "
+                f"{expected} in the model"
+            )
             continue
         values.append((entry.variable, value))
     if problems:
-        shown = problems[:10] + ([f"... and {len(problems) - 10} more"] if len(problems) > 10
-                                 else [])
+        shown = problems[:10] + (
+            [f"... and {len(problems) - 10} more"] if len(problems) > 10 else []
+        )
         raise WeightMismatch(f"{source} does not fit the model:\n  " + "\n  ".join(shown))
     for variable, value in values:
         variable.assign(value.astype(variable.dtype))

@@ -15,8 +15,11 @@ class _EncoderWithHead(keras.Model):
     """Serialises a model built as `cls(encoder)`: the config is the encoder's."""
 
     def get_config(self):
-        return {"name": self.name, "trainable": self.trainable,
-                "encoder": keras.saving.serialize_keras_object(self.encoder)}
+        return {
+            "name": self.name,
+            "trainable": self.trainable,
+            "encoder": keras.saving.serialize_keras_object(self.encoder),
+        }
 
     @classmethod
     def from_config(cls, config):
@@ -40,13 +43,21 @@ class ElectraGenerator(_EncoderWithHead):
     def __init__(self, encoder: ElectraEncoder, **kwargs):
         # === Layers ===
         self.encoder = encoder
-        self.mlm_head = MaskedLMHead(encoder.embeddings, encoder.initializer_range,
-                                     encoder.layer_norm_epsilon, kernels=encoder.kernels,
-                                     dtype=encoder.dtype_policy, name="generator_predictions")
+        self.mlm_head = MaskedLMHead(
+            encoder.embeddings,
+            encoder.initializer_range,
+            encoder.layer_norm_epsilon,
+            kernels=encoder.kernels,
+            dtype=encoder.dtype_policy,
+            name="generator_predictions",
+        )
         # === Functional graph ===
-        inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name) for name in INPUT_NAMES}
-        inputs["masked_lm_positions"] = keras.Input(shape=(None,), dtype="int32",
-                                                    name="masked_lm_positions")
+        inputs = {
+            name: keras.Input(shape=(None,), dtype="int32", name=name) for name in INPUT_NAMES
+        }
+        inputs["masked_lm_positions"] = keras.Input(
+            shape=(None,), dtype="int32", name="masked_lm_positions"
+        )
         sequence = encoder({name: inputs[name] for name in INPUT_NAMES})
         logits = self.mlm_head(sequence, inputs["masked_lm_positions"])
         super().__init__(inputs=inputs, outputs=logits, **kwargs)
@@ -67,16 +78,22 @@ class ElectraDiscriminator(_EncoderWithHead):
     def __init__(self, encoder: ElectraEncoder, **kwargs):
         # === Layers ===
         self.encoder = encoder
-        self.rtd_head = ReplacedTokenDetectionHead(encoder.hidden_size, encoder.initializer_range,
-                                                   kernels=encoder.kernels,
-                                                   dtype=encoder.dtype_policy,
-                                                   name="discriminator_predictions")
+        self.rtd_head = ReplacedTokenDetectionHead(
+            encoder.hidden_size,
+            encoder.initializer_range,
+            kernels=encoder.kernels,
+            dtype=encoder.dtype_policy,
+            name="discriminator_predictions",
+        )
         # === Functional graph ===
-        inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name) for name in INPUT_NAMES}
+        inputs = {
+            name: keras.Input(shape=(None,), dtype="int32", name=name) for name in INPUT_NAMES
+        }
         sequence = encoder(inputs)
         logits = self.rtd_head(sequence)
-        super().__init__(inputs=inputs, outputs={"sequence_output": sequence, "logits": logits},
-                         **kwargs)
+        super().__init__(
+            inputs=inputs, outputs={"sequence_output": sequence, "logits": logits}, **kwargs
+        )
 
 
 @keras.saving.register_keras_serializable(package="electra_tf")
@@ -104,39 +121,49 @@ class ElectraClozeGenerator(keras.Model):
         self.left_to_right = left_to_right
         self.right_to_left = right_to_left
         embeddings = left_to_right.embeddings
-        self.cloze_head = MaskedLMHead(embeddings, left_to_right.initializer_range,
-                                       left_to_right.layer_norm_epsilon,
-                                       kernels=left_to_right.kernels,
-                                       dtype=left_to_right.dtype_policy, name="cloze_predictions")
+        self.cloze_head = MaskedLMHead(
+            embeddings,
+            left_to_right.initializer_range,
+            left_to_right.layer_norm_epsilon,
+            kernels=left_to_right.kernels,
+            dtype=left_to_right.dtype_policy,
+            name="cloze_predictions",
+        )
         # === Functional graph ===
-        inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name) for name in INPUT_NAMES}
+        inputs = {
+            name: keras.Input(shape=(None,), dtype="int32", name=name) for name in INPUT_NAMES
+        }
         forward, backward = left_to_right(inputs), right_to_left(inputs)
         states = keras.layers.Lambda(_cloze_states, name="cloze_states")([forward, backward])
         every_position = keras.layers.Lambda(_every_position, name="every_position")(
-            inputs["input_ids"])
+            inputs["input_ids"]
+        )
         logits = self.cloze_head(states, every_position)
         super().__init__(inputs=inputs, outputs=logits, **kwargs)
 
     def get_config(self):
-        return {"name": self.name, "trainable": self.trainable,
-                "left_to_right": keras.saving.serialize_keras_object(self.left_to_right),
-                "right_to_left": keras.saving.serialize_keras_object(self.right_to_left)}
+        return {
+            "name": self.name,
+            "trainable": self.trainable,
+            "left_to_right": keras.saving.serialize_keras_object(self.left_to_right),
+            "right_to_left": keras.saving.serialize_keras_object(self.right_to_left),
+        }
 
     @classmethod
     def from_config(cls, config):
         config = dict(config)
         left = keras.saving.deserialize_keras_object(config.pop("left_to_right"))
         # The second tower shares the first one's embeddings again, as when built.
-        right = ElectraEncoder(**config.pop("right_to_left")["config"],
-                               embeddings=left.embeddings)
+        right = ElectraEncoder(**config.pop("right_to_left")["config"], embeddings=left.embeddings)
         return cls(left, right, **config)
 
 
 def _cloze_states(pair):
     """[B, L, H] states of the two towers -> [B, L, 2H]: t - 1 of the first, t + 1 of the second."""
     forward, backward = pair
-    return keras.ops.concatenate([keras.ops.roll(forward, 1, axis=1),
-                                  keras.ops.roll(backward, -1, axis=1)], axis=-1)
+    return keras.ops.concatenate(
+        [keras.ops.roll(forward, 1, axis=1), keras.ops.roll(backward, -1, axis=1)], axis=-1
+    )
 
 
 def _every_position(input_ids):
@@ -156,31 +183,39 @@ def plain_discriminator(discriminator: "ElectraDiscriminator") -> "ElectraDiscri
     embeddings = discriminator.encoder.embeddings
     if not isinstance(embeddings, DisentangledEmbeddings):
         return discriminator
-    plain = ElectraDiscriminator(ElectraEncoder.from_config(
-        {**discriminator.encoder.get_config(), "kernels": discriminator.encoder.kernels}),
-        name=discriminator.name)
+    plain = ElectraDiscriminator(
+        ElectraEncoder.from_config(
+            {**discriminator.encoder.get_config(), "kernels": discriminator.encoder.kernels}
+        ),
+        name=discriminator.name,
+    )
     target = plain.encoder.embeddings
     target.word_embeddings.assign(embeddings.word_table())
     for name in ("position_embeddings", "token_type_embeddings"):
         getattr(target, name).assign(getattr(embeddings.shared, name))
     for mine, theirs in zip(target.layer_norm.weights, embeddings.shared.layer_norm.weights):
         mine.assign(theirs)
+
     # Everything outside the embeddings has the same structure in both models.
     def outside(model, layer):
         inside = {id(w) for w in layer.weights}
         return [w for w in model.weights if id(w) not in inside]
 
-    for mine, theirs in zip(outside(plain, target), outside(discriminator, embeddings),
-                            strict=True):
+    for mine, theirs in zip(
+        outside(plain, target), outside(discriminator, embeddings), strict=True
+    ):
         mine.assign(theirs)
     return plain
 
 
-def build_generator_and_discriminator(config: ModelConfig, dtype=None,
-                                      weight_sharing: str = "embeddings",
-                                      with_generator: bool = True,
-                                      generator_kind: str = "masked_lm",
-                                      kernels: str = "reference"):
+def build_generator_and_discriminator(
+    config: ModelConfig,
+    dtype=None,
+    weight_sharing: str = "embeddings",
+    with_generator: bool = True,
+    generator_kind: str = "masked_lm",
+    kernels: str = "reference",
+):
     """Builds the discriminator and a generator that shares `weight_sharing` with it.
 
     Args:
@@ -210,33 +245,63 @@ def build_generator_and_discriminator(config: ModelConfig, dtype=None,
 
     def embeddings(name):
         return ElectraEmbeddings(
-            config.vocab_size, config.embedding_size, config.max_position_embeddings,
-            config.type_vocab_size, config.dropout_rate, config.initializer_range,
-            config.layer_norm_epsilon, kernels=kernels, dtype=dtype, name=name)
+            config.vocab_size,
+            config.embedding_size,
+            config.max_position_embeddings,
+            config.type_vocab_size,
+            config.dropout_rate,
+            config.initializer_range,
+            config.layer_norm_epsilon,
+            kernels=kernels,
+            dtype=dtype,
+            name=name,
+        )
 
     if generator_kind not in ("masked_lm", "two_tower_cloze"):
         raise ValueError(f"generator_kind={generator_kind!r}: masked_lm or two_tower_cloze.")
     shared = embeddings("embeddings")
     generator = None
-    gen_embeddings = shared if weight_sharing in ("embeddings", "gdes") else embeddings(
-        "generator_embeddings")
+    gen_embeddings = (
+        shared if weight_sharing in ("embeddings", "gdes") else embeddings("generator_embeddings")
+    )
     # The generator is built before the discriminator, as always: the same seed
     # gives the same weights.
     if with_generator and generator_kind == "two_tower_cloze":
-        towers = [ElectraEncoder.from_model_config(
-            config.generator_config(), embeddings=gen_embeddings, kernels=kernels, dtype=dtype,
-            attention_direction=direction, name=f"generator_{direction}_encoder")
-            for direction in ("left_to_right", "right_to_left")]
+        towers = [
+            ElectraEncoder.from_model_config(
+                config.generator_config(),
+                embeddings=gen_embeddings,
+                kernels=kernels,
+                dtype=dtype,
+                attention_direction=direction,
+                name=f"generator_{direction}_encoder",
+            )
+            for direction in ("left_to_right", "right_to_left")
+        ]
         generator = ElectraClozeGenerator(*towers, name="generator")
     elif with_generator and weight_sharing != "all":
-        generator = ElectraGenerator(ElectraEncoder.from_model_config(
-            config.generator_config(), embeddings=gen_embeddings, kernels=kernels, dtype=dtype,
-            name="generator_encoder"), name="generator")
-    disc_embeddings = (DisentangledEmbeddings(shared, dtype=dtype, name="embeddings_gdes")
-                       if weight_sharing == "gdes" else shared)
-    disc_encoder = ElectraEncoder.from_model_config(config, embeddings=disc_embeddings,
-                                                    kernels=kernels, dtype=dtype,
-                                                    name="discriminator_encoder")
+        generator = ElectraGenerator(
+            ElectraEncoder.from_model_config(
+                config.generator_config(),
+                embeddings=gen_embeddings,
+                kernels=kernels,
+                dtype=dtype,
+                name="generator_encoder",
+            ),
+            name="generator",
+        )
+    disc_embeddings = (
+        DisentangledEmbeddings(shared, dtype=dtype, name="embeddings_gdes")
+        if weight_sharing == "gdes"
+        else shared
+    )
+    disc_encoder = ElectraEncoder.from_model_config(
+        config,
+        embeddings=disc_embeddings,
+        kernels=kernels,
+        dtype=dtype,
+        name="discriminator_encoder",
+    )
     if with_generator and weight_sharing == "all":
         generator = ElectraGenerator(disc_encoder, name="generator")
     return generator, ElectraDiscriminator(disc_encoder, name="discriminator")

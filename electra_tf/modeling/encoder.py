@@ -8,8 +8,12 @@ import keras
 
 from electra_tf.config import ModelConfig
 from electra_tf.modeling.kernels import resolve_kernels
-from electra_tf.modeling.layers import (ATTENTION_DIRECTIONS, ElectraEmbeddings, TransformerLayer,
-                                        attention_bias_from_mask)
+from electra_tf.modeling.layers import (
+    ATTENTION_DIRECTIONS,
+    ElectraEmbeddings,
+    TransformerLayer,
+    attention_bias_from_mask,
+)
 
 INPUT_NAMES = ("input_ids", "input_mask", "segment_ids")
 
@@ -46,44 +50,82 @@ class ElectraEncoder(keras.Model):
         dtype: the Keras dtype policy (default: the global one).
     """
 
-    def __init__(self, vocab_size: int, hidden_size: int, num_layers: int, num_heads: int,
-                 intermediate_size: int, embedding_size: int, max_position_embeddings: int = 512,
-                 type_vocab_size: int = 2, dropout_rate: float = 0.1,
-                 attention_dropout_rate: float = 0.1, initializer_range: float = 0.02,
-                 layer_norm_epsilon: float = 1e-12, attention_direction: str = "bidirectional",
-                 embeddings: Optional[keras.layers.Layer] = None, kernels: str = "reference",
-                 dtype=None, **kwargs):
+    def __init__(
+        self,
+        vocab_size: int,
+        hidden_size: int,
+        num_layers: int,
+        num_heads: int,
+        intermediate_size: int,
+        embedding_size: int,
+        max_position_embeddings: int = 512,
+        type_vocab_size: int = 2,
+        dropout_rate: float = 0.1,
+        attention_dropout_rate: float = 0.1,
+        initializer_range: float = 0.02,
+        layer_norm_epsilon: float = 1e-12,
+        attention_direction: str = "bidirectional",
+        embeddings: Optional[keras.layers.Layer] = None,
+        kernels: str = "reference",
+        dtype=None,
+        **kwargs,
+    ):
         kernels = resolve_kernels(kernels)
         # === Layers ===
         self.embeddings = embeddings or ElectraEmbeddings(
-            vocab_size, embedding_size, max_position_embeddings, type_vocab_size, dropout_rate,
-            initializer_range, layer_norm_epsilon, kernels=kernels, dtype=dtype,
-            name="embeddings")
+            vocab_size,
+            embedding_size,
+            max_position_embeddings,
+            type_vocab_size,
+            dropout_rate,
+            initializer_range,
+            layer_norm_epsilon,
+            kernels=kernels,
+            dtype=dtype,
+            name="embeddings",
+        )
         self.embeddings_project = None
         if embedding_size != hidden_size:
             # Glorot uniform, not the truncated normal: the original builds this
             # layer with tf.layers.dense's default initializer.
             self.embeddings_project = keras.layers.Dense(
-                hidden_size, kernel_initializer="glorot_uniform", dtype=dtype,
-                name="embeddings_project")
+                hidden_size,
+                kernel_initializer="glorot_uniform",
+                dtype=dtype,
+                name="embeddings_project",
+            )
         self.transformer_layers = [
-            TransformerLayer(hidden_size, num_heads, intermediate_size, dropout_rate,
-                             attention_dropout_rate, initializer_range, layer_norm_epsilon,
-                             kernels=kernels, dtype=dtype, name=f"transformer_layer_{i}")
+            TransformerLayer(
+                hidden_size,
+                num_heads,
+                intermediate_size,
+                dropout_rate,
+                attention_dropout_rate,
+                initializer_range,
+                layer_norm_epsilon,
+                kernels=kernels,
+                dtype=dtype,
+                name=f"transformer_layer_{i}",
+            )
             for i in range(num_layers)
         ]
 
         # === Functional graph ===
-        inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name) for name in INPUT_NAMES}
+        inputs = {
+            name: keras.Input(shape=(None,), dtype="int32", name=name) for name in INPUT_NAMES
+        }
         x = self.embeddings(inputs["input_ids"], inputs["segment_ids"])
         if self.embeddings_project is not None:
             x = self.embeddings_project(x)
         if attention_direction not in ATTENTION_DIRECTIONS:
-            raise ValueError(f"attention_direction={attention_direction!r}: choose one of "
-                             f"{ATTENTION_DIRECTIONS}.")
+            raise ValueError(
+                f"attention_direction={attention_direction!r}: choose one of "
+                f"{ATTENTION_DIRECTIONS}."
+            )
         bias = keras.layers.Lambda(
             lambda padding: attention_bias_from_mask(padding, direction=attention_direction),
-            name="attention_bias")(inputs["input_mask"])
+            name="attention_bias",
+        )(inputs["input_mask"])
         for layer in self.transformer_layers:
             x = layer(x, bias)
         super().__init__(inputs=inputs, outputs=x, dtype=dtype, **kwargs)
@@ -105,17 +147,25 @@ class ElectraEncoder(keras.Model):
         self.kernels = kernels
 
     @classmethod
-    def from_model_config(cls, config: ModelConfig, embeddings: Optional[keras.layers.Layer] = None,
-                          **kwargs) -> "ElectraEncoder":
-        return cls(vocab_size=config.vocab_size, hidden_size=config.hidden_size,
-                   num_layers=config.num_layers, num_heads=config.resolved_num_heads,
-                   intermediate_size=config.resolved_intermediate_size,
-                   embedding_size=config.embedding_size,
-                   max_position_embeddings=config.max_position_embeddings,
-                   type_vocab_size=config.type_vocab_size, dropout_rate=config.dropout_rate,
-                   attention_dropout_rate=config.attention_dropout_rate,
-                   initializer_range=config.initializer_range,
-                   layer_norm_epsilon=config.layer_norm_epsilon, embeddings=embeddings, **kwargs)
+    def from_model_config(
+        cls, config: ModelConfig, embeddings: Optional[keras.layers.Layer] = None, **kwargs
+    ) -> "ElectraEncoder":
+        return cls(
+            vocab_size=config.vocab_size,
+            hidden_size=config.hidden_size,
+            num_layers=config.num_layers,
+            num_heads=config.resolved_num_heads,
+            intermediate_size=config.resolved_intermediate_size,
+            embedding_size=config.embedding_size,
+            max_position_embeddings=config.max_position_embeddings,
+            type_vocab_size=config.type_vocab_size,
+            dropout_rate=config.dropout_rate,
+            attention_dropout_rate=config.attention_dropout_rate,
+            initializer_range=config.initializer_range,
+            layer_norm_epsilon=config.layer_norm_epsilon,
+            embeddings=embeddings,
+            **kwargs,
+        )
 
     def get_config(self):
         # The kernel set is left out: it is how this process runs the model,
@@ -135,8 +185,11 @@ class ElectraEncoder(keras.Model):
             "attention_dropout_rate": self.attention_dropout_rate,
             "initializer_range": self.initializer_range,
             "layer_norm_epsilon": self.layer_norm_epsilon,
-            **({"attention_direction": self.attention_direction}
-               if self.attention_direction != "bidirectional" else {}),
+            **(
+                {"attention_direction": self.attention_direction}
+                if self.attention_direction != "bidirectional"
+                else {}
+            ),
         }
 
     @classmethod
@@ -144,8 +197,9 @@ class ElectraEncoder(keras.Model):
         return cls(**config)
 
 
-def copy_encoder(encoder: ElectraEncoder, kernels: str = "reference",
-                 with_weights: bool = True) -> ElectraEncoder:
+def copy_encoder(
+    encoder: ElectraEncoder, kernels: str = "reference", with_weights: bool = True
+) -> ElectraEncoder:
     """`encoder`'s architecture built again with the kernel set `kernels`.
 
     A loaded encoder runs the reference kernels; fine-tuning builds it again

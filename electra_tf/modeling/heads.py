@@ -25,8 +25,14 @@ class MaskedLMHead(keras.layers.Layer):
             `electra_tf.modeling.kernels`; not part of the config).
     """
 
-    def __init__(self, embeddings: ElectraEmbeddings, initializer_range: float = 0.02,
-                 layer_norm_epsilon: float = 1e-12, kernels: str = "reference", **kwargs):
+    def __init__(
+        self,
+        embeddings: ElectraEmbeddings,
+        initializer_range: float = 0.02,
+        layer_norm_epsilon: float = 1e-12,
+        kernels: str = "reference",
+        **kwargs,
+    ):
         super().__init__(**kwargs)
         self.embeddings = embeddings
         self.initializer_range = initializer_range
@@ -34,17 +40,22 @@ class MaskedLMHead(keras.layers.Layer):
         self.kernels = resolve_kernels(kernels)
         # Keras' GELU is the exact erf form, as the original code's.
         self.dense = keras.layers.Dense(
-            embeddings.embedding_size, activation="gelu",
-            kernel_initializer=truncated_normal(initializer_range), dtype=self.dtype_policy,
-            name="dense")
+            embeddings.embedding_size,
+            activation="gelu",
+            kernel_initializer=truncated_normal(initializer_range),
+            dtype=self.dtype_policy,
+            name="dense",
+        )
         self.layer_norm = keras.layers.LayerNormalization(
-            epsilon=layer_norm_epsilon, dtype=self.dtype_policy, name="layer_norm")
+            epsilon=layer_norm_epsilon, dtype=self.dtype_policy, name="layer_norm"
+        )
 
     def build(self, sequence_output_shape, masked_lm_positions_shape=None):
         self.dense.build(sequence_output_shape)
         self.layer_norm.build(tuple(sequence_output_shape[:-1]) + (self.embeddings.embedding_size,))
-        self.output_bias = self.add_weight(shape=(self.embeddings.vocab_size,),
-                                           initializer="zeros", name="output_bias")
+        self.output_bias = self.add_weight(
+            shape=(self.embeddings.vocab_size,), initializer="zeros", name="output_bias"
+        )
         self.built = True
 
     def call(self, sequence_output, masked_lm_positions):
@@ -60,8 +71,9 @@ class MaskedLMHead(keras.layers.Layer):
         kernels = KERNEL_SETS[self.kernels]
         gathered = ops.take_along_axis(sequence_output, masked_lm_positions[:, :, None], axis=1)
         hidden = self.layer_norm(kernels.dense(self.dense, gathered))
-        return kernels.add_bias(self.embeddings.attend(hidden),
-                                ops.cast(self.output_bias, hidden.dtype))
+        return kernels.add_bias(
+            self.embeddings.attend(hidden), ops.cast(self.output_bias, hidden.dtype)
+        )
 
     def compute_output_shape(self, sequence_output_shape, masked_lm_positions_shape):
         return tuple(masked_lm_positions_shape) + (self.embeddings.vocab_size,)
@@ -78,18 +90,29 @@ class ReplacedTokenDetectionHead(keras.layers.Layer):
             `electra_tf.modeling.kernels`; not part of the config).
     """
 
-    def __init__(self, hidden_size: int, initializer_range: float = 0.02,
-                 kernels: str = "reference", **kwargs):
+    def __init__(
+        self,
+        hidden_size: int,
+        initializer_range: float = 0.02,
+        kernels: str = "reference",
+        **kwargs,
+    ):
         super().__init__(**kwargs)
         self.hidden_size = hidden_size
         self.initializer_range = initializer_range
         self.kernels = resolve_kernels(kernels)
         init = truncated_normal(initializer_range)
-        self.dense = keras.layers.Dense(hidden_size, activation="gelu", kernel_initializer=init,
-                                        dtype=self.dtype_policy, name="dense")
+        self.dense = keras.layers.Dense(
+            hidden_size,
+            activation="gelu",
+            kernel_initializer=init,
+            dtype=self.dtype_policy,
+            name="dense",
+        )
         # The original's final logit layer uses tf.layers.dense's default (Glorot uniform).
-        self.logit = keras.layers.Dense(1, kernel_initializer="glorot_uniform",
-                                        dtype=self.dtype_policy, name="logit")
+        self.logit = keras.layers.Dense(
+            1, kernel_initializer="glorot_uniform", dtype=self.dtype_policy, name="logit"
+        )
 
     def build(self, sequence_shape):
         self.dense.build(sequence_shape)

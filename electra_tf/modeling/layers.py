@@ -93,10 +93,18 @@ class ElectraEmbeddings(keras.layers.Layer):
         kernels: the kernel set of the dropout (not part of the config).
     """
 
-    def __init__(self, vocab_size: int, embedding_size: int, max_position_embeddings: int = 512,
-                 type_vocab_size: int = 2, dropout_rate: float = 0.1,
-                 initializer_range: float = 0.02, layer_norm_epsilon: float = 1e-12,
-                 kernels: str = "reference", **kwargs):
+    def __init__(
+        self,
+        vocab_size: int,
+        embedding_size: int,
+        max_position_embeddings: int = 512,
+        type_vocab_size: int = 2,
+        dropout_rate: float = 0.1,
+        initializer_range: float = 0.02,
+        layer_norm_epsilon: float = 1e-12,
+        kernels: str = "reference",
+        **kwargs,
+    ):
         super().__init__(**kwargs)
         self.vocab_size = vocab_size
         self.embedding_size = embedding_size
@@ -107,20 +115,27 @@ class ElectraEmbeddings(keras.layers.Layer):
         self.layer_norm_epsilon = layer_norm_epsilon
         self.kernels = resolve_kernels(kernels)
         self.layer_norm = keras.layers.LayerNormalization(
-            epsilon=layer_norm_epsilon, dtype=self.dtype_policy, name="layer_norm")
-        self.dropout = ReplicaDropout(dropout_rate, kernels=self.kernels, dtype=self.dtype_policy,
-                                      name="dropout")
+            epsilon=layer_norm_epsilon, dtype=self.dtype_policy, name="layer_norm"
+        )
+        self.dropout = ReplicaDropout(
+            dropout_rate, kernels=self.kernels, dtype=self.dtype_policy, name="dropout"
+        )
 
     def build(self, input_shape=None):
         init = truncated_normal(self.initializer_range)
         self.word_embeddings = self.add_weight(
-            shape=(self.vocab_size, self.embedding_size), initializer=init, name="word_embeddings")
+            shape=(self.vocab_size, self.embedding_size), initializer=init, name="word_embeddings"
+        )
         self.position_embeddings = self.add_weight(
-            shape=(self.max_position_embeddings, self.embedding_size), initializer=init,
-            name="position_embeddings")
+            shape=(self.max_position_embeddings, self.embedding_size),
+            initializer=init,
+            name="position_embeddings",
+        )
         self.token_type_embeddings = self.add_weight(
-            shape=(self.type_vocab_size, self.embedding_size), initializer=init,
-            name="token_type_embeddings")
+            shape=(self.type_vocab_size, self.embedding_size),
+            initializer=init,
+            name="token_type_embeddings",
+        )
         self.layer_norm.build((None, None, self.embedding_size))
         self.built = True
 
@@ -166,11 +181,15 @@ class ElectraEmbeddings(keras.layers.Layer):
 
     def get_config(self):
         config = super().get_config()
-        config.update(vocab_size=self.vocab_size, embedding_size=self.embedding_size,
-                      max_position_embeddings=self.max_position_embeddings,
-                      type_vocab_size=self.type_vocab_size, dropout_rate=self.dropout_rate,
-                      initializer_range=self.initializer_range,
-                      layer_norm_epsilon=self.layer_norm_epsilon)
+        config.update(
+            vocab_size=self.vocab_size,
+            embedding_size=self.embedding_size,
+            max_position_embeddings=self.max_position_embeddings,
+            type_vocab_size=self.type_vocab_size,
+            dropout_rate=self.dropout_rate,
+            initializer_range=self.initializer_range,
+            layer_norm_epsilon=self.layer_norm_epsilon,
+        )
         return config
 
 
@@ -200,8 +219,10 @@ class DisentangledEmbeddings(keras.layers.Layer):
 
     def build(self, input_shape=None):
         self.word_embeddings_delta = self.add_weight(
-            shape=(self.vocab_size, self.embedding_size), initializer="zeros",
-            name="word_embeddings_delta")
+            shape=(self.vocab_size, self.embedding_size),
+            initializer="zeros",
+            name="word_embeddings_delta",
+        )
         self.built = True
 
     def word_table(self):
@@ -232,8 +253,15 @@ class SelfAttention(keras.layers.Layer):
             (see `electra_tf.modeling.kernels`; not part of the config).
     """
 
-    def __init__(self, hidden_size: int, num_heads: int, attention_dropout_rate: float = 0.1,
-                 initializer_range: float = 0.02, kernels: str = "reference", **kwargs):
+    def __init__(
+        self,
+        hidden_size: int,
+        num_heads: int,
+        attention_dropout_rate: float = 0.1,
+        initializer_range: float = 0.02,
+        kernels: str = "reference",
+        **kwargs,
+    ):
         super().__init__(**kwargs)
         if hidden_size % num_heads:
             raise ValueError(f"hidden_size={hidden_size} is not divisible by num_heads={num_heads}")
@@ -244,12 +272,18 @@ class SelfAttention(keras.layers.Layer):
         self.initializer_range = initializer_range
         self.kernels = resolve_kernels(kernels)
         init = truncated_normal(initializer_range)
-        self.qkv = keras.layers.Dense(3 * hidden_size, kernel_initializer=init,
-                                      dtype=self.dtype_policy, name="qkv")
-        self.output_dense = keras.layers.Dense(hidden_size, kernel_initializer=init,
-                                               dtype=self.dtype_policy, name="output")
-        self.dropout = ReplicaDropout(attention_dropout_rate, kernels=self.kernels,
-                                      dtype=self.dtype_policy, name="attention_dropout")
+        self.qkv = keras.layers.Dense(
+            3 * hidden_size, kernel_initializer=init, dtype=self.dtype_policy, name="qkv"
+        )
+        self.output_dense = keras.layers.Dense(
+            hidden_size, kernel_initializer=init, dtype=self.dtype_policy, name="output"
+        )
+        self.dropout = ReplicaDropout(
+            attention_dropout_rate,
+            kernels=self.kernels,
+            dtype=self.dtype_policy,
+            name="attention_dropout",
+        )
 
     def build(self, input_shape):
         self.qkv.build(input_shape)
@@ -273,21 +307,26 @@ class SelfAttention(keras.layers.Layer):
         """
         kernels = KERNEL_SETS[self.kernels]
         batch, length = ops.shape(hidden)[0], ops.shape(hidden)[1]
-        qkv = ops.reshape(kernels.dense(self.qkv, hidden),
-                          (batch, length, 3, self.num_heads, self.head_size))
+        qkv = ops.reshape(
+            kernels.dense(self.qkv, hidden), (batch, length, 3, self.num_heads, self.head_size)
+        )
         keep, keep_probability = self.dropout.keep_mask(
-            (batch, self.num_heads, length, length), training)
+            (batch, self.num_heads, length, length), training
+        )
         # Keras casts float inputs to the compute dtype; the bias is cast back to float32.
-        context = kernels.scaled_dot_product_attention(qkv, attention_bias, keep,
-                                                       keep_probability)
-        return kernels.dense(self.output_dense,
-                             ops.reshape(context, (batch, length, self.hidden_size)))
+        context = kernels.scaled_dot_product_attention(qkv, attention_bias, keep, keep_probability)
+        return kernels.dense(
+            self.output_dense, ops.reshape(context, (batch, length, self.hidden_size))
+        )
 
     def get_config(self):
         config = super().get_config()
-        config.update(hidden_size=self.hidden_size, num_heads=self.num_heads,
-                      attention_dropout_rate=self.attention_dropout_rate,
-                      initializer_range=self.initializer_range)
+        config.update(
+            hidden_size=self.hidden_size,
+            num_heads=self.num_heads,
+            attention_dropout_rate=self.attention_dropout_rate,
+            initializer_range=self.initializer_range,
+        )
         return config
 
 
@@ -307,10 +346,18 @@ class TransformerLayer(keras.layers.Layer):
             (see `electra_tf.modeling.kernels`; not part of the config).
     """
 
-    def __init__(self, hidden_size: int, num_heads: int, intermediate_size: int,
-                 dropout_rate: float = 0.1, attention_dropout_rate: float = 0.1,
-                 initializer_range: float = 0.02, layer_norm_epsilon: float = 1e-12,
-                 kernels: str = "reference", **kwargs):
+    def __init__(
+        self,
+        hidden_size: int,
+        num_heads: int,
+        intermediate_size: int,
+        dropout_rate: float = 0.1,
+        attention_dropout_rate: float = 0.1,
+        initializer_range: float = 0.02,
+        layer_norm_epsilon: float = 1e-12,
+        kernels: str = "reference",
+        **kwargs,
+    ):
         super().__init__(**kwargs)
         self.hidden_size = hidden_size
         self.num_heads = num_heads
@@ -322,23 +369,38 @@ class TransformerLayer(keras.layers.Layer):
         self.kernels = resolve_kernels(kernels)
         init = truncated_normal(initializer_range)
         policy = self.dtype_policy
-        self.attention = SelfAttention(hidden_size, num_heads, attention_dropout_rate,
-                                       initializer_range, kernels=self.kernels, dtype=policy,
-                                       name="attention")
-        self.attention_dropout = ReplicaDropout(dropout_rate, kernels=self.kernels, dtype=policy,
-                                                name="attention_output_dropout")
+        self.attention = SelfAttention(
+            hidden_size,
+            num_heads,
+            attention_dropout_rate,
+            initializer_range,
+            kernels=self.kernels,
+            dtype=policy,
+            name="attention",
+        )
+        self.attention_dropout = ReplicaDropout(
+            dropout_rate, kernels=self.kernels, dtype=policy, name="attention_output_dropout"
+        )
         self.attention_layer_norm = keras.layers.LayerNormalization(
-            epsilon=layer_norm_epsilon, dtype=policy, name="attention_layer_norm")
+            epsilon=layer_norm_epsilon, dtype=policy, name="attention_layer_norm"
+        )
         # Keras' GELU is the exact erf form, as the original code's.
         self.intermediate = keras.layers.Dense(
-            intermediate_size, activation="gelu", kernel_initializer=init, dtype=policy,
-            name="intermediate")
-        self.ffn_output = keras.layers.Dense(hidden_size, kernel_initializer=init, dtype=policy,
-                                             name="ffn_output")
-        self.ffn_dropout = ReplicaDropout(dropout_rate, kernels=self.kernels, dtype=policy,
-                                          name="ffn_dropout")
+            intermediate_size,
+            activation="gelu",
+            kernel_initializer=init,
+            dtype=policy,
+            name="intermediate",
+        )
+        self.ffn_output = keras.layers.Dense(
+            hidden_size, kernel_initializer=init, dtype=policy, name="ffn_output"
+        )
+        self.ffn_dropout = ReplicaDropout(
+            dropout_rate, kernels=self.kernels, dtype=policy, name="ffn_dropout"
+        )
         self.ffn_layer_norm = keras.layers.LayerNormalization(
-            epsilon=layer_norm_epsilon, dtype=policy, name="ffn_layer_norm")
+            epsilon=layer_norm_epsilon, dtype=policy, name="ffn_layer_norm"
+        )
 
     def build(self, input_shape):
         self.attention.build(input_shape)
@@ -353,17 +415,22 @@ class TransformerLayer(keras.layers.Layer):
         kernels = KERNEL_SETS[self.kernels]
         attended = self.attention(hidden, attention_bias, training=training)
         hidden = self.attention_layer_norm(
-            hidden + self.attention_dropout(attended, training=training))
+            hidden + self.attention_dropout(attended, training=training)
+        )
         ffn = kernels.dense(self.ffn_output, kernels.dense(self.intermediate, hidden))
         return self.ffn_layer_norm(hidden + self.ffn_dropout(ffn, training=training))
 
     def get_config(self):
         config = super().get_config()
-        config.update(hidden_size=self.hidden_size, num_heads=self.num_heads,
-                      intermediate_size=self.intermediate_size, dropout_rate=self.dropout_rate,
-                      attention_dropout_rate=self.attention_dropout_rate,
-                      initializer_range=self.initializer_range,
-                      layer_norm_epsilon=self.layer_norm_epsilon)
+        config.update(
+            hidden_size=self.hidden_size,
+            num_heads=self.num_heads,
+            intermediate_size=self.intermediate_size,
+            dropout_rate=self.dropout_rate,
+            attention_dropout_rate=self.attention_dropout_rate,
+            initializer_range=self.initializer_range,
+            layer_norm_epsilon=self.layer_norm_epsilon,
+        )
         return config
 
 

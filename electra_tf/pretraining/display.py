@@ -24,9 +24,11 @@ from typing import Sequence
 import numpy as np
 
 _SUPERSCRIPT = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
-LEGEND = ("superscript = the discriminator's P(replaced) in %; **bold** = replaced by the "
-          "generator (was = the original); _italic_ = masked, but the generator drew the "
-          "original token")
+LEGEND = (
+    "superscript = the discriminator's P(replaced) in %; **bold** = replaced by the "
+    "generator (was = the original); _italic_ = masked, but the generator drew the "
+    "original token"
+)
 
 
 @dataclasses.dataclass
@@ -65,11 +67,16 @@ def annotate(sample: dict, vocab: Sequence[str]) -> list:
     tokens = []
     for position in np.flatnonzero(np.asarray(sample["input_mask"]) > 0):
         shown, before = vocab[int(fake[position])], vocab[int(original[position])]
-        tokens.append(Token(text=_strip(shown), original=_strip(before),
-                            replaced=bool(fake[position] != original[position]),
-                            masked=bool(masked[position]),
-                            probability=float(sample["probabilities"][position]),
-                            continuation=shown.startswith("##")))
+        tokens.append(
+            Token(
+                text=_strip(shown),
+                original=_strip(before),
+                replaced=bool(fake[position] != original[position]),
+                masked=bool(masked[position]),
+                probability=float(sample["probabilities"][position]),
+                continuation=shown.startswith("##"),
+            )
+        )
     return tokens
 
 
@@ -93,6 +100,7 @@ def _join(parts: Sequence[str], tokens: Sequence[Token]) -> str:
 
 def to_markdown(tokens: Sequence[Token]) -> str:
     """Markdown with superscript probabilities (TensorBoard's text dashboard)."""
+
     def escape(text):
         return "".join("\\" + c if c in "\\`*_{}[]()#+-.!|<>~" else c for c in text)
 
@@ -118,8 +126,10 @@ def to_ansi(tokens: Sequence[Token]) -> str:
         level = 5 - int(round(5 * min(1.0, max(0.0, token.probability))))
         colour = 16 + 36 * 5 + 6 * level + level
         style = "4;" if token.replaced else ("3;" if token.masked else "")
-        text = (f"\x1b[{style}30;48;5;{colour}m{token.text}"
-                f"{percent(token.probability).translate(_SUPERSCRIPT)}\x1b[0m")
+        text = (
+            f"\x1b[{style}30;48;5;{colour}m{token.text}"
+            f"{percent(token.probability).translate(_SUPERSCRIPT)}\x1b[0m"
+        )
         if token.replaced:
             text += f"\x1b[2m(was {token.original})\x1b[0m"
         parts.append(text)
@@ -142,9 +152,11 @@ def to_plain(tokens: Sequence[Token]) -> str:
     return _join(parts, tokens)
 
 
-HTML_LEGEND = ("Background and superscript: the discriminator's P(replaced) in %. Outlined: "
-               "replaced by the generator (the original follows, struck through). Dotted "
-               "underline: masked, but the generator drew the original token.")
+HTML_LEGEND = (
+    "Background and superscript: the discriminator's P(replaced) in %. Outlined: "
+    "replaced by the generator (the original follows, struck through). Dotted "
+    "underline: masked, but the generator drew the original token."
+)
 HTML_STYLE = """<style>
 .rtd { font-family: sans-serif; line-height: 2.2; max-width: 60em; }
 .rtd span.t { padding: 1px 2px; border-radius: 3px; }
@@ -159,15 +171,23 @@ def to_html(tokens: Sequence[Token]) -> str:
     """An HTML fragment: background alpha = P(replaced), replacements outlined (hover for details)."""
     parts = []
     for token in tokens:
-        classes = "t" + (" replaced" if token.replaced else "") + (" masked" if token.masked
-                                                                    else "")
-        title = (f"P(replaced) = {token.probability:.3f}"
-                 + (f"; replaced, original: {token.original}" if token.replaced else "")
-                 + ("; masked, generator drew the original" if token.masked and not
-                    token.replaced else ""))
-        text = (f'<span class="{classes}" title="{html.escape(title)}" '
-                f'style="background: rgba(220, 0, 0, {token.probability:.2f})">'
-                f"{html.escape(token.text)}<sup>{percent(token.probability)}</sup></span>")
+        classes = (
+            "t" + (" replaced" if token.replaced else "") + (" masked" if token.masked else "")
+        )
+        title = (
+            f"P(replaced) = {token.probability:.3f}"
+            + (f"; replaced, original: {token.original}" if token.replaced else "")
+            + (
+                "; masked, generator drew the original"
+                if token.masked and not token.replaced
+                else ""
+            )
+        )
+        text = (
+            f'<span class="{classes}" title="{html.escape(title)}" '
+            f'style="background: rgba(220, 0, 0, {token.probability:.2f})">'
+            f"{html.escape(token.text)}<sup>{percent(token.probability)}</sup></span>"
+        )
         if token.replaced:
             text += f'<span class="was">{html.escape(token.original)}</span>'
         parts.append(text)
@@ -176,8 +196,11 @@ def to_html(tokens: Sequence[Token]) -> str:
 
 def html_page(sections: Sequence[tuple], title: str = "What the discriminator sees") -> str:
     """A whole page from (heading, html fragment) pairs."""
-    body = "\n".join(f"<h3>{html.escape(heading)}</h3>\n{fragment}"
-                     for heading, fragment in sections)
-    return (f"<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>{html.escape(title)}"
-            f"</title>{HTML_STYLE}</head>\n<body>\n<h2>{html.escape(title)}</h2>\n"
-            f"<p>{html.escape(HTML_LEGEND)}</p>\n{body}\n</body></html>\n")
+    body = "\n".join(
+        f"<h3>{html.escape(heading)}</h3>\n{fragment}" for heading, fragment in sections
+    )
+    return (
+        f'<!doctype html>\n<html><head><meta charset="utf-8"><title>{html.escape(title)}'
+        f"</title>{HTML_STYLE}</head>\n<body>\n<h2>{html.escape(title)}</h2>\n"
+        f"<p>{html.escape(HTML_LEGEND)}</p>\n{body}\n</body></html>\n"
+    )

@@ -151,9 +151,11 @@ def rarity_metrics(scores, labels, token_ids, token_counts) -> dict:
     """
     rarity = rarity_scores(token_ids, token_counts)
     bins = frequency_bins(rarity)
-    return {"disc_auc_rarity": roc_auc(rarity, labels),
-            "disc_auc_within_frequency": auc_within_bins(scores, labels, bins),
-            "disc_auc_rarity_within_frequency": auc_within_bins(rarity, labels, bins)}
+    return {
+        "disc_auc_rarity": roc_auc(rarity, labels),
+        "disc_auc_within_frequency": auc_within_bins(scores, labels, bins),
+        "disc_auc_rarity_within_frequency": auc_within_bins(rarity, labels, bins),
+    }
 
 
 @dataclasses.dataclass
@@ -197,8 +199,13 @@ class PretrainingEvaluator:
             (`electra_tf.data.token_counts`); adds the rarity baseline.
     """
 
-    def __init__(self, model, dataset: tf.data.Dataset, num_samples: int = NUM_SAMPLES,
-                 token_counts: Optional[np.ndarray] = None):
+    def __init__(
+        self,
+        model,
+        dataset: tf.data.Dataset,
+        num_samples: int = NUM_SAMPLES,
+        token_counts: Optional[np.ndarray] = None,
+    ):
         self.model = model
         self.dataset = dataset
         self.num_samples = num_samples
@@ -208,9 +215,12 @@ class PretrainingEvaluator:
             sums = model.compute_sums(batch, training=False)
             out = {"sums": statistics(sums)}
             if "disc_logits" in sums:
-                out.update(logits=tf.cast(sums["disc_logits"], tf.float32),
-                           labels=sums["labels"], mask=tf.cast(sums["disc_mask"], tf.float32),
-                           fake_ids=sums["fake_ids"])
+                out.update(
+                    logits=tf.cast(sums["disc_logits"], tf.float32),
+                    labels=sums["labels"],
+                    mask=tf.cast(sums["disc_mask"], tf.float32),
+                    fake_ids=sums["fake_ids"],
+                )
             return out
 
         self._step = tf.function(step, reduce_retracing=True)
@@ -220,8 +230,9 @@ class PretrainingEvaluator:
         scores, labels, seen = [], [], []
         candidates: list = []
         examples = 0
-        wanted = max(self.num_samples, NUM_SHOWCASE_CANDIDATES if self.token_counts is not None
-                     else 1)
+        wanted = max(
+            self.num_samples, NUM_SHOWCASE_CANDIDATES if self.token_counts is not None else 1
+        )
         for batch in self.dataset:
             out = self._step(batch)
             sums = tf.nest.map_structure(lambda t: t.numpy().astype(np.float64), out["sums"])
@@ -237,21 +248,24 @@ class PretrainingEvaluator:
                 candidates.extend(_samples(batch, out, wanted - len(candidates)))
         if total is None:
             raise ValueError("the evaluation dataset is empty")
-        metrics = {name: float(value) for name, value in
-                   self.model.metrics_from_sums(tf.nest.map_structure(
-                       lambda v: tf.constant(v, tf.float32), total)).items()}
+        metrics = {
+            name: float(value)
+            for name, value in self.model.metrics_from_sums(
+                tf.nest.map_structure(lambda v: tf.constant(v, tf.float32), total)
+            ).items()
+        }
         tokens = 0
         showcase = None
         if scores:
             scores_all, labels_all = np.concatenate(scores), np.concatenate(labels)
             metrics["disc_auc"] = roc_auc(scores_all, labels_all)
             if self.token_counts is not None:
-                metrics.update(rarity_metrics(scores_all, labels_all, np.concatenate(seen),
-                                              self.token_counts))
+                metrics.update(
+                    rarity_metrics(scores_all, labels_all, np.concatenate(seen), self.token_counts)
+                )
             tokens = int(scores_all.size)
             showcase = _showcase(candidates, self.token_counts)
-        return EvaluationResult(metrics, examples, tokens, candidates[:self.num_samples],
-                                showcase)
+        return EvaluationResult(metrics, examples, tokens, candidates[: self.num_samples], showcase)
 
 
 def _showcase(candidates: list, token_counts: Optional[np.ndarray]) -> Optional[dict]:
@@ -292,16 +306,26 @@ def _samples(batch, out, count: int) -> list:
     for row in range(min(count, input_ids.shape[0])):
         masked = np.zeros(input_ids.shape[1], np.int32)
         masked[positions[row][weights[row] > 0]] = 1
-        rows.append({"input_ids": input_ids[row], "fake_ids": out["fake_ids"].numpy()[row],
-                     "labels": out["labels"].numpy()[row],
-                     "probabilities": 1.0 / (1.0 + np.exp(-logits[row].astype(np.float64))),
-                     "input_mask": mask[row], "masked": masked})
+        rows.append(
+            {
+                "input_ids": input_ids[row],
+                "fake_ids": out["fake_ids"].numpy()[row],
+                "labels": out["labels"].numpy()[row],
+                "probabilities": 1.0 / (1.0 + np.exp(-logits[row].astype(np.float64))),
+                "input_mask": mask[row],
+                "masked": masked,
+            }
+        )
     return rows
 
 
-def evaluation_dataset(shard_dir: str, config, special_ids: dict,
-                       num_examples: Optional[int] = None,
-                       batch_size: Optional[int] = None) -> tf.data.Dataset:
+def evaluation_dataset(
+    shard_dir: str,
+    config,
+    special_ids: dict,
+    num_examples: Optional[int] = None,
+    batch_size: Optional[int] = None,
+) -> tf.data.Dataset:
     """The first `num_examples` held-out sequences of `shard_dir`, masked with the run's seed.
 
     Args:
@@ -317,22 +341,35 @@ def evaluation_dataset(shard_dir: str, config, special_ids: dict,
     num_examples = num_examples or config.num_eval_examples
     batch_size = batch_size or config.train_batch_size // config.gradient_accumulation_steps
     dataset = make_pretraining_dataset(
-        shard_dir, batch_size=batch_size,
+        shard_dir,
+        batch_size=batch_size,
         max_predictions_per_seq=config.resolved_max_predictions_per_seq,
-        mask_rate=config.mask_rate, special_ids=special_ids, seed=config.seed,
-        is_training=False, max_seq_length=config.max_seq_length)
+        mask_rate=config.mask_rate,
+        special_ids=special_ids,
+        seed=config.seed,
+        is_training=False,
+        max_seq_length=config.max_seq_length,
+    )
     return dataset.unbatch().take(num_examples).batch(batch_size).cache()
 
 
 def format_metrics(metrics: dict) -> str:
     """`disc_auc 0.912 | disc_precision 0.71 | ...`, the discriminator's numbers first."""
-    order = ["disc_auc", "disc_precision", "disc_recall", "disc_accuracy", "disc_loss",
-             "masked_lm_accuracy", "masked_lm_loss", "sampled_masked_lm_accuracy",
-             "replaced_fraction"]
+    order = [
+        "disc_auc",
+        "disc_precision",
+        "disc_recall",
+        "disc_accuracy",
+        "disc_loss",
+        "masked_lm_accuracy",
+        "masked_lm_loss",
+        "sampled_masked_lm_accuracy",
+        "replaced_fraction",
+    ]
     names = [n for n in order if n in metrics] + sorted(
-        n for n in metrics if n not in order and n != "total_loss")
+        n for n in metrics if n not in order and n != "total_loss"
+    )
     return " | ".join(f"{n} {metrics[n]:.4f}" for n in names)
-
 
 
 def format_summary(result: EvaluationResult, step: int, vocab, ansi: bool = False) -> str:
@@ -340,16 +377,22 @@ def format_summary(result: EvaluationResult, step: int, vocab, ansi: bool = Fals
     from electra_tf.pretraining import display
 
     m = result.metrics
-    lines = [f"Held-out evaluation at step {step:,} ({result.num_examples:,} sequences the "
-             "training never saw, no dropout):"]
+    lines = [
+        f"Held-out evaluation at step {step:,} ({result.num_examples:,} sequences the "
+        "training never saw, no dropout):"
+    ]
     if "disc_auc" in m:
         lines.append(
             f"  discriminator: AUC {m['disc_auc']:.3f} (0.5 = chance"
-            + (f"; token rarity alone: {m['disc_auc_rarity']:.3f}" if "disc_auc_rarity" in m
-               else "")
+            + (
+                f"; token rarity alone: {m['disc_auc_rarity']:.3f}"
+                if "disc_auc_rarity" in m
+                else ""
+            )
             + f"), precision {m['disc_precision']:.3f}, recall {m['disc_recall']:.3f}, "
             f"accuracy {m['disc_accuracy']:.3f} over {result.num_tokens:,} tokens, "
-            f"{100 * m.get('replaced_fraction', float('nan')):.1f}% of them replaced")
+            f"{100 * m.get('replaced_fraction', float('nan')):.1f}% of them replaced"
+        )
         if "disc_auc_within_frequency" in m:
             lines.append("  " + _beyond_rarity(m))
     if "masked_lm_accuracy" in m:
@@ -357,23 +400,32 @@ def format_summary(result: EvaluationResult, step: int, vocab, ansi: bool = Fals
         lines.append(
             f"  {'generator' if 'disc_auc' in m else 'masked LM'}: accuracy "
             f"{m['masked_lm_accuracy']:.3f}, loss {m['masked_lm_loss']:.3f} on the masked tokens"
-            + (f"; its samples equal the original {100 * sampled:.1f}% of the time"
-               if sampled is not None else ""))
+            + (
+                f"; its samples equal the original {100 * sampled:.1f}% of the time"
+                if sampled is not None
+                else ""
+            )
+        )
     shown = result.showcase
     if shown is not None:
         tokens = display.annotate(shown, vocab)
         if "rarity_auc" in shown and shown["disc_auc"] > shown["rarity_auc"]:
-            why = (f"of the first {shown['candidates']} held-out sequences, the one where the "
-                   f"discriminator ranks replacements best against rarity: AUC "
-                   f"{shown['disc_auc']:.2f} on its tokens, rarity alone {shown['rarity_auc']:.2f}")
+            why = (
+                f"of the first {shown['candidates']} held-out sequences, the one where the "
+                f"discriminator ranks replacements best against rarity: AUC "
+                f"{shown['disc_auc']:.2f} on its tokens, rarity alone {shown['rarity_auc']:.2f}"
+            )
         elif "rarity_auc" in shown:
-            why = (f"in none of the first {shown['candidates']} held-out sequences does the "
-                   "discriminator rank replacements better than rarity does; this one comes "
-                   f"closest: AUC {shown['disc_auc']:.2f} against {shown['rarity_auc']:.2f}")
+            why = (
+                f"in none of the first {shown['candidates']} held-out sequences does the "
+                "discriminator rank replacements better than rarity does; this one comes "
+                f"closest: AUC {shown['disc_auc']:.2f} against {shown['rarity_auc']:.2f}"
+            )
         else:
             why = "the first held-out sequence"
-        lines.append(f"One held-out sequence as the discriminator saw it ({why}; "
-                     + display.LEGEND + "):")
+        lines.append(
+            f"One held-out sequence as the discriminator saw it ({why}; " + display.LEGEND + "):"
+        )
         lines.append("  " + (display.to_ansi(tokens) if ansi else display.to_plain(tokens)))
     return "\n".join(lines)
 
@@ -381,12 +433,16 @@ def format_summary(result: EvaluationResult, step: int, vocab, ansi: bool = Fals
 def _beyond_rarity(m: dict) -> str:
     """One sentence on what the discriminator detects beyond token rarity."""
     within = m["disc_auc_within_frequency"]
-    text = (f"beyond rarity: AUC {within:.3f} among tokens of similar frequency (decile bins; "
-            f"rarity alone within them: {m['disc_auc_rarity_within_frequency']:.3f})")
+    text = (
+        f"beyond rarity: AUC {within:.3f} among tokens of similar frequency (decile bins; "
+        f"rarity alone within them: {m['disc_auc_rarity_within_frequency']:.3f})"
+    )
     if math.isnan(within):  # no bin holds both classes
         return text + "."
     # A margin of 0.02 over both chance and the rarity the bins leave.
     if within - max(0.5, m["disc_auc_rarity_within_frequency"]) < 0.02:
         return text + ": it detects little beyond how rare a token is."
-    return (text + f": given two tokens of similar frequency, one replaced, it scores the "
-            f"replaced one higher {100 * within:.0f}% of the time.")
+    return (
+        text + f": given two tokens of similar frequency, one replaced, it scores the "
+        f"replaced one higher {100 * within:.0f}% of the time."
+    )

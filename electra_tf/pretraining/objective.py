@@ -16,8 +16,9 @@ import tensorflow as tf
 from electra_tf.modeling.kernels import KERNEL_SETS, resolve_kernels
 
 
-def sample_tokens(logits, uniforms, temperature: float = 1.0, disallow_ids=None,
-                  kernels: str = "reference"):
+def sample_tokens(
+    logits, uniforms, temperature: float = 1.0, disallow_ids=None, kernels: str = "reference"
+):
     """Draws one token per slot from softmax(logits / temperature).
 
     Uses inverse-CDF sampling driven by one pre-drawn uniform per slot, which
@@ -43,10 +44,10 @@ def sample_tokens(logits, uniforms, temperature: float = 1.0, disallow_ids=None,
     if not (isinstance(temperature, (int, float)) and temperature == 1):
         scores /= temperature
     if disallow_ids is not None:
-        scores -= 1000.0 * tf.one_hot(tf.reshape(disallow_ids, [-1]), vocab_size,
-                                      dtype=tf.float32)
-    ids = KERNEL_SETS[resolve_kernels(kernels)].inverse_cdf_sample(scores,
-                                                                   tf.reshape(uniforms, [-1]))
+        scores -= 1000.0 * tf.one_hot(tf.reshape(disallow_ids, [-1]), vocab_size, dtype=tf.float32)
+    ids = KERNEL_SETS[resolve_kernels(kernels)].inverse_cdf_sample(
+        scores, tf.reshape(uniforms, [-1])
+    )
     return tf.reshape(ids, tf.shape(uniforms))
 
 
@@ -67,8 +68,9 @@ def replace_tokens(input_ids, masked_lm_positions, sampled_ids, masked_lm_weight
     """
     original_at_positions = tf.gather(input_ids, masked_lm_positions, batch_dims=1)
     updates = tf.where(masked_lm_weights > 0, sampled_ids, original_at_positions)
-    batch_index = tf.broadcast_to(tf.range(tf.shape(input_ids)[0])[:, None],
-                                  tf.shape(masked_lm_positions))
+    batch_index = tf.broadcast_to(
+        tf.range(tf.shape(input_ids)[0])[:, None], tf.shape(masked_lm_positions)
+    )
     indices = tf.stack([batch_index, masked_lm_positions], axis=-1)
     fake_ids = tf.tensor_scatter_nd_update(input_ids, indices, updates)
     labels = tf.cast(tf.not_equal(fake_ids, input_ids), tf.int32)
@@ -93,11 +95,13 @@ def masked_lm_sums(logits, masked_lm_ids, masked_lm_weights, kernels: str = "ref
     scores = tf.reshape(tf.cast(logits, tf.float32), [-1, vocab_size])
     targets = tf.reshape(tf.cast(masked_lm_ids, tf.int32), [-1])
     weights = tf.reshape(tf.cast(masked_lm_weights, tf.float32), [-1])
-    nll, predicted = KERNEL_SETS[resolve_kernels(kernels)].cross_entropy_and_argmax(scores,
-                                                                                    targets)
+    nll, predicted = KERNEL_SETS[resolve_kernels(kernels)].cross_entropy_and_argmax(scores, targets)
     correct = tf.cast(tf.equal(predicted, targets), tf.float32)
-    return {"nll": tf.reduce_sum(weights * nll), "correct": tf.reduce_sum(weights * correct),
-            "count": tf.reduce_sum(weights)}
+    return {
+        "nll": tf.reduce_sum(weights * nll),
+        "correct": tf.reduce_sum(weights * correct),
+        "count": tf.reduce_sum(weights),
+    }
 
 
 def discriminator_sums(logits, labels, input_mask):
@@ -136,8 +140,9 @@ def positions_mask(masked_lm_positions, masked_lm_weights, seq_len):
         seq_len: L.
     """
     used = tf.cast(masked_lm_weights > 0, tf.float32)
-    hits = tf.reduce_sum(tf.one_hot(masked_lm_positions, seq_len, dtype=tf.float32)
-                         * used[:, :, None], axis=1)
+    hits = tf.reduce_sum(
+        tf.one_hot(masked_lm_positions, seq_len, dtype=tf.float32) * used[:, :, None], axis=1
+    )
     return tf.minimum(hits, 1.0)
 
 
@@ -212,9 +217,11 @@ def electric_score(energy, input_ids, input_mask, cls_id: int, sep_id: int):
     Returns:
         float32 [B].
     """
-    content = (tf.cast(input_mask, tf.float32)
-               * tf.cast(tf.not_equal(input_ids, cls_id), tf.float32)
-               * tf.cast(tf.not_equal(input_ids, sep_id), tf.float32))
+    content = (
+        tf.cast(input_mask, tf.float32)
+        * tf.cast(tf.not_equal(input_ids, cls_id), tf.float32)
+        * tf.cast(tf.not_equal(input_ids, sep_id), tf.float32)
+    )
     return -tf.reduce_sum(tf.cast(energy, tf.float32) * content, axis=-1)
 
 
@@ -245,7 +252,7 @@ def all_tokens_sums(logits, copy_logits, input_ids, target_ids, input_mask):
     log_softmax = tf.nn.log_softmax(logits, axis=-1)
     target_log_prob = tf.gather(log_softmax, target_ids, batch_dims=2)
     same = tf.equal(input_ids, target_ids)
-    log_copy = tf.math.log_sigmoid(copy_logits)       # log D
+    log_copy = tf.math.log_sigmoid(copy_logits)  # log D
     log_generate = tf.math.log_sigmoid(-copy_logits)  # log (1 - D)
     # log(D + (1 - D) q) where the input is the target, log((1 - D) q) where not.
     mixed = tf.reduce_logsumexp(tf.stack([log_copy, log_generate + target_log_prob]), axis=0)
@@ -259,12 +266,16 @@ def all_tokens_sums(logits, copy_logits, input_ids, target_ids, input_mask):
     best_other_prob = (1.0 - copy_prob) * tf.reduce_max(others, axis=-1)
     predicted = tf.where(input_prob >= best_other_prob, input_ids, best_other)
     correct = tf.cast(tf.equal(predicted, target_ids), tf.float32)
-    return {"nll": -tf.reduce_sum(mask * log_prob), "count": tf.reduce_sum(mask),
-            "correct": tf.reduce_sum(mask * correct)}
+    return {
+        "nll": -tf.reduce_sum(mask * log_prob),
+        "count": tf.reduce_sum(mask),
+        "correct": tf.reduce_sum(mask * correct),
+    }
 
 
-def reinforce_sums(logits, sampled_ids, rewards, masked_lm_weights, temperature: float = 1.0,
-                   disallow_ids=None):
+def reinforce_sums(
+    logits, sampled_ids, rewards, masked_lm_weights, temperature: float = 1.0, disallow_ids=None
+):
     """REINFORCE surrogate for a generator trained to fool the discriminator.
 
     Its gradient is -sum_t w_t (R_t - b_t) grad log p(sample_t): minimising it
@@ -300,8 +311,10 @@ def reinforce_sums(logits, sampled_ids, rewards, masked_lm_weights, temperature:
     other_rewards = tf.reduce_sum(weights * rewards, axis=1, keepdims=True) - weights * rewards
     baseline = tf.math.divide_no_nan(other_rewards, others)
     advantage = tf.stop_gradient(rewards - baseline)
-    return {"loss": -tf.reduce_sum(weights * advantage * sample_log_prob),
-            "reward": tf.reduce_sum(weights * rewards)}
+    return {
+        "loss": -tf.reduce_sum(weights * advantage * sample_log_prob),
+        "reward": tf.reduce_sum(weights * rewards),
+    }
 
 
 # The original code divides by (count + 1e-6); so do we, so a batch with

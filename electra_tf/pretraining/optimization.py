@@ -10,11 +10,16 @@ from electra_tf.optimization import AdamWeightDecay, TwoStageSchedule, WarmupLin
 def learning_rate_schedule(config) -> keras.optimizers.schedules.LearningRateSchedule:
     """The pre-training learning-rate schedule of a `PretrainingConfig`."""
     if config.training == "two_stage":
-        return TwoStageSchedule(config.learning_rate, config.resolved_two_stage_generator_steps,
-                                config.num_train_steps, config.num_warmup_steps,
-                                config.lr_decay_power)
-    return WarmupLinearDecay(config.learning_rate, config.num_train_steps,
-                             config.num_warmup_steps, config.lr_decay_power)
+        return TwoStageSchedule(
+            config.learning_rate,
+            config.resolved_two_stage_generator_steps,
+            config.num_train_steps,
+            config.num_warmup_steps,
+            config.lr_decay_power,
+        )
+    return WarmupLinearDecay(
+        config.learning_rate, config.num_train_steps, config.num_warmup_steps, config.lr_decay_power
+    )
 
 
 def create_optimizer(config, mixed_precision: str = "none") -> keras.optimizers.Optimizer:
@@ -23,9 +28,14 @@ def create_optimizer(config, mixed_precision: str = "none") -> keras.optimizers.
     float16 wraps it in a `LossScaleOptimizer` (dynamic loss scaling); bfloat16
     needs none.
     """
-    optimizer = AdamWeightDecay(learning_rate=learning_rate_schedule(config), weight_decay=config.weight_decay_rate,
-                                beta_1=config.adam_beta_1, beta_2=config.adam_beta_2,
-                                epsilon=config.adam_epsilon, global_clipnorm=config.clip_norm)
+    optimizer = AdamWeightDecay(
+        learning_rate=learning_rate_schedule(config),
+        weight_decay=config.weight_decay_rate,
+        beta_1=config.adam_beta_1,
+        beta_2=config.adam_beta_2,
+        epsilon=config.adam_epsilon,
+        global_clipnorm=config.clip_norm,
+    )
     if mixed_precision == "float16":
         optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
     return optimizer

@@ -29,9 +29,17 @@ from electra_tf.modeling.kernels import resolve_kernels
 from electra_tf.training.train_step import TrainStep, replica_sum
 
 # TensorBoard / console names of the default objective, as in the original code.
-METRIC_NAMES = ("total_loss", "masked_lm_loss", "disc_loss", "masked_lm_accuracy",
-                "sampled_masked_lm_accuracy", "disc_accuracy", "disc_precision", "disc_recall",
-                "replaced_fraction")
+METRIC_NAMES = (
+    "total_loss",
+    "masked_lm_loss",
+    "disc_loss",
+    "masked_lm_accuracy",
+    "sampled_masked_lm_accuracy",
+    "disc_accuracy",
+    "disc_precision",
+    "disc_recall",
+    "replaced_fraction",
+)
 
 
 def statistics(outputs: dict) -> dict:
@@ -54,8 +62,10 @@ def input_counts(batch) -> dict:
         {"masked": masked slots (sum of `masked_lm_weights`), "tokens":
         non-pad tokens (sum of `input_mask`)}.
     """
-    return {"masked": tf.reduce_sum(tf.cast(batch["masked_lm_weights"], tf.float32)),
-            "tokens": tf.reduce_sum(tf.cast(batch["input_mask"], tf.float32))}
+    return {
+        "masked": tf.reduce_sum(tf.cast(batch["masked_lm_weights"], tf.float32)),
+        "tokens": tf.reduce_sum(tf.cast(batch["input_mask"], tf.float32)),
+    }
 
 
 @keras.saving.register_keras_serializable(package="electra_tf")
@@ -88,7 +98,8 @@ class Pretrainer(TrainStep, keras.Model):
             raise ValueError(
                 f"{type(self).__name__} trains --objective={self.OBJECTIVE} "
                 f"--training={self.TRAINING}, not --objective={config.objective} "
-                f"--training={config.training}: build it with make_pretrainer(config).")
+                f"--training={config.training}: build it with make_pretrainer(config)."
+            )
         self.config = config
         self.gradient_accumulation_steps = config.gradient_accumulation_steps
         self.replica_jit_compile = config.jit_compile
@@ -97,13 +108,22 @@ class Pretrainer(TrainStep, keras.Model):
         self._build_networks()
         # Batches consumed so far: the data position to resume from. Separate
         # from optimizer.iterations, which skips float16 overflow steps.
-        self.seen_batches = tf.Variable(0, dtype=tf.int64, trainable=False, name="seen_batches",
-                                        aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
+        self.seen_batches = tf.Variable(
+            0,
+            dtype=tf.int64,
+            trainable=False,
+            name="seen_batches",
+            aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA,
+        )
         # Two-stage training: set once the discriminator holds the generator's
         # weights. Every objective has it, so every run's checkpoint has one layout.
         self.discriminator_initialised = tf.Variable(
-            0, dtype=tf.int64, trainable=False, name="discriminator_initialised",
-            aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
+            0,
+            dtype=tf.int64,
+            trainable=False,
+            name="discriminator_initialised",
+            aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA,
+        )
 
     # ------------------------------------------------------ what an objective defines
     def _build_networks(self) -> None:
@@ -220,5 +240,7 @@ def _class_for(config: PretrainingConfig, saved: type) -> type:
             if (candidate.OBJECTIVE, candidate.TRAINING) == wanted:
                 return candidate
         level = [sub for candidate in level for sub in candidate.__subclasses__()]
-    raise ValueError(f"--objective={config.objective} --training={config.training}: no "
-                     "pretrainer trains it (import electra_tf.pretraining.objectives).")
+    raise ValueError(
+        f"--objective={config.objective} --training={config.training}: no "
+        "pretrainer trains it (import electra_tf.pretraining.objectives)."
+    )

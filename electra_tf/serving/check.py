@@ -46,6 +46,7 @@ from electra_tf.artifacts.serving_dir import VersionDir, read_serving_config
 from electra_tf.finetuning import features
 from electra_tf.finetuning.saving import load_finetuned
 from electra_tf.finiteness import nonfinite_weights
+
 # Registers the discriminator's classes, so that load_model finds them.
 from electra_tf.modeling import electra as _electra  # noqa: F401
 from electra_tf.serving.check_requests import bytes_spec, decode_output, ids_spec
@@ -85,18 +86,20 @@ class Reference:
     def load(cls, version_dir: str) -> "Reference":
         version = VersionDir(version_dir)
         if not os.path.isfile(version.saved_model_file):
-            raise CheckError(f"{version_dir}: no saved_model.pb; pass a version directory "
-                             "(<export_base>/<model_name>/<version>).")
+            raise CheckError(
+                f"{version_dir}: no saved_model.pb; pass a version directory "
+                "(<export_base>/<model_name>/<version>)."
+            )
         config = read_serving_config(version_dir)
         tokenizer = WordPieceTokenizer.from_settings(version.vocab_file, config)
         if config["kind"] == DISCRIMINATOR:
             if not os.path.isfile(version.keras_file):
-                raise CheckError(f"{version_dir}: no model.keras in assets.extra/ to compare "
-                                 "with.")
+                raise CheckError(f"{version_dir}: no model.keras in assets.extra/ to compare with.")
             return cls(config, keras.saving.load_model(version.keras_file), tokenizer)
         if not holds_saved_model(version.extra):
-            raise CheckError(f"{version_dir}: no fine-tuned model in assets.extra/ to compare "
-                             "with.")
+            raise CheckError(
+                f"{version_dir}: no fine-tuned model in assets.extra/ to compare with."
+            )
         return cls(config, load_finetuned(version.extra)[0], tokenizer)
 
     def encode(self, texts_a: list, texts_b: Optional[list]) -> dict:
@@ -107,9 +110,9 @@ class Reference:
         mask = np.zeros_like(ids)
         segments = np.zeros_like(ids)
         for row, (example_ids, example_segments) in enumerate(encoded):
-            ids[row, :len(example_ids)] = example_ids
-            mask[row, :len(example_ids)] = 1
-            segments[row, :len(example_ids)] = example_segments
+            ids[row, : len(example_ids)] = example_ids
+            mask[row, : len(example_ids)] = 1
+            segments[row, : len(example_ids)] = example_segments
         return {"input_ids": ids, "input_mask": mask, "segment_ids": segments}
 
     def predict(self, inputs: dict, with_tokens: bool) -> dict:
@@ -118,8 +121,7 @@ class Reference:
         if self.config["kind"] == DISCRIMINATOR:
             logits = np.asarray(outputs["logits"], np.float32)
             mask = inputs["input_mask"]
-            result = {"logits": logits,
-                      "replaced_probability": (1 / (1 + np.exp(-logits))) * mask}
+            result = {"logits": logits, "replaced_probability": (1 / (1 + np.exp(-logits))) * mask}
             if self.config.get("objective") == "electric":
                 ids = inputs["input_ids"]
                 content = mask * (ids != self.tokenizer.cls_id) * (ids != self.tokenizer.sep_id)
@@ -136,8 +138,12 @@ class Reference:
         shifted = np.exp(raw - raw.max(axis=-1, keepdims=True))
         label_id = raw.argmax(axis=-1).astype(np.int32)
         names = np.array([n.encode() for n in self.config["label_names"]], dtype=object)
-        return {"logits": raw, "probabilities": shifted / shifted.sum(axis=-1, keepdims=True),
-                "label_id": label_id, "label": names[label_id]}
+        return {
+            "logits": raw,
+            "probabilities": shifted / shifted.sum(axis=-1, keepdims=True),
+            "label_id": label_id,
+            "label": names[label_id],
+        }
 
 
 def build_requests(reference: Reference) -> tuple[list[dict], list[Optional[dict]], list[str]]:
@@ -163,37 +169,54 @@ def build_requests(reference: Reference) -> tuple[list[dict], list[Optional[dict
     if pair:
         single["text_pair"] = bytes_spec([texts_b[0]])
     expected_single = reference.predict(
-        reference.encode(texts_a[:1], texts_b[:1] if pair else None), with_tokens=True)
+        reference.encode(texts_a[:1], texts_b[:1] if pair else None), with_tokens=True
+    )
     requests = [
         {"signature": TEXT_SIGNATURE, "inputs": text_inputs},
         {"signature": TEXT_SIGNATURE, "inputs": single},
         {"signature": IDS_SIGNATURE, "inputs": {k: ids_spec(v) for k, v in encoded.items()}},
     ]
     expected = [expected_text, expected_single, expected_ids]
-    names = [f"{TEXT_SIGNATURE}: {len(texts_a)} sample texts", f"{TEXT_SIGNATURE}: one text",
-             f"{IDS_SIGNATURE}: the same examples as token ids"]
+    names = [
+        f"{TEXT_SIGNATURE}: {len(texts_a)} sample texts",
+        f"{TEXT_SIGNATURE}: one text",
+        f"{IDS_SIGNATURE}: the same examples as token ids",
+    ]
     if reference.config["kind"] != DISCRIMINATOR:  # whose outputs also have a length axis
-        requests.append({"signature": TEXT_SIGNATURE,
-                         "inputs": {k: bytes_spec([]) for k in text_inputs}})
+        requests.append(
+            {"signature": TEXT_SIGNATURE, "inputs": {k: bytes_spec([]) for k in text_inputs}}
+        )
         expected.append({k: np.asarray(v)[:0] for k, v in expected_single.items()})
         names.append(f"{TEXT_SIGNATURE}: no text (empty outputs)")
     # Malformed requests: each must come back as an error, not a crash.
-    bad_ids = dict(encoded, input_ids=np.full_like(encoded["input_ids"],
-                                                   reference.tokenizer.vocab_size))
+    bad_ids = dict(
+        encoded, input_ids=np.full_like(encoded["input_ids"], reference.tokenizer.vocab_size)
+    )
     wrong_text_dtype = {k: ids_spec(np.zeros(2)) for k in text_inputs}
     wrong_text_rank = {k: bytes_spec([[b"a", b"b"]]) for k in text_inputs}
-    bad = [("text as int32", TEXT_SIGNATURE, wrong_text_dtype),
-           ("text of rank 2", TEXT_SIGNATURE, wrong_text_rank),
-           ("ids out of the vocabulary", IDS_SIGNATURE, {k: ids_spec(v) for k, v in
-                                                         bad_ids.items()}),
-           ("ids with a [B, L+1] mask", IDS_SIGNATURE,
-            {"input_ids": ids_spec(encoded["input_ids"]),
-             "input_mask": ids_spec(np.pad(encoded["input_mask"], ((0, 0), (0, 1)))),
-             "segment_ids": ids_spec(encoded["segment_ids"])}),
-           ("ids as strings", IDS_SIGNATURE, {k: bytes_spec([[b"1"]]) for k in encoded})]
+    bad = [
+        ("text as int32", TEXT_SIGNATURE, wrong_text_dtype),
+        ("text of rank 2", TEXT_SIGNATURE, wrong_text_rank),
+        ("ids out of the vocabulary", IDS_SIGNATURE, {k: ids_spec(v) for k, v in bad_ids.items()}),
+        (
+            "ids with a [B, L+1] mask",
+            IDS_SIGNATURE,
+            {
+                "input_ids": ids_spec(encoded["input_ids"]),
+                "input_mask": ids_spec(np.pad(encoded["input_mask"], ((0, 0), (0, 1)))),
+                "segment_ids": ids_spec(encoded["segment_ids"]),
+            },
+        ),
+        ("ids as strings", IDS_SIGNATURE, {k: bytes_spec([[b"1"]]) for k in encoded}),
+    ]
     if pair:
-        bad.append(("text_pair of another batch size", TEXT_SIGNATURE,
-                    {"text": bytes_spec([b"a", b"b"]), "text_pair": bytes_spec([b"a"])}))
+        bad.append(
+            (
+                "text_pair of another batch size",
+                TEXT_SIGNATURE,
+                {"text": bytes_spec([b"a", b"b"]), "text_pair": bytes_spec([b"a"])},
+            )
+        )
     for name, signature, inputs in bad:
         requests.append({"signature": signature, "inputs": inputs, "expect_error": True})
         expected.append(None)
@@ -201,8 +224,9 @@ def build_requests(reference: Reference) -> tuple[list[dict], list[Optional[dict
     return requests, expected, names
 
 
-def run_fresh_process(version_dir: str, requests: list[dict], benchmark: Optional[dict] = None,
-                      timeout: float = 600) -> dict:
+def run_fresh_process(
+    version_dir: str, requests: list[dict], benchmark: Optional[dict] = None, timeout: float = 600
+) -> dict:
     """Runs `standalone.py` in `python -I` from an empty directory; returns its result."""
     with tempfile.TemporaryDirectory(prefix="serving-check-") as scratch:
         requests_path = os.path.join(scratch, "requests.json")
@@ -212,11 +236,25 @@ def run_fresh_process(version_dir: str, requests: list[dict], benchmark: Optiona
         env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
         env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
         process = subprocess.run(
-            [sys.executable, "-I", STANDALONE, os.path.abspath(version_dir), requests_path,
-             result_path], cwd=scratch, env=env, capture_output=True, text=True, timeout=timeout)
+            [
+                sys.executable,
+                "-I",
+                STANDALONE,
+                os.path.abspath(version_dir),
+                requests_path,
+                result_path,
+            ],
+            cwd=scratch,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
         if process.returncode != 0 or not os.path.exists(result_path):
-            raise CheckError(f"the fresh process failed to load {version_dir} "
-                             f"(exit {process.returncode}):\n{process.stderr[-3000:]}")
+            raise CheckError(
+                f"the fresh process failed to load {version_dir} "
+                f"(exit {process.returncode}):\n{process.stderr[-3000:]}"
+            )
         with open(result_path, encoding="utf-8") as f:
             return json.load(f)
 
@@ -250,8 +288,10 @@ def compare(expected: dict, outputs: dict, tolerance: float) -> tuple[list[str],
             allowed = tolerance + ULPS * np.spacing(np.abs(want).astype(np.float32))
             if not np.all(error <= allowed):
                 worst = float(np.max(error - allowed))
-                problems.append(f"{name}: max |difference| {difference:.3g} exceeds {tolerance:g} "
-                                f"(+ {ULPS} ulps of the value) by {worst:.3g}")
+                problems.append(
+                    f"{name}: max |difference| {difference:.3g} exceeds {tolerance:g} "
+                    f"(+ {ULPS} ulps of the value) by {worst:.3g}"
+                )
         elif not np.array_equal(want.astype(got.dtype) if want.dtype.kind != "O" else want, got):
             problems.append(f"{name}: values differ")
     return problems, largest
@@ -266,8 +306,9 @@ class CheckReport:
     result: dict
 
 
-def check_export(version_dir: str, tolerance: float = DEFAULT_TOLERANCE,
-                 benchmark: Optional[dict] = None) -> CheckReport:
+def check_export(
+    version_dir: str, tolerance: float = DEFAULT_TOLERANCE, benchmark: Optional[dict] = None
+) -> CheckReport:
     """Loads `version_dir` in a fresh process and compares it with the in-process model.
 
     Weights that are not all finite fail the check at once: a diverged model
@@ -276,18 +317,27 @@ def check_export(version_dir: str, tolerance: float = DEFAULT_TOLERANCE,
     reference = Reference.load(version_dir)
     bad = nonfinite_weights(reference.model.weights)
     if bad:
-        return CheckReport(False, [f"FAIL {len(bad)} of {len(reference.model.weights)} weight "
-                                   f"tensors of {version_dir} hold NaN or infinite values (e.g. "
-                                   f"{bad[0]}): the model diverged; export an earlier "
-                                   "checkpoint of its run"], {})
+        return CheckReport(
+            False,
+            [
+                f"FAIL {len(bad)} of {len(reference.model.weights)} weight "
+                f"tensors of {version_dir} hold NaN or infinite values (e.g. "
+                f"{bad[0]}): the model diverged; export an earlier "
+                "checkpoint of its run"
+            ],
+            {},
+        )
     requests, expected, names = build_requests(reference)
-    if benchmark and reference.config["kind"] == QUESTION_ANSWERING and \
-            "texts" not in benchmark:
+    if benchmark and reference.config["kind"] == QUESTION_ANSWERING and "texts" not in benchmark:
         from electra_tf.serving import check_qa
 
-        benchmark = dict(benchmark, texts={
-            "question": base64.b64encode(check_qa.BENCHMARK_QUESTION.encode()).decode(),
-            "context": base64.b64encode(check_qa.BENCHMARK_CONTEXT.encode()).decode()})
+        benchmark = dict(
+            benchmark,
+            texts={
+                "question": base64.b64encode(check_qa.BENCHMARK_QUESTION.encode()).decode(),
+                "context": base64.b64encode(check_qa.BENCHMARK_CONTEXT.encode()).decode(),
+            },
+        )
     result = run_fresh_process(version_dir, requests, benchmark)
     lines = [result["listing"], ""]
     ok = True
@@ -297,10 +347,14 @@ def check_export(version_dir: str, tolerance: float = DEFAULT_TOLERANCE,
     lines.append(f"TF Text ops used: {', '.join(result['custom_ops']) or 'none'}")
     if result["unsupported_ops"]:
         ok = False
-        lines.append(f"FAIL ops outside the set TF Serving 2.12+ bundles: "
-                     f"{', '.join(result['unsupported_ops'])}")
-    lines.append(f"import TensorFlow + TF Text {result['import_seconds']:.2f} s, load "
-                 f"{result['load_seconds']:.2f} s")
+        lines.append(
+            f"FAIL ops outside the set TF Serving 2.12+ bundles: "
+            f"{', '.join(result['unsupported_ops'])}"
+        )
+    lines.append(
+        f"import TensorFlow + TF Text {result['import_seconds']:.2f} s, load "
+        f"{result['load_seconds']:.2f} s"
+    )
     wanted = {TEXT_SIGNATURE, IDS_SIGNATURE}
     if not wanted <= set(result["signatures"]):
         ok = False
@@ -326,6 +380,8 @@ def check_export(version_dir: str, tolerance: float = DEFAULT_TOLERANCE,
     if "latency" in result:
         lines.append(f"first call {result['first_call_seconds'] * 1000:.0f} ms")
         for batch, timing in result["latency"].items():
-            lines.append(f"latency batch {batch}: p50 {timing['p50_ms']:.2f} ms, p99 "
-                         f"{timing['p99_ms']:.2f} ms over {timing['requests']} requests")
+            lines.append(
+                f"latency batch {batch}: p50 {timing['p50_ms']:.2f} ms, p99 "
+                f"{timing['p99_ms']:.2f} ms over {timing['requests']} requests"
+            )
     return CheckReport(ok, lines, result)

@@ -37,11 +37,12 @@ BENCHMARK_CONTEXT = (
     "champion Denver Broncos defeated the National Football Conference (NFC) champion "
     "Carolina Panthers 24-10 to earn their third Super Bowl title. The game was played on "
     "February 7, 2016, at Levi's Stadium in the San Francisco Bay Area at Santa Clara, "
-    "California. As this was the 50th Super Bowl, the league emphasized the \"golden "
-    "anniversary\" with various gold-themed initiatives, as well as temporarily suspending "
+    'California. As this was the 50th Super Bowl, the league emphasized the "golden '
+    'anniversary" with various gold-themed initiatives, as well as temporarily suspending '
     "the tradition of naming each Super Bowl game with Roman numerals (under which the game "
-    "would have been known as \"Super Bowl L\"), so that the logo could prominently feature "
-    "the Arabic numerals 50.")
+    'would have been known as "Super Bowl L"), so that the logo could prominently feature '
+    "the Arabic numerals 50."
+)
 
 
 @dataclasses.dataclass
@@ -59,10 +60,18 @@ def first_windows(features):
     """Keeps each example's first window, every context token scored in it."""
     from electra_tf.finetuning.squad_features import QAFeatures
 
-    rows = np.array([i for i, e in enumerate(features.example_index)
-                     if i == 0 or features.example_index[i - 1] != e])
-    fields = {f.name: getattr(features, f.name)[rows] for f in dataclasses.fields(QAFeatures)
-              if f.name != "skipped"}
+    rows = np.array(
+        [
+            i
+            for i, e in enumerate(features.example_index)
+            if i == 0 or features.example_index[i - 1] != e
+        ]
+    )
+    fields = {
+        f.name: getattr(features, f.name)[rows]
+        for f in dataclasses.fields(QAFeatures)
+        if f.name != "skipped"
+    }
     fields["max_context"] = fields["token_spans"][..., 0] >= 0
     return QAFeatures(**fields)
 
@@ -73,15 +82,23 @@ def python_answers(reference, pairs: list) -> tuple[dict, dict]:
 
     config = reference.config
     examples = [_Example(str(i), q, c) for i, (q, c) in enumerate(pairs)]
-    features = first_windows(squad_features.convert_examples(
-        examples, reference.tokenizer, config["max_seq_length"], config.get("doc_stride") or 128,
-        config["max_query_length"]))
+    features = first_windows(
+        squad_features.convert_examples(
+            examples,
+            reference.tokenizer,
+            config["max_seq_length"],
+            config.get("doc_stride") or 128,
+            config["max_query_length"],
+        )
+    )
     inputs = features.inputs()
     outputs = {k: np.asarray(v) for k, v in reference.model(inputs, training=False).items()}
-    _, null_odds, nbest = squad_decoding.decode(examples, features, outputs,
-                                                max_answer_length=config["max_answer_length"])
-    expected = {k: [] for k in ("answer_text", "start_char", "end_char", "start_byte",
-                                "end_byte", "score")}
+    _, null_odds, nbest = squad_decoding.decode(
+        examples, features, outputs, max_answer_length=config["max_answer_length"]
+    )
+    expected = {
+        k: [] for k in ("answer_text", "start_char", "end_char", "start_byte", "end_byte", "score")
+    }
     for example in examples:
         best = nbest[example.qas_id][0] if nbest[example.qas_id] else None
         context = example.context
@@ -92,10 +109,16 @@ def python_answers(reference, pairs: list) -> tuple[dict, dict]:
         expected["start_byte"].append(len(context[:start].encode()) if best else -1)
         expected["end_byte"].append(len(context[:end].encode()) if best else -1)
         expected["score"].append(best["score"] if best else -1e9)
-    result = {"answer_text": np.array(expected["answer_text"], dtype=object),
-              "score": np.array(expected["score"], np.float32)}
-    result.update({k: np.array(expected[k], np.int32)
-                   for k in ("start_char", "end_char", "start_byte", "end_byte")})
+    result = {
+        "answer_text": np.array(expected["answer_text"], dtype=object),
+        "score": np.array(expected["score"], np.float32),
+    }
+    result.update(
+        {
+            k: np.array(expected[k], np.int32)
+            for k in ("start_char", "end_char", "start_byte", "end_byte")
+        }
+    )
     if config["version_2"]:
         no_answer = np.array([null_odds[e.qas_id] for e in examples], np.float32)
         result["no_answer_score"] = no_answer
@@ -132,30 +155,46 @@ def build_requests(reference) -> tuple[list[dict], list[Optional[dict]], list[st
         return {"question": bytes_spec(questions), "context": bytes_spec(contexts)}
 
     requests = [
-        {"signature": TEXT_SIGNATURE, "inputs": text_inputs([q for q, _ in pairs],
-                                                            [c for _, c in pairs])},
+        {
+            "signature": TEXT_SIGNATURE,
+            "inputs": text_inputs([q for q, _ in pairs], [c for _, c in pairs]),
+        },
         {"signature": TEXT_SIGNATURE, "inputs": text_inputs([pairs[0][0]], [pairs[0][1]])},
-        {"signature": TEXT_SIGNATURE, "inputs": text_inputs([INVALID_QUESTION],
-                                                            [INVALID_QUESTION_CONTEXT])},
+        {
+            "signature": TEXT_SIGNATURE,
+            "inputs": text_inputs([INVALID_QUESTION], [INVALID_QUESTION_CONTEXT]),
+        },
         {"signature": IDS_SIGNATURE, "inputs": {k: ids_spec(v) for k, v in inputs.items()}},
     ]
     expected = [expected_text, single, clean, python_scores(reference, inputs)]
-    names = [f"{TEXT_SIGNATURE}: {len(pairs)} sample question/context pairs",
-             f"{TEXT_SIGNATURE}: one pair", f"{TEXT_SIGNATURE}: a question with invalid UTF-8",
-             f"{IDS_SIGNATURE}: the same pairs as token ids (first windows)"]
-    bad_ids = dict(inputs, input_ids=np.full_like(inputs["input_ids"],
-                                                  reference.tokenizer.vocab_size))
-    bad = [("question as int32", TEXT_SIGNATURE,
-            {"question": ids_spec([1]), "context": ids_spec([2])}),
-           ("texts of rank 2", TEXT_SIGNATURE, text_inputs([[b"a", b"b"]], [[b"a", b"b"]])),
-           ("context of another batch size", TEXT_SIGNATURE,
-            text_inputs([b"a", b"b"], [b"a"])),
-           ("ids out of the vocabulary", IDS_SIGNATURE,
-            {k: ids_spec(v) for k, v in bad_ids.items()}),
-           ("ids with a [B, L+1] mask", IDS_SIGNATURE,
-            {"input_ids": ids_spec(inputs["input_ids"]),
-             "input_mask": ids_spec(np.pad(inputs["input_mask"], ((0, 0), (0, 1)))),
-             "segment_ids": ids_spec(inputs["segment_ids"])})]
+    names = [
+        f"{TEXT_SIGNATURE}: {len(pairs)} sample question/context pairs",
+        f"{TEXT_SIGNATURE}: one pair",
+        f"{TEXT_SIGNATURE}: a question with invalid UTF-8",
+        f"{IDS_SIGNATURE}: the same pairs as token ids (first windows)",
+    ]
+    bad_ids = dict(
+        inputs, input_ids=np.full_like(inputs["input_ids"], reference.tokenizer.vocab_size)
+    )
+    bad = [
+        (
+            "question as int32",
+            TEXT_SIGNATURE,
+            {"question": ids_spec([1]), "context": ids_spec([2])},
+        ),
+        ("texts of rank 2", TEXT_SIGNATURE, text_inputs([[b"a", b"b"]], [[b"a", b"b"]])),
+        ("context of another batch size", TEXT_SIGNATURE, text_inputs([b"a", b"b"], [b"a"])),
+        ("ids out of the vocabulary", IDS_SIGNATURE, {k: ids_spec(v) for k, v in bad_ids.items()}),
+        (
+            "ids with a [B, L+1] mask",
+            IDS_SIGNATURE,
+            {
+                "input_ids": ids_spec(inputs["input_ids"]),
+                "input_mask": ids_spec(np.pad(inputs["input_mask"], ((0, 0), (0, 1)))),
+                "segment_ids": ids_spec(inputs["segment_ids"]),
+            },
+        ),
+    ]
     for name, signature, request in bad:
         requests.append({"signature": signature, "inputs": request, "expect_error": True})
         expected.append(None)

@@ -14,11 +14,13 @@ import numpy as np
 
 def bytes_spec(values) -> dict:
     """A string tensor (nested lists of str or bytes) with every element base64-encoded."""
+
     def walk(value):
         if isinstance(value, list):
             return [walk(v) for v in value]
         raw = value if isinstance(value, bytes) else value.encode("utf-8")
         return base64.b64encode(raw).decode("ascii")
+
     return {"dtype": "string", "values": walk(list(values))}
 
 

@@ -48,17 +48,22 @@ def python_tags(reference, sentences: list) -> tuple[dict, dict]:
     ids = np.full((len(sentences), width), -1, np.int32)
     probabilities = np.zeros((len(sentences), width, len(names)), np.float32)
     for row, (sentence, positions) in enumerate(zip(sentences, features.positions)):
-        words[row, :len(sentence)] = [w.encode() for w in sentence]
-        ids[row, :len(sentence)] = unseen
-        tags[row, :len(sentence)] = b"O"
+        words[row, : len(sentence)] = [w.encode() for w in sentence]
+        ids[row, : len(sentence)] = unseen
+        tags[row, : len(sentence)] = b"O"
         for column, position in enumerate(positions):
             values = logits[row, position]
             shifted = np.exp(values - values.max())
             probabilities[row, column] = shifted / shifted.sum()
             ids[row, column] = int(values.argmax())
             tags[row, column] = names[ids[row, column]].encode()
-    expected = {"words": words, "tags": tags, "tag_ids": ids, "probabilities": probabilities,
-                "num_words": np.array([len(s) for s in sentences], np.int32)}
+    expected = {
+        "words": words,
+        "tags": tags,
+        "tag_ids": ids,
+        "probabilities": probabilities,
+        "num_words": np.array([len(s) for s in sentences], np.int32),
+    }
     return expected, inputs
 
 
@@ -67,9 +72,10 @@ def padded_inputs(features, pad_id: int) -> dict:
     length = max(len(ids) for ids in features.input_ids)
     ids = np.full((len(features), length), pad_id, np.int32)
     for row, example in enumerate(features.input_ids):
-        ids[row, :len(example)] = example
-    mask = (np.arange(length)[None] < np.array([[len(e)] for e in features.input_ids])
-            ).astype(np.int32)
+        ids[row, : len(example)] = example
+    mask = (np.arange(length)[None] < np.array([[len(e)] for e in features.input_ids])).astype(
+        np.int32
+    )
     return {"input_ids": ids, "input_mask": mask, "segment_ids": np.zeros_like(ids)}
 
 
@@ -79,8 +85,12 @@ def python_token_outputs(reference, inputs: dict) -> dict:
     shifted = np.exp(logits - logits.max(axis=-1, keepdims=True))
     ids = logits.argmax(axis=-1).astype(np.int32)
     names = np.array([n.encode() for n in reference.config["label_names"]], dtype=object)
-    return {"logits": logits, "probabilities": shifted / shifted.sum(axis=-1, keepdims=True),
-            "tag_ids": ids, "tags": names[ids]}
+    return {
+        "logits": logits,
+        "probabilities": shifted / shifted.sum(axis=-1, keepdims=True),
+        "tag_ids": ids,
+        "tags": names[ids],
+    }
 
 
 def build_requests(reference) -> tuple[list[dict], list[Optional[dict]], list[str]]:
@@ -95,8 +105,10 @@ def build_requests(reference) -> tuple[list[dict], list[Optional[dict]], list[st
     given = [["EU", "rejects", "German", "call", "."], ["x", "\u200b", "y"], []]
     expected_words, _ = python_tags(reference, given)
     width = max(len(s) for s in given) + 1  # a padding column the signature must ignore
-    words_request = {"words": bytes_spec([s + ["ignored"] * (width - len(s)) for s in given]),
-                     "num_words": ids_spec([len(s) for s in given])}
+    words_request = {
+        "words": bytes_spec([s + ["ignored"] * (width - len(s)) for s in given]),
+        "num_words": ids_spec([len(s) for s in given]),
+    }
     requests = [
         {"signature": TEXT_SIGNATURE, "inputs": {"text": bytes_spec(texts)}},
         {"signature": TEXT_SIGNATURE, "inputs": {"text": bytes_spec(texts[:1])}},
@@ -105,26 +117,45 @@ def build_requests(reference) -> tuple[list[dict], list[Optional[dict]], list[st
         {"signature": IDS_SIGNATURE, "inputs": {k: ids_spec(v) for k, v in inputs.items()}},
     ]
     names = len(reference.config["label_names"])
-    empty = {"words": np.zeros((0, 0), object), "tags": np.zeros((0, 0), object),
-             "tag_ids": np.zeros((0, 0), np.int32),
-             "probabilities": np.zeros((0, 0, names), np.float32),
-             "num_words": np.zeros((0,), np.int32)}
-    expected = [expected_text, single, empty, expected_words,
-                python_token_outputs(reference, inputs)]
-    descriptions = [f"{TEXT_SIGNATURE}: {len(texts)} sample texts", f"{TEXT_SIGNATURE}: one text",
-                    f"{TEXT_SIGNATURE}: an empty batch",
-                    f"{WORDS_SIGNATURE}: {len(given)} sentences as words (one empty)",
-                    f"{IDS_SIGNATURE}: the sample texts as token ids"]
-    bad_ids = dict(inputs, input_ids=np.full_like(inputs["input_ids"],
-                                                  reference.tokenizer.vocab_size))
-    bad = [("text as int32", TEXT_SIGNATURE, {"text": ids_spec([1, 2])}),
-           ("text of rank 2", TEXT_SIGNATURE, {"text": bytes_spec([[b"a", b"b"]])}),
-           ("num_words above the words per row", WORDS_SIGNATURE,
-            {"words": bytes_spec([["a"]]), "num_words": ids_spec([2])}),
-           ("num_words of another batch size", WORDS_SIGNATURE,
-            {"words": bytes_spec([["a"], ["b"]]), "num_words": ids_spec([1])}),
-           ("ids out of the vocabulary", IDS_SIGNATURE,
-            {k: ids_spec(v) for k, v in bad_ids.items()})]
+    empty = {
+        "words": np.zeros((0, 0), object),
+        "tags": np.zeros((0, 0), object),
+        "tag_ids": np.zeros((0, 0), np.int32),
+        "probabilities": np.zeros((0, 0, names), np.float32),
+        "num_words": np.zeros((0,), np.int32),
+    }
+    expected = [
+        expected_text,
+        single,
+        empty,
+        expected_words,
+        python_token_outputs(reference, inputs),
+    ]
+    descriptions = [
+        f"{TEXT_SIGNATURE}: {len(texts)} sample texts",
+        f"{TEXT_SIGNATURE}: one text",
+        f"{TEXT_SIGNATURE}: an empty batch",
+        f"{WORDS_SIGNATURE}: {len(given)} sentences as words (one empty)",
+        f"{IDS_SIGNATURE}: the sample texts as token ids",
+    ]
+    bad_ids = dict(
+        inputs, input_ids=np.full_like(inputs["input_ids"], reference.tokenizer.vocab_size)
+    )
+    bad = [
+        ("text as int32", TEXT_SIGNATURE, {"text": ids_spec([1, 2])}),
+        ("text of rank 2", TEXT_SIGNATURE, {"text": bytes_spec([[b"a", b"b"]])}),
+        (
+            "num_words above the words per row",
+            WORDS_SIGNATURE,
+            {"words": bytes_spec([["a"]]), "num_words": ids_spec([2])},
+        ),
+        (
+            "num_words of another batch size",
+            WORDS_SIGNATURE,
+            {"words": bytes_spec([["a"], ["b"]]), "num_words": ids_spec([1])},
+        ),
+        ("ids out of the vocabulary", IDS_SIGNATURE, {k: ids_spec(v) for k, v in bad_ids.items()}),
+    ]
     for name, signature, request in bad:
         requests.append({"signature": signature, "inputs": request, "expect_error": True})
         expected.append(None)

@@ -37,8 +37,7 @@ class ServingError(RuntimeError):
 def _json_value(value):
     """A Python/NumPy value as TF Serving's JSON: bytes that are not UTF-8 go as b64."""
     if isinstance(value, np.ndarray):
-        return [_json_value(v) for v in value.tolist()] if value.ndim else \
-            _json_value(value.item())
+        return [_json_value(v) for v in value.tolist()] if value.ndim else _json_value(value.item())
     if isinstance(value, (list, tuple)):
         return [_json_value(v) for v in value]
     if isinstance(value, bytes):
@@ -61,8 +60,9 @@ class RestClient:
         timeout: seconds per HTTP request.
     """
 
-    def __init__(self, url: str, model_name: str, version: Optional[int] = None,
-                 timeout: float = 30.0):
+    def __init__(
+        self, url: str, model_name: str, version: Optional[int] = None, timeout: float = 30.0
+    ):
         self.url = url.rstrip("/")
         self.model_name = model_name
         self.version = version
@@ -74,8 +74,12 @@ class RestClient:
 
     def _request(self, url: str, body: Optional[dict] = None) -> dict:
         data = None if body is None else json.dumps(body).encode("utf-8")
-        request = urllib.request.Request(url, data=data, method="GET" if data is None else "POST",
-                                         headers={"Content-Type": "application/json"})
+        request = urllib.request.Request(
+            url,
+            data=data,
+            method="GET" if data is None else "POST",
+            headers={"Content-Type": "application/json"},
+        )
         try:
             with urllib.request.urlopen(request, timeout=self.timeout) as response:
                 return json.loads(response.read().decode("utf-8"))
@@ -107,8 +111,10 @@ class RestClient:
         Returns:
             `{output name: np.ndarray}` with the batch first.
         """
-        body = {"signature_name": signature_name,
-                "inputs": {k: _json_value(v) for k, v in inputs.items()}}
+        body = {
+            "signature_name": signature_name,
+            "inputs": {k: _json_value(v) for k, v in inputs.items()},
+        }
         response = self._request(self._model_url() + ":predict", body)
         outputs = response["outputs"]
         if not isinstance(outputs, dict):  # a signature with a single output drops its name
@@ -134,8 +140,9 @@ def _text_array(values) -> Optional[np.ndarray]:
     values = list(values)
     if not values or not all(isinstance(v, (str, bytes, np.bytes_)) for v in values):
         return None
-    return np.array([v.encode("utf-8") if isinstance(v, str) else bytes(v) for v in values],
-                    dtype=object)
+    return np.array(
+        [v.encode("utf-8") if isinstance(v, str) else bytes(v) for v in values], dtype=object
+    )
 
 
 def _tensor_proto(values):
@@ -160,8 +167,9 @@ class GrpcClient:
         model_name, version, timeout: as for `RestClient`.
     """
 
-    def __init__(self, target: str, model_name: str, version: Optional[int] = None,
-                 timeout: float = 30.0):
+    def __init__(
+        self, target: str, model_name: str, version: Optional[int] = None, timeout: float = 30.0
+    ):
         import grpc
         from tensorflow_serving.apis import model_service_pb2_grpc, prediction_service_pb2_grpc
 
@@ -170,8 +178,12 @@ class GrpcClient:
         self.version = version
         self.timeout = timeout
         self._channel = grpc.insecure_channel(
-            target, options=[("grpc.max_receive_message_length", 256 << 20),
-                             ("grpc.max_send_message_length", 256 << 20)])
+            target,
+            options=[
+                ("grpc.max_receive_message_length", 256 << 20),
+                ("grpc.max_send_message_length", 256 << 20),
+            ],
+        )
         self._predictions = prediction_service_pb2_grpc.PredictionServiceStub(self._channel)
         self._models = model_service_pb2_grpc.ModelServiceStub(self._channel)
 
@@ -199,8 +211,9 @@ class GrpcClient:
         from google.protobuf import json_format
         from tensorflow_serving.apis import get_model_status_pb2
 
-        response = self._call(self._models.GetModelStatus,
-                              self._spec(get_model_status_pb2.GetModelStatusRequest()))
+        response = self._call(
+            self._models.GetModelStatus, self._spec(get_model_status_pb2.GetModelStatusRequest())
+        )
         return json_format.MessageToDict(response, preserving_proto_field_name=True)
 
     def metadata(self) -> dict:
@@ -215,10 +228,16 @@ class GrpcClient:
         signatures = get_model_metadata_pb2.SignatureDefMap()
         response.metadata["signature_def"].Unpack(signatures)
         del meta_graph_pb2  # SignatureDef's message type must be registered before unpacking
-        return {"model_spec": json_format.MessageToDict(response.model_spec,
-                                                        preserving_proto_field_name=True),
-                "metadata": {"signature_def": json_format.MessageToDict(
-                    signatures, preserving_proto_field_name=True)}}
+        return {
+            "model_spec": json_format.MessageToDict(
+                response.model_spec, preserving_proto_field_name=True
+            ),
+            "metadata": {
+                "signature_def": json_format.MessageToDict(
+                    signatures, preserving_proto_field_name=True
+                )
+            },
+        }
 
     def predict(self, inputs: dict, signature_name: str = DEFAULT_SIGNATURE) -> dict:
         """Runs a signature on one batch; same contract as `RestClient.predict`."""
@@ -255,18 +274,25 @@ class LocalPredictor:
         signatures = {}
         for name, function in self._loaded.signatures.items():
             signatures[name] = {
-                "inputs": {k: {"dtype": v.dtype.name, "shape": v.shape.as_list()}
-                           for k, v in function.structured_input_signature[1].items()},
-                "outputs": {k: {"dtype": v.dtype.name, "shape": v.shape.as_list()}
-                            for k, v in function.structured_outputs.items()}}
+                "inputs": {
+                    k: {"dtype": v.dtype.name, "shape": v.shape.as_list()}
+                    for k, v in function.structured_input_signature[1].items()
+                },
+                "outputs": {
+                    k: {"dtype": v.dtype.name, "shape": v.shape.as_list()}
+                    for k, v in function.structured_outputs.items()
+                },
+            }
         return {"metadata": {"signature_def": signatures}}
 
     def predict(self, inputs: dict, signature_name: str = DEFAULT_SIGNATURE) -> dict:
         import tensorflow as tf
 
         if signature_name not in self._loaded.signatures:
-            raise ServingError(f"{self.version_dir}: no signature {signature_name!r} (has "
-                               f"{', '.join(sorted(self._loaded.signatures))}).")
+            raise ServingError(
+                f"{self.version_dir}: no signature {signature_name!r} (has "
+                f"{', '.join(sorted(self._loaded.signatures))})."
+            )
         function = self._loaded.signatures[signature_name]
         tensors = {}
         for name, values in inputs.items():
@@ -278,13 +304,16 @@ class LocalPredictor:
         try:
             outputs = function(**tensors)
         except (tf.errors.InvalidArgumentError, TypeError, ValueError) as error:
-            raise ServingError(f"{self.version_dir}: {str(error).splitlines()[0][:500]}") \
-                from None
+            raise ServingError(f"{self.version_dir}: {str(error).splitlines()[0][:500]}") from None
         return {k: v.numpy() for k, v in outputs.items()}
 
 
-def connect(server: str, model_name: Optional[str] = None, version: Optional[int] = None,
-            timeout: float = 30.0) -> Union[RestClient, GrpcClient, LocalPredictor]:
+def connect(
+    server: str,
+    model_name: Optional[str] = None,
+    version: Optional[int] = None,
+    timeout: float = 30.0,
+) -> Union[RestClient, GrpcClient, LocalPredictor]:
     """A client from an address.
 
     Args:
@@ -300,6 +329,6 @@ def connect(server: str, model_name: Optional[str] = None, version: Optional[int
         if not model_name:
             raise ValueError(f"--server={server}: --model_name is required for a server.")
         if server.startswith("grpc://"):
-            return GrpcClient(server[len("grpc://"):], model_name, version, timeout)
+            return GrpcClient(server[len("grpc://") :], model_name, version, timeout)
         return RestClient(server, model_name, version, timeout)
     raise ValueError(f"--server={server!r}: use http://host:port (REST) or grpc://host:port.")

@@ -58,8 +58,12 @@ class DiscriminatorServing(tf.Module):
         scores = {"logits": logits, "replaced_probability": tf.sigmoid(logits) * mask}
         if self._electric:
             scores["pseudo_log_likelihood"] = electric_score(
-                logits, inputs["input_ids"], inputs["input_mask"], self.tokenizer.cls_id,
-                self.tokenizer.sep_id)
+                logits,
+                inputs["input_ids"],
+                inputs["input_mask"],
+                self.tokenizer.cls_id,
+                self.tokenizer.sep_id,
+            )
         return scores
 
     def signatures(self) -> dict:
@@ -69,26 +73,44 @@ class DiscriminatorServing(tf.Module):
         @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text")])
         def serve_text(text):
             text = text_ops.ensure_texts(text, "text")
-            inputs = text_ops.pack(self.tokenizer.tokenize(text), None, self._max_seq_length,
-                                   self.tokenizer.cls_id, self.tokenizer.sep_id,
-                                   self.tokenizer.pad_id)
+            inputs = text_ops.pack(
+                self.tokenizer.tokenize(text),
+                None,
+                self._max_seq_length,
+                self.tokenizer.cls_id,
+                self.tokenizer.sep_id,
+                self.tokenizer.pad_id,
+            )
             outputs = self._scores(inputs)
             tokens = tf.where(inputs["input_mask"] > 0, tf.gather(vocab, inputs["input_ids"]), "")
-            return {**outputs, "tokens": tokens, "input_ids": inputs["input_ids"],
-                    "input_mask": inputs["input_mask"]}
+            return {
+                **outputs,
+                "tokens": tokens,
+                "input_ids": inputs["input_ids"],
+                "input_mask": inputs["input_mask"],
+            }
 
         @tf.function(input_signature=TOKEN_ID_SPECS)
         def serve_ids(input_ids, input_mask, segment_ids):
-            checks = text_ops.check_token_ids(input_ids, input_mask, segment_ids,
-                                              self._vocab_size, self._max_positions,
-                                              self._type_vocab_size)
+            checks = text_ops.check_token_ids(
+                input_ids,
+                input_mask,
+                segment_ids,
+                self._vocab_size,
+                self._max_positions,
+                self._type_vocab_size,
+            )
             with tf.control_dependencies(checks):
-                inputs = {"input_ids": tf.identity(input_ids),
-                          "input_mask": tf.identity(input_mask),
-                          "segment_ids": tf.identity(segment_ids)}
+                inputs = {
+                    "input_ids": tf.identity(input_ids),
+                    "input_mask": tf.identity(input_mask),
+                    "segment_ids": tf.identity(segment_ids),
+                }
             return self._scores(inputs)
 
         self.serve_text = serve_text
         self.serve_ids = serve_ids
-        return {TEXT_SIGNATURE: serve_text.get_concrete_function(),
-                IDS_SIGNATURE: serve_ids.get_concrete_function()}
+        return {
+            TEXT_SIGNATURE: serve_text.get_concrete_function(),
+            IDS_SIGNATURE: serve_ids.get_concrete_function(),
+        }

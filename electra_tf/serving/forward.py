@@ -47,15 +47,23 @@ def supports(model) -> bool:
     embeddings of its own, bidirectional attention, the standard layers.
     """
     encoder = getattr(model, "encoder", None)
-    if (not isinstance(encoder, ElectraEncoder) or model.compute_dtype != "float32"
-            or getattr(model, "task_head", None) is None or model.task_head.activation not in (
-                None, keras.activations.linear)):
+    if (
+        not isinstance(encoder, ElectraEncoder)
+        or model.compute_dtype != "float32"
+        or getattr(model, "task_head", None) is None
+        or model.task_head.activation not in (None, keras.activations.linear)
+    ):
         return False
-    return (type(encoder.embeddings) is ElectraEmbeddings and encoder.transformer_layers
-            and encoder.attention_direction == "bidirectional"
-            and all(type(layer) is TransformerLayer
-                    and layer.intermediate.activation is keras.activations.gelu
-                    for layer in encoder.transformer_layers))
+    return (
+        type(encoder.embeddings) is ElectraEmbeddings
+        and encoder.transformer_layers
+        and encoder.attention_direction == "bidirectional"
+        and all(
+            type(layer) is TransformerLayer
+            and layer.intermediate.activation is keras.activations.gelu
+            for layer in encoder.transformer_layers
+        )
+    )
 
 
 def _layer_norm(x, layer):
@@ -89,9 +97,11 @@ def first_token_hidden(encoder, input_ids, input_mask, segment_ids):
     batch, length = shape[0], shape[1]
     hidden_size, heads = encoder.hidden_size, encoder.num_heads
     head_size = hidden_size // heads
-    x = (tf.gather(embeddings.word_embeddings, input_ids)
-         + embeddings.position_embeddings[:length][None]
-         + tf.gather(embeddings.token_type_embeddings, segment_ids))  # [B, L, E]
+    x = (
+        tf.gather(embeddings.word_embeddings, input_ids)
+        + embeddings.position_embeddings[:length][None]
+        + tf.gather(embeddings.token_type_embeddings, segment_ids)
+    )  # [B, L, E]
     x = _layer_norm(tf.reshape(x, [-1, embeddings.embedding_size]), embeddings.layer_norm)
     if encoder.embeddings_project is not None:
         x = _dense(x, encoder.embeddings_project)  # [N, H]
@@ -121,7 +131,8 @@ def classifier_outputs(model, inputs: dict) -> tf.Tensor:
     Returns:
         float32 [B, C] logits, or [B] for a regression model, as `model(inputs)`.
     """
-    cls = first_token_hidden(model.encoder, inputs["input_ids"], inputs["input_mask"],
-                             inputs["segment_ids"])
+    cls = first_token_hidden(
+        model.encoder, inputs["input_ids"], inputs["input_mask"], inputs["segment_ids"]
+    )
     outputs = _dense(cls, model.task_head)
     return tf.reshape(outputs, [-1]) if model.regression else outputs

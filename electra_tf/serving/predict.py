@@ -9,6 +9,7 @@ example's words). A batch the server rejects is retried one example at a
 time, so only the examples at fault get an `"error"` field in their output
 line and all others are still predicted.
 """
+
 from __future__ import annotations
 
 import json
@@ -27,8 +28,7 @@ class InputError(ValueError):
 def _qa_example(row: dict, path: str, number: int) -> dict:
     """`{"question", "context"}` of a JSON line for a question-answering export."""
     if not all(isinstance(row.get(k), str) for k in ("question", "context")):
-        raise InputError(f"{path} line {number}: needs string fields \"question\" and "
-                         "\"context\".")
+        raise InputError(f'{path} line {number}: needs string fields "question" and "context".')
     return {"question": row["question"], "context": row["context"]}
 
 
@@ -52,8 +52,10 @@ def read_examples(path: str) -> Iterator[dict]:
                     yield _qa_example(row, path, number)
                     continue
                 if not isinstance(row, dict) or not isinstance(row.get("text"), str):
-                    raise InputError(f"{path} line {number}: needs a string field \"text\" "
-                                     "(or \"question\" and \"context\").")
+                    raise InputError(
+                        f'{path} line {number}: needs a string field "text" '
+                        '(or "question" and "context").'
+                    )
                 example = {"text": row["text"]}
                 if "text_pair" in row:
                     example["text_pair"] = str(row["text_pair"])
@@ -62,14 +64,17 @@ def read_examples(path: str) -> Iterator[dict]:
             # Invalid UTF-8 is passed on as bytes: the model drops such bytes itself.
             fields = raw.split(b"\t") if extension == ".tsv" else [raw]
             if len(fields) > 2:
-                raise InputError(f"{path} line {number}: {len(fields)} tab-separated fields; "
-                                 "expected a text or a text and its pair.")
+                raise InputError(
+                    f"{path} line {number}: {len(fields)} tab-separated fields; "
+                    "expected a text or a text and its pair."
+                )
 
             def text(value):
                 try:
                     return value.decode("utf-8")
                 except UnicodeDecodeError:
                     return value
+
             example = {"text": text(fields[0])}
             if len(fields) == 2:
                 example["text_pair"] = text(fields[1])
@@ -87,26 +92,28 @@ def _jsonable(value):
 
 
 def _display(example: dict) -> dict:
-    return {k: v.decode("utf-8", "replace") if isinstance(v, bytes) else v
-            for k, v in example.items()}
+    return {
+        k: v.decode("utf-8", "replace") if isinstance(v, bytes) else v for k, v in example.items()
+    }
 
 
 def predict_batch(client, batch: list[dict], signature_name: str) -> list[dict]:
     """Outputs per example; a rejected batch is retried example by example."""
     names = list(batch[0])
     if any(list(example) != names for example in batch):
-        raise InputError("every example of a file must have the same fields "
-                         f"({', '.join(names)}).")
+        raise InputError(f"every example of a file must have the same fields ({', '.join(names)}).")
     try:
         outputs = client.predict({n: [e[n] for e in batch] for n in names}, signature_name)
     except ServingError as error:
         if len(batch) == 1:
             return [{**_display(batch[0]), "error": str(error)}]
-        return [row for example in batch for row in predict_batch(client, [example],
-                                                                  signature_name)]
-    return [{**_display(example), **{k: _jsonable(v) for k, v in
-                                     _example_outputs(outputs, i).items()}}
-            for i, example in enumerate(batch)]
+        return [
+            row for example in batch for row in predict_batch(client, [example], signature_name)
+        ]
+    return [
+        {**_display(example), **{k: _jsonable(v) for k, v in _example_outputs(outputs, i).items()}}
+        for i, example in enumerate(batch)
+    ]
 
 
 def _example_outputs(outputs: dict, i: int) -> dict:
@@ -115,12 +122,19 @@ def _example_outputs(outputs: dict, i: int) -> dict:
     if "num_words" not in outputs:
         return row
     count, width = int(outputs["num_words"][i]), outputs["num_words"].max(initial=0)
-    return {k: v[:count] if outputs[k].ndim >= 2 and outputs[k].shape[1] == width else v
-            for k, v in row.items()}
+    return {
+        k: v[:count] if outputs[k].ndim >= 2 and outputs[k].shape[1] == width else v
+        for k, v in row.items()
+    }
 
 
-def predict_file(client, input_path: str, output_path: str, batch_size: int = 32,
-                 signature_name: str = DEFAULT_SIGNATURE) -> tuple[int, int]:
+def predict_file(
+    client,
+    input_path: str,
+    output_path: str,
+    batch_size: int = 32,
+    signature_name: str = DEFAULT_SIGNATURE,
+) -> tuple[int, int]:
     """Writes one JSON line per input line; returns (examples, errors).
 
     The output is written to a temporary file and renamed when complete.

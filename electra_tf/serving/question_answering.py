@@ -72,8 +72,9 @@ def _row_cumsum(lengths: tf.RaggedTensor) -> tf.RaggedTensor:
     return lengths.with_flat_values(flat - tf.gather(row_start, lengths.value_rowids()))
 
 
-def context_pieces(tokenizer, contexts: tf.Tensor) -> tuple[tf.RaggedTensor, tf.RaggedTensor,
-                                                             tf.RaggedTensor]:
+def context_pieces(
+    tokenizer, contexts: tf.Tensor
+) -> tuple[tf.RaggedTensor, tf.RaggedTensor, tf.RaggedTensor]:
     """Word pieces of each context with their byte spans in the original context.
 
     Args:
@@ -85,7 +86,8 @@ def context_pieces(tokenizer, contexts: tf.Tensor) -> tuple[tf.RaggedTensor, tf.
         from bytes [begin, end) of its context.
     """
     clusters, cluster_begin, cluster_end = tf_text.regex_split_with_offsets(
-        contexts, CLUSTER_PATTERN, CLUSTER_PATTERN)
+        contexts, CLUSTER_PATTERN, CLUSTER_PATTERN
+    )
     normalized = clusters.with_flat_values(tokenizer.normalize(clusters.flat_values))
     # Byte offset in the joined normalised text where each cluster ends.
     normalized_end = _row_cumsum(tf.cast(tf.strings.length(normalized), tf.int64))
@@ -100,14 +102,24 @@ def context_pieces(tokenizer, contexts: tf.Tensor) -> tuple[tf.RaggedTensor, tf.
     original_begin = tf.gather(cluster_begin.to_tensor(), first, batch_dims=1)
     original_end = tf.gather(cluster_end.to_tensor(), last, batch_dims=1)
     lengths = ids.row_lengths()
-    return (ids, tf.RaggedTensor.from_tensor(original_begin, lengths),
-            tf.RaggedTensor.from_tensor(original_end, lengths))
+    return (
+        ids,
+        tf.RaggedTensor.from_tensor(original_begin, lengths),
+        tf.RaggedTensor.from_tensor(original_end, lengths),
+    )
 
 
-def pack_question_context(question: tf.RaggedTensor, context: tf.RaggedTensor,
-                          context_begin: tf.RaggedTensor, context_end: tf.RaggedTensor,
-                          max_seq_length: int, max_query_length: int, cls_id: int, sep_id: int,
-                          pad_id: int) -> dict[str, tf.Tensor]:
+def pack_question_context(
+    question: tf.RaggedTensor,
+    context: tf.RaggedTensor,
+    context_begin: tf.RaggedTensor,
+    context_end: tf.RaggedTensor,
+    max_seq_length: int,
+    max_query_length: int,
+    cls_id: int,
+    sep_id: int,
+    pad_id: int,
+) -> dict[str, tf.Tensor]:
     """`[CLS] question [SEP] context [SEP]`, the first window of `convert_examples`.
 
     Args:
@@ -143,10 +155,13 @@ def pack_question_context(question: tf.RaggedTensor, context: tf.RaggedTensor,
     def spans(values):
         return tf.concat([outside, head(values), column(-1, tf.int64)], axis=1).to_tensor(-1)
 
-    return {"input_ids": ids.to_tensor(default_value=pad_id),
-            "input_mask": tf.ones_like(ids).to_tensor(default_value=0),
-            "segment_ids": segments.to_tensor(default_value=0),
-            "span_begin": spans(context_begin), "span_end": spans(context_end)}
+    return {
+        "input_ids": ids.to_tensor(default_value=pad_id),
+        "input_mask": tf.ones_like(ids).to_tensor(default_value=0),
+        "segment_ids": segments.to_tensor(default_value=0),
+        "span_begin": spans(context_begin),
+        "span_end": spans(context_end),
+    }
 
 
 def best_spans(beam: dict, span_begin: tf.Tensor, max_answer_length: int) -> dict:
@@ -166,8 +181,9 @@ def best_spans(beam: dict, span_begin: tf.Tensor, max_answer_length: int) -> dic
     k = tf.shape(starts)[1]
     in_context = span_begin >= 0
     start_ok = tf.gather(in_context, starts, batch_dims=1)  # [B, K]
-    end_ok = tf.reshape(tf.gather(in_context, tf.reshape(ends, [-1, k * k]), batch_dims=1),
-                        tf.shape(ends))  # [B, K, K]
+    end_ok = tf.reshape(
+        tf.gather(in_context, tf.reshape(ends, [-1, k * k]), batch_dims=1), tf.shape(ends)
+    )  # [B, K, K]
     length = ends - starts[:, :, tf.newaxis] + 1
     valid = start_ok[:, :, tf.newaxis] & end_ok & (length >= 1) & (length <= max_answer_length)
     scores = beam["start_top_log_probs"][:, :, tf.newaxis] + beam["end_top_log_probs"]
@@ -178,8 +194,12 @@ def best_spans(beam: dict, span_begin: tf.Tensor, max_answer_length: int) -> dic
     start = tf.gather(starts, best // k, batch_dims=1)
     end = tf.gather(tf.reshape(ends, [-1, k * k]), best, batch_dims=1)
     score = tf.where(found, tf.gather(flat, best, batch_dims=1), NO_SPAN_SCORE)
-    return {"start": tf.where(found, start, 0), "end": tf.where(found, end, 0),
-            "score": score, "found": found}
+    return {
+        "start": tf.where(found, start, 0),
+        "end": tf.where(found, end, 0),
+        "score": score,
+        "found": found,
+    }
 
 
 class QuestionAnsweringServing(tf.Module):
@@ -195,8 +215,16 @@ class QuestionAnsweringServing(tf.Module):
         null_score_threshold: `has_answer` is `no_answer_score <= threshold`.
     """
 
-    def __init__(self, model, tokenizer, max_seq_length: int, max_query_length: int,
-                 max_answer_length: int, version_2: bool, null_score_threshold: float):
+    def __init__(
+        self,
+        model,
+        tokenizer,
+        max_seq_length: int,
+        max_query_length: int,
+        max_answer_length: int,
+        version_2: bool,
+        null_score_threshold: float,
+    ):
         super().__init__(name="question_answering_serving")
         self.model = model
         self.tokenizer = tokenizer
@@ -226,17 +254,28 @@ class QuestionAnsweringServing(tf.Module):
         states = tf.gather(sequence, start_top_index, batch_dims=1)  # [B, K, H]
         end_logits = head.end_logits(sequence, states, mask)  # [B, K, L]
         end_top_log_probs, end_top_index = tf.math.top_k(tf.nn.log_softmax(end_logits), k)
-        return {"start_logits": start_logits, "start_top_index": start_top_index,
-                "start_top_log_probs": start_top_log_probs, "end_logits": end_logits,
-                "end_top_index": end_top_index, "end_top_log_probs": end_top_log_probs,
-                "answerable_logit": head.answerable_logit(sequence, start_logits)}
+        return {
+            "start_logits": start_logits,
+            "start_top_index": start_top_index,
+            "start_top_log_probs": start_top_log_probs,
+            "end_logits": end_logits,
+            "end_top_index": end_top_index,
+            "end_top_log_probs": end_top_log_probs,
+            "answerable_logit": head.answerable_logit(sequence, start_logits),
+        }
 
     def _from_text(self, question, context) -> dict:
         question = text_ops.ensure_texts(question, "question")
         context = text_ops.ensure_texts(context, "context")
-        with tf.control_dependencies([tf.debugging.assert_equal(
-                tf.size(question), tf.size(context),
-                message="question and context must have the same batch size")]):
+        with tf.control_dependencies(
+            [
+                tf.debugging.assert_equal(
+                    tf.size(question),
+                    tf.size(context),
+                    message="question and context must have the same batch size",
+                )
+            ]
+        ):
             context = tf.identity(context)
         # An empty request runs one empty pair and answers no row.
         count = tf.size(question)
@@ -244,14 +283,22 @@ class QuestionAnsweringServing(tf.Module):
         context = text_ops.at_least_one_row(context)
         ids, begin, end = context_pieces(self.tokenizer, context)
         inputs = pack_question_context(
-            self.tokenizer.tokenize(question), ids, begin, end, self._max_seq_length,
-            self._max_query_length, self.tokenizer.cls_id, self.tokenizer.sep_id,
-            self.tokenizer.pad_id)
+            self.tokenizer.tokenize(question),
+            ids,
+            begin,
+            end,
+            self._max_seq_length,
+            self._max_query_length,
+            self.tokenizer.cls_id,
+            self.tokenizer.sep_id,
+            self.tokenizer.pad_id,
+        )
         scores = self._scores(inputs)
         best = best_spans(scores, inputs["span_begin"], self._max_answer_length)
         found = best["found"]
-        start_byte = tf.where(found, tf.gather(inputs["span_begin"], best["start"], batch_dims=1),
-                              0)
+        start_byte = tf.where(
+            found, tf.gather(inputs["span_begin"], best["start"], batch_dims=1), 0
+        )
         end_byte = tf.where(found, tf.gather(inputs["span_end"], best["end"], batch_dims=1), 0)
         answer = tf.strings.substr(context, start_byte, end_byte - start_byte)
 
@@ -261,12 +308,14 @@ class QuestionAnsweringServing(tf.Module):
             return tf.strings.length(prefix, unit="UTF8_CHAR")
 
         missing = tf.constant(-1, tf.int32)
-        outputs = {"answer_text": tf.where(found, answer, ""),
-                   "start_char": tf.where(found, chars(start_byte), missing),
-                   "end_char": tf.where(found, chars(end_byte), missing),
-                   "start_byte": tf.where(found, tf.cast(start_byte, tf.int32), missing),
-                   "end_byte": tf.where(found, tf.cast(end_byte, tf.int32), missing),
-                   "score": best["score"]}
+        outputs = {
+            "answer_text": tf.where(found, answer, ""),
+            "start_char": tf.where(found, chars(start_byte), missing),
+            "end_char": tf.where(found, chars(end_byte), missing),
+            "start_byte": tf.where(found, tf.cast(start_byte, tf.int32), missing),
+            "end_byte": tf.where(found, tf.cast(end_byte, tf.int32), missing),
+            "score": best["score"],
+        }
         if self._version_2:
             no_answer = scores["answerable_logit"]
             outputs["no_answer_score"] = no_answer
@@ -274,13 +323,24 @@ class QuestionAnsweringServing(tf.Module):
         return text_ops.first_rows(outputs, count)
 
     def _from_ids(self, input_ids, input_mask, segment_ids) -> dict:
-        checks = text_ops.check_token_ids(input_ids, input_mask, segment_ids, self._vocab_size,
-                                          self._max_positions, self._type_vocab_size)
+        checks = text_ops.check_token_ids(
+            input_ids,
+            input_mask,
+            segment_ids,
+            self._vocab_size,
+            self._max_positions,
+            self._type_vocab_size,
+        )
         with tf.control_dependencies(checks):
             # A row has a token at least (checked); only an empty request has none.
-            inputs = {name: text_ops.at_least_one_column(tf.identity(ids)) for name, ids in
-                      (("input_ids", input_ids), ("input_mask", input_mask),
-                       ("segment_ids", segment_ids))}
+            inputs = {
+                name: text_ops.at_least_one_column(tf.identity(ids))
+                for name, ids in (
+                    ("input_ids", input_ids),
+                    ("input_mask", input_mask),
+                    ("segment_ids", segment_ids),
+                )
+            }
         outputs = self._scores(inputs)
         if not self._version_2:
             del outputs["answerable_logit"]  # trained on all-answerable data: meaningless
@@ -288,8 +348,13 @@ class QuestionAnsweringServing(tf.Module):
 
     def signatures(self) -> dict:
         """`{signature name: concrete function}` for `tf.saved_model.save`."""
-        @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="question"),
-                                      tf.TensorSpec([None], tf.string, name="context")])
+
+        @tf.function(
+            input_signature=[
+                tf.TensorSpec([None], tf.string, name="question"),
+                tf.TensorSpec([None], tf.string, name="context"),
+            ]
+        )
         def serve_text(question, context):
             return self._from_text(question, context)
 
@@ -299,5 +364,7 @@ class QuestionAnsweringServing(tf.Module):
 
         self.serve_text = serve_text
         self.serve_ids = serve_ids
-        return {TEXT_SIGNATURE: serve_text.get_concrete_function(),
-                IDS_SIGNATURE: serve_ids.get_concrete_function()}
+        return {
+            TEXT_SIGNATURE: serve_text.get_concrete_function(),
+            IDS_SIGNATURE: serve_ids.get_concrete_function(),
+        }

@@ -30,7 +30,10 @@ PROJECT_PACKAGE = "electra_tf"
 # the raw-text signatures may use. TF Serving 2.20 bundles TF Text 2.20.0,
 # which has all of them too.
 SERVING_TEXT_OPS = {
-    "CaseFoldUTF8", "NormalizeUTF8", "RegexSplitWithOffsets", "WordpieceTokenizeWithOffsets",
+    "CaseFoldUTF8",
+    "NormalizeUTF8",
+    "RegexSplitWithOffsets",
+    "WordpieceTokenizeWithOffsets",
     "FastWordpieceTokenizeWithOffsets",
 }
 
@@ -41,11 +44,16 @@ def _encode(array):
 
     array = np.asarray(array)
     if array.dtype.kind in ("S", "O", "U"):
-        values = [base64.b64encode(v if isinstance(v, bytes) else str(v).encode()).decode()
-                  for v in array.reshape(-1).tolist()]
+        values = [
+            base64.b64encode(v if isinstance(v, bytes) else str(v).encode()).decode()
+            for v in array.reshape(-1).tolist()
+        ]
         return {"dtype": "string", "shape": list(array.shape), "values": values}
-    return {"dtype": str(array.dtype), "shape": list(array.shape),
-            "values": array.reshape(-1).tolist()}
+    return {
+        "dtype": str(array.dtype),
+        "shape": list(array.shape),
+        "values": array.reshape(-1).tolist(),
+    }
 
 
 def _decode(spec):
@@ -53,9 +61,10 @@ def _decode(spec):
     import tensorflow as tf
 
     if spec["dtype"] == "string":
+
         def walk(value):
-            return [walk(v) for v in value] if isinstance(value, list) else \
-                base64.b64decode(value)
+            return [walk(v) for v in value] if isinstance(value, list) else base64.b64decode(value)
+
         return tf.constant(np.array(walk(spec["values"]), dtype=object), tf.string)
     return tf.constant(np.array(spec["values"], dtype=spec["dtype"]))
 
@@ -83,8 +92,9 @@ def describe(version_dir):
             lines.append(f"\nsignature_def['{name}']:")
             entry = {"inputs": {}, "outputs": {}, "method_name": signature.method_name}
             for kind in ("inputs", "outputs"):
-                lines.append(f"  The given SavedModel SignatureDef contains the following "
-                             f"{kind[:-1]}(s):")
+                lines.append(
+                    f"  The given SavedModel SignatureDef contains the following {kind[:-1]}(s):"
+                )
                 for key in sorted(getattr(signature, kind)):
                     info = getattr(signature, kind)[key]
                     dtype = types_pb2.DataType.Name(info.dtype)
@@ -97,8 +107,11 @@ def describe(version_dir):
             lines.append(f"  Method name is: {signature.method_name}")
             signatures[name] = entry
         ops |= {node.op for node in meta_graph.graph_def.node}
-        ops |= {node.op for function in meta_graph.graph_def.library.function
-                for node in function.node_def}
+        ops |= {
+            node.op
+            for function in meta_graph.graph_def.library.function
+            for node in function.node_def
+        }
     return "\n".join(lines), sorted(ops), signatures
 
 
@@ -106,8 +119,10 @@ def main(version_dir, requests_path, result_path):
     # The project may be installed in this interpreter's site-packages: block
     # its import, so that a SavedModel needing it fails here as in TF Serving.
     sys.modules[PROJECT_PACKAGE] = None
-    result = {"project_importable": importlib.util.find_spec(PROJECT_PACKAGE) is not None,
-              "sys_path": sys.path}
+    result = {
+        "project_importable": importlib.util.find_spec(PROJECT_PACKAGE) is not None,
+        "sys_path": sys.path,
+    }
     started = time.perf_counter()
     import numpy as np
     import tensorflow as tf
@@ -144,8 +159,7 @@ def main(version_dir, requests_path, result_path):
         function = loaded.signatures["serving_default"]
         names = list(function.structured_input_signature[1])
         # One text for every input, unless the request names a text per input.
-        texts = {n: base64.b64decode(bench.get("texts", {}).get(n, bench["text"]))
-                 for n in names}
+        texts = {n: base64.b64decode(bench.get("texts", {}).get(n, bench["text"])) for n in names}
         timings = {}
         first_call = None
         for batch in bench["batch_sizes"]:
@@ -160,9 +174,12 @@ def main(version_dir, requests_path, result_path):
                 outputs = function(**inputs)
                 [v.numpy() for v in outputs.values()]
                 samples.append(1000 * (time.perf_counter() - begin))
-            timings[str(batch)] = {"p50_ms": float(np.percentile(samples, 50)),
-                                   "p99_ms": float(np.percentile(samples, 99)),
-                                   "mean_ms": float(np.mean(samples)), "requests": len(samples)}
+            timings[str(batch)] = {
+                "p50_ms": float(np.percentile(samples, 50)),
+                "p99_ms": float(np.percentile(samples, 99)),
+                "mean_ms": float(np.mean(samples)),
+                "requests": len(samples),
+            }
         result["first_call_seconds"] = first_call
         result["latency"] = timings
 

@@ -53,8 +53,9 @@ KEPT_DELIMITERS = _CJK_CLASS
 
 def split_text(texts: tf.Tensor) -> tf.RaggedTensor:
     """string [B] -> string ragged [B, (W)] words (invalid UTF-8 bytes dropped first)."""
-    texts = tf.strings.unicode_transcode(texts, input_encoding="UTF-8", output_encoding="UTF-8",
-                                         errors="ignore")
+    texts = tf.strings.unicode_transcode(
+        texts, input_encoding="UTF-8", output_encoding="UTF-8", errors="ignore"
+    )
     return tf_text.regex_split(texts, WORD_DELIMITERS, KEPT_DELIMITERS)
 
 
@@ -79,8 +80,9 @@ def pack_words(tokenizer, words: tf.RaggedTensor, max_seq_length: int) -> dict[s
         word); `present` bool [B, W] (a word, not padding).
     """
     pieces = tokenizer.tokenize(words.flat_values)  # [N, (P)]
-    unk = tf.RaggedTensor.from_tensor(tf.fill([pieces.nrows(), 1],
-                                              tf.constant(tokenizer.unk_id, tf.int32)))
+    unk = tf.RaggedTensor.from_tensor(
+        tf.fill([pieces.nrows(), 1], tf.constant(tokenizer.unk_id, tf.int32))
+    )
     counts = pieces.row_lengths()
     pieces = _first(tf.concat([pieces, unk], axis=1), tf.maximum(counts, 1))
     counts = tf.maximum(counts, 1)
@@ -89,13 +91,16 @@ def pack_words(tokenizer, words: tf.RaggedTensor, max_seq_length: int) -> dict[s
     word_counts = tf.RaggedTensor.from_row_lengths(counts, words.row_lengths())  # [B, (W)]
     # Exclusive cumulative sum within each row: where each word's pieces begin.
     ends = tf.cumsum(word_counts.flat_values)
-    row_start = tf.gather(tf.concat([tf.zeros([1], ends.dtype), ends], 0),
-                          word_counts.row_splits[:-1])
+    row_start = tf.gather(
+        tf.concat([tf.zeros([1], ends.dtype), ends], 0), word_counts.row_splits[:-1]
+    )
     starts = word_counts.with_flat_values(
-        ends - word_counts.flat_values - tf.gather(row_start, word_counts.value_rowids()))
+        ends - word_counts.flat_values - tf.gather(row_start, word_counts.value_rowids())
+    )
     budget = max_seq_length - 2
-    inputs = text_ops.pack(sentence_pieces, None, max_seq_length, tokenizer.cls_id,
-                           tokenizer.sep_id, tokenizer.pad_id)
+    inputs = text_ops.pack(
+        sentence_pieces, None, max_seq_length, tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id
+    )
     present = tf.ones_like(starts, tf.bool).to_tensor(default_value=False)
     seen = (starts < budget).to_tensor(default_value=False)
     positions = tf.where(seen, tf.cast(starts.to_tensor(), tf.int32) + 1, 0)
@@ -118,8 +123,9 @@ class TaggerServing(tf.Module):
         self.tokenizer = tokenizer
         self._max_seq_length = int(max_seq_length)
         self._tag_names = self._no_dependency(list(tag_names))
-        outside: Optional[int] = (self._tag_names.index(OUTSIDE) if OUTSIDE in self._tag_names
-                                  else None)
+        outside: Optional[int] = (
+            self._tag_names.index(OUTSIDE) if OUTSIDE in self._tag_names else None
+        )
         self._unseen_id = -1 if outside is None else outside
         encoder = model.encoder
         self._vocab_size = int(encoder.vocab_size)
@@ -141,9 +147,13 @@ class TaggerServing(tf.Module):
         ids = tf.where(seen, ids, tf.where(present, self._unseen_id, -1))
         tags = tf.where(seen, self._names(ids), tf.where(present, OUTSIDE, ""))
         probabilities = tf.nn.softmax(logits, axis=-1) * tf.cast(seen, tf.float32)[..., None]
-        return {"words": words.to_tensor(default_value=""), "tags": tags, "tag_ids": ids,
-                "probabilities": probabilities,
-                "num_words": tf.cast(words.row_lengths(), tf.int32)}
+        return {
+            "words": words.to_tensor(default_value=""),
+            "tags": tags,
+            "tag_ids": ids,
+            "probabilities": probabilities,
+            "num_words": tf.cast(words.row_lengths(), tf.int32),
+        }
 
     def _from_text(self, text) -> dict:
         return self._tag_words(split_text(text_ops.ensure_texts(text, "text")))
@@ -152,36 +162,57 @@ class TaggerServing(tf.Module):
         words = tf.ensure_shape(words, [None, None], name="check_words_shape")
         num_words = tf.ensure_shape(num_words, [None], name="check_num_words_shape")
         checks = [
-            tf.debugging.assert_equal(tf.shape(words)[0], tf.shape(num_words)[0],
-                                      message="words and num_words must have the same batch "
-                                              "size"),
+            tf.debugging.assert_equal(
+                tf.shape(words)[0],
+                tf.shape(num_words)[0],
+                message="words and num_words must have the same batch size",
+            ),
             tf.debugging.assert_non_negative(num_words, message="num_words must be >= 0"),
-            tf.debugging.assert_less_equal(num_words, tf.shape(words)[1],
-                                           message="num_words must be <= the words per row"),
+            tf.debugging.assert_less_equal(
+                num_words, tf.shape(words)[1], message="num_words must be <= the words per row"
+            ),
         ]
         with tf.control_dependencies(checks):
             mask = tf.range(tf.shape(words)[1])[tf.newaxis] < tf.identity(num_words)[:, None]
         return self._tag_words(tf.ragged.boolean_mask(words, mask))
 
     def _from_ids(self, input_ids, input_mask, segment_ids) -> dict:
-        checks = text_ops.check_token_ids(input_ids, input_mask, segment_ids, self._vocab_size,
-                                          self._max_positions, self._type_vocab_size)
+        checks = text_ops.check_token_ids(
+            input_ids,
+            input_mask,
+            segment_ids,
+            self._vocab_size,
+            self._max_positions,
+            self._type_vocab_size,
+        )
         with tf.control_dependencies(checks):
-            inputs = {"input_ids": tf.identity(input_ids), "input_mask": tf.identity(input_mask),
-                      "segment_ids": tf.identity(segment_ids)}
+            inputs = {
+                "input_ids": tf.identity(input_ids),
+                "input_mask": tf.identity(input_mask),
+                "segment_ids": tf.identity(segment_ids),
+            }
         logits = self._logits(inputs)
         ids = tf.argmax(logits, axis=-1, output_type=tf.int32)
-        return {"logits": logits, "probabilities": tf.nn.softmax(logits, axis=-1),
-                "tag_ids": ids, "tags": self._names(ids)}
+        return {
+            "logits": logits,
+            "probabilities": tf.nn.softmax(logits, axis=-1),
+            "tag_ids": ids,
+            "tags": self._names(ids),
+        }
 
     def signatures(self) -> dict:
         """`{signature name: concrete function}` for `tf.saved_model.save`."""
+
         @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text")])
         def serve_text(text):
             return self._from_text(text)
 
-        @tf.function(input_signature=[tf.TensorSpec([None, None], tf.string, name="words"),
-                                      tf.TensorSpec([None], tf.int32, name="num_words")])
+        @tf.function(
+            input_signature=[
+                tf.TensorSpec([None, None], tf.string, name="words"),
+                tf.TensorSpec([None], tf.int32, name="num_words"),
+            ]
+        )
         def serve_words(words, num_words):
             return self._from_words(words, num_words)
 
@@ -190,6 +221,8 @@ class TaggerServing(tf.Module):
             return self._from_ids(input_ids, input_mask, segment_ids)
 
         self.serve_text, self.serve_words, self.serve_ids = serve_text, serve_words, serve_ids
-        return {TEXT_SIGNATURE: serve_text.get_concrete_function(),
-                WORDS_SIGNATURE: serve_words.get_concrete_function(),
-                IDS_SIGNATURE: serve_ids.get_concrete_function()}
+        return {
+            TEXT_SIGNATURE: serve_text.get_concrete_function(),
+            WORDS_SIGNATURE: serve_words.get_concrete_function(),
+            IDS_SIGNATURE: serve_ids.get_concrete_function(),
+        }

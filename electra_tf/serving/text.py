@@ -42,8 +42,14 @@ def _head(pieces: tf.RaggedTensor, lengths: tf.Tensor) -> tf.RaggedTensor:
     return tf.ragged.boolean_mask(pieces, positions < tf.expand_dims(lengths, 1))
 
 
-def pack(pieces_a: tf.RaggedTensor, pieces_b: Optional[tf.RaggedTensor], max_seq_length: int,
-         cls_id: int, sep_id: int, pad_id: int) -> dict[str, tf.Tensor]:
+def pack(
+    pieces_a: tf.RaggedTensor,
+    pieces_b: Optional[tf.RaggedTensor],
+    max_seq_length: int,
+    cls_id: int,
+    sep_id: int,
+    pad_id: int,
+) -> dict[str, tf.Tensor]:
     """Adds the special tokens, truncates and pads to the batch's longest example.
 
     Args:
@@ -64,21 +70,29 @@ def pack(pieces_a: tf.RaggedTensor, pieces_b: Optional[tf.RaggedTensor], max_seq
         ids = first
         segments = tf.zeros_like(first)
     else:
-        keep_a, keep_b = pair_lengths(pieces_a.row_lengths(), pieces_b.row_lengths(),
-                                      max_seq_length - 3)
+        keep_a, keep_b = pair_lengths(
+            pieces_a.row_lengths(), pieces_b.row_lengths(), max_seq_length - 3
+        )
         first = tf.concat([cls, _head(pieces_a, keep_a), sep], axis=1)
         second = tf.concat([_head(pieces_b, keep_b), sep], axis=1)
         ids = tf.concat([first, second], axis=1)
         segments = tf.concat([tf.zeros_like(first), tf.ones_like(second)], axis=1)
     mask = tf.ones_like(ids)
-    return {"input_ids": ids.to_tensor(default_value=pad_id),
-            "input_mask": mask.to_tensor(default_value=0),
-            "segment_ids": segments.to_tensor(default_value=0)}
+    return {
+        "input_ids": ids.to_tensor(default_value=pad_id),
+        "input_mask": mask.to_tensor(default_value=0),
+        "segment_ids": segments.to_tensor(default_value=0),
+    }
 
 
-def pack_flat(pieces_a: tuple[tf.Tensor, tf.Tensor],
-              pieces_b: Optional[tuple[tf.Tensor, tf.Tensor]], max_seq_length: int,
-              cls_id: int, sep_id: int, pad_id: int) -> dict[str, tf.Tensor]:
+def pack_flat(
+    pieces_a: tuple[tf.Tensor, tf.Tensor],
+    pieces_b: Optional[tuple[tf.Tensor, tf.Tensor]],
+    max_seq_length: int,
+    cls_id: int,
+    sep_id: int,
+    pad_id: int,
+) -> dict[str, tf.Tensor]:
     """`pack` for pieces given as (ids, row_splits), with dense ops only.
 
     The same outputs as `pack`, computed position by position: every output
@@ -106,8 +120,7 @@ def pack_flat(pieces_a: tuple[tf.Tensor, tf.Tensor],
     else:
         ids_b, splits_b = pieces_b
         start_b = splits_b[:-1, tf.newaxis]
-        keep_a, keep_b = pair_lengths(len_a, splits_b[1:, tf.newaxis] - start_b,
-                                      max_seq_length - 3)
+        keep_a, keep_b = pair_lengths(len_a, splits_b[1:, tf.newaxis] - start_b, max_seq_length - 3)
         values = tf.concat([ids_a, ids_b, [cls_id, sep_id, pad_id]], axis=0)
         special = tf.size(ids_a, out_type=tf.int64) + tf.size(ids_b, out_type=tf.int64)
         total = keep_a + keep_b + 3
@@ -117,11 +130,20 @@ def pack_flat(pieces_a: tuple[tf.Tensor, tf.Tensor],
     tail = tf.where(positions < total, special + 1, special + 2)  # [SEP] or padding
     if pieces_b is not None:
         in_b = (positions > sep_a) & (positions < total - 1)
-        tail = tf.where(in_b, special - tf.size(ids_b, out_type=tf.int64) + start_b
-                        + positions - sep_a - 1, tail)
-    index = tf.where(positions == 0, special,
-                     tf.where(positions < sep_a, start_a + positions - 1,
-                              tf.where(positions == sep_a, special + 1, tail)))
+        tail = tf.where(
+            in_b,
+            special - tf.size(ids_b, out_type=tf.int64) + start_b + positions - sep_a - 1,
+            tail,
+        )
+    index = tf.where(
+        positions == 0,
+        special,
+        tf.where(
+            positions < sep_a,
+            start_a + positions - 1,
+            tf.where(positions == sep_a, special + 1, tail),
+        ),
+    )
     input_ids = tf.gather(values, index)
     input_mask = tf.cast(positions < total, tf.int32)
     if pieces_b is None:
@@ -160,8 +182,14 @@ def first_rows(outputs: dict, count: tf.Tensor) -> dict:
     return {name: value[:count] for name, value in outputs.items()}
 
 
-def check_token_ids(input_ids: tf.Tensor, input_mask: tf.Tensor, segment_ids: tf.Tensor,
-                    vocab_size: int, max_length: int, type_vocab_size: int) -> list:
+def check_token_ids(
+    input_ids: tf.Tensor,
+    input_mask: tf.Tensor,
+    segment_ids: tf.Tensor,
+    vocab_size: int,
+    max_length: int,
+    type_vocab_size: int,
+) -> list:
     """Assertions that turn bad token-id requests into per-request errors.
 
     Without them an out-of-range id fails deep inside an embedding gather
@@ -173,20 +201,31 @@ def check_token_ids(input_ids: tf.Tensor, input_mask: tf.Tensor, segment_ids: tf
     input_ids = tf.ensure_shape(input_ids, [None, None], name="check_input_ids_shape")
     shape = tf.shape(input_ids)
     return [
-        tf.debugging.assert_equal(tf.shape(input_mask), shape,
-                                  message="input_mask must have the shape of input_ids [B, L]"),
-        tf.debugging.Assert(tf.logical_or(shape[0] == 0, shape[1] > 0),
-                            ["input_ids must hold at least one token ([CLS]) per row"]),
-        tf.debugging.assert_equal(tf.shape(segment_ids), shape,
-                                  message="segment_ids must have the shape of input_ids [B, L]"),
-        tf.debugging.assert_less_equal(shape[1], max_length,
-                                       message=f"sequence length must be <= {max_length}"),
+        tf.debugging.assert_equal(
+            tf.shape(input_mask),
+            shape,
+            message="input_mask must have the shape of input_ids [B, L]",
+        ),
+        tf.debugging.Assert(
+            tf.logical_or(shape[0] == 0, shape[1] > 0),
+            ["input_ids must hold at least one token ([CLS]) per row"],
+        ),
+        tf.debugging.assert_equal(
+            tf.shape(segment_ids),
+            shape,
+            message="segment_ids must have the shape of input_ids [B, L]",
+        ),
+        tf.debugging.assert_less_equal(
+            shape[1], max_length, message=f"sequence length must be <= {max_length}"
+        ),
         tf.debugging.assert_non_negative(input_ids, message="input_ids must be >= 0"),
-        tf.debugging.assert_less(input_ids, vocab_size,
-                                 message=f"input_ids must be < the vocabulary size {vocab_size}"),
+        tf.debugging.assert_less(
+            input_ids, vocab_size, message=f"input_ids must be < the vocabulary size {vocab_size}"
+        ),
         tf.debugging.assert_non_negative(segment_ids, message="segment_ids must be >= 0"),
-        tf.debugging.assert_less(segment_ids, type_vocab_size,
-                                 message=f"segment_ids must be < {type_vocab_size}"),
+        tf.debugging.assert_less(
+            segment_ids, type_vocab_size, message=f"segment_ids must be < {type_vocab_size}"
+        ),
         tf.debugging.assert_non_negative(input_mask, message="input_mask must be 0 or 1"),
         tf.debugging.assert_less_equal(input_mask, 1, message="input_mask must be 0 or 1"),
     ]

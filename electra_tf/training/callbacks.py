@@ -50,11 +50,18 @@ class ProgressMonitor(keras.callbacks.Callback):
             one JSON object per line (step, metrics, learning rate, FLOPs).
     """
 
-    def __init__(self, writer, total_steps: int, global_batch_size: int, every: int,
-                 learning_rate_fn: Callable, print_fn: Callable[[str], None] = print,
-                 console_keys=("total_loss", "masked_lm_loss", "disc_loss", "disc_accuracy"),
-                 train_flops: Optional[Callable[[int], float]] = None,
-                 log_file: Optional[str] = None):
+    def __init__(
+        self,
+        writer,
+        total_steps: int,
+        global_batch_size: int,
+        every: int,
+        learning_rate_fn: Callable,
+        print_fn: Callable[[str], None] = print,
+        console_keys=("total_loss", "masked_lm_loss", "disc_loss", "disc_accuracy"),
+        train_flops: Optional[Callable[[int], float]] = None,
+        log_file: Optional[str] = None,
+    ):
         super().__init__()
         self.writer = writer
         self.total_steps = total_steps
@@ -98,8 +105,11 @@ class ProgressMonitor(keras.callbacks.Callback):
         eta = (self.total_steps - step) / steps_per_sec
         parts = [f"step {step}/{self.total_steps} ({100.0 * step / self.total_steps:.1f}%)"]
         parts += [f"{k} {values[k]:.4f}" for k in self.console_keys if k in values]
-        parts += [f"lr {values['learning_rate']:.2e}", f"{seqs_per_sec:.1f} seq/s",
-                  f"ETA {format_duration(eta)}"]
+        parts += [
+            f"lr {values['learning_rate']:.2e}",
+            f"{seqs_per_sec:.1f} seq/s",
+            f"ETA {format_duration(eta)}",
+        ]
         self.print_fn(" | ".join(parts))
 
 
@@ -129,9 +139,14 @@ class CheckpointSaver(keras.callbacks.Callback):
             interval: a host round trip that is made then anyway).
     """
 
-    def __init__(self, manager: tf.train.CheckpointManager, every: int,
-                 print_fn: Callable[[str], None] = print,
-                 nonfinite: Optional[NonFiniteRecord] = None, check_every: int = 0):
+    def __init__(
+        self,
+        manager: tf.train.CheckpointManager,
+        every: int,
+        print_fn: Callable[[str], None] = print,
+        nonfinite: Optional[NonFiniteRecord] = None,
+        check_every: int = 0,
+    ):
         super().__init__()
         self.manager = manager
         self.every = every
@@ -145,8 +160,10 @@ class CheckpointSaver(keras.callbacks.Callback):
         if self.stop_signal is not None and signum == signal.SIGINT:
             raise KeyboardInterrupt
         self.stop_signal = signum
-        self.print_fn(f"Received {signal.Signals(signum).name}: saving a checkpoint and stopping "
-                      "after this step (press Ctrl-C again to abort without saving).")
+        self.print_fn(
+            f"Received {signal.Signals(signum).name}: saving a checkpoint and stopping "
+            "after this step (press Ctrl-C again to abort without saving)."
+        )
 
     def on_train_begin(self, logs=None):
         for signum in (signal.SIGINT, signal.SIGTERM):
@@ -166,10 +183,15 @@ class CheckpointSaver(keras.callbacks.Callback):
         if first is None:
             return
         latest = self.manager.latest_checkpoint
-        kept = (f"the last checkpoint, {latest}, is finite and intact" if latest
-                else "no checkpoint had been saved")
-        raise NonFiniteError(f"Training stopped at {first.describe()} (not finite); nothing "
-                             f"after it was saved: {kept}.")
+        kept = (
+            f"the last checkpoint, {latest}, is finite and intact"
+            if latest
+            else "no checkpoint had been saved"
+        )
+        raise NonFiniteError(
+            f"Training stopped at {first.describe()} (not finite); nothing "
+            f"after it was saved: {kept}."
+        )
 
     def save(self) -> str:
         """Saves unless the latest checkpoint already holds this step.
@@ -192,9 +214,13 @@ class CheckpointSaver(keras.callbacks.Callback):
             latest = self.manager.latest_checkpoint
             raise CheckpointWriteError(
                 f"Could not write the checkpoint of step {step} in {directory}: {cause}. "
-                + (f"The previous checkpoints are intact (newest: {os.path.basename(latest)}); "
-                   if latest else "")
-                + "free some space and re-run the same command to resume.") from None
+                + (
+                    f"The previous checkpoints are intact (newest: {os.path.basename(latest)}); "
+                    if latest
+                    else ""
+                )
+                + "free some space and re-run the same command to resume."
+            ) from None
 
     def on_train_batch_end(self, batch, logs=None):
         step = int(self.model.optimizer.iterations.numpy())
@@ -228,8 +254,15 @@ class HeldOutEvaluation(keras.callbacks.Callback):
             file as `{"step": s, "eval/<metric>": value, ...}`.
     """
 
-    def __init__(self, evaluator, every: int, writer, vocab, print_fn: Callable[[str], None] = print,
-                 log_file: Optional[str] = None):
+    def __init__(
+        self,
+        evaluator,
+        every: int,
+        writer,
+        vocab,
+        print_fn: Callable[[str], None] = print,
+        log_file: Optional[str] = None,
+    ):
         super().__init__()
         self.evaluator = evaluator
         self.every = every
@@ -272,12 +305,17 @@ class HeldOutEvaluation(keras.callbacks.Callback):
             if result.samples:
                 text = "\n\n".join(
                     f"{i + 1}. " + display.to_markdown(display.annotate(sample, self.vocab))
-                    for i, sample in enumerate(result.samples))
+                    for i, sample in enumerate(result.samples)
+                )
                 tf.summary.text("eval/replacements", f"{display.LEGEND}\n\n{text}")
         self.writer.flush()
         if self.log_file:
-            append_line(self.log_file, json.dumps(
-                {"step": step, **{f"eval/{k}": v for k, v in result.metrics.items()}}))
-        self.print_fn(f"eval at step {step} ({result.num_examples:,} held-out sequences, "
-                      f"{time.perf_counter() - started:.0f}s): {format_metrics(result.metrics)}")
+            append_line(
+                self.log_file,
+                json.dumps({"step": step, **{f"eval/{k}": v for k, v in result.metrics.items()}}),
+            )
+        self.print_fn(
+            f"eval at step {step} ({result.num_examples:,} held-out sequences, "
+            f"{time.perf_counter() - started:.0f}s): {format_metrics(result.metrics)}"
+        )
         return result

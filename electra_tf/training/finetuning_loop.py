@@ -42,23 +42,34 @@ import tensorflow as tf
 
 from electra_tf.artifacts.export_dir import float32_copy
 from electra_tf.artifacts.files import copy_file
-from electra_tf.artifacts.finetuning_dir import (FinetuningDir, TrialDir, clear_progress,
-                                                 read_history, write_history)
+from electra_tf.artifacts.finetuning_dir import (
+    FinetuningDir,
+    TrialDir,
+    clear_progress,
+    read_history,
+    write_history,
+)
 from electra_tf.artifacts.pretrained import Pretrained, load_discriminator
 from electra_tf.artifacts.results import finished_trials, make_results, write_results
 from electra_tf.artifacts.run_lock import RunLock, RunLocked
-from electra_tf.distribute import (check_batch_split, check_same_on_all_workers,
-                                   in_multi_worker_mode, is_chief, set_precision_policy,
-                                   true_on_all_workers, worker_print)
+from electra_tf.distribute import (
+    check_batch_split,
+    check_same_on_all_workers,
+    in_multi_worker_mode,
+    is_chief,
+    set_precision_policy,
+    true_on_all_workers,
+    worker_print,
+)
 from electra_tf.errors import RunError
-from electra_tf.finiteness import NonFiniteError, NonFiniteRecord, check_finite_weights
 from electra_tf.finetuning.optimization import create_optimizer, learning_rate_schedule
 from electra_tf.finetuning.saving import save_finetuned
 from electra_tf.finetuning.settings import FinetuneSettings
+from electra_tf.finiteness import NonFiniteError, NonFiniteRecord, check_finite_weights
 from electra_tf.modeling.encoder import copy_encoder, with_kernels
 from electra_tf.tokenization import VocabError, WordPieceTokenizer
-from electra_tf.training.callbacks import CheckpointSaver, ProgressMonitor, format_duration
 from electra_tf.training import resuming as resume
+from electra_tf.training.callbacks import CheckpointSaver, ProgressMonitor, format_duration
 from electra_tf.training.fitting import fit_until
 
 
@@ -103,16 +114,18 @@ class FinetuningTask(Protocol):
     def build_model(self, encoder, seed: int) -> keras.Model:
         """The encoder with a fresh head; a `FinetuningLoss` model."""
 
-    def evaluate(self, model, batch_size: int,
-                 trial: Optional[TrialDir] = None) -> tuple[dict, dict]:
+    def evaluate(
+        self, model, batch_size: int, trial: Optional[TrialDir] = None
+    ) -> tuple[dict, dict]:
         """(dev metrics, {name: prediction file written into `trial`, when given})."""
 
     def format_metrics(self, scores: dict) -> str:
         """Dev metrics for the console."""
 
 
-def checkpoint_tokenizer(pretrained: Pretrained, max_seq_length: int,
-                         vocab_flag_given: bool = False) -> WordPieceTokenizer:
+def checkpoint_tokenizer(
+    pretrained: Pretrained, max_seq_length: int, vocab_flag_given: bool = False
+) -> WordPieceTokenizer:
     """The tokenizer of the checkpoint's vocabulary and casing, checked against the checkpoint.
 
     Raises:
@@ -122,17 +135,25 @@ def checkpoint_tokenizer(pretrained: Pretrained, max_seq_length: int,
     config = pretrained.config
     flag = "--vocab_file" if vocab_flag_given else "the checkpoint's vocab.txt"
     try:
-        tokenizer = WordPieceTokenizer(pretrained.vocab_file, config.do_lower_case,
-                                       config.resolved_strip_accents, config.normalization)
+        tokenizer = WordPieceTokenizer(
+            pretrained.vocab_file,
+            config.do_lower_case,
+            config.resolved_strip_accents,
+            config.normalization,
+        )
     except VocabError as error:
         raise RunError(f"{flag}: {error}")
     if config.model.vocab_size != tokenizer.vocab_size:
-        raise RunError(f"{flag} ({tokenizer.vocab_file}) has {tokenizer.vocab_size} tokens but the "
-                       f"checkpoint was pre-trained with {config.model.vocab_size}; use the "
-                       "vocab.txt the model was pre-trained with.")
+        raise RunError(
+            f"{flag} ({tokenizer.vocab_file}) has {tokenizer.vocab_size} tokens but the "
+            f"checkpoint was pre-trained with {config.model.vocab_size}; use the "
+            "vocab.txt the model was pre-trained with."
+        )
     if max_seq_length > config.model.max_position_embeddings:
-        raise RunError(f"--max_seq_length={max_seq_length} exceeds the checkpoint's "
-                       f"{config.model.max_position_embeddings} position embeddings.")
+        raise RunError(
+            f"--max_seq_length={max_seq_length} exceeds the checkpoint's "
+            f"{config.model.max_position_embeddings} position embeddings."
+        )
     return tokenizer
 
 
@@ -151,12 +172,15 @@ def _report(entry: dict, num_epochs: int, task: FinetuningTask, writer, print_fn
         for name, value in entry["dev"].items():
             tf.summary.scalar(f"dev/{name}", value)
     writer.flush()
-    print_fn(f"epoch {entry['epoch']}/{num_epochs} (step {entry['step']}) dev: "
-             f"{task.format_metrics(entry['dev'])}")
+    print_fn(
+        f"epoch {entry['epoch']}/{num_epochs} (step {entry['step']}) dev: "
+        f"{task.format_metrics(entry['dev'])}"
+    )
 
 
-def _evaluate(task: FinetuningTask, model, evaluation_model, batch_size: int,
-              trial: Optional[TrialDir] = None) -> tuple[dict, dict]:
+def _evaluate(
+    task: FinetuningTask, model, evaluation_model, batch_size: int, trial: Optional[TrialDir] = None
+) -> tuple[dict, dict]:
     """`task.evaluate` with the weights of `model` in its float32 single-device copy.
 
     Predicting on one device, every dev example is scored exactly once (a
@@ -178,9 +202,17 @@ class _EpochEnds(keras.callbacks.Callback):
             workers other than the chief).
     """
 
-    def __init__(self, task: FinetuningTask, evaluate, steps_per_epoch: int,
-                 total_steps: int, history: list, history_trial: Optional[TrialDir], writer,
-                 print_fn):
+    def __init__(
+        self,
+        task: FinetuningTask,
+        evaluate,
+        steps_per_epoch: int,
+        total_steps: int,
+        history: list,
+        history_trial: Optional[TrialDir],
+        writer,
+        print_fn,
+    ):
         super().__init__()
         self.task = task
         self.evaluate = evaluate
@@ -197,13 +229,22 @@ class _EpochEnds(keras.callbacks.Callback):
             return  # (step 0: a first float16 step skipped for overflow ends no epoch)
         if self.history and self.history[-1]["step"] == step:
             return  # a float16 step skipped for overflow: this step is recorded
-        entry = {"epoch": math.ceil(step / self.steps_per_epoch), "step": step,
-                 "train": {k: float(v) for k, v in (logs or {}).items()}, "dev": {}}
+        entry = {
+            "epoch": math.ceil(step / self.steps_per_epoch),
+            "step": step,
+            "train": {k: float(v) for k, v in (logs or {}).items()},
+            "dev": {},
+        }
         if step != self.total_steps:
             if self.task.evaluate_every_epoch:
                 entry["dev"], _ = self.evaluate()
-            _report(entry, math.ceil(self.total_steps / self.steps_per_epoch), self.task,
-                    self.writer, self.print_fn)
+            _report(
+                entry,
+                math.ceil(self.total_steps / self.steps_per_epoch),
+                self.task,
+                self.writer,
+                self.print_fn,
+            )
         self.history.append(entry)
         if self.history_trial is not None:
             write_history(self.history_trial, self.history)
@@ -240,9 +281,17 @@ def _training_batches(task: FinetuningTask, batch_size: int, seed: int):
     return from_batch
 
 
-def run_trial(model, task: FinetuningTask, settings: FinetuneSettings, trial: TrialDir,
-              seed: int, print_fn=print, extra_callbacks=(),
-              strategy: Optional[tf.distribute.Strategy] = None, restart: bool = False) -> dict:
+def run_trial(
+    model,
+    task: FinetuningTask,
+    settings: FinetuneSettings,
+    trial: TrialDir,
+    seed: int,
+    print_fn=print,
+    extra_callbacks=(),
+    strategy: Optional[tf.distribute.Strategy] = None,
+    restart: bool = False,
+) -> dict:
     """Trains one trial (resuming from its checkpoint), evaluates it, writes its predictions.
 
     The trial resumes from its newest whole checkpoint (see
@@ -268,32 +317,48 @@ def run_trial(model, task: FinetuningTask, settings: FinetuneSettings, trial: Tr
     strategy = strategy or tf.distribute.get_strategy()
     chief = is_chief(strategy)
     steps_per_epoch, total_steps = trial_steps(task, settings)
-    schedule = learning_rate_schedule(settings.learning_rate, total_steps,
-                                      settings.warmup_proportion)
+    schedule = learning_rate_schedule(
+        settings.learning_rate, total_steps, settings.warmup_proportion
+    )
     with strategy.scope():
         optimizer = create_optimizer(
-            model, model.encoder.num_layers, settings.learning_rate, total_steps,
-            settings.warmup_proportion, settings.layerwise_lr_decay, settings.weight_decay_rate,
-            settings.layerwise_lr_decay_quirk, settings.clip_norm, settings.mixed_precision)
+            model,
+            model.encoder.num_layers,
+            settings.learning_rate,
+            total_steps,
+            settings.warmup_proportion,
+            settings.layerwise_lr_decay,
+            settings.weight_decay_rate,
+            settings.layerwise_lr_decay_quirk,
+            settings.clip_norm,
+            settings.mixed_precision,
+        )
         optimizer.build(model.trainable_variables)
-        model.set_training_options(settings.loss_reduction, settings.gradient_accumulation_steps,
-                                   settings.jit_compile)
+        model.set_training_options(
+            settings.loss_reduction, settings.gradient_accumulation_steps, settings.jit_compile
+        )
         # One device compiles the whole step; several replicas compile their
         # own passes inside it (see set_training_options).
-        model.compile(optimizer=optimizer,
-                      jit_compile=settings.jit_compile and strategy.num_replicas_in_sync == 1)
+        model.compile(
+            optimizer=optimizer,
+            jit_compile=settings.jit_compile and strategy.num_replicas_in_sync == 1,
+        )
         # Not in checkpoints: a resumed trial starts with a clean record.
         model.nonfinite_record = NonFiniteRecord()
     # Dropout's random state lives in Keras SeedGenerators, which tf.train does
     # not track: checkpointed with the rest, a resumed trial draws the same masks.
     rng_state = [v for v in model.non_trainable_variables if "seed_generator" in v.path]
     seen_batches = tf.Variable(0, dtype=tf.int64, trainable=False, name="seen_batches")
-    checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer, rng_state=rng_state,
-                                     seen_batches=seen_batches)
+    checkpoint = tf.train.Checkpoint(
+        model=model, optimizer=optimizer, rng_state=rng_state, seen_batches=seen_batches
+    )
     # Every worker takes part in saving (the variables are read collectively);
     # only the chief's copy is kept. The others write to a scratch directory.
-    own_checkpoints = (contextlib.nullcontext(trial.checkpoints) if chief
-                       else tempfile.TemporaryDirectory(prefix="electra-ckpt-"))
+    own_checkpoints = (
+        contextlib.nullcontext(trial.checkpoints)
+        if chief
+        else tempfile.TemporaryDirectory(prefix="electra-ckpt-")
+    )
     with own_checkpoints as checkpoint_dir:
         if restart and chief:
             resume.restart(trial.checkpoints, print_fn)
@@ -304,74 +369,124 @@ def run_trial(model, task: FinetuningTask, settings: FinetuneSettings, trial: Tr
         if latest:
             print_fn(f"Resumed from {latest} (step {int(optimizer.iterations.numpy())}).")
         done = int(optimizer.iterations.numpy())
-        if latest and not any(name.startswith("seen_batches/")
-                              for name, _ in tf.train.list_variables(latest)):
+        if latest and not any(
+            name.startswith("seen_batches/") for name, _ in tf.train.list_variables(latest)
+        ):
             seen_batches.assign(done)  # saved before batches were counted: one batch per step
         if in_multi_worker_mode(strategy):
-            check_same_on_all_workers(strategy, {
-                "the step the trial resumed from (put --output_dir on storage all workers share)":
-                    done})
+            check_same_on_all_workers(
+                strategy,
+                {
+                    "the step the trial resumed from (put --output_dir on storage all workers share)": done
+                },
+            )
         if chief:  # every worker has restored: the damaged checkpoints can move aside
             resume.tidy_after_resuming(trial.checkpoints, resumption, print_fn)
         manager = tf.train.CheckpointManager(checkpoint, checkpoint_dir, max_to_keep=1)
         # Entries recorded after the checkpoint are recorded again.
         history = [entry for entry in read_history(trial) if entry["step"] <= done]
-        writer = (tf.summary.create_file_writer(trial.tensorboard) if chief
-                  else tf.summary.create_noop_writer())
+        writer = (
+            tf.summary.create_file_writer(trial.tensorboard)
+            if chief
+            else tf.summary.create_noop_writer()
+        )
         evaluation_model = float32_copy(model)
         started = time.perf_counter()
         if done < total_steps:
-            progress = ProgressMonitor(writer, total_steps, settings.train_batch_size,
-                                       settings.log_every_steps, schedule, print_fn=print_fn,
-                                       console_keys=task.console_keys)
+            progress = ProgressMonitor(
+                writer,
+                total_steps,
+                settings.train_batch_size,
+                settings.log_every_steps,
+                schedule,
+                print_fn=print_fn,
+                console_keys=task.console_keys,
+            )
             epoch_ends = _EpochEnds(
-                task, lambda: _evaluate(task, model, evaluation_model, settings.eval_batch_size),
-                steps_per_epoch, total_steps, history, trial if chief else None, writer, print_fn)
-            saver = CheckpointSaver(manager, settings.save_checkpoints_steps, print_fn=print_fn,
-                                    nonfinite=model.nonfinite_record,
-                                    check_every=settings.log_every_steps)
+                task,
+                lambda: _evaluate(task, model, evaluation_model, settings.eval_batch_size),
+                steps_per_epoch,
+                total_steps,
+                history,
+                trial if chief else None,
+                writer,
+                print_fn,
+            )
+            saver = CheckpointSaver(
+                manager,
+                settings.save_checkpoints_steps,
+                print_fn=print_fn,
+                nonfinite=model.nonfinite_record,
+                check_every=settings.log_every_steps,
+            )
             try:
                 _, interrupted, _ = fit_until(
-                    model, total_steps, _training_batches(task, settings.train_batch_size, seed),
+                    model,
+                    total_steps,
+                    _training_batches(task, settings.train_batch_size, seed),
                     seen_batches,
                     [_BatchCounter(seen_batches), *extra_callbacks, progress, epoch_ends, saver],
-                    saver)
+                    saver,
+                )
                 if not interrupted:
                     saver.save()
             except NonFiniteError as error:
-                raise NonFiniteError(f"{error} Try a lower --learning_rate with another "
-                                     "--output_dir.") from None
+                raise NonFiniteError(
+                    f"{error} Try a lower --learning_rate with another --output_dir."
+                ) from None
             if interrupted:
                 raise KeyboardInterrupt
         train_seconds = time.perf_counter() - started
 
         started = time.perf_counter()
-        scores, predictions = _evaluate(task, model, evaluation_model, settings.eval_batch_size,
-                                        trial if chief else None)
+        scores, predictions = _evaluate(
+            task, model, evaluation_model, settings.eval_batch_size, trial if chief else None
+        )
         if not history or history[-1]["step"] != total_steps:
-            history.append({"epoch": math.ceil(total_steps / steps_per_epoch), "step": total_steps,
-                            "train": {}, "dev": {}})
+            history.append(
+                {
+                    "epoch": math.ceil(total_steps / steps_per_epoch),
+                    "step": total_steps,
+                    "train": {},
+                    "dev": {},
+                }
+            )
         history[-1]["dev"] = scores
         _report(history[-1], history[-1]["epoch"], task, writer, print_fn)
         writer.close()
-        return {"seed": seed, "steps": total_steps, "dev": scores,
-                "epochs": history, "train_seconds": round(train_seconds, 1),
-                "predict_seconds": round(time.perf_counter() - started, 1), "model": None,
-                "predictions": predictions}
+        return {
+            "seed": seed,
+            "steps": total_steps,
+            "dev": scores,
+            "epochs": history,
+            "train_seconds": round(train_seconds, 1),
+            "predict_seconds": round(time.perf_counter() - started, 1),
+            "model": None,
+            "predictions": predictions,
+        }
 
 
 def check_vocab(encoder, tokenizer: WordPieceTokenizer, vocab_flag_given: bool) -> None:
     """Refuses a vocabulary whose size differs from the loaded encoder's embedding table."""
     if encoder.vocab_size != tokenizer.vocab_size:
         flag = "--vocab_file" if vocab_flag_given else "the checkpoint's vocab.txt"
-        raise RunError(f"{flag} ({tokenizer.vocab_file}) has {tokenizer.vocab_size} tokens but the "
-                       f"checkpoint's embeddings have {encoder.vocab_size}; use the vocab.txt the "
-                       "model was pre-trained with.")
+        raise RunError(
+            f"{flag} ({tokenizer.vocab_file}) has {tokenizer.vocab_size} tokens but the "
+            f"checkpoint's embeddings have {encoder.vocab_size}; use the vocab.txt the "
+            "model was pre-trained with."
+        )
 
 
-def run_trials(task: FinetuningTask, pretrained: Pretrained, settings: FinetuneSettings,
-               vocab_flag_given: bool = False, print_fn=print, extra_callbacks=(),
-               strategy: Optional[tf.distribute.Strategy] = None, restart: bool = False) -> dict:
+def run_trials(
+    task: FinetuningTask,
+    pretrained: Pretrained,
+    settings: FinetuneSettings,
+    vocab_flag_given: bool = False,
+    print_fn=print,
+    extra_callbacks=(),
+    strategy: Optional[tf.distribute.Strategy] = None,
+    restart: bool = False,
+) -> dict:
     """Runs the trials of `task` not yet in results.json; returns the results (also written).
 
     One process at a time holds the output directory (`artifacts.run_lock`).
@@ -406,21 +521,37 @@ def run_trials(task: FinetuningTask, pretrained: Pretrained, settings: FinetuneS
         except RunLocked as error:
             refused = error
     if in_multi_worker_mode(strategy) and not true_on_all_workers(strategy, refused is None):
-        refused = refused or RunLocked(f"The chief could not lock --output_dir="
-                                       f"{settings.output_dir} (see its message).")
+        refused = refused or RunLocked(
+            f"The chief could not lock --output_dir={settings.output_dir} (see its message)."
+        )
     if refused is not None:
         raise refused
     try:
-        return _run_trials(task, pretrained, settings, vocab_flag_given, print_fn,
-                           extra_callbacks, strategy, restart)
+        return _run_trials(
+            task,
+            pretrained,
+            settings,
+            vocab_flag_given,
+            print_fn,
+            extra_callbacks,
+            strategy,
+            restart,
+        )
     finally:
         if lock is not None:
             lock.release()
 
 
-def _run_trials(task: FinetuningTask, pretrained: Pretrained, settings: FinetuneSettings,
-                vocab_flag_given: bool = False, print_fn=print, extra_callbacks=(),
-                strategy: Optional[tf.distribute.Strategy] = None, restart: bool = False) -> dict:
+def _run_trials(
+    task: FinetuningTask,
+    pretrained: Pretrained,
+    settings: FinetuneSettings,
+    vocab_flag_given: bool = False,
+    print_fn=print,
+    extra_callbacks=(),
+    strategy: Optional[tf.distribute.Strategy] = None,
+    restart: bool = False,
+) -> dict:
     """`run_trials` once the output directory is held (the same arguments)."""
     config = pretrained.config
     settings = settings.resolve(config.model_size, task.default_epochs)
@@ -431,31 +562,44 @@ def _run_trials(task: FinetuningTask, pretrained: Pretrained, settings: Finetune
     print_fn = worker_print(print_fn, strategy)
     tokenizer = checkpoint_tokenizer(pretrained, task.max_seq_length, vocab_flag_given)
     output = FinetuningDir(settings.output_dir)
-    identity = {"task": task.describe(), "init_checkpoint": pretrained.model_file,
-                "vocab_file": os.path.abspath(pretrained.vocab_file),
-                "settings": {**settings.identity(), **task.settings()}}
+    identity = {
+        "task": task.describe(),
+        "init_checkpoint": pretrained.model_file,
+        "vocab_file": os.path.abspath(pretrained.vocab_file),
+        "settings": {**settings.identity(), **task.settings()},
+    }
     trials = finished_trials(output.results_file, identity, settings.num_trials)
     finished = {t["trial"] for t in trials}
     if in_multi_worker_mode(strategy):
-        check_same_on_all_workers(strategy, {
-            "the trials already finished (put --output_dir on storage all workers share)":
-                zlib.crc32(json.dumps(sorted(finished)).encode())})
+        check_same_on_all_workers(
+            strategy,
+            {
+                "the trials already finished (put --output_dir on storage all workers share)": zlib.crc32(
+                    json.dumps(sorted(finished)).encode()
+                )
+            },
+        )
     if chief:
         os.makedirs(output.path, exist_ok=True)
     data = task.prepare(tokenizer, print_fn)
     _, total_steps = trial_steps(task, settings)
-    print_fn(f"{settings.model_size} model"
-             + (" with freshly drawn weights (--random_init: no pre-training)"
-                if settings.random_init else "")
-             + f", lr {settings.learning_rate:g}, layer-wise decay "
-             f"{settings.layerwise_lr_decay:g}"
-             + (" (original code's top-layer decay^2)" if settings.layerwise_lr_decay_quirk else "")
-             + f", weight decay {settings.weight_decay_rate:g}, batch {settings.train_batch_size}"
-             + (" (summed loss, as the original code)" if settings.loss_reduction == "sum" else "")
-             + f", {settings.num_train_epochs:g} epochs = {total_steps} steps, "
-             f"{settings.num_trials} trial(s); {replicas} replica(s)"
-             + (f", {settings.mixed_precision}" if settings.mixed_precision != "none" else "")
-             + ".")
+    print_fn(
+        f"{settings.model_size} model"
+        + (
+            " with freshly drawn weights (--random_init: no pre-training)"
+            if settings.random_init
+            else ""
+        )
+        + f", lr {settings.learning_rate:g}, layer-wise decay "
+        f"{settings.layerwise_lr_decay:g}"
+        + (" (original code's top-layer decay^2)" if settings.layerwise_lr_decay_quirk else "")
+        + f", weight decay {settings.weight_decay_rate:g}, batch {settings.train_batch_size}"
+        + (" (summed loss, as the original code)" if settings.loss_reduction == "sum" else "")
+        + f", {settings.num_train_epochs:g} epochs = {total_steps} steps, "
+        f"{settings.num_trials} trial(s); {replicas} replica(s)"
+        + (f", {settings.mixed_precision}" if settings.mixed_precision != "none" else "")
+        + "."
+    )
     info = {**task.model_info(), **tokenizer.text_settings()}
     # Each trial trains in the run's precision; the caller's policy is restored after.
     policy = keras.config.dtype_policy()
@@ -480,8 +624,12 @@ def _run_trials(task: FinetuningTask, pretrained: Pretrained, settings: Finetune
                 encoder = with_kernels(encoder, settings.kernels)
                 check_vocab(encoder, tokenizer, vocab_flag_given)
                 model = task.build_model(encoder, seed)
-            record = {"trial": number, **run_trial(model, task, settings, trial, seed, print_fn,
-                                                   extra_callbacks, strategy, restart)}
+            record = {
+                "trial": number,
+                **run_trial(
+                    model, task, settings, trial, seed, print_fn, extra_callbacks, strategy, restart
+                ),
+            }
             trials.append(record)
             if not chief:
                 continue
@@ -491,12 +639,15 @@ def _run_trials(task: FinetuningTask, pretrained: Pretrained, settings: Finetune
                 for name in task.run_files:
                     if name in record["predictions"]:
                         copy_file(record["predictions"][name], output.file(name))
-            write_results(output.results_file,
-                          make_results(identity, data, task.primary_metric, trials))
+            write_results(
+                output.results_file, make_results(identity, data, task.primary_metric, trials)
+            )
             # Only once the trial is on record: a crash before this point resumes it.
             clear_progress(trial)
-            print_fn(f"Trial {number}: trained in {format_duration(record['train_seconds'])}; "
-                     f"results in {output.results_file}")
+            print_fn(
+                f"Trial {number}: trained in {format_duration(record['train_seconds'])}; "
+                f"results in {output.results_file}"
+            )
     finally:
         keras.config.set_dtype_policy(policy)
     results = make_results(identity, data, task.primary_metric, trials)

@@ -14,9 +14,14 @@ from electra_tf.training.callbacks import CheckpointSaver
 MAX_SKIPPED_BATCHES = 64
 
 
-def fit_until(model: keras.Model, end_step: int,
-              dataset_from: Callable[[int], tf.data.Dataset], seen_batches: tf.Variable,
-              callbacks: list, saver: CheckpointSaver) -> tuple[int, bool, dict]:
+def fit_until(
+    model: keras.Model,
+    end_step: int,
+    dataset_from: Callable[[int], tf.data.Dataset],
+    seen_batches: tf.Variable,
+    callbacks: list,
+    saver: CheckpointSaver,
+) -> tuple[int, bool, dict]:
     """Trains until the optimizer reaches `end_step` or a signal stops the run.
 
     Usually one `fit`. With float16, a step whose gradients overflow is
@@ -51,9 +56,14 @@ def fit_until(model: keras.Model, end_step: int,
     seen_at_progress = int(seen_batches.numpy())
     while steps_done < end_step and not interrupted:
         try:
-            history = model.fit(dataset_from(int(seen_batches.numpy())), epochs=1,
-                                steps_per_epoch=end_step - steps_done, verbose=0, shuffle=False,
-                                callbacks=callbacks)
+            history = model.fit(
+                dataset_from(int(seen_batches.numpy())),
+                epochs=1,
+                steps_per_epoch=end_step - steps_done,
+                verbose=0,
+                shuffle=False,
+                callbacks=callbacks,
+            )
         except BaseException:
             saver.on_train_end()  # fit skips it on an error: give the signal handlers back
             raise
@@ -70,5 +80,6 @@ def fit_until(model: keras.Model, end_step: int,
             raise RunError(
                 f"{seen - seen_at_progress} batches in a row gave non-finite gradients at "
                 f"step {steps_done} (the run diverged). Try a lower --learning_rate or "
-                "--mixed_precision=bfloat16/none; the checkpoints are kept.")
+                "--mixed_precision=bfloat16/none; the checkpoints are kept."
+            )
     return steps_done, interrupted, metrics

@@ -30,34 +30,66 @@ from electra_tf.config import ConfigError, PretrainingConfig, config_differences
 from electra_tf.data.pipeline import dummy_batch, make_pretraining_dataset
 from electra_tf.data.shard_verification import find_damaged_shard
 from electra_tf.data.token_counts import count_tokens
-from electra_tf.distribute import (check_batch_split, check_same_on_all_workers,
-                                   in_multi_worker_mode, is_chief, set_precision_policy,
-                                   true_on_all_workers, worker_print)
+from electra_tf.distribute import (
+    check_batch_split,
+    check_same_on_all_workers,
+    in_multi_worker_mode,
+    is_chief,
+    set_precision_policy,
+    true_on_all_workers,
+    worker_print,
+)
 from electra_tf.errors import RunError
 from electra_tf.finiteness import NonFiniteError, NonFiniteRecord, check_finite_weights
 from electra_tf.flops import steps_within_budget, train_flops
-from electra_tf.pretraining.optimization import create_optimizer, learning_rate_schedule
+from electra_tf.pretraining.evaluation import (
+    PretrainingEvaluator,
+    evaluation_dataset,
+    format_summary,
+)
 from electra_tf.pretraining.objectives import make_pretrainer
+from electra_tf.pretraining.optimization import create_optimizer, learning_rate_schedule
 from electra_tf.pretraining.pretrainer import Pretrainer
-from electra_tf.pretraining.evaluation import (PretrainingEvaluator, evaluation_dataset,
-                                               format_summary)
-from electra_tf.training import resuming as resume
-from electra_tf.training.callbacks import (CheckpointSaver, HeldOutEvaluation, ProgressMonitor,
-                                           format_duration)
-from electra_tf.training.fitting import fit_until
 from electra_tf.tokenization import load_vocab, vocab_fingerprint
+from electra_tf.training import resuming as resume
+from electra_tf.training.callbacks import (
+    CheckpointSaver,
+    HeldOutEvaluation,
+    ProgressMonitor,
+    format_duration,
+)
+from electra_tf.training.fitting import fit_until
 
 # Fields a resumed run may change: they do not alter what a checkpoint means.
-RESUMABLE_FIELDS = ("num_train_steps", "save_checkpoints_steps", "keep_checkpoint_max",
-                    "log_every_steps", "steps_per_execution", "gradient_accumulation_steps",
-                    "jit_compile", "kernels", "eval_every_steps", "num_eval_examples")
+RESUMABLE_FIELDS = (
+    "num_train_steps",
+    "save_checkpoints_steps",
+    "keep_checkpoint_max",
+    "log_every_steps",
+    "steps_per_execution",
+    "gradient_accumulation_steps",
+    "jit_compile",
+    "kernels",
+    "eval_every_steps",
+    "num_eval_examples",
+)
 # Optimisation hyperparameters a resumed run may change when asked to
 # (`change_hyperparameters`, --change_hyperparameters), e.g. a lower learning
 # rate after a divergence: they are Python values, not variables of the
 # checkpoint, so the weights and optimizer moments carry on unchanged.
-HYPERPARAMETER_FIELDS = ("learning_rate", "lr_decay_power", "num_warmup_steps",
-                         "weight_decay_rate", "adam_beta_1", "adam_beta_2", "adam_epsilon",
-                         "clip_norm", "gen_weight", "disc_weight", "temperature")
+HYPERPARAMETER_FIELDS = (
+    "learning_rate",
+    "lr_decay_power",
+    "num_warmup_steps",
+    "weight_decay_rate",
+    "adam_beta_1",
+    "adam_beta_2",
+    "adam_epsilon",
+    "clip_norm",
+    "gen_weight",
+    "disc_weight",
+    "temperature",
+)
 # errno values of a write that failed for lack of room.
 _NO_ROOM = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
 
@@ -79,8 +111,9 @@ class PretrainingResult:
     evaluation: Optional[dict] = None
 
 
-def check_run_dir(config: PretrainingConfig, run_dir: str, vocab_file: str,
-                  change_hyperparameters: bool = False) -> tuple[bool, list[str]]:
+def check_run_dir(
+    config: PretrainingConfig, run_dir: str, vocab_file: str, change_hyperparameters: bool = False
+) -> tuple[bool, list[str]]:
     """Checks that `run_dir` is empty or holds this same run.
 
     Args:
@@ -107,21 +140,29 @@ def check_run_dir(config: PretrainingConfig, run_dir: str, vocab_file: str,
     if fixed or (changeable and not change_hyperparameters):
         hint = "Use another --output_dir for a new run, or pass the same flags to resume"
         if changeable and not fixed:
-            hint += (" (or add --change_hyperparameters to resume with the new "
-                     + ", ".join(d.split(":")[0] for d in changeable) + ")")
+            hint += (
+                " (or add --change_hyperparameters to resume with the new "
+                + ", ".join(d.split(":")[0] for d in changeable)
+                + ")"
+            )
         raise RunConfigMismatch(
             f"{run_dir} holds a run with a different configuration:\n  "
-            + "\n  ".join(differences) + f"\n{hint}.")
-    if os.path.exists(run.vocab_file) and not filecmp.cmp(run.vocab_file, vocab_file,
-                                                           shallow=False):
+            + "\n  ".join(differences)
+            + f"\n{hint}."
+        )
+    if os.path.exists(run.vocab_file) and not filecmp.cmp(
+        run.vocab_file, vocab_file, shallow=False
+    ):
         raise RunConfigMismatch(
             f"{run_dir} was trained with the vocabulary {run.vocab_file}, which differs from "
-            f"{vocab_file}. Use another --output_dir or the same --vocab_file.")
+            f"{vocab_file}. Use another --output_dir or the same --vocab_file."
+        )
     return True, changeable
 
 
-def resolve_steps(config: PretrainingConfig, run_dir: str,
-                  print_fn: Callable[[str], None] = print) -> PretrainingConfig:
+def resolve_steps(
+    config: PretrainingConfig, run_dir: str, print_fn: Callable[[str], None] = print
+) -> PretrainingConfig:
     """Fixes the step counts a run trains for: from a FLOPs budget, and the two-stage boundary.
 
     Both are written to config.json, so a resumed run keeps them (the
@@ -134,18 +175,23 @@ def resolve_steps(config: PretrainingConfig, run_dir: str,
     if config.max_train_flops is not None:
         steps = steps_within_budget(config, config.max_train_flops)
         if steps < 1:
-            raise RunError(f"--max_train_flops={config.max_train_flops:.3g} is less than "
-                           f"{config.steps_per_execution} training step(s) "
-                           f"({train_flops(config, config.steps_per_execution):.3g} FLOPs).")
+            raise RunError(
+                f"--max_train_flops={config.max_train_flops:.3g} is less than "
+                f"{config.steps_per_execution} training step(s) "
+                f"({train_flops(config, config.steps_per_execution):.3g} FLOPs)."
+            )
         # The schedule (warmup, decay) is laid out over the budget's steps.
         config = dataclasses.replace(config, num_train_steps=steps)
-        print_fn(f"--max_train_flops={config.max_train_flops:.3g}: {steps:,} steps "
-                 f"({train_flops(config):.3g} FLOPs; --num_train_steps is set by the budget).")
+        print_fn(
+            f"--max_train_flops={config.max_train_flops:.3g}: {steps:,} steps "
+            f"({train_flops(config):.3g} FLOPs; --num_train_steps is set by the budget)."
+        )
     if config.training == "two_stage" and config.two_stage_generator_steps is None:
         saved = read_config(RunDir(run_dir))
         previous = saved.two_stage_generator_steps if saved is not None else None
         config = dataclasses.replace(
-            config, two_stage_generator_steps=previous or config.resolved_two_stage_generator_steps)
+            config, two_stage_generator_steps=previous or config.resolved_two_stage_generator_steps
+        )
     try:
         config.validate()
     except ConfigError as error:
@@ -156,31 +202,48 @@ def resolve_steps(config: PretrainingConfig, run_dir: str,
 def training_stages(config: PretrainingConfig) -> list[tuple[str, int]]:
     """(stage, last step) pairs: one joint stage, or the two stages of two-stage training."""
     if config.training == "two_stage":
-        return [("generator", config.resolved_two_stage_generator_steps),
-                ("discriminator", config.num_train_steps)]
+        return [
+            ("generator", config.resolved_two_stage_generator_steps),
+            ("discriminator", config.num_train_steps),
+        ]
     return [("joint", config.num_train_steps)]
 
 
 def _pretraining_batches(config: PretrainingConfig, shard_dir: str, special_ids: dict):
     """Batch index -> the run's batch stream from that batch on (for `fit_until`)."""
+
     def from_batch(start: int):
         return make_pretraining_dataset(
-            shard_dir, batch_size=config.train_batch_size,
+            shard_dir,
+            batch_size=config.train_batch_size,
             max_predictions_per_seq=config.resolved_max_predictions_per_seq,
-            mask_rate=config.mask_rate, special_ids=special_ids, seed=config.seed,
+            mask_rate=config.mask_rate,
+            special_ids=special_ids,
+            seed=config.seed,
             start_example=start * config.train_batch_size,
-            shuffle_buffer_size=config.shuffle_buffer_size)
+            shuffle_buffer_size=config.shuffle_buffer_size,
+        )
 
     return from_batch
 
 
-def run_pretraining(config: PretrainingConfig, run_dir: str, shard_dir: str, vocab_file: str,
-                    special_ids: dict, *, strategy: Optional[tf.distribute.Strategy] = None,
-                    export: bool = True, print_fn: Callable[[str], None] = print,
-                    extra_callbacks: Sequence[keras.callbacks.Callback] = (),
-                    init_weights=None, eval_shard_dir: Optional[str] = None,
-                    eval_only: bool = False, restart: bool = False,
-                    change_hyperparameters: bool = False) -> PretrainingResult:
+def run_pretraining(
+    config: PretrainingConfig,
+    run_dir: str,
+    shard_dir: str,
+    vocab_file: str,
+    special_ids: dict,
+    *,
+    strategy: Optional[tf.distribute.Strategy] = None,
+    export: bool = True,
+    print_fn: Callable[[str], None] = print,
+    extra_callbacks: Sequence[keras.callbacks.Callback] = (),
+    init_weights=None,
+    eval_shard_dir: Optional[str] = None,
+    eval_only: bool = False,
+    restart: bool = False,
+    change_hyperparameters: bool = False,
+) -> PretrainingResult:
     """Pre-trains (or resumes pre-training), exports at the end, writes result.json.
 
     Args:
@@ -231,36 +294,71 @@ def run_pretraining(config: PretrainingConfig, run_dir: str, shard_dir: str, voc
         except RunLocked as error:
             refused = error
     if in_multi_worker_mode(strategy) and not true_on_all_workers(strategy, refused is None):
-        refused = refused or RunLocked(f"The chief could not lock --output_dir={run_dir} (see "
-                                       "its message).")
+        refused = refused or RunLocked(
+            f"The chief could not lock --output_dir={run_dir} (see its message)."
+        )
     if refused is not None:
         raise refused
     try:
-        result = _run_locked(config, run_dir, shard_dir, vocab_file, special_ids, strategy,
-                             export, print_fn, extra_callbacks, init_weights, eval_shard_dir,
-                             eval_only, restart, change_hyperparameters, started)
+        result = _run_locked(
+            config,
+            run_dir,
+            shard_dir,
+            vocab_file,
+            special_ids,
+            strategy,
+            export,
+            print_fn,
+            extra_callbacks,
+            init_weights,
+            eval_shard_dir,
+            eval_only,
+            restart,
+            change_hyperparameters,
+            started,
+        )
         if chief:  # the other workers write nothing to the run directory
-            write_result(RunDir(run_dir), {
-                "steps_done": result.steps_done, "finished": result.finished,
-                "metrics": result.metrics, "evaluation": result.evaluation,
-                "seconds": result.seconds})
+            write_result(
+                RunDir(run_dir),
+                {
+                    "steps_done": result.steps_done,
+                    "finished": result.finished,
+                    "metrics": result.metrics,
+                    "evaluation": result.evaluation,
+                    "seconds": result.seconds,
+                },
+            )
         return result
     except OSError as error:
         if error.errno not in _NO_ROOM:
             raise
-        raise RunError(f"Could not write {error.filename or run_dir}: {error.strerror}. The "
-                       "checkpoints saved so far are intact; free some space and re-run the same "
-                       "command to resume.") from None
+        raise RunError(
+            f"Could not write {error.filename or run_dir}: {error.strerror}. The "
+            "checkpoints saved so far are intact; free some space and re-run the same "
+            "command to resume."
+        ) from None
     finally:
         if lock is not None:
             lock.release()
 
 
-def _run_locked(config: PretrainingConfig, run_dir: str, shard_dir: str, vocab_file: str,
-                special_ids: dict, strategy: tf.distribute.Strategy, export: bool, print_fn,
-                extra_callbacks, init_weights, eval_shard_dir: Optional[str], eval_only: bool,
-                restart: bool, change_hyperparameters: bool,
-                started: float) -> PretrainingResult:
+def _run_locked(
+    config: PretrainingConfig,
+    run_dir: str,
+    shard_dir: str,
+    vocab_file: str,
+    special_ids: dict,
+    strategy: tf.distribute.Strategy,
+    export: bool,
+    print_fn,
+    extra_callbacks,
+    init_weights,
+    eval_shard_dir: Optional[str],
+    eval_only: bool,
+    restart: bool,
+    change_hyperparameters: bool,
+    started: float,
+) -> PretrainingResult:
     """`run_pretraining` once the run directory is held (the same arguments)."""
     replicas = strategy.num_replicas_in_sync
     resuming, changed = check_run_dir(config, run_dir, vocab_file, change_hyperparameters)
@@ -280,8 +378,11 @@ def _run_locked(config: PretrainingConfig, run_dir: str, shard_dir: str, vocab_f
         model.build_from_batch(dummy_batch(config))
         optimizer = create_optimizer(config, config.mixed_precision)
         optimizer.build(model.trainable_variables)
-        model.compile(optimizer=optimizer, steps_per_execution=config.steps_per_execution,
-                      jit_compile=config.jit_compile and replicas == 1)
+        model.compile(
+            optimizer=optimizer,
+            steps_per_execution=config.steps_per_execution,
+            jit_compile=config.jit_compile and replicas == 1,
+        )
         # Not in checkpoints: a resumed run starts with a clean record.
         model.nonfinite_record = NonFiniteRecord()
         # Dropout's random state lives in Keras SeedGenerators, which tf.train
@@ -291,11 +392,16 @@ def _run_locked(config: PretrainingConfig, run_dir: str, shard_dir: str, vocab_f
         checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer, rng_state=rng_state)
         resumption = resume.restore_newest_usable(checkpoint, checkpoint_dir)
         if resumption.restored is not None:
-            print_fn(f"Resumed from {resumption.restored.prefix} "
-                     f"(step {int(optimizer.iterations.numpy())}).")
+            print_fn(
+                f"Resumed from {resumption.restored.prefix} "
+                f"(step {int(optimizer.iterations.numpy())})."
+            )
             if changed:
-                print_fn("Resuming with changed hyperparameters (--change_hyperparameters): "
-                         + "; ".join(changed) + ".")
+                print_fn(
+                    "Resuming with changed hyperparameters (--change_hyperparameters): "
+                    + "; ".join(changed)
+                    + "."
+                )
         else:
             if resuming:
                 print_fn(f"{run_dir} has a config but no checkpoint yet: starting from step 0.")
@@ -306,22 +412,32 @@ def _run_locked(config: PretrainingConfig, run_dir: str, shard_dir: str, vocab_f
                     assign_canonical(model.generator, model.discriminator, init_weights)
                 except CheckpointError as error:
                     raise RunError(f"--init_checkpoint: {error}")
-                check_finite_weights(model.trainable_weights,
-                                     f"--init_checkpoint={init_weights.source}")
-                which = ("the generator and discriminator" if init_weights.has_generator
-                         else "the discriminator (the generator is new)")
-                print_fn(f"Initialised {which} from {init_weights.source} "
-                         f"({init_weights.format}).")
+                check_finite_weights(
+                    model.trainable_weights, f"--init_checkpoint={init_weights.source}"
+                )
+                which = (
+                    "the generator and discriminator"
+                    if init_weights.has_generator
+                    else "the discriminator (the generator is new)"
+                )
+                print_fn(f"Initialised {which} from {init_weights.source} ({init_weights.format}).")
     if in_multi_worker_mode(strategy):
-        check_same_on_all_workers(strategy, {
-            "the step resumed from (put the run directory on storage all workers share)":
-                int(optimizer.iterations.numpy()),
-            "the vocabulary (fingerprint)": int(vocab_fingerprint(vocab_file)[:12], 16)})
+        check_same_on_all_workers(
+            strategy,
+            {
+                "the step resumed from (put the run directory on storage all workers share)": int(
+                    optimizer.iterations.numpy()
+                ),
+                "the vocabulary (fingerprint)": int(vocab_fingerprint(vocab_file)[:12], 16),
+            },
+        )
     if chief:  # every worker has restored: the damaged checkpoints can move aside
         resume.tidy_after_resuming(checkpoint_dir, resumption, print_fn)
     manager = tf.train.CheckpointManager(
-        checkpoint, own_checkpoint_dir,
-        max_to_keep=(config.keep_checkpoint_max or None) if chief else 1)
+        checkpoint,
+        own_checkpoint_dir,
+        max_to_keep=(config.keep_checkpoint_max or None) if chief else 1,
+    )
     # Only now that the model and optimizer exist is the run directory written,
     # so a configuration that fails to build never locks it.
     if chief:
@@ -330,44 +446,64 @@ def _run_locked(config: PretrainingConfig, run_dir: str, shard_dir: str, vocab_f
     steps_done = int(optimizer.iterations.numpy())
     interrupted = False
     metrics: dict = {}
-    writer = (tf.summary.create_file_writer(run.tensorboard) if chief
-              else tf.summary.create_noop_writer())
+    writer = (
+        tf.summary.create_file_writer(run.tensorboard) if chief else tf.summary.create_noop_writer()
+    )
     evaluation = None
     if eval_shard_dir is not None:
         # The rarity baseline's unigram counts come from the training text.
         token_counts = count_tokens(shard_dir, config.model.vocab_size)
         evaluation = HeldOutEvaluation(
-            PretrainingEvaluator(model, evaluation_dataset(eval_shard_dir, config, special_ids),
-                                 token_counts=token_counts),
-            0 if eval_only else config.resolved_eval_every_steps, writer,
-            load_vocab(vocab_file), print_fn=print_fn,
-            log_file=run.metrics_log if chief else None)
+            PretrainingEvaluator(
+                model,
+                evaluation_dataset(eval_shard_dir, config, special_ids),
+                token_counts=token_counts,
+            ),
+            0 if eval_only else config.resolved_eval_every_steps,
+            writer,
+            load_vocab(vocab_file),
+            print_fn=print_fn,
+            log_file=run.metrics_log if chief else None,
+        )
         evaluation.set_model(model)
     elif eval_only:
         raise RunError("--eval_only needs held-out text (--eval_fraction > 0 or --eval_corpus).")
     if steps_done < config.num_train_steps and not eval_only:
         global_batch = config.train_batch_size
-        monitor = ProgressMonitor(writer, config.num_train_steps, global_batch,
-                                  config.log_every_steps, learning_rate_schedule(config),
-                                  print_fn=print_fn,
-                                  train_flops=lambda step: train_flops(config, step),
-                                  log_file=run.metrics_log if chief else None)
-        saver = CheckpointSaver(manager, config.save_checkpoints_steps, print_fn=print_fn,
-                                nonfinite=model.nonfinite_record,
-                                check_every=config.log_every_steps)
-        print_fn(f"Training steps {steps_done + 1}..{config.num_train_steps} "
-                 f"({replicas} replica(s), global batch {global_batch}). "
-                 f"TensorBoard: tensorboard --logdir {run.tensorboard}")
+        monitor = ProgressMonitor(
+            writer,
+            config.num_train_steps,
+            global_batch,
+            config.log_every_steps,
+            learning_rate_schedule(config),
+            print_fn=print_fn,
+            train_flops=lambda step: train_flops(config, step),
+            log_file=run.metrics_log if chief else None,
+        )
+        saver = CheckpointSaver(
+            manager,
+            config.save_checkpoints_steps,
+            print_fn=print_fn,
+            nonfinite=model.nonfinite_record,
+            check_every=config.log_every_steps,
+        )
+        print_fn(
+            f"Training steps {steps_done + 1}..{config.num_train_steps} "
+            f"({replicas} replica(s), global batch {global_batch}). "
+            f"TensorBoard: tensorboard --logdir {run.tensorboard}"
+        )
         callbacks = [*extra_callbacks, monitor, saver] + ([evaluation] if evaluation else [])
         try:
             steps_done, interrupted, metrics = _train_stages(
-                config, model, shard_dir, special_ids, steps_done, print_fn, callbacks, saver)
+                config, model, shard_dir, special_ids, steps_done, print_fn, callbacks, saver
+            )
             saver.save()
         except NonFiniteError as error:
             raise NonFiniteError(
                 f"{error} To go on from there with other hyperparameters, e.g. a lower "
                 "learning rate, re-run the same command with --learning_rate=<lower> "
-                "--change_hyperparameters (docs/pretraining.md, 'After a NaN').") from None
+                "--change_hyperparameters (docs/pretraining.md, 'After a NaN')."
+            ) from None
         except tf.errors.DataLossError as error:
             raise _corrupt_data_error(error, shard_dir, eval_shard_dir, saver) from None
         finally:
@@ -378,26 +514,34 @@ def _run_locked(config: PretrainingConfig, run_dir: str, shard_dir: str, vocab_f
     if evaluation is not None and (finished or eval_only) and not interrupted:
         result = evaluation.evaluate(steps_done)
         final_evaluation = result.metrics
-        print_fn(format_summary(result, steps_done, evaluation.vocab,
-                                ansi=sys.stdout.isatty()))
+        print_fn(format_summary(result, steps_done, evaluation.vocab, ansi=sys.stdout.isatty()))
     writer.close()
     if not chief:
         shutil.rmtree(own_checkpoint_dir, ignore_errors=True)
     export_dir = None
     if finished and export and chief and not eval_only:
-        export_dir = export_pretrained(model.generator, model.discriminator, run.export,
-                                       vocab_file, run.config_file)
+        export_dir = export_pretrained(
+            model.generator, model.discriminator, run.export, vocab_file, run.config_file
+        )
     seconds = time.perf_counter() - started
     if interrupted:
         print_fn(f"Stopped at step {steps_done}. Re-run the same command to resume.")
     print_fn(f"Run directory: {run_dir} ({format_duration(seconds)})")
-    return PretrainingResult(run_dir, steps_done, finished, interrupted, metrics, export_dir,
-                             seconds, final_evaluation)
+    return PretrainingResult(
+        run_dir, steps_done, finished, interrupted, metrics, export_dir, seconds, final_evaluation
+    )
 
 
-def _train_stages(config: PretrainingConfig, model: Pretrainer, shard_dir: str,
-                  special_ids: dict, steps_done: int, print_fn, callbacks: list,
-                  saver: CheckpointSaver) -> tuple[int, bool, dict]:
+def _train_stages(
+    config: PretrainingConfig,
+    model: Pretrainer,
+    shard_dir: str,
+    special_ids: dict,
+    steps_done: int,
+    print_fn,
+    callbacks: list,
+    saver: CheckpointSaver,
+) -> tuple[int, bool, dict]:
     """Trains the run's stages from `steps_done` on; returns (steps done, interrupted, metrics)."""
     interrupted = False
     metrics: dict = {}
@@ -410,19 +554,30 @@ def _train_stages(config: PretrainingConfig, model: Pretrainer, shard_dir: str,
             model.set_stage(stage)
             if stage == "discriminator" and not int(model.discriminator_initialised.numpy()):
                 model.initialise_discriminator_from_generator()
-                print_fn(f"Step {steps_done}: the discriminator starts from the generator's "
-                         "weights; the generator is frozen from now on.")
+                print_fn(
+                    f"Step {steps_done}: the discriminator starts from the generator's "
+                    "weights; the generator is frozen from now on."
+                )
             else:
                 print_fn(f"Training the {stage} (steps {steps_done + 1}..{stage_end}).")
         steps_done, interrupted, stage_metrics = fit_until(
-            model, stage_end, _pretraining_batches(config, shard_dir, special_ids),
-            model.seen_batches, callbacks, saver)
+            model,
+            stage_end,
+            _pretraining_batches(config, shard_dir, special_ids),
+            model.seen_batches,
+            callbacks,
+            saver,
+        )
         metrics = stage_metrics or metrics
     return steps_done, interrupted, metrics
 
 
-def _corrupt_data_error(error: tf.errors.DataLossError, shard_dir: str,
-                        eval_shard_dir: Optional[str], saver: CheckpointSaver) -> RunError:
+def _corrupt_data_error(
+    error: tf.errors.DataLossError,
+    shard_dir: str,
+    eval_shard_dir: Optional[str],
+    saver: CheckpointSaver,
+) -> RunError:
     """The one line for a shard found corrupt while training (after saving a checkpoint)."""
     step = int(saver.model.optimizer.iterations.numpy())
     try:
@@ -430,10 +585,13 @@ def _corrupt_data_error(error: tf.errors.DataLossError, shard_dir: str,
     except RunError as save_error:
         stopped = f"training stopped at step {step} ({save_error})"
     damaged = find_damaged_shard(shard_dir) or (
-        find_damaged_shard(eval_shard_dir) if eval_shard_dir else None)
+        find_damaged_shard(eval_shard_dir) if eval_shard_dir else None
+    )
     if damaged is None:
         reason = (error.message or str(error)).strip().splitlines()[0]
         return RunError(f"Reading the shards of {shard_dir} failed ({reason}); {stopped}.")
-    return RunError(f"Shard {damaged.path} is corrupt ({damaged.problem}); {stopped}. Delete "
-                    "that file and re-run the same command: the shard is rebuilt and training "
-                    "resumes (with --shard_dir, rebuild the shards where they were built).")
+    return RunError(
+        f"Shard {damaged.path} is corrupt ({damaged.problem}); {stopped}. Delete "
+        "that file and re-run the same command: the shard is rebuilt and training "
+        "resumes (with --shard_dir, rebuild the shards where they were built)."
+    )

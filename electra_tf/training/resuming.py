@@ -37,8 +37,9 @@ class Resumption:
     usable: list[CheckpointFiles]
 
 
-def restore_newest_usable(checkpoint: tf.train.Checkpoint, directory: str,
-                          restart_flag: str = "--restart") -> Resumption:
+def restore_newest_usable(
+    checkpoint: tf.train.Checkpoint, directory: str, restart_flag: str = "--restart"
+) -> Resumption:
     """Restores the newest whole checkpoint of `directory` into `checkpoint`'s objects.
 
     Only a checkpoint that `checkpoint_dir.checkpoint_problem` passes (every
@@ -69,12 +70,14 @@ def restore_newest_usable(checkpoint: tf.train.Checkpoint, directory: str,
             f"{directory} holds checkpoints but none can be resumed from ("
             + "; ".join(f"{c.name}: {why}" for c, why in skipped)
             + f"). Nothing was changed; pass {restart_flag} to start again from step 0 "
-            "(the checkpoints are then moved aside, not deleted).")
+            "(the checkpoints are then moved aside, not deleted)."
+        )
     return Resumption(None, [], [])
 
 
-def tidy_after_resuming(directory: str, resumption: Resumption,
-                        print_fn: Callable[[str], None] = print) -> None:
+def tidy_after_resuming(
+    directory: str, resumption: Resumption, print_fn: Callable[[str], None] = print
+) -> None:
     """Sets aside the skipped checkpoints, removes unfinished saves, rewrites the state file.
 
     Call on the process that writes the checkpoints (the chief), once every
@@ -84,8 +87,10 @@ def tidy_after_resuming(directory: str, resumption: Resumption,
     state = checkpoint_dir.state_problem(directory)
     kept = checkpoint_dir.set_aside([c for c, _ in resumption.skipped])
     for skipped, why in resumption.skipped:
-        print_fn(f"Checkpoint {skipped.prefix} is damaged ({why}): skipped; its files are kept "
-                 f"in {kept}.")
+        print_fn(
+            f"Checkpoint {skipped.prefix} is damaged ({why}): skipped; its files are kept "
+            f"in {kept}."
+        )
     for name in checkpoint_dir.remove_temporary(directory):
         print_fn(f"Removed {os.path.join(directory, name)}, left by a save that did not finish.")
     if state is not None:
@@ -103,5 +108,7 @@ def restart(directory: str, print_fn: Callable[[str], None] = print) -> None:
     if not checkpoint_dir.list_checkpoints(directory):
         return
     kept = checkpoint_dir.move_directory_aside(directory, "before-restart")
-    print_fn(f"Warning: --restart: training starts again from step 0; the previous checkpoints "
-             f"are kept in {kept}.")
+    print_fn(
+        f"Warning: --restart: training starts again from step 0; the previous checkpoints "
+        f"are kept in {kept}."
+    )

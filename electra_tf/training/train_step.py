@@ -129,16 +129,23 @@ class TrainStep(PrebuiltModel):
         # Every micro-batch's loss is divided by the denominators of the whole
         # batch, so the summed gradients are those of the full batch.
         grads, sums = micro_batch_sums(
-            lambda part: self._replica_gradients(part, denominators), data,
-            self.gradient_accumulation_steps, variables, self.zero_sums())
+            lambda part: self._replica_gradients(part, denominators),
+            data,
+            self.gradient_accumulation_steps,
+            variables,
+            self.zero_sums(),
+        )
         grads = sum_over_replicas(grads)
         logs = self.step_logs(replica_sum(sums), denominators)
         if self.nonfinite_record is not None:
             # Global values: the same on every replica. A float16 step skipped
             # for overflow is the loss scale's business, not a fault.
             scaled = isinstance(self.optimizer, keras.optimizers.LossScaleOptimizer)
-            self.nonfinite_record.update(self.optimizer.iterations + 1, logs[self.loss_log],
-                                         None if scaled else gradient_norm(grads))
+            self.nonfinite_record.update(
+                self.optimizer.iterations + 1,
+                logs[self.loss_log],
+                None if scaled else gradient_norm(grads),
+            )
         self.optimizer.apply(grads, variables)
         self.after_update()
         if in_multi_worker_mode(tf.distribute.get_strategy()):

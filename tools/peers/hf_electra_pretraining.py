@@ -54,8 +54,16 @@ import torch
 import torch.nn.functional as F
 from transformers import ElectraConfig, ElectraForMaskedLM, ElectraForPreTraining
 
-BATCH_KEYS = ("input_ids", "input_mask", "segment_ids", "masked_input_ids",
-              "masked_lm_positions", "masked_lm_ids", "masked_lm_weights", "sampling_uniforms")
+BATCH_KEYS = (
+    "input_ids",
+    "input_mask",
+    "segment_ids",
+    "masked_input_ids",
+    "masked_lm_positions",
+    "masked_lm_ids",
+    "masked_lm_weights",
+    "sampling_uniforms",
+)
 # The original code divides its sums by (count + 1e-6), so does electra-tf.
 EPSILON = 1e-6
 
@@ -63,14 +71,20 @@ EPSILON = 1e-6
 def electra_config(model: dict) -> ElectraConfig:
     """An `ElectraConfig` from the `settings.json` description of one model."""
     return ElectraConfig(
-        vocab_size=model["vocab_size"], embedding_size=model["embedding_size"],
-        hidden_size=model["hidden_size"], num_hidden_layers=model["num_layers"],
-        num_attention_heads=model["num_heads"], intermediate_size=model["intermediate_size"],
+        vocab_size=model["vocab_size"],
+        embedding_size=model["embedding_size"],
+        hidden_size=model["hidden_size"],
+        num_hidden_layers=model["num_layers"],
+        num_attention_heads=model["num_heads"],
+        intermediate_size=model["intermediate_size"],
         max_position_embeddings=model["max_position_embeddings"],
-        type_vocab_size=model["type_vocab_size"], hidden_act="gelu",
+        type_vocab_size=model["type_vocab_size"],
+        hidden_act="gelu",
         hidden_dropout_prob=model["dropout_rate"],
         attention_probs_dropout_prob=model["attention_dropout_rate"],
-        initializer_range=model["initializer_range"], layer_norm_eps=model["layer_norm_epsilon"])
+        initializer_range=model["initializer_range"],
+        layer_norm_eps=model["layer_norm_epsilon"],
+    )
 
 
 def build_models(settings: dict):
@@ -97,8 +111,11 @@ def original_initialisation(generator, discriminator) -> None:
     original.
     """
     layers = [discriminator.discriminator_predictions.dense_prediction]
-    layers += [model.electra.embeddings_project for model in (generator, discriminator)
-               if hasattr(model.electra, "embeddings_project")]
+    layers += [
+        model.electra.embeddings_project
+        for model in (generator, discriminator)
+        if hasattr(model.electra, "embeddings_project")
+    ]
     with torch.no_grad():
         for layer in layers:
             torch.nn.init.xavier_uniform_(layer.weight)
@@ -216,8 +233,9 @@ def roc_auc(scores: np.ndarray, labels: np.ndarray) -> float:
     ends = np.r_[starts[1:], scores.size]
     ranks = np.empty(scores.size, np.float64)
     ranks[order] = np.repeat((starts + ends + 1) / 2.0, ends - starts)  # tied ranks averaged
-    return float((ranks[labels].sum() - positives * (positives + 1) / 2.0)
-                 / (positives * negatives))
+    return float(
+        (ranks[labels].sum() - positives * (positives + 1) / 2.0) / (positives * negatives)
+    )
 
 
 def forward(generator, discriminator, batch: dict, recipe: dict) -> dict:
@@ -232,20 +250,25 @@ def forward(generator, discriminator, batch: dict, recipe: dict) -> dict:
     """
     weights = batch["masked_lm_weights"].float()
     positions = batch["masked_lm_positions"]
-    hidden = generator.electra(batch["masked_input_ids"], attention_mask=batch["input_mask"],
-                               token_type_ids=batch["segment_ids"]).last_hidden_state
+    hidden = generator.electra(
+        batch["masked_input_ids"],
+        attention_mask=batch["input_mask"],
+        token_type_ids=batch["segment_ids"],
+    ).last_hidden_state
     # Only the masked slots go through the output layer, as in the original code.
     at_slots = torch.gather(hidden, 1, positions[..., None].expand(-1, -1, hidden.shape[-1]))
     logits = generator.generator_lm_head(generator.generator_predictions(at_slots))  # [B, N, V]
-    nll = F.cross_entropy(logits.float().transpose(1, 2), batch["masked_lm_ids"],
-                          reduction="none")  # [B, N]
+    nll = F.cross_entropy(
+        logits.float().transpose(1, 2), batch["masked_lm_ids"], reduction="none"
+    )  # [B, N]
     slots = weights.sum()
     mlm_loss = (weights * nll).sum() / (slots + EPSILON)
 
     sampled = sample_tokens(logits.detach(), batch["sampling_uniforms"], recipe["temperature"])
     fake_ids, labels = replace_tokens(batch["input_ids"], positions, sampled, weights)
-    disc_logits = discriminator(fake_ids, attention_mask=batch["input_mask"],
-                                token_type_ids=batch["segment_ids"]).logits.float()  # [B, L]
+    disc_logits = discriminator(
+        fake_ids, attention_mask=batch["input_mask"], token_type_ids=batch["segment_ids"]
+    ).logits.float()  # [B, L]
     mask = batch["input_mask"].float()
     token_loss = F.binary_cross_entropy_with_logits(disc_logits, labels, reduction="none")
     tokens = mask.sum()
@@ -255,15 +278,20 @@ def forward(generator, discriminator, batch: dict, recipe: dict) -> dict:
     predicted = (disc_logits > 0).float()
     d = lambda t: t.detach()  # noqa: E731
     return {
-        "loss": loss, "nll": d((weights * nll).sum()), "slots": slots,
+        "loss": loss,
+        "nll": d((weights * nll).sum()),
+        "slots": slots,
         "correct": (weights * (logits.argmax(-1) == batch["masked_lm_ids"]).float()).sum(),
         "sampled_correct": (weights * (sampled == batch["masked_lm_ids"]).float()).sum(),
-        "disc_loss": d((mask * token_loss).sum()), "tokens": tokens,
+        "disc_loss": d((mask * token_loss).sum()),
+        "tokens": tokens,
         "disc_correct": (mask * (predicted == labels).float()).sum(),
         "true_positive": (mask * predicted * labels).sum(),
         "predicted_positive": (mask * predicted).sum(),
         "actual_positive": (mask * labels).sum(),
-        "disc_logits": d(disc_logits), "labels": labels, "mask": mask,
+        "disc_logits": d(disc_logits),
+        "labels": labels,
+        "mask": mask,
     }
 
 
@@ -284,8 +312,18 @@ def metrics_from_sums(s: dict, recipe: dict) -> dict:
     }
 
 
-SUM_NAMES = ("nll", "slots", "correct", "sampled_correct", "disc_loss", "tokens", "disc_correct",
-             "true_positive", "predicted_positive", "actual_positive")
+SUM_NAMES = (
+    "nll",
+    "slots",
+    "correct",
+    "sampled_correct",
+    "disc_loss",
+    "tokens",
+    "disc_correct",
+    "true_positive",
+    "predicted_positive",
+    "actual_positive",
+)
 
 
 def batch_metrics(out: dict, recipe: dict) -> dict:
@@ -342,11 +380,15 @@ def train(batches_path: str, settings: dict, output: str, seed: int) -> None:
     optimizer = AdamWeightDecay(trainable_parameters(generator, discriminator), recipe)
     started, eval_seconds = time.perf_counter(), 0.0
     with open(output, "w", encoding="utf-8") as log:
+
         def log_eval(step):
             nonlocal eval_seconds
             eval_started = time.perf_counter()
-            record = {"split": "eval", "step": step,
-                      **evaluate(generator, discriminator, eval_batches, recipe)}
+            record = {
+                "split": "eval",
+                "step": step,
+                **evaluate(generator, discriminator, eval_batches, recipe),
+            }
             eval_seconds += time.perf_counter() - eval_started
             log.write(json.dumps(record) + "\n")
             log.flush()
@@ -359,25 +401,47 @@ def train(batches_path: str, settings: dict, output: str, seed: int) -> None:
             out["loss"].backward()
             lr = optimizer.step()
             step = index + 1
-            log.write(json.dumps({"split": "train", "step": step, "learning_rate": lr,
-                                  **batch_metrics(out, recipe)}) + "\n")
+            log.write(
+                json.dumps(
+                    {
+                        "split": "train",
+                        "step": step,
+                        "learning_rate": lr,
+                        **batch_metrics(out, recipe),
+                    }
+                )
+                + "\n"
+            )
             if step % every == 0 or step == num_steps:
                 log_eval(step)
         seconds = time.perf_counter() - started
-        log.write(json.dumps({"split": "summary", "steps": num_steps, "seconds": seconds,
-                              "train_seconds": seconds - eval_seconds,
-                              "eval_seconds": eval_seconds, "torch": torch.__version__,
-                              "threads": torch.get_num_threads()}) + "\n")
+        log.write(
+            json.dumps(
+                {
+                    "split": "summary",
+                    "steps": num_steps,
+                    "seconds": seconds,
+                    "train_seconds": seconds - eval_seconds,
+                    "eval_seconds": eval_seconds,
+                    "torch": torch.__version__,
+                    "threads": torch.get_num_threads(),
+                }
+            )
+            + "\n"
+        )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--batches", required=True, help="the .npz of training and held-out batches")
+    parser.add_argument(
+        "--batches", required=True, help="the .npz of training and held-out batches"
+    )
     parser.add_argument("--settings", required=True, help="the JSON of model and recipe settings")
     parser.add_argument("--output", required=True, help="where the JSON-lines metrics go")
     parser.add_argument("--seed", type=int, default=0, help="initial weights and dropout")
-    parser.add_argument("--threads", type=int, default=0,
-                        help="torch's intra-op threads (0: torch's default)")
+    parser.add_argument(
+        "--threads", type=int, default=0, help="torch's intra-op threads (0: torch's default)"
+    )
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)

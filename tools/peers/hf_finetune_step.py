@@ -35,10 +35,16 @@ def main():
     args = parser.parse_args()
     torch.manual_seed(0)
     size = SIZES[args.size]
-    config = ElectraConfig(vocab_size=args.vocab, embedding_size=size["emb"],
-                           hidden_size=size["hidden"], num_hidden_layers=size["layers"],
-                           num_attention_heads=size["heads"], intermediate_size=size["ffn"],
-                           max_position_embeddings=512, num_labels=args.num_labels)
+    config = ElectraConfig(
+        vocab_size=args.vocab,
+        embedding_size=size["emb"],
+        hidden_size=size["hidden"],
+        num_hidden_layers=size["layers"],
+        num_attention_heads=size["heads"],
+        intermediate_size=size["ffn"],
+        max_position_embeddings=512,
+        num_labels=args.num_labels,
+    )
     model = ElectraForSequenceClassification(config)
     model.train()
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.0, eps=1e-6)
@@ -59,11 +65,22 @@ def main():
     for _ in range(args.steps):
         step()
     seconds = time.perf_counter() - start
-    print(json.dumps({"peer": "hf-transformers-torch", "mode": "finetune", "size": args.size,
-                      "batch": args.batch, "seq": args.seq, "steps": args.steps,
-                      "seconds_per_step": seconds / args.steps,
-                      "tokens_per_second": args.batch * args.seq * args.steps / seconds,
-                      "torch": torch.__version__, "threads": torch.get_num_threads()}))
+    print(
+        json.dumps(
+            {
+                "peer": "hf-transformers-torch",
+                "mode": "finetune",
+                "size": args.size,
+                "batch": args.batch,
+                "seq": args.seq,
+                "steps": args.steps,
+                "seconds_per_step": seconds / args.steps,
+                "tokens_per_second": args.batch * args.seq * args.steps / seconds,
+                "torch": torch.__version__,
+                "threads": torch.get_num_threads(),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -19,9 +19,8 @@ import statistics
 import time
 
 import torch
-from transformers import ElectraConfig, ElectraForSequenceClassification, ElectraTokenizerFast
-
 from hf_finetune_step import SIZES
+from transformers import ElectraConfig, ElectraForSequenceClassification, ElectraTokenizerFast
 
 
 def main():
@@ -44,21 +43,28 @@ def main():
         texts = [line.rstrip("\n") for line in f if line.strip()]
     tokenizer = ElectraTokenizerFast(vocab_file=args.vocab_file, do_lower_case=True)
     size = SIZES[args.size]
-    config = ElectraConfig(vocab_size=tokenizer.vocab_size, embedding_size=size["emb"],
-                           hidden_size=size["hidden"], num_hidden_layers=size["layers"],
-                           num_attention_heads=size["heads"], intermediate_size=size["ffn"],
-                           max_position_embeddings=512, num_labels=args.num_labels)
+    config = ElectraConfig(
+        vocab_size=tokenizer.vocab_size,
+        embedding_size=size["emb"],
+        hidden_size=size["hidden"],
+        num_hidden_layers=size["layers"],
+        num_attention_heads=size["heads"],
+        intermediate_size=size["ffn"],
+        max_position_embeddings=512,
+        num_labels=args.num_labels,
+    )
     model = ElectraForSequenceClassification(config).eval()
 
     @torch.inference_mode()
     def predict(batch):
-        encoded = tokenizer(batch, padding="longest", truncation=True, max_length=args.seq,
-                            return_tensors="pt")
+        encoded = tokenizer(
+            batch, padding="longest", truncation=True, max_length=args.seq, return_tensors="pt"
+        )
         return torch.softmax(model(**encoded).logits, -1).numpy()
 
     for i in range(5):  # warm-up
-        predict(texts[i:i + 1])
-        predict(texts[:args.batch])
+        predict(texts[i : i + 1])
+        predict(texts[: args.batch])
     latencies = []
     for i in range(args.requests):
         start = time.perf_counter()
@@ -67,13 +73,23 @@ def main():
     start = time.perf_counter()
     for i in range(args.batches):
         first = (i * args.batch) % max(1, len(texts) - args.batch)
-        predict(texts[first:first + args.batch])
+        predict(texts[first : first + args.batch])
     seconds = time.perf_counter() - start
-    print(json.dumps({"peer": "hf-transformers-torch", "mode": "inference", "size": args.size,
-                      "seq": args.seq, "batch": args.batch,
-                      "latency_ms_batch1_median": 1000 * statistics.median(latencies),
-                      "texts_per_second_batched": args.batch * args.batches / seconds,
-                      "torch": torch.__version__, "threads": torch.get_num_threads()}))
+    print(
+        json.dumps(
+            {
+                "peer": "hf-transformers-torch",
+                "mode": "inference",
+                "size": args.size,
+                "seq": args.seq,
+                "batch": args.batch,
+                "latency_ms_batch1_median": 1000 * statistics.median(latencies),
+                "texts_per_second_batched": args.batch * args.batches / seconds,
+                "torch": torch.__version__,
+                "threads": torch.get_num_threads(),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

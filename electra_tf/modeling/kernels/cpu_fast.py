@@ -67,13 +67,12 @@ def dropout_keep_mask(shape, seed, rate: float):
     """
     if not 0 <= rate < 1:
         raise ValueError(f"dropout rate must be in [0, 1), got {rate}")
-    threshold = min(round(rate * 2 ** 32), 2 ** 32 - 1)
-    key = tf.random.stateless_uniform([2], seed=seed, minval=None, maxval=None,
-                                      dtype=tf.uint32)
+    threshold = min(round(rate * 2**32), 2**32 - 1)
+    key = tf.random.stateless_uniform([2], seed=seed, minval=None, maxval=None, dtype=tf.uint32)
     shape = tf.convert_to_tensor(shape)
     index = tf.range(tf.reduce_prod(tf.cast(shape, tf.int64)), dtype=tf.int64)
     keep = unit_bits(index, key) >= tf.constant(threshold, tf.uint32)
-    return tf.reshape(keep, shape), 1.0 - threshold / 2 ** 32
+    return tf.reshape(keep, shape), 1.0 - threshold / 2**32
 
 
 @tf.custom_gradient
@@ -92,6 +91,7 @@ def add_bias(x, bias):
     Returns:
         [..., C].
     """
+
     def grad(dy):
         # Sum half-precision gradients in float32, as the reduction would.
         rows = tf.reshape(tf.cast(dy, tf.float32), [-1, tf.shape(dy)[-1]])
@@ -117,6 +117,7 @@ def gelu(x):
     Returns:
         Same shape and dtype.
     """
+
     def cdf(t):
         return 0.5 * (1.0 + tf.math.erf(t * tf.constant(math.sqrt(0.5), t.dtype)))
 
@@ -203,9 +204,14 @@ def scaled_dot_product_attention(qkv, attention_bias, keep=None, keep_probabilit
             d_scores = tf.cast(d_scores * scale, dtype)
             d_query = tf.matmul(d_scores, key)
             d_key_t = tf.matmul(_heads_first_transposed(qkv[:, :, 0]), d_scores)
-            return tf.stack([tf.transpose(d_query, (0, 2, 1, 3)),
-                             tf.transpose(d_key_t, (0, 3, 1, 2)),
-                             tf.transpose(d_value_t, (0, 3, 1, 2))], axis=2)
+            return tf.stack(
+                [
+                    tf.transpose(d_query, (0, 2, 1, 3)),
+                    tf.transpose(d_key_t, (0, 3, 1, 2)),
+                    tf.transpose(d_value_t, (0, 3, 1, 2)),
+                ],
+                axis=2,
+            )
 
         return tf.transpose(context, (0, 2, 1, 3)), grad
 
@@ -230,8 +236,11 @@ def _vocab_blocks(scores):
     """
     vocab_size = scores.shape[-1] or tf.shape(scores)[-1]
     num_blocks = (vocab_size + SAMPLING_BLOCK - 1) // SAMPLING_BLOCK
-    padded = tf.pad(scores, [[0, 0], [0, num_blocks * SAMPLING_BLOCK - vocab_size]],
-                    constant_values=tf.float32.min)
+    padded = tf.pad(
+        scores,
+        [[0, 0], [0, num_blocks * SAMPLING_BLOCK - vocab_size]],
+        constant_values=tf.float32.min,
+    )
     return tf.reshape(padded, [tf.shape(scores)[0], num_blocks, *_REDUCE_SPLIT])
 
 
@@ -280,14 +289,15 @@ def inverse_cdf_sample(scores, uniforms):
     # in the sums can never push u past the end.
     block_cdf = tf.cumsum(block_sums, axis=-1)  # [M, blocks]
     targets = tf.reshape(uniforms, [-1, 1]) * block_cdf[:, -1:]
-    block = tf.minimum(tf.searchsorted(block_cdf, targets, side="right", out_type=tf.int32),
-                       num_blocks - 1)  # [M, 1]
-    before = tf.where(block > 0, tf.gather(block_cdf, tf.maximum(block - 1, 0), batch_dims=1),
-                      0.0)
+    block = tf.minimum(
+        tf.searchsorted(block_cdf, targets, side="right", out_type=tf.int32), num_blocks - 1
+    )  # [M, 1]
+    before = tf.where(block > 0, tf.gather(block_cdf, tf.maximum(block - 1, 0), batch_dims=1), 0.0)
     chosen = _block_rows(blocks, block[:, 0])
     within_cdf = before + tf.cumsum(tf.exp(chosen - row_max[:, None]), axis=-1)
-    offset = tf.minimum(tf.searchsorted(within_cdf, targets, side="right", out_type=tf.int32),
-                        SAMPLING_BLOCK - 1)
+    offset = tf.minimum(
+        tf.searchsorted(within_cdf, targets, side="right", out_type=tf.int32), SAMPLING_BLOCK - 1
+    )
     ids = tf.minimum(block * SAMPLING_BLOCK + offset, vocab_size - 1)
     return ids[:, 0]
 
@@ -310,9 +320,10 @@ def _softmax_cross_entropy(scores, labels, row_max, total):
     nll = row_max + tf.math.log(total) - tf.gather(scores, labels, batch_dims=1)
 
     def grad(upstream):
-        dscores = (tf.exp(scores - row_max[:, None]) * (upstream / total)[:, None]
-                   - tf.one_hot(labels, tf.shape(scores)[1], dtype=scores.dtype)
-                   * upstream[:, None])
+        dscores = (
+            tf.exp(scores - row_max[:, None]) * (upstream / total)[:, None]
+            - tf.one_hot(labels, tf.shape(scores)[1], dtype=scores.dtype) * upstream[:, None]
+        )
         return dscores, None, None, None
 
     return nll, grad
@@ -324,11 +335,13 @@ def _first_argmax(blocks, block_max, row_max):
     Args: as returned by `_softmax_blocks`. Returns: int32 [M].
     """
     # The first block holding the row's maximum, then the first index within it.
-    top_block = tf.argmax(tf.cast(tf.equal(block_max, row_max[:, None]), tf.int32), axis=1,
-                          output_type=tf.int32)
+    top_block = tf.argmax(
+        tf.cast(tf.equal(block_max, row_max[:, None]), tf.int32), axis=1, output_type=tf.int32
+    )
     chosen = _block_rows(blocks, top_block)
-    offset = tf.argmax(tf.cast(tf.equal(chosen, row_max[:, None]), tf.int32), axis=1,
-                       output_type=tf.int32)
+    offset = tf.argmax(
+        tf.cast(tf.equal(chosen, row_max[:, None]), tf.int32), axis=1, output_type=tf.int32
+    )
     return top_block * SAMPLING_BLOCK + offset
 
 

@@ -78,8 +78,9 @@ def scaled_dot_product_attention(qkv, attention_bias, keep=None, keep_probabilit
     query, key, value = tf.unstack(qkv, axis=2)  # each [B, L, heads, d]
     scores = tf.einsum("bqhd,bkhd->bhqk", query, key)  # [B, heads, L, L]
     # Softmax in float32 even under mixed precision: -10000 overflows fp16 sums.
-    scores = (tf.cast(scores, tf.float32) / math.sqrt(qkv.shape[-1])
-              + tf.cast(attention_bias, tf.float32))
+    scores = tf.cast(scores, tf.float32) / math.sqrt(qkv.shape[-1]) + tf.cast(
+        attention_bias, tf.float32
+    )
     probs = tf.cast(tf.nn.softmax(scores, axis=-1), qkv.dtype)
     probs = apply_keep_mask(probs, keep, keep_probability)
     return tf.einsum("bhqk,bkhd->bqhd", probs, value)

@@ -24,10 +24,19 @@ from electra_tf.pretraining.objectives.two_stage import TwoStageElectraPretraine
 from electra_tf.pretraining.pretrainer import Pretrainer
 
 # (objective, training) -> its class, from the classes' own OBJECTIVE and TRAINING.
-PRETRAINERS = {(cls.OBJECTIVE, cls.TRAINING): cls for cls in (
-    ElectraPretrainer, MaskedLMPretrainer, Electra15Pretrainer, ReplaceMLMPretrainer,
-    AllTokensMLMPretrainer, ElectricPretrainer, AdversarialElectraPretrainer,
-    TwoStageElectraPretrainer)}
+PRETRAINERS = {
+    (cls.OBJECTIVE, cls.TRAINING): cls
+    for cls in (
+        ElectraPretrainer,
+        MaskedLMPretrainer,
+        Electra15Pretrainer,
+        ReplaceMLMPretrainer,
+        AllTokensMLMPretrainer,
+        ElectricPretrainer,
+        AdversarialElectraPretrainer,
+        TwoStageElectraPretrainer,
+    )
+}
 
 
 def pretrainer_class(config: PretrainingConfig) -> type[Pretrainer]:
@@ -35,8 +44,10 @@ def pretrainer_class(config: PretrainingConfig) -> type[Pretrainer]:
     try:
         return PRETRAINERS[(config.objective, config.training)]
     except KeyError:
-        raise ValueError(f"--objective={config.objective} --training={config.training}: no "
-                         "such pre-training; see electra_tf.pretraining.objectives.") from None
+        raise ValueError(
+            f"--objective={config.objective} --training={config.training}: no "
+            "such pre-training; see electra_tf.pretraining.objectives."
+        ) from None
 
 
 def make_pretrainer(config: PretrainingConfig, **kwargs) -> Pretrainer:
@@ -49,7 +60,17 @@ def make_pretrainer(config: PretrainingConfig, **kwargs) -> Pretrainer:
     return pretrainer_class(config)(config, **kwargs)
 
 
-__all__ = ["PRETRAINERS", "Pretrainer", "make_pretrainer", "pretrainer_class",
-           "ElectraPretrainer", "MaskedLMPretrainer", "Electra15Pretrainer",
-           "ReplaceMLMPretrainer", "AllTokensMLMPretrainer", "ElectricPretrainer",
-           "AdversarialElectraPretrainer", "TwoStageElectraPretrainer"]
+__all__ = [
+    "PRETRAINERS",
+    "Pretrainer",
+    "make_pretrainer",
+    "pretrainer_class",
+    "ElectraPretrainer",
+    "MaskedLMPretrainer",
+    "Electra15Pretrainer",
+    "ReplaceMLMPretrainer",
+    "AllTokensMLMPretrainer",
+    "ElectricPretrainer",
+    "AdversarialElectraPretrainer",
+    "TwoStageElectraPretrainer",
+]

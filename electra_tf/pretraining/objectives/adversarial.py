@@ -30,12 +30,17 @@ class AdversarialElectraPretrainer(ElectraPretrainer):
         config = self.config
         token_loss = tf.nn.sigmoid_cross_entropy_with_logits(
             labels=tf.cast(out["labels"], tf.float32),
-            logits=tf.cast(out["disc_logits"], tf.float32))
+            logits=tf.cast(out["disc_logits"], tf.float32),
+        )
         rewards = tf.gather(token_loss, batch["masked_lm_positions"], batch_dims=1)
         out["reinforce"] = objective.reinforce_sums(
-            out["gen_logits"], out["sampled_ids"], rewards, batch["masked_lm_weights"],
+            out["gen_logits"],
+            out["sampled_ids"],
+            rewards,
+            batch["masked_lm_weights"],
             config.temperature,
-            disallow_ids=batch["masked_lm_ids"] if config.disallow_correct else None)
+            disallow_ids=batch["masked_lm_ids"] if config.disallow_correct else None,
+        )
         return out
 
     def generator_loss(self, sums, counts):
@@ -44,6 +49,8 @@ class AdversarialElectraPretrainer(ElectraPretrainer):
 
     def generator_metrics(self, sums):
         mlm, reinforce = sums["mlm"], sums["reinforce"]
-        return {**super().generator_metrics(sums),
-                "generator_reward": ratio(reinforce["reward"], mlm["count"]),
-                "reinforce_loss": ratio(reinforce["loss"], mlm["count"])}
+        return {
+            **super().generator_metrics(sums),
+            "generator_reward": ratio(reinforce["reward"], mlm["count"]),
+            "reinforce_loss": ratio(reinforce["loss"], mlm["count"]),
+        }

@@ -31,22 +31,31 @@ class AllTokensMLMPretrainer(ElectraPretrainer):
         out = self.generate(batch, training)
         out.update(self.corrupt(batch, out["gen_logits"]))
         fake_ids = out["fake_ids"]
-        outputs = self.discriminator({"input_ids": fake_ids, "input_mask": batch["input_mask"],
-                                      "segment_ids": batch["segment_ids"]}, training=training)
-        every_position = tf.broadcast_to(tf.range(tf.shape(fake_ids)[1])[None],
-                                         tf.shape(fake_ids))
+        outputs = self.discriminator(
+            {
+                "input_ids": fake_ids,
+                "input_mask": batch["input_mask"],
+                "segment_ids": batch["segment_ids"],
+            },
+            training=training,
+        )
+        every_position = tf.broadcast_to(tf.range(tf.shape(fake_ids)[1])[None], tf.shape(fake_ids))
         logits = self.mlm_head(outputs["sequence_output"], every_position)
         out["all_tokens_mlm"] = objective.all_tokens_sums(
-            logits, outputs["logits"], fake_ids, batch["input_ids"], batch["input_mask"])
+            logits, outputs["logits"], fake_ids, batch["input_ids"], batch["input_mask"]
+        )
         return out
 
     def _loss(self, sums, counts):
-        return (self.config.gen_weight * self.generator_loss(sums, counts)
-                + objective.safe_ratio(sums["all_tokens_mlm"]["nll"], counts["tokens"]))
+        return self.config.gen_weight * self.generator_loss(sums, counts) + objective.safe_ratio(
+            sums["all_tokens_mlm"]["nll"], counts["tokens"]
+        )
 
     def metrics_from_sums(self, sums):
         main = sums["all_tokens_mlm"]
-        return {**self.generator_metrics(sums),
-                "all_tokens_mlm_loss": objective.safe_ratio(main["nll"], main["count"]),
-                "all_tokens_mlm_accuracy": objective.safe_ratio(main["correct"], main["count"]),
-                "total_loss": self._loss(sums, sums["counts"])}
+        return {
+            **self.generator_metrics(sums),
+            "all_tokens_mlm_loss": objective.safe_ratio(main["nll"], main["count"]),
+            "all_tokens_mlm_accuracy": objective.safe_ratio(main["correct"], main["count"]),
+            "total_loss": self._loss(sums, sums["counts"]),
+        }

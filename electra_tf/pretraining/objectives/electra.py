@@ -28,9 +28,12 @@ def sample_statistics(batch, sampled_ids, labels) -> dict:
     """
     weights = tf.cast(batch["masked_lm_weights"], tf.float32)
     same = tf.cast(tf.equal(sampled_ids, batch["masked_lm_ids"]), tf.float32)
-    return {"correct": tf.reduce_sum(weights * same),
-            "replaced": tf.reduce_sum(tf.cast(batch["input_mask"], tf.float32)
-                                      * tf.cast(labels, tf.float32))}
+    return {
+        "correct": tf.reduce_sum(weights * same),
+        "replaced": tf.reduce_sum(
+            tf.cast(batch["input_mask"], tf.float32) * tf.cast(labels, tf.float32)
+        ),
+    }
 
 
 @keras.saving.register_keras_serializable(package="electra_tf")
@@ -62,8 +65,11 @@ class ElectraPretrainer(Pretrainer):
     def _build_networks(self) -> None:
         config = self.config
         self.generator, self.discriminator = build_generator_and_discriminator(
-            config.model, weight_sharing=config.weight_sharing,
-            with_generator=config.uses_generator, kernels=self.kernels)
+            config.model,
+            weight_sharing=config.weight_sharing,
+            with_generator=config.uses_generator,
+            kernels=self.kernels,
+        )
 
     # ------------------------------------------------------------------ the step
     def forward(self, batch, training=False):
@@ -83,19 +89,27 @@ class ElectraPretrainer(Pretrainer):
     def generate(self, batch, training):
         """The generator at the masked slots: {"gen_logits": [B, N, V], "mlm": sums}."""
         gen_logits = self.generator_logits(batch, training)
-        return {"gen_logits": gen_logits,
-                "mlm": objective.masked_lm_sums(gen_logits, batch["masked_lm_ids"],
-                                                batch["masked_lm_weights"], self.kernels)}
+        return {
+            "gen_logits": gen_logits,
+            "mlm": objective.masked_lm_sums(
+                gen_logits, batch["masked_lm_ids"], batch["masked_lm_weights"], self.kernels
+            ),
+        }
 
     def generator_logits(self, batch, training):
         """Logits [B, N, V] of the generator at the masked slots (zeros if uniform)."""
         if self.generator is None:
             slots = tf.shape(batch["masked_lm_positions"])
             return tf.zeros([slots[0], slots[1], self.config.model.vocab_size], tf.float32)
-        return self.generator({
-            "input_ids": batch["masked_input_ids"], "input_mask": batch["input_mask"],
-            "segment_ids": batch["segment_ids"],
-            "masked_lm_positions": batch["masked_lm_positions"]}, training=training)
+        return self.generator(
+            {
+                "input_ids": batch["masked_input_ids"],
+                "input_mask": batch["input_mask"],
+                "segment_ids": batch["segment_ids"],
+                "masked_lm_positions": batch["masked_lm_positions"],
+            },
+            training=training,
+        )
 
     def corrupt(self, batch, gen_logits):
         """Samples the generator (no gradient flows back) into the masked slots.
@@ -107,14 +121,24 @@ class ElectraPretrainer(Pretrainer):
         """
         config = self.config
         sampled_ids = objective.sample_tokens(
-            gen_logits, batch["sampling_uniforms"], config.temperature,
+            gen_logits,
+            batch["sampling_uniforms"],
+            config.temperature,
             disallow_ids=batch["masked_lm_ids"] if config.disallow_correct else None,
-            kernels=self.kernels)
+            kernels=self.kernels,
+        )
         fake_ids, labels = objective.replace_tokens(
-            batch["input_ids"], batch["masked_lm_positions"], sampled_ids,
-            batch["masked_lm_weights"])
-        return {"sampled_ids": sampled_ids, "fake_ids": fake_ids, "labels": labels,
-                "samples": sample_statistics(batch, sampled_ids, labels)}
+            batch["input_ids"],
+            batch["masked_lm_positions"],
+            sampled_ids,
+            batch["masked_lm_weights"],
+        )
+        return {
+            "sampled_ids": sampled_ids,
+            "fake_ids": fake_ids,
+            "labels": labels,
+            "samples": sample_statistics(batch, sampled_ids, labels),
+        }
 
     def discriminate(self, batch, fake_ids, labels, training):
         """The discriminator on the corrupted sequence.
@@ -122,12 +146,20 @@ class ElectraPretrainer(Pretrainer):
         Returns:
             {"disc": its sums, "disc_logits": [B, L], "disc_mask": [B, L]}.
         """
-        disc_logits = self.discriminator({
-            "input_ids": fake_ids, "input_mask": batch["input_mask"],
-            "segment_ids": batch["segment_ids"]}, training=training)["logits"]
+        disc_logits = self.discriminator(
+            {
+                "input_ids": fake_ids,
+                "input_mask": batch["input_mask"],
+                "segment_ids": batch["segment_ids"],
+            },
+            training=training,
+        )["logits"]
         mask = self.discriminator_mask(batch, fake_ids)
-        return {"disc": objective.discriminator_sums(disc_logits, labels, mask),
-                "disc_logits": disc_logits, "disc_mask": mask}
+        return {
+            "disc": objective.discriminator_sums(disc_logits, labels, mask),
+            "disc_logits": disc_logits,
+            "disc_mask": mask,
+        }
 
     def discriminator_mask(self, batch, fake_ids):
         """The tokens the discriminator is scored on: float32 [B, L], every non-pad token."""
@@ -136,8 +168,9 @@ class ElectraPretrainer(Pretrainer):
     # ------------------------------------------------------------------ the loss
     def _loss(self, sums, counts):
         """gen_weight * L_MLM + disc_weight * L_Disc, this replica's share of the global batch."""
-        return (self.config.gen_weight * self.generator_loss(sums, counts)
-                + self.config.disc_weight * self.discriminator_loss(sums, counts))
+        return self.config.gen_weight * self.generator_loss(
+            sums, counts
+        ) + self.config.disc_weight * self.discriminator_loss(sums, counts)
 
     def generator_loss(self, sums, counts):
         """L_MLM: the generator's NLL per masked slot (0 without a generator to train)."""
@@ -172,8 +205,10 @@ class ElectraPretrainer(Pretrainer):
         mlm, samples = sums["mlm"], sums["samples"]
         stats = {}
         if self.generator is not None:  # a uniform "generator" has nothing to report
-            stats.update(masked_lm_loss=ratio(mlm["nll"], mlm["count"]),
-                         masked_lm_accuracy=ratio(mlm["correct"], mlm["count"]))
+            stats.update(
+                masked_lm_loss=ratio(mlm["nll"], mlm["count"]),
+                masked_lm_accuracy=ratio(mlm["correct"], mlm["count"]),
+            )
         stats["sampled_masked_lm_accuracy"] = ratio(samples["correct"], mlm["count"])
         stats["replaced_fraction"] = ratio(samples["replaced"], sums["counts"]["tokens"])
         return stats
@@ -181,7 +216,9 @@ class ElectraPretrainer(Pretrainer):
     def discriminator_metrics(self, sums):
         """disc_loss, disc_accuracy, disc_precision, disc_recall."""
         disc = sums["disc"]
-        return {"disc_loss": ratio(disc["loss"], disc["count"]),
-                "disc_accuracy": ratio(disc["correct"], disc["count"]),
-                "disc_precision": ratio(disc["true_positive"], disc["predicted_positive"]),
-                "disc_recall": ratio(disc["true_positive"], disc["actual_positive"])}
+        return {
+            "disc_loss": ratio(disc["loss"], disc["count"]),
+            "disc_accuracy": ratio(disc["correct"], disc["count"]),
+            "disc_precision": ratio(disc["true_positive"], disc["predicted_positive"]),
+            "disc_recall": ratio(disc["true_positive"], disc["actual_positive"]),
+        }

@@ -21,9 +21,11 @@ class Electra15Pretrainer(ElectraPretrainer):
 
     def discriminator_mask(self, batch, fake_ids):
         """float32 [B, L]: 1 at the positions a used masked slot points to."""
-        return objective.positions_mask(batch["masked_lm_positions"], batch["masked_lm_weights"],
-                                        fake_ids.shape[1] or tf.shape(fake_ids)[1])
+        return objective.positions_mask(
+            batch["masked_lm_positions"],
+            batch["masked_lm_weights"],
+            fake_ids.shape[1] or tf.shape(fake_ids)[1],
+        )
 
     def discriminator_loss(self, sums, counts):
         return objective.safe_ratio(sums["disc"]["loss"], counts["masked"])
-

@@ -30,13 +30,20 @@ class ElectricPretrainer(ElectraPretrainer):
     def _build_networks(self) -> None:
         config = self.config
         self.generator, self.discriminator = build_generator_and_discriminator(
-            config.model, weight_sharing=config.weight_sharing,
-            generator_kind="two_tower_cloze", kernels=self.kernels)
+            config.model,
+            weight_sharing=config.weight_sharing,
+            generator_kind="two_tower_cloze",
+            kernels=self.kernels,
+        )
 
     def counts(self, batch):
         """ELECTRA's counts and `cloze_targets`, the tokens the cloze model is trained on."""
-        return {**super().counts(batch), "cloze_targets": tf.reduce_sum(
-            objective.cloze_targets(batch["input_ids"], batch["input_mask"]))}
+        return {
+            **super().counts(batch),
+            "cloze_targets": tf.reduce_sum(
+                objective.cloze_targets(batch["input_ids"], batch["input_mask"])
+            ),
+        }
 
     def forward(self, batch, training=False):
         """Cloze generator, noise samples, energy discriminator.
@@ -47,32 +54,55 @@ class ElectricPretrainer(ElectraPretrainer):
             cloze model's sums over its targets and `cloze_logits` [B, L, V].
         """
         weights = batch["masked_lm_weights"]
-        cloze_logits = self.generator({
-            "input_ids": batch["input_ids"], "input_mask": batch["input_mask"],
-            "segment_ids": batch["segment_ids"]}, training=training)  # [B, L, V]
+        cloze_logits = self.generator(
+            {
+                "input_ids": batch["input_ids"],
+                "input_mask": batch["input_mask"],
+                "segment_ids": batch["segment_ids"],
+            },
+            training=training,
+        )  # [B, L, V]
         gen_logits = tf.gather(cloze_logits, batch["masked_lm_positions"], batch_dims=1)
-        out = {"cloze": objective.masked_lm_sums(
-                   cloze_logits, batch["input_ids"],
-                   objective.cloze_targets(batch["input_ids"], batch["input_mask"]),
-                   self.kernels),
-               "mlm": objective.masked_lm_sums(gen_logits, batch["masked_lm_ids"], weights,
-                                               self.kernels),
-               "gen_logits": gen_logits, "cloze_logits": cloze_logits}
+        out = {
+            "cloze": objective.masked_lm_sums(
+                cloze_logits,
+                batch["input_ids"],
+                objective.cloze_targets(batch["input_ids"], batch["input_mask"]),
+                self.kernels,
+            ),
+            "mlm": objective.masked_lm_sums(
+                gen_logits, batch["masked_lm_ids"], weights, self.kernels
+            ),
+            "gen_logits": gen_logits,
+            "cloze_logits": cloze_logits,
+        }
         out.update(self.corrupt(batch, gen_logits))
         fake_ids = out["fake_ids"]
         # Every masked position holds noise, whatever was sampled.
-        labels = tf.cast(objective.positions_mask(batch["masked_lm_positions"], weights,
-                                                  fake_ids.shape[1] or tf.shape(fake_ids)[1]),
-                         tf.int32)
+        labels = tf.cast(
+            objective.positions_mask(
+                batch["masked_lm_positions"], weights, fake_ids.shape[1] or tf.shape(fake_ids)[1]
+            ),
+            tf.int32,
+        )
         out.update(labels=labels, samples=sample_statistics(batch, out["sampled_ids"], labels))
-        energy = self.discriminator({"input_ids": fake_ids, "input_mask": batch["input_mask"],
-                                     "segment_ids": batch["segment_ids"]},
-                                    training=training)["logits"]
-        disc_logits = objective.electric_logits(energy, cloze_logits, fake_ids,
-                                                self.config.mask_rate)
+        energy = self.discriminator(
+            {
+                "input_ids": fake_ids,
+                "input_mask": batch["input_mask"],
+                "segment_ids": batch["segment_ids"],
+            },
+            training=training,
+        )["logits"]
+        disc_logits = objective.electric_logits(
+            energy, cloze_logits, fake_ids, self.config.mask_rate
+        )
         mask = self.discriminator_mask(batch, fake_ids)
-        out.update(disc=objective.discriminator_sums(disc_logits, labels, mask),
-                   disc_logits=disc_logits, disc_mask=mask)
+        out.update(
+            disc=objective.discriminator_sums(disc_logits, labels, mask),
+            disc_logits=disc_logits,
+            disc_mask=mask,
+        )
         return out
 
     def generator_loss(self, sums, counts):
@@ -81,6 +111,8 @@ class ElectricPretrainer(ElectraPretrainer):
 
     def generator_metrics(self, sums):
         cloze = sums["cloze"]
-        return {**super().generator_metrics(sums),
-                "cloze_loss": ratio(cloze["nll"], cloze["count"]),
-                "cloze_accuracy": ratio(cloze["correct"], cloze["count"])}
+        return {
+            **super().generator_metrics(sums),
+            "cloze_loss": ratio(cloze["nll"], cloze["count"]),
+            "cloze_accuracy": ratio(cloze["correct"], cloze["count"]),
+        }

@@ -17,8 +17,14 @@ from electra_tf.pretraining.pretrainer import Pretrainer
 def full_size_mlm_head(discriminator, kernels: str) -> MaskedLMHead:
     """The full-size model's masked-LM output, tied to its (shared) token table."""
     encoder = discriminator.encoder
-    return MaskedLMHead(encoder.embeddings, encoder.initializer_range, encoder.layer_norm_epsilon,
-                        kernels=kernels, dtype=encoder.dtype_policy, name="mlm_predictions")
+    return MaskedLMHead(
+        encoder.embeddings,
+        encoder.initializer_range,
+        encoder.layer_norm_epsilon,
+        kernels=kernels,
+        dtype=encoder.dtype_policy,
+        name="mlm_predictions",
+    )
 
 
 class FullSizeMLM:
@@ -30,9 +36,14 @@ class FullSizeMLM:
         Returns:
             (sequence [B, L, H], logits [B, N, V] at `positions` [B, N]).
         """
-        sequence = self.discriminator.encoder({
-            "input_ids": input_ids, "input_mask": batch["input_mask"],
-            "segment_ids": batch["segment_ids"]}, training=training)
+        sequence = self.discriminator.encoder(
+            {
+                "input_ids": input_ids,
+                "input_mask": batch["input_mask"],
+                "segment_ids": batch["segment_ids"],
+            },
+            training=training,
+        )
         return sequence, self.mlm_head(sequence, positions)
 
 
@@ -51,23 +62,33 @@ class MaskedLMPretrainer(FullSizeMLM, Pretrainer):
     def _build_networks(self) -> None:
         config = self.config
         self.generator, self.discriminator = build_generator_and_discriminator(
-            config.model, weight_sharing=config.weight_sharing, with_generator=False, kernels=self.kernels)
+            config.model,
+            weight_sharing=config.weight_sharing,
+            with_generator=False,
+            kernels=self.kernels,
+        )
         self.mlm_head = full_size_mlm_head(self.discriminator, self.kernels)
         self.discriminator.rtd_head.trainable = False  # unused
 
     def forward(self, batch, training=False):
         """{"mlm": sums, "gen_logits": [B, N, V]} (the logits keep the generator's name)."""
-        _, logits = self._full_size_mlm(batch["masked_input_ids"], batch,
-                                        batch["masked_lm_positions"], training)
-        return {"mlm": objective.masked_lm_sums(logits, batch["masked_lm_ids"],
-                                                batch["masked_lm_weights"], self.kernels),
-                "gen_logits": logits}
+        _, logits = self._full_size_mlm(
+            batch["masked_input_ids"], batch, batch["masked_lm_positions"], training
+        )
+        return {
+            "mlm": objective.masked_lm_sums(
+                logits, batch["masked_lm_ids"], batch["masked_lm_weights"], self.kernels
+            ),
+            "gen_logits": logits,
+        }
 
     def _loss(self, sums, counts):
         return objective.safe_ratio(sums["mlm"]["nll"], counts["masked"])
 
     def metrics_from_sums(self, sums):
         mlm = sums["mlm"]
-        return {"masked_lm_loss": objective.safe_ratio(mlm["nll"], mlm["count"]),
-                "masked_lm_accuracy": objective.safe_ratio(mlm["correct"], mlm["count"]),
-                "total_loss": self._loss(sums, sums["counts"])}
+        return {
+            "masked_lm_loss": objective.safe_ratio(mlm["nll"], mlm["count"]),
+            "masked_lm_accuracy": objective.safe_ratio(mlm["correct"], mlm["count"]),
+            "total_loss": self._loss(sums, sums["counts"]),
+        }

@@ -30,19 +30,24 @@ class ReplaceMLMPretrainer(FullSizeMLM, ElectraPretrainer):
         """Generator and samples as ELECTRA's; then {"replace_mlm": sums} of the full-size MLM."""
         out = self.generate(batch, training)
         out.update(self.corrupt(batch, out["gen_logits"]))
-        _, logits = self._full_size_mlm(out["fake_ids"], batch, batch["masked_lm_positions"],
-                                        training)
-        out["replace_mlm"] = objective.masked_lm_sums(logits, batch["masked_lm_ids"],
-                                                      batch["masked_lm_weights"], self.kernels)
+        _, logits = self._full_size_mlm(
+            out["fake_ids"], batch, batch["masked_lm_positions"], training
+        )
+        out["replace_mlm"] = objective.masked_lm_sums(
+            logits, batch["masked_lm_ids"], batch["masked_lm_weights"], self.kernels
+        )
         return out
 
     def _loss(self, sums, counts):
-        return (self.config.gen_weight * self.generator_loss(sums, counts)
-                + objective.safe_ratio(sums["replace_mlm"]["nll"], counts["masked"]))
+        return self.config.gen_weight * self.generator_loss(sums, counts) + objective.safe_ratio(
+            sums["replace_mlm"]["nll"], counts["masked"]
+        )
 
     def metrics_from_sums(self, sums):
         main = sums["replace_mlm"]
-        return {**self.generator_metrics(sums),
-                "replace_mlm_loss": objective.safe_ratio(main["nll"], main["count"]),
-                "replace_mlm_accuracy": objective.safe_ratio(main["correct"], main["count"]),
-                "total_loss": self._loss(sums, sums["counts"])}
+        return {
+            **self.generator_metrics(sums),
+            "replace_mlm_loss": objective.safe_ratio(main["nll"], main["count"]),
+            "replace_mlm_accuracy": objective.safe_ratio(main["correct"], main["count"]),
+            "total_loss": self._loss(sums, sums["counts"]),
+        }

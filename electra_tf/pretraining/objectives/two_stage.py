@@ -42,20 +42,27 @@ class TwoStageElectraPretrainer(ElectraPretrainer):
 
     def initialise_discriminator_from_generator(self) -> None:
         """Copies the generator's embeddings and encoder into the discriminator."""
+
         def by_role(encoder):
             # Weight paths within the encoder, with the embedding layer's own name
             # (generator_embeddings / embeddings) made common. The dropout seed
             # states stay each model's own.
             prefix = encoder.embeddings.name + "/"
-            return {("embeddings/" + w.path[len(prefix):]) if w.path.startswith(prefix)
-                    else w.path: w for w in encoder.weights if "seed_generator" not in w.path}
+            return {
+                ("embeddings/" + w.path[len(prefix) :]) if w.path.startswith(prefix) else w.path: w
+                for w in encoder.weights
+                if "seed_generator" not in w.path
+            }
 
         source, target = by_role(self.generator.encoder), by_role(self.discriminator.encoder)
         if sorted(source) != sorted(target) or any(
-                tuple(source[k].shape) != tuple(target[k].shape) for k in target):
-            raise ValueError("two-stage training needs a generator of the discriminator's exact "
-                             "architecture (--generator_hidden_fraction=1, "
-                             "--generator_layers_fraction=1, default heads and FFN size).")
+            tuple(source[k].shape) != tuple(target[k].shape) for k in target
+        ):
+            raise ValueError(
+                "two-stage training needs a generator of the discriminator's exact "
+                "architecture (--generator_hidden_fraction=1, "
+                "--generator_layers_fraction=1, default heads and FFN size)."
+            )
         for name, variable in target.items():
             variable.assign(source[name])
         self.discriminator_initialised.assign(1)
