@@ -28,6 +28,8 @@ import os
 from typing import Any, Optional
 
 MODEL_SIZES = ("tiny", "small", "base", "large")
+# BERT's WordPiece vocabulary size, the paper's (and the default when a vocabulary is learned).
+BERT_VOCAB_SIZE = 30522
 MIXED_PRECISION_POLICIES = ("none", "float16", "bfloat16")
 # The pre-training objectives the paper compares (Section 3.5, Table 5), and
 # Electric (Clark et al., EMNLP 2020), the energy-based cloze objective of the
@@ -72,9 +74,6 @@ def flag_field(default: Any, help: str, **metadata: Any) -> Any:
     return dataclasses.field(default=default, metadata={"help": help, **metadata})
 
 
-_field = flag_field
-
-
 class ConfigError(ValueError):
     """A configuration value is impossible; the message names the flag."""
 
@@ -90,33 +89,33 @@ class ModelConfig:
     from that width the same way.
     """
 
-    vocab_size: int = _field(
-        30522,
+    vocab_size: int = flag_field(
+        BERT_VOCAB_SIZE,
         "Vocabulary size. With --vocab_file it must match the file; "
         "without, the size of the vocabulary built from the corpus.",
     )
-    hidden_size: int = _field(256, "Discriminator hidden size.")
-    num_layers: int = _field(12, "Discriminator transformer layers.")
-    num_heads: Optional[int] = _field(None, "Attention heads (default hidden_size // 64).")
-    intermediate_size: Optional[int] = _field(None, "FFN inner size (default 4 * hidden_size).")
-    embedding_size: int = _field(
+    hidden_size: int = flag_field(256, "Discriminator hidden size.")
+    num_layers: int = flag_field(12, "Discriminator transformer layers.")
+    num_heads: Optional[int] = flag_field(None, "Attention heads (default hidden_size // 64).")
+    intermediate_size: Optional[int] = flag_field(None, "FFN inner size (default 4 * hidden_size).")
+    embedding_size: int = flag_field(
         128, "Shared embedding width; projected to each model's hidden size."
     )
-    max_position_embeddings: int = _field(
+    max_position_embeddings: int = flag_field(
         512,
         "Rows of the position embedding table: the longest --max_seq_length the model can take.",
     )
-    type_vocab_size: int = _field(2, "Rows of the segment (token type) embedding table.")
-    dropout_rate: float = _field(0.1, "Dropout on embeddings and hidden states.")
-    attention_dropout_rate: float = _field(0.1, "Dropout on the attention probabilities.")
-    initializer_range: float = _field(
+    type_vocab_size: int = flag_field(2, "Rows of the segment (token type) embedding table.")
+    dropout_rate: float = flag_field(0.1, "Dropout on embeddings and hidden states.")
+    attention_dropout_rate: float = flag_field(0.1, "Dropout on the attention probabilities.")
+    initializer_range: float = flag_field(
         0.02, "Standard deviation of the truncated-normal weight initialiser."
     )
-    layer_norm_epsilon: float = _field(1e-12, "Epsilon of every LayerNorm.")
-    generator_hidden_fraction: float = _field(
+    layer_norm_epsilon: float = flag_field(1e-12, "Epsilon of every LayerNorm.")
+    generator_hidden_fraction: float = flag_field(
         0.25, "Generator width as a fraction of the discriminator's."
     )
-    generator_layers_fraction: float = _field(
+    generator_layers_fraction: float = flag_field(
         1.0, "Generator depth as a fraction of the discriminator's."
     )
 
@@ -190,7 +189,7 @@ class ModelConfig:
 class PretrainingConfig:
     """Everything that defines a pre-training run (see the module docstring)."""
 
-    model_size: str = _field(
+    model_size: str = flag_field(
         "small",
         "Size preset: tiny, small, base or large (paper Table 6; "
         "tiny is a CPU-sized model for tests and quick "
@@ -200,18 +199,20 @@ class PretrainingConfig:
     )  # each command defines --model_size itself
     model: ModelConfig = dataclasses.field(default_factory=ModelConfig, metadata={"flag": False})
     # Data and masking.
-    max_seq_length: int = _field(128, "Tokens per example.")
-    mask_rate: float = _field(0.15, "Fraction of tokens masked (and replaced by the generator).")
-    max_predictions_per_seq: Optional[int] = _field(
+    max_seq_length: int = flag_field(128, "Tokens per example.")
+    mask_rate: float = flag_field(
+        0.15, "Fraction of tokens masked (and replaced by the generator)."
+    )
+    max_predictions_per_seq: Optional[int] = flag_field(
         None, "Masked slots per sequence (default int((mask_rate+0.005)*L))."
     )
-    do_lower_case: bool = _field(
+    do_lower_case: bool = flag_field(
         True, "Lower-case text before WordPiece (Hangul is kept whole either way)."
     )
-    strip_accents: Optional[bool] = _field(
+    strip_accents: Optional[bool] = flag_field(
         None, "Strip accents (default: same as --do_lower_case)."
     )
-    normalization: str = _field(
+    normalization: str = flag_field(
         DEFAULT_NORMALIZATION,
         "Text normalization before WordPiece: bert (the original "
         "BERT/ELECTRA tokenizer: lower-case, accents stripped, nothing folded; Hangul kept "
@@ -219,93 +220,97 @@ class PretrainingConfig:
         "--init_checkpoint's (bert for imported checkpoints).",
         choices=NORMALIZATIONS,
     )
-    shuffle_buffer_size: int = _field(1000, "Examples in the training data's shuffle buffer.")
+    shuffle_buffer_size: int = flag_field(1000, "Examples in the training data's shuffle buffer.")
     # Objective (see OBJECTIVES, TRAINING_ALGORITHMS, WEIGHT_SHARING).
-    objective: str = _field(
+    objective: str = flag_field(
         "electra",
         "electra (replaced token detection), electra_15 (only masked positions), "
         "mlm (BERT), replace_mlm (MLM on generator samples), all_tokens_mlm (every token, with "
         "the copy mechanism) or electric (the energy-based cloze objective of Electric).",
         choices=OBJECTIVES,
     )
-    training: str = _field(
+    training: str = flag_field(
         "joint",
         "joint, two_stage (generator first, then the discriminator from its weights, "
         "generator frozen) or adversarial (REINFORCE generator).",
         choices=TRAINING_ALGORITHMS,
     )
-    weight_sharing: str = _field(
+    weight_sharing: str = flag_field(
         "embeddings",
         "What the generator shares with the discriminator: embeddings, none, all "
         "(equal sizes) or gdes (gradient-disentangled: the discriminator reads the generator's "
         "token table without gradient, plus a residual of its own).",
         choices=WEIGHT_SHARING,
     )
-    two_stage_generator_steps: Optional[int] = _field(
+    two_stage_generator_steps: Optional[int] = flag_field(
         None, "Generator-only steps of --training=two_stage (default: half of --num_train_steps)."
     )
-    uniform_generator: bool = _field(
+    uniform_generator: bool = flag_field(
         False, "Draw replacements uniformly from the vocabulary (no generator)."
     )
-    disallow_correct: bool = _field(False, "The generator may not sample the original token.")
-    gen_weight: float = _field(1.0, "Weight of the generator's MLM loss.")
-    disc_weight: float = _field(50.0, "lambda, the weight of the discriminator loss.")
-    temperature: float = _field(1.0, "Sampling temperature of the generator.")
+    disallow_correct: bool = flag_field(False, "The generator may not sample the original token.")
+    gen_weight: float = flag_field(1.0, "Weight of the generator's MLM loss.")
+    disc_weight: float = flag_field(50.0, "lambda, the weight of the discriminator loss.")
+    temperature: float = flag_field(1.0, "Sampling temperature of the generator.")
     # electra_tf.flops counts the budget; num_train_steps becomes the steps that fit.
-    max_train_flops: Optional[float] = _field(
+    max_train_flops: Optional[float] = flag_field(
         None,
         "Training FLOPs budget (paper accounting); sets --num_train_steps to the steps that fit.",
     )
     # Optimisation.
-    learning_rate: float = _field(5e-4, "Peak learning rate.")
-    lr_decay_power: float = _field(
+    learning_rate: float = flag_field(5e-4, "Peak learning rate.")
+    lr_decay_power: float = flag_field(
         1.0, "Power of the polynomial decay after warmup (1: linear to 0)."
     )
-    num_warmup_steps: int = _field(10000, "Linear warmup steps.")
-    weight_decay_rate: float = _field(0.01, "Decoupled weight decay (not on LayerNorm and biases).")
-    adam_beta_1: float = _field(0.9, "Adam's beta_1.")
-    adam_beta_2: float = _field(0.999, "Adam's beta_2.")
-    adam_epsilon: float = _field(1e-6, "Adam's epsilon.")
-    clip_norm: float = _field(1.0, "Clip the gradients to this global norm (0: no clipping).")
-    train_batch_size: int = _field(128, "Global batch size (all replicas).")
+    num_warmup_steps: int = flag_field(10000, "Linear warmup steps.")
+    weight_decay_rate: float = flag_field(
+        0.01, "Decoupled weight decay (not on LayerNorm and biases)."
+    )
+    adam_beta_1: float = flag_field(0.9, "Adam's beta_1.")
+    adam_beta_2: float = flag_field(0.999, "Adam's beta_2.")
+    adam_epsilon: float = flag_field(1e-6, "Adam's epsilon.")
+    clip_norm: float = flag_field(1.0, "Clip the gradients to this global norm (0: no clipping).")
+    train_batch_size: int = flag_field(128, "Global batch size (all replicas).")
     # Micro-batches per optimizer step: the same update as the full batch with
     # the activation memory of one micro-batch (train_batch_size / this).
-    gradient_accumulation_steps: int = _field(
+    gradient_accumulation_steps: int = flag_field(
         1,
         "Split each batch into this many micro-batches whose gradients are summed before "
         "one update (same update, less memory).",
     )
-    num_train_steps: int = _field(
+    num_train_steps: int = flag_field(
         1_000_000,
         "Total optimizer steps (0: export the randomly "
         "initialised model, the no-pre-training baseline).",
     )
-    mixed_precision: str = _field(
+    mixed_precision: str = flag_field(
         "none",
         "none, float16 (with dynamic loss scaling) or bfloat16.",
         choices=MIXED_PRECISION_POLICIES,
     )
     # XLA: one device compiles the whole step; several replicas compile each
     # replica's forward and backward pass (a compiled step cannot span them).
-    jit_compile: bool = _field(
+    jit_compile: bool = flag_field(
         False, "Compile the training step with XLA (see docs/performance.md)."
     )
     # The same weights and maths under each kernel set, so a run may resume with another.
-    kernels: str = _field("reference", KERNELS_HELP, choices=KERNELS)
-    seed: int = _field(0, "Seed for data order, masking and sampling.")
+    kernels: str = flag_field("reference", KERNELS_HELP, choices=KERNELS)
+    seed: int = flag_field(0, "Seed for data order, masking and sampling.")
     # Bookkeeping.
-    save_checkpoints_steps: int = _field(1000, "Checkpoint interval in steps.")
-    keep_checkpoint_max: int = _field(5, "How many checkpoints to keep (0: every one).")
-    log_every_steps: int = _field(100, "Console and TensorBoard interval in steps.")
+    save_checkpoints_steps: int = flag_field(1000, "Checkpoint interval in steps.")
+    keep_checkpoint_max: int = flag_field(5, "How many checkpoints to keep (0: every one).")
+    log_every_steps: int = flag_field(100, "Console and TensorBoard interval in steps.")
     # Held-out evaluation runs only when the run has held-out text.
-    eval_every_steps: Optional[int] = _field(
+    eval_every_steps: Optional[int] = flag_field(
         None,
         "Held-out evaluation interval in steps (default: every checkpoint; 0: only when "
         "training ends).",
     )
-    num_eval_examples: int = _field(2048, "Held-out sequences per evaluation.")
-    steps_per_execution: int = _field(1, "Steps run per tf.function call (fewer host round trips).")
-    init_checkpoint: Optional[str] = _field(
+    num_eval_examples: int = flag_field(2048, "Held-out sequences per evaluation.")
+    steps_per_execution: int = flag_field(
+        1, "Steps run per tf.function call (fewer host round trips)."
+    )
+    init_checkpoint: Optional[str] = flag_field(
         None,
         "Start from these weights: an electra-tf run directory, a google-research/electra "
         "checkpoint or a Hugging Face ELECTRA directory (discriminator, with the generator in "

@@ -2,11 +2,11 @@
 
 Each layer lists module prefixes: `electra_tf.modeling` covers the package
 and every module in it; the longest listed prefix decides where a module
-sits, so a module inside a package can sit above the rest of it.
-`tests/test_layering.py` reads this list and fails on any import from a lower layer to a higher one and on any import cycle. The
-package's own `__init__` stands outside the order: it imports the modules
+sits, so a module inside a package can sit above (or below) the rest of it.
+`tests/test_layering.py` reads this list and fails on any import from a
+lower layer to a higher one and on any import cycle. The package's own `__init__` stands outside the order: it imports the modules
 that define Keras classes, so that `import electra_tf` registers them. The
-research tools in the repository's `tools/` (benchmark, study, parity) are
+research tools in the repository's `tools/` (benchmark, study, parity...) are
 not part of the package and not listed: they import it, never the reverse.
 """
 
@@ -23,6 +23,7 @@ LAYERS = (
         "electra_tf.vocab_learning",
         "electra_tf.finiteness",
         "electra_tf.keras_compat",
+        "electra_tf.text_compat",
     ),
     # Models, input pipelines, and the optimiser and train step every training run uses.
     (

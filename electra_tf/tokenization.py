@@ -56,9 +56,8 @@ from typing import Iterable, Optional, Sequence, Union
 import numpy as np
 import tensorflow as tf
 import tensorflow_text as tf_text
-from tensorflow_text.python.ops import regex_split_ops
 
-from electra_tf import fileio
+from electra_tf import fileio, text_compat
 from electra_tf.config import DEFAULT_NORMALIZATION, NORMALIZATIONS
 
 PAD_TOKEN = "[PAD]"
@@ -432,19 +431,16 @@ class WordPieceTokenizer(tf.Module):
         texts = tf.convert_to_tensor(texts, dtype=tf.string)
         if texts.shape.rank != 1:
             raise ValueError("tokenize_flat() needs a string tensor of shape [B]")
-        basic = self._bert_tokenizer._basic_tokenizer
         # BertTokenizer's own steps: control characters to spaces, then the split.
         normalized = tf.strings.regex_replace(self.normalize(texts), r"\p{Cc}|\p{Cf}", " ")
-        words, _, _, word_splits = regex_split_ops.gen_regex_split_ops.regex_split_with_offsets(
-            normalized, f"({basic._delim_regex_pattern})", f"({basic._keep_delim_regex_pattern})"
+        words, word_splits = text_compat.regex_split_flat(
+            normalized, *text_compat.bert_split_patterns(self._bert_tokenizer)
         )
         if self._fast_model is None:
             self._fast_model = self._no_dependency(
                 np.frombuffer(
-                    # vocab, max_bytes_per_word, suffix_indicator, unknown_token,
-                    # no_pretokenization, support_detokenization (positional only).
-                    tf_text.build_fast_wordpiece_model(
-                        self.vocab, MAX_BYTES_PER_WORD, "##", UNK_TOKEN, True, False
+                    text_compat.fast_wordpiece_model(
+                        self.vocab, MAX_BYTES_PER_WORD, "##", UNK_TOKEN
                     ),
                     np.uint8,
                 )

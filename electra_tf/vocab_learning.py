@@ -44,7 +44,7 @@ from typing import Optional, Sequence, Union
 
 import numpy as np
 
-from electra_tf.config import DEFAULT_NORMALIZATION
+from electra_tf.config import BERT_VOCAB_SIZE, DEFAULT_NORMALIZATION
 from electra_tf.tokenization import SPECIAL_TOKENS
 
 logger = logging.getLogger(__name__)
@@ -98,7 +98,7 @@ class VocabOptions:
     """
 
     vocab_size: int = dataclasses.field(
-        default=30522,
+        default=BERT_VOCAB_SIZE,
         metadata={
             "flag": False,  # the vocab command defines --vocab_size; pretrain.py has the model's
             "help": "Tokens in the vocabulary, special and unused ones included (the learner may "

@@ -134,6 +134,12 @@ def test_errors_before_the_pipeline_are_one_line(tmp_path, beam_shards, corpus, 
     assert "cannot read local paths" in capsys.readouterr().err
     assert not (tmp_path / "new").exists()
 
+    # A boolean's value as a separate argument would reach Beam and be ignored.
+    assert beam_build(beam_shards, corpus, tmp_path / "new", "--do_lower_case", "false") == 2
+    error = capsys.readouterr().err
+    assert "'false'" in error and "--do_lower_case=false" in error
+    assert not (tmp_path / "new").exists()
+
 
 def test_missing_beam_is_one_line_with_the_install_command(tmp_path):
     # Runs with or without Beam installed: the import is blocked in the child.

@@ -186,3 +186,18 @@ def test_help_starts_with_the_commands_description():
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith(_docstring("electra_tf/commands/pretrain.py"))
     assert "--model_size" in done.stdout and "--objective" not in done.stdout.split("flags:")[0]
+
+
+def test_short_help_lists_the_config_flags_generated_for_the_command():
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
+    done = subprocess.run(
+        [sys.executable, os.path.join(ROOT, "pretrain.py"), "--helpshort"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    for name in ("--learning_rate", "--objective", "--hidden_size", "--disc_weight"):
+        assert name in done.stdout, name

@@ -37,7 +37,14 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 from absl import app, flags, logging  # noqa: E402
 
-from electra_tf.config import KERNELS, KERNELS_HELP, MODEL_SIZES, preset  # noqa: E402
+from electra_tf.config import (  # noqa: E402
+    BERT_VOCAB_SIZE,
+    KERNELS,
+    KERNELS_HELP,
+    MIXED_PRECISION_POLICIES,
+    MODEL_SIZES,
+    preset,
+)
 from electra_tf.data.masking import mask_batch  # noqa: E402
 from electra_tf.data.pipeline import make_pretraining_dataset, pipeline_throughput  # noqa: E402
 from electra_tf.distribute import set_precision_policy  # noqa: E402
@@ -52,10 +59,10 @@ from tools.huge_pages import transparent_huge_page_mode  # noqa: E402
 flags.DEFINE_enum("model_size", "small", MODEL_SIZES, "Size preset.")
 flags.DEFINE_integer("train_batch_size", 32, "Global batch size.")
 flags.DEFINE_integer("max_seq_length", 128, "Sequence length.")
-flags.DEFINE_integer("vocab_size", 30522, "Vocabulary size (30522 = BERT's, as the paper).")
+flags.DEFINE_integer("vocab_size", BERT_VOCAB_SIZE, "Vocabulary size (BERT's, as in the paper).")
 flags.DEFINE_integer("steps", 10, "Measured training steps (after warm-up).")
 flags.DEFINE_integer("warmup_steps", 3, "Unmeasured steps first (tracing, allocation).")
-flags.DEFINE_enum("mixed_precision", "none", ["none", "float16", "bfloat16"], "Precision.")
+flags.DEFINE_enum("mixed_precision", "none", MIXED_PRECISION_POLICIES, "Precision.")
 flags.DEFINE_boolean("jit_compile", False, "Compile the train step with XLA.")
 flags.DEFINE_enum("kernels", "reference", KERNELS, KERNELS_HELP)
 flags.DEFINE_integer(

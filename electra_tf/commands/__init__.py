@@ -1,1 +1,5 @@
-"""The command lines: `pretrain.py` and `finetune.py` (also `electra-pretrain`, `electra-finetune`)."""
+"""Every user command, one module each, on absl flags: `python -m electra_tf.commands.<name>`.
+
+`pretrain` and `finetune` are also `pretrain.py` / `finetune.py` at the
+repository root and the installed `electra-pretrain` / `electra-finetune`.
+"""

@@ -17,12 +17,12 @@ DirectRunner runs on this machine; `--runner=DataflowRunner --project=...
 from __future__ import annotations
 
 import logging
-import os
 import sys
 
 from absl import app, flags
 
 from electra_tf import cli
+from electra_tf.data.text_input import INVALID_UTF8_POLICIES
 
 
 def _fractions(text: str) -> tuple[float, float]:
@@ -64,7 +64,7 @@ def define_flags(flag_values: flags.FlagValues) -> None:
     flags.DEFINE_enum(
         "invalid_utf8",
         "error",
-        ["error", "replace"],
+        INVALID_UTF8_POLICIES,
         "Stop at invalid UTF-8, or replace it and count the lines.",
         flag_values=flag_values,
     )
@@ -77,8 +77,20 @@ def define_flags(flag_values: flags.FlagValues) -> None:
     flags.mark_flags_as_required(["corpus", "vocab_file", "output_dir"], flag_values=flag_values)
 
 
+# Values absl's boolean flags do not take as a separate argument.
+_BOOLEAN_WORDS = ("true", "false", "yes", "no", "1", "0")
+
+
 def build(beam_args: list[str], flag_values: flags.FlagValues) -> int:
     """Builds the shards; `beam_args` are Beam's pipeline options. Returns the exit code."""
+    stray = [arg for arg in beam_args if arg.lower() in _BOOLEAN_WORDS]
+    if stray:
+        # `--do_lower_case false` sets the flag and leaves "false" for Beam,
+        # which ignores it: refuse rather than build with the wrong casing.
+        raise app.UsageError(
+            f"unexpected argument {stray[0]!r}: give a boolean flag its value with '=' "
+            "(--do_lower_case=false) or use its --no form (--nodo_lower_case)."
+        )
     text_range = _fractions(flag_values.text_range)
     try:
         from electra_tf.data import beam_shards
@@ -118,7 +130,6 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     # The DoFns Beam pickles live in electra_tf.data.beam_shards, an importable
     # module, so that workers unpickle them by reference.
     cli.run_command(define_flags, build, __name__, known_only=True)

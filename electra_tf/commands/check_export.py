@@ -13,7 +13,6 @@ or disagrees, 2 on a usage error.
 from __future__ import annotations
 
 import base64
-import os
 import sys
 
 from absl import app, flags
@@ -89,5 +88,4 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     cli.run_command(define_flags, check, __name__)

@@ -32,8 +32,6 @@ from absl import app, flags
 from electra_tf import cli
 from electra_tf.config import NORMALIZATIONS
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-
 # Each subcommand: its positional arguments and the flags it takes.
 SUBCOMMANDS = {
     "import-tf1": (

@@ -17,7 +17,6 @@ ids to answer texts, as `finetune.py --task=squad` writes it.
 from __future__ import annotations
 
 import json
-import os
 import sys
 
 from absl import app, flags
@@ -122,5 +121,4 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     cli.run_command(define_flags, evaluate, __name__)

@@ -10,7 +10,6 @@ checkpoint); see `electra_tf.serving.exporter`. Prints the version directory.
 
 from __future__ import annotations
 
-import os
 import sys
 
 from absl import app, flags
@@ -84,5 +83,4 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     cli.run_command(define_flags, export, __name__)

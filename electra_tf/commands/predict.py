@@ -116,5 +116,4 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     cli.run_command(define_flags, predict, __name__)

@@ -23,6 +23,7 @@ from absl import app, flags, logging
 
 from electra_tf import cli
 from electra_tf.config import (
+    BERT_VOCAB_SIZE,
     DEFAULT_NORMALIZATION,
     IMPORTED_NORMALIZATION,
     MODEL_SIZES,
@@ -30,6 +31,7 @@ from electra_tf.config import (
     PretrainingConfig,
     preset,
 )
+from electra_tf.data.text_input import INVALID_UTF8_POLICIES
 
 # Caches and runs go under the working directory unless flags say otherwise.
 WORKING_DIR = os.getcwd()
@@ -65,7 +67,7 @@ flags.DEFINE_string(
     None,
     "Train on these already built shards (a directory with "
     "metadata.json, local or gs://, e.g. written by python -m "
-    "electra_tf.data.beam_shards) instead of building them from --corpus. The "
+    "electra_tf.commands.beam_shards) instead of building them from --corpus. The "
     "vocabulary, casing and length recorded in metadata.json are used.",
 )
 flags.DEFINE_string(
@@ -84,7 +86,7 @@ flags.DEFINE_integer("num_shard_workers", None, "Processes writing shards (defau
 flags.DEFINE_enum(
     "invalid_utf8",
     "error",
-    ["error", "replace"],
+    INVALID_UTF8_POLICIES,
     "What to do with invalid UTF-8 "
     "in the corpus: stop with the file and position, or replace and count.",
 )
@@ -126,7 +128,7 @@ flags.DEFINE_boolean(
 )
 cli.define_strategy_flags(__name__)
 cli.define_vocab_flags(__name__)
-cli.define_config_flags()
+cli.define_config_flags(module_name=__name__)
 FLAGS = flags.FLAGS
 
 # The built-in run is a demonstration that finishes in about ten minutes on a
@@ -423,7 +425,7 @@ def main(argv):
         corpus,
         data_dir,
         vocab_file,
-        overrides.get("vocab_size", BUILTIN_VOCAB_SIZE if builtin else 30522),
+        overrides.get("vocab_size", BUILTIN_VOCAB_SIZE if builtin else BERT_VOCAB_SIZE),
         held_out,
         init,
     )

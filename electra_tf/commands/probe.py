@@ -24,6 +24,7 @@ import numpy as np
 from absl import app, flags, logging
 
 from electra_tf import cli
+from electra_tf.finetuning.tasks import QUOTINGS
 
 WORKING_DIR = os.getcwd()
 
@@ -44,7 +45,7 @@ flags.DEFINE_string("label_column", "label", "Column of the label.")
 flags.DEFINE_enum(
     "quoting",
     "csv",
-    ["csv", "none"],
+    QUOTINGS,
     "CSV/TSV files: csv = fields may be quoted; none = every character is literal.",
 )
 flags.DEFINE_integer("max_seq_length", 128, "Tokens per example, special tokens included.")

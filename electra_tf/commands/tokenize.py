@@ -12,7 +12,6 @@ model was trained with (see its config.json): `bert` for imported checkpoints.
 
 from __future__ import annotations
 
-import os
 import sys
 
 from absl import app, flags
@@ -68,6 +67,5 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     define_flags(__name__)
     cli.run(main, __name__)

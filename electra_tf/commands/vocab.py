@@ -19,6 +19,7 @@ import sys
 from absl import app, flags
 
 from electra_tf import cli
+from electra_tf.config import BERT_VOCAB_SIZE
 from electra_tf.vocab_learning import VocabOptions
 
 FLAGS = flags.FLAGS
@@ -33,7 +34,10 @@ def define_flags(module_name: str) -> None:
         "output", None, "Where to write vocab.txt (one token per line).", module_name=module_name
     )
     flags.DEFINE_integer(
-        "vocab_size", 30522, cli.field_help(VocabOptions, "vocab_size"), module_name=module_name
+        "vocab_size",
+        BERT_VOCAB_SIZE,
+        cli.field_help(VocabOptions, "vocab_size"),
+        module_name=module_name,
     )
     cli.define_text_flags(module_name)
     cli.define_vocab_flags(module_name)
@@ -67,7 +71,6 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     define_flags(__name__)
     cli.run(main, __name__)
     sys.exit(0)

@@ -186,8 +186,9 @@ class Pretrainer(TrainStep, keras.Model):
 
     def _loss_and_stats(self, batch, training):
         """(this replica's loss share, global metrics) for one batch."""
-        loss, local = self.step_loss(batch, self._global_counts(batch), training)
-        return loss, self.step_logs(replica_sum(local), None)
+        counts = self._global_counts(batch)
+        loss, local = self.step_loss(batch, counts, training)
+        return loss, self.step_logs(replica_sum(local), counts)
 
     # ------------------------------------------------------ the shared train step
     loss_log = "total_loss"

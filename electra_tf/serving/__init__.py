@@ -10,5 +10,5 @@ Modules:
     check_qa      the check's question/context requests and their expected answers
     check_requests tensors as the JSON the check's fresh process reads and writes
     client        REST and gRPC clients for TF Serving
-    predict       the `predict` command: through a server, or from a SavedModel without one
+    predict       predictions for a file: through a server, or from a SavedModel without one
 """
