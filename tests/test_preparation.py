@@ -1,5 +1,6 @@
 """A run's vocabulary and shards, prepared and reused (electra_tf/data/preparation.py)."""
 
+import hashlib
 import os
 import random
 
@@ -189,3 +190,35 @@ def test_held_out_fraction_and_errors(tmp_path):
             str(tmp_path / "x"),
             vocab_file=str(vocab),
         )
+
+
+def test_corpus_folders_are_named_by_content(tmp_path):
+    from electra_tf.data.preparation import corpus_key, corpus_path
+
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    original, copy = tmp_path / "a" / "wiki.txt", tmp_path / "b" / "wiki.txt"
+    original.write_text("첫 문서의 문장.\n\n둘째 문서.\n", encoding="utf-8")
+    copy.write_bytes(original.read_bytes())
+    os.utime(copy, ns=(1, 10**18))
+    cache = str(tmp_path / "digests.json")
+    key = corpus_key([str(original)], cache)
+    assert key.startswith("wiki-") and len(key) == len("wiki-") + 8
+    assert corpus_key([str(copy)], cache) == key
+    copy.write_text("첫 문서의 문장!\n\n둘째 문서.\n", encoding="utf-8")  # same size
+    assert corpus_key([str(copy)], cache) != key
+
+    runs = tmp_path / "runs"
+    assert corpus_path(str(runs), [str(original)], "small-{key}", cache) == str(
+        runs / f"small-{key}"
+    )
+    # A run that an earlier release named by path, size and mtime is found and resumed.
+    listing = f"{original}\t{os.path.getsize(original)}\t{os.path.getmtime(original)}"
+    earlier = runs / f"small-wiki-{hashlib.sha256(listing.encode()).hexdigest()[:8]}"
+    earlier.mkdir(parents=True)
+    assert corpus_path(str(runs), [str(original)], "small-{key}", cache) == str(earlier)
+    # Once a content-named folder exists, it is the one.
+    (runs / f"small-{key}").mkdir()
+    assert corpus_path(str(runs), [str(original)], "small-{key}", cache) == str(
+        runs / f"small-{key}"
+    )

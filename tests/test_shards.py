@@ -1,6 +1,7 @@
 """Tests for raw text -> packed TFRecord shards (the shard build of electra_tf/data/: shard_build,
 shard_writer, shard_verification, shard_layout, text_input, example_packing, example_encoding)."""
 
+import hashlib
 import json
 import os
 import random
@@ -273,7 +274,7 @@ def test_tfrecord_round_trip(tmp_path, tokenizer_config):
     assert names == sorted(
         [s["path"] for s in meta["shards"]]
         + [s["path"] + ".json" for s in meta["shards"]]
-        + ["metadata.json"]
+        + ["metadata.json", "corpus-digests.json"]
     )
 
 
@@ -513,6 +514,63 @@ def test_resume_rebuilds_only_missing_shard(tmp_path, tokenizer_config):
     with pytest.raises(ShardError, match="different build"):
         build([tmp_path / "h.txt"], out, tokenizer_config, num_shards=2)
     assert shard_bytes(out) == before
+
+
+def test_a_copied_or_touched_corpus_reuses_its_shards(tmp_path, tokenizer_config):
+    write_corpus(tmp_path / "h.txt", lines=300)
+    out = tmp_path / "out"
+    first = build([tmp_path / "h.txt"], out, tokenizer_config, num_shards=2)
+    before = shard_bytes(out)
+    assert [s["sha256"] for s in first["sources"]] == [
+        hashlib.sha256((tmp_path / "h.txt").read_bytes()).hexdigest()
+    ]
+    # Copied elsewhere, with a new modification time: the same text, the same shards.
+    (tmp_path / "copy").mkdir()
+    copy = tmp_path / "copy" / "h.txt"
+    copy.write_bytes((tmp_path / "h.txt").read_bytes())
+    os.utime(copy, ns=(1, 10**18))
+    second = build([copy], out, tokenizer_config, num_shards=2)
+    assert second["reused_shards"] == 2 and shard_bytes(out) == before
+    assert second["build"]["fingerprint"] == first["build"]["fingerprint"]
+    # An edit of the same size is another build, refused; nothing is deleted.
+    text = copy.read_bytes()
+    copy.write_bytes(text.replace(b" ", b"\n", 1))
+    with pytest.raises(ShardError, match="different build .*different input text"):
+        build([copy], out, tokenizer_config, num_shards=2)
+    assert shard_bytes(out) == before
+
+
+def test_shards_fingerprinted_by_input_paths_and_times_are_kept(tmp_path, tokenizer_config):
+    # Builds recorded before content fingerprints hashed the build parameters with each
+    # input's [path, size, mtime_ns]: such a directory is reused and gets the new fingerprint.
+    corpus = tmp_path / "h.txt"
+    write_corpus(corpus, lines=300)
+    out = tmp_path / "out"
+    meta = build([corpus], out, tokenizer_config, num_shards=2)
+    before = shard_bytes(out)
+    params = {
+        k: v
+        for k, v in meta["build"].items()
+        if k not in ("fingerprint", "invalid_utf8", "tokenizer_config")
+    }
+    stat = os.stat(corpus)
+    params["sources"] = [[str(corpus), stat.st_size, stat.st_mtime_ns]]
+    earlier = hashlib.sha256(json.dumps(params, sort_keys=True).encode()).hexdigest()
+    assert earlier != meta["build"]["fingerprint"]
+    for path in [out / "metadata.json", *out.glob("pretrain_data*.json")]:
+        record = json.loads(path.read_text())
+        record["build"]["fingerprint"] = earlier
+        if "fingerprint" in record:
+            record["fingerprint"] = earlier
+        path.write_text(json.dumps(record))
+
+    again = build([corpus], out, tokenizer_config, num_shards=2)
+    assert again["reused_shards"] == 2 and shard_bytes(out) == before
+    for path in [out / "metadata.json", *out.glob("pretrain_data*.json")]:
+        assert json.loads(path.read_text())["build"]["fingerprint"] == meta["build"]["fingerprint"]
+    # Once touched, only the content fingerprint matches, and it now does.
+    os.utime(corpus, ns=(1, 10**18))
+    assert build([corpus], out, tokenizer_config, num_shards=2)["reused_shards"] == 2
 
 
 def _record_start(data, offset):

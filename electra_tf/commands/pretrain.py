@@ -222,11 +222,26 @@ def _builtin_corpus(data_dir: str) -> list[str]:
     return [path]
 
 
+def _digest_cache() -> str:
+    """Where the corpus files' SHA-256 are cached (they name the data and run folders)."""
+    from electra_tf.data.corpus_digest import DIGEST_CACHE_FILE
+
+    return os.path.join(FLAGS.data_dir or os.path.join(WORKING_DIR, "data"), DIGEST_CACHE_FILE)
+
+
+def _corpus_path(parent: str, corpus: list[str], name: str) -> str:
+    """`parent/name`, `{key}` in `name` naming the corpus by content (`corpus_path`)."""
+    from electra_tf.data.preparation import corpus_path
+
+    return corpus_path(parent, corpus, name, _digest_cache(), _say)
+
+
 def _run_name(builtin: bool, corpus: list[str]) -> str:
     """The run directory's default name under runs/."""
-    from electra_tf.data.preparation import corpus_key
-
-    return f"{FLAGS.model_size}-{'builtin' if builtin else corpus_key(corpus)}"
+    if builtin:
+        return f"{FLAGS.model_size}-builtin"
+    runs = os.path.join(WORKING_DIR, "runs")
+    return os.path.basename(_corpus_path(runs, corpus, f"{FLAGS.model_size}-{{key}}"))
 
 
 def _given_vocab(init, overrides: dict, builtin: bool, corpus: list[str]):
@@ -279,6 +294,7 @@ def _prepare_data(
             num_workers=FLAGS.num_shard_workers or os.cpu_count() or 1,
             invalid_utf8=FLAGS.invalid_utf8,
             check_config=(lambda config: _check_init_architecture(config, init)) if init else None,
+            digest_cache=_digest_cache(),
             progress=_say,
         )
     except (VocabLearningError, ConfigError) as error:
@@ -405,11 +421,10 @@ def main(argv):
         os.makedirs(data_dir, exist_ok=True)
         corpus = _builtin_corpus(data_dir)
     else:
-        from electra_tf.data.preparation import corpus_key
-
         corpus = _resolve_corpus(FLAGS.corpus)
         data_dir = os.path.join(
-            FLAGS.data_dir or os.path.join(WORKING_DIR, "data", corpus_key(corpus)), own_copy
+            FLAGS.data_dir or _corpus_path(os.path.join(WORKING_DIR, "data"), corpus, "{key}"),
+            own_copy,
         )
         os.makedirs(data_dir, exist_ok=True)
 
@@ -486,14 +501,13 @@ def _prebuilt_shards(config, overrides):
         raise app.UsageError(str(error))
     eval_shard_dir = FLAGS.eval_shard_dir
     if eval_shard_dir is None and FLAGS.eval_corpus:
-        from electra_tf.data.preparation import corpus_key
         from electra_tf.data.shard_build import write_shards
 
         eval_files = _resolve_corpus(FLAGS.eval_corpus, flag="--eval_corpus")
-        eval_shard_dir = os.path.join(
+        eval_shard_dir = _corpus_path(
             FLAGS.data_dir or os.path.join(WORKING_DIR, "data"),
-            f"eval-{corpus_key(eval_files)}-L{config.max_seq_length}-"
-            f"{meta['vocab_fingerprint'][:8]}-s{config.seed}",
+            eval_files,
+            f"eval-{{key}}-L{config.max_seq_length}-{meta['vocab_fingerprint'][:8]}-s{config.seed}",
         )
         try:
             write_shards(
@@ -505,6 +519,7 @@ def _prebuilt_shards(config, overrides):
                 num_workers=FLAGS.num_shard_workers or os.cpu_count() or 1,
                 seed=config.seed,
                 invalid_utf8=FLAGS.invalid_utf8,
+                digest_cache=_digest_cache(),
                 progress=_say,
             )
         except ShardError as error:

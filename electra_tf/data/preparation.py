@@ -13,8 +13,10 @@ the next call:
 
 where <build> is `L<max_seq_length>-<casing>-<vocabulary hash>-s<seed>`
 (plus `-n<num_shards>` when the count is given) and <corpus> is
-`corpus_key` of the files. Each shard directory is a finished shard build
-(`electra_tf.data.shard_build`): a re-run reuses its shards.
+`corpus_key` of the files, a hash of their content. Each shard directory is a
+finished shard build (`electra_tf.data.shard_build`): a re-run reuses its
+shards. The files' SHA-256 are cached in `corpus-digests.json`
+(`electra_tf.data.corpus_digest`).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from typing import Callable, Optional, Sequence
 
 from electra_tf import tokenization, vocab_learning
 from electra_tf.config import DEFAULT_NORMALIZATION
+from electra_tf.data.corpus_digest import DIGEST_CACHE_FILE, corpus_digests
 from electra_tf.data.shard_build import write_shards
 from electra_tf.data.shard_layout import ShardError
 from electra_tf.data.text_input import EmptyTextRange
@@ -74,18 +77,58 @@ class PreparedData:
     nothing_held_out: bool = False
 
 
-def corpus_key(files: Sequence[str]) -> str:
-    """Names the cache folder of a corpus: its paths, sizes and modification times.
+def corpus_key(
+    files: Sequence[str],
+    digest_cache: Optional[str] = None,
+    progress: Optional[Callable[[str], None]] = None,
+) -> str:
+    """Names a corpus in cache and run folders: its first file's stem and a hash of its content.
 
-    An edited corpus gets a new folder (a new vocabulary and shards) instead of
-    silently reusing what was learned from the old text.
+    The hash covers each file's size and SHA-256 in order, so an edited
+    corpus gets a new folder (a new vocabulary and shards) instead of
+    silently reusing what was learned from the old text, while a copied or
+    touched one keeps its folder.
+
+    Args:
+        files: the corpus files.
+        digest_cache: the cache of the files' SHA-256 (`corpus_digests`).
+        progress: status lines while a large corpus is read.
     """
+    digests = corpus_digests(files, digest_cache, progress)
+    listing = "\n".join(f"{os.path.getsize(f)}\t{d}" for f, d in zip(files, digests))
+    return _named_key(files, listing)
+
+
+def _path_key(files: Sequence[str]) -> str:
+    """The key of releases before content hashes: paths, sizes and modification times."""
     listing = "\n".join(
         f"{os.path.abspath(f)}\t{os.path.getsize(f)}\t{os.path.getmtime(f)}" for f in files
     )
+    return _named_key(files, listing)
+
+
+def _named_key(files: Sequence[str], listing: str) -> str:
     digest = hashlib.sha256(listing.encode()).hexdigest()
     stem = os.path.splitext(os.path.basename(files[0]))[0] or "corpus"
     return f"{stem}-{digest[:8]}"
+
+
+def corpus_path(
+    parent: str,
+    files: Sequence[str],
+    name: str,
+    digest_cache: Optional[str] = None,
+    progress: Optional[Callable[[str], None]] = None,
+) -> str:
+    """`parent/name` with `{key}` in `name` replaced by the corpus's `corpus_key`.
+
+    A directory that an earlier release named by the corpus's path key
+    (paths, sizes and modification times) is kept when no content-keyed one
+    exists yet, so the runs and caches it holds are resumed and reused.
+    """
+    path = os.path.join(parent, name.format(key=corpus_key(files, digest_cache, progress)))
+    earlier = os.path.join(parent, name.format(key=_path_key(files)))
+    return earlier if not os.path.exists(path) and os.path.isdir(earlier) else path
 
 
 def casing_name(config) -> str:
@@ -155,6 +198,7 @@ def prepare_pretraining_data(
     num_workers: int = 1,
     invalid_utf8: str = "error",
     check_config: Optional[Callable] = None,
+    digest_cache: Optional[str] = None,
     progress: Optional[Callable[[str], None]] = None,
 ) -> PreparedData:
     """Finds or builds a run's vocabulary and its training and held-out shards.
@@ -184,6 +228,8 @@ def prepare_pretraining_data(
         invalid_utf8: "error" or "replace" (see `write_shards`).
         check_config: called with the config once its vocabulary size is
             set, before any shard is built; may raise to stop.
+        digest_cache: the cache of the corpus files' SHA-256; default
+            `corpus-digests.json` in `data_dir`.
         progress: called with each human-readable status line (also those
             of the shard builds, with their rate and ETA).
 
@@ -201,6 +247,7 @@ def prepare_pretraining_data(
     if not 0.0 <= eval_fraction < 1.0:
         raise ValueError(f"eval_fraction={eval_fraction}: must be in [0, 1)")
     os.makedirs(data_dir, exist_ok=True)
+    digest_cache = digest_cache or os.path.join(data_dir, DIGEST_CACHE_FILE)
     if vocab_file is None:
         vocab_file = learned_vocab(
             corpus, data_dir, config, vocab_options or vocab_learning.VocabOptions(), say
@@ -235,6 +282,7 @@ def prepare_pretraining_data(
                 seed=config.seed,
                 invalid_utf8=invalid_utf8,
                 text_range=text_range,
+                digest_cache=digest_cache,
                 progress=say,
             )
         except ShardError as error:
@@ -257,7 +305,9 @@ def prepare_pretraining_data(
         num_examples=metadata["num_examples"],
     )
     if eval_corpus:
-        eval_dir = os.path.join(data_dir, f"eval-{corpus_key(eval_corpus)}-{build_name}")
+        eval_dir = corpus_path(
+            data_dir, eval_corpus, f"eval-{{key}}-{build_name}", digest_cache, say
+        )
         eval_metadata = build(eval_corpus, eval_dir, (0.0, 1.0), "held-out", None)
     elif eval_fraction:
         eval_dir = os.path.join(data_dir, f"eval-shards-{build_name}-holdout{eval_fraction:g}")

@@ -30,6 +30,7 @@ import numpy as np
 
 from electra_tf import fileio
 from electra_tf.config import DEFAULT_NORMALIZATION
+from electra_tf.data.corpus_digest import DIGEST_CACHE_FILE, corpus_digests
 from electra_tf.data.shard_layout import (
     FORMAT_VERSION,
     METADATA_FILE,
@@ -74,6 +75,7 @@ class ShardPlan:
         jobs: one `build_shard` job per shard still to build, in shard order.
         damaged: `{path: what is wrong}` of finished shards found damaged
             (they are among the jobs).
+        source_digests: the SHA-256 of each local source file (None for a URL).
     """
 
     input_patterns: list[str]
@@ -87,6 +89,7 @@ class ShardPlan:
     reused: dict[int, dict]
     jobs: list[dict]
     damaged: dict[str, str] = dataclasses.field(default_factory=dict)
+    source_digests: list[Optional[str]] = dataclasses.field(default_factory=list)
 
     @property
     def todo_bytes(self) -> int:
@@ -98,6 +101,12 @@ def _as_int(flag: str, value, minimum: int) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
         raise ShardError(f"{flag} must be an integer >= {minimum}, got {value!r}")
     return int(value)
+
+
+def _fingerprint(build: dict, sources: list) -> str:
+    return hashlib.sha256(
+        json.dumps(dict(build, sources=sources), sort_keys=True).encode()
+    ).hexdigest()
 
 
 def plan_build(
@@ -112,6 +121,8 @@ def plan_build(
     short_seq_prob: float = 0.05,
     invalid_utf8: str = "error",
     text_range: tuple[float, float] = (0.0, 1.0),
+    digest_cache: Optional[str] = None,
+    progress: Optional[Callable[[str], None]] = None,
 ) -> tuple[ShardPlan, WordPieceTokenizer]:
     """Checks the arguments and the output directory, and splits the work into shards.
 
@@ -181,22 +192,35 @@ def plan_build(
         build["normalization"] = tokenizer.normalization
     if text_range != (0.0, 1.0):  # builds of a whole corpus keep their earlier fingerprint
         build["text_range"] = list(text_range)
-    # The invalid-UTF-8 policy is left out: it does not change any shard
-    # built without replacements, so switching to "replace" after an error
-    # keeps the finished shards.
-    fingerprint_input = dict(build, sources=[[s.path, s.size, s.mtime_ns] for s in sources])
-    build["fingerprint"] = hashlib.sha256(
-        json.dumps(fingerprint_input, sort_keys=True).encode()
-    ).hexdigest()
-    build["invalid_utf8"] = invalid_utf8
-    build["tokenizer_config"] = tok_config
-
     output_dir = fileio.abspath(os.fspath(output_dir))
     if fileio.exists(output_dir) and not fileio.isdir(output_dir):
         raise ShardError(f"output path {output_dir!r} exists and is not a directory")
     fileio.makedirs(output_dir)
+    # The fingerprint names local text by content (size and SHA-256 of each
+    # file), so a copied or touched corpus reuses its shards; files behind
+    # URLs by path, size and mtime (see `corpus_digest`).
+    digests = corpus_digests(
+        [s.path for s in sources],
+        digest_cache or os.path.join(output_dir, DIGEST_CACHE_FILE),
+        progress,
+    )
+    content_fingerprint = _fingerprint(
+        build,
+        [[s.size, d] if d else [s.path, s.size, s.mtime_ns] for s, d in zip(sources, digests)],
+    )
+    # Builds before content fingerprints named the files by path, size and mtime.
+    path_fingerprint = _fingerprint(build, [[s.path, s.size, s.mtime_ns] for s in sources])
+    build["fingerprint"] = content_fingerprint
+    # The invalid-UTF-8 policy is left out: it does not change any shard
+    # built without replacements, so switching to "replace" after an error
+    # keeps the finished shards.
+    build["invalid_utf8"] = invalid_utf8
+    build["tokenizer_config"] = tok_config
+
     remove_stale_tmp(output_dir)
-    done, damaged = reusable_shards(output_dir, num_shards, build, invalid_utf8)
+    done, damaged = reusable_shards(
+        output_dir, num_shards, build, invalid_utf8, earlier_fingerprints=(path_fingerprint,)
+    )
 
     pieces = plan_pieces(sources, num_shards, span)
     jobs = []
@@ -233,6 +257,7 @@ def plan_build(
             os.path.join(output_dir, shard_name(i, num_shards)): problem
             for i, problem in sorted(damaged.items())
         },
+        source_digests=digests,
     )
     return plan, tokenizer
 
@@ -280,7 +305,8 @@ def write_metadata(plan: ShardPlan, sidecars: Iterable[dict], seconds: float) ->
         "num_shards": num_shards,
         "shards": shard_list,
         "sources": [
-            {"path": s.path, "bytes": s.size, "mtime": s.mtime_ns / 1e9} for s in plan.sources
+            {"path": s.path, "bytes": s.size, "mtime": s.mtime_ns / 1e9, "sha256": digest}
+            for s, digest in zip(plan.sources, plan.source_digests)
         ],
         "text_bytes": plan.total_bytes,
         "build": build,
@@ -305,6 +331,7 @@ def write_shards(
     short_seq_prob: float = 0.05,
     invalid_utf8: str = "error",
     text_range: tuple[float, float] = (0.0, 1.0),
+    digest_cache: Optional[str] = None,
     progress: Optional[Callable[[str], None]] = None,
 ) -> dict:
     """Builds packed pre-training examples from raw text into TFRecord shards.
@@ -338,6 +365,9 @@ def write_shards(
             to build from, each end moved to a document boundary (see
             `text_span`); e.g. (0, 0.99) and (0.99, 1) split a corpus into
             training and held-out text that share no document.
+        digest_cache: the JSON file caching the input files' SHA-256 (see
+            `electra_tf.data.corpus_digest`); default `corpus-digests.json`
+            in `output_dir`.
         progress: called with short human-readable status lines.
 
     Returns:
@@ -366,6 +396,8 @@ def write_shards(
         short_seq_prob=short_seq_prob,
         invalid_utf8=invalid_utf8,
         text_range=text_range,
+        digest_cache=digest_cache,
+        progress=say,
     )
     jobs, num_shards, todo_bytes = plan.jobs, plan.num_shards, plan.todo_bytes
     for path, problem in plan.damaged.items():

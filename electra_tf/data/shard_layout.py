@@ -9,6 +9,9 @@ A finished build of pre-training shards is a directory holding
     metadata.json                                    the manifest, written last: the build's
                                                      parameters and every shard's path and
                                                      example count
+    corpus-digests.json                              the input files' SHA-256, cached by path,
+                                                     size and mtime (`electra_tf.data.corpus_digest`;
+                                                     a caller may keep it elsewhere)
 
 Each record is a `tf.train.Example` with the int64 features `FEATURE_NAMES`,
 each of shape [L] with L = `max_seq_length` (see
@@ -38,6 +41,7 @@ logger = logging.getLogger(__name__)
 FORMAT_VERSION = 1
 SHARD_PREFIX = "pretrain_data.tfrecord-"
 METADATA_FILE = "metadata.json"
+DIGEST_CACHE_FILE = "corpus-digests.json"
 SIDECAR_SUFFIX = ".json"
 TMP_PREFIX = ".tmp-"
 FEATURE_NAMES = ("input_ids", "input_mask", "segment_ids")
@@ -87,8 +91,8 @@ def load_json(path: str) -> dict:
 def remove_stale_tmp(output_dir: str) -> None:
     """Removes the temporary files that interrupted runs left in `output_dir`."""
     for fname in fileio.listdir(output_dir):
-        if fname.startswith(TMP_PREFIX + SHARD_PREFIX) or fname.startswith(
-            TMP_PREFIX + METADATA_FILE
+        if fname.startswith(
+            tuple(TMP_PREFIX + name for name in (SHARD_PREFIX, METADATA_FILE, DIGEST_CACHE_FILE))
         ):
             path = os.path.join(output_dir, fname)
             logger.info("Removing %s left by an interrupted run.", path)

@@ -1,9 +1,11 @@
 """Checking the shards already on disk: which to reuse, which are damaged, which belong elsewhere.
 
-A re-run with the same build fingerprint (input paths, sizes and mtimes;
-vocabulary hash; casing flags; `max_seq_length`; `seed`; `num_shards`;
+A re-run with the same build fingerprint (input sizes and SHA-256, or
+paths, sizes and mtimes for inputs behind URLs; vocabulary hash; casing flags; `max_seq_length`; `seed`; `num_shards`;
 probabilities) reuses finished shards and rebuilds only missing or damaged
-ones (`reusable_shards`). Checking a finished shard costs one `stat` while
+ones (`reusable_shards`); shards whose fingerprint is an earlier form of
+this build's (input paths, sizes and mtimes) are kept and get the current
+fingerprint recorded. Checking a finished shard costs one `stat` while
 its size and modification time are those its sidecar records; a shard whose
 size differs (truncated) is rebuilt, and one whose modification time differs
 is read once and compared with its checksum: a shard changed in place is
@@ -21,7 +23,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass
-from typing import Optional
+from typing import Optional, Sequence
 
 import numpy as np
 import tensorflow as tf
@@ -49,7 +51,7 @@ def _build_differences(old: Optional[dict], new: dict) -> str:
         if key not in ("fingerprint", "invalid_utf8", "tokenizer_config")
         and old.get(key) != new.get(key)
     ]
-    return "; ".join(diffs) if diffs else "different input files, sizes or modification times"
+    return "; ".join(diffs) if diffs else "different input text"
 
 
 def _different_build_error(output_dir: str, found: str, detail: str) -> ShardError:
@@ -134,9 +136,22 @@ def _shard_damage(shard_path: str, sidecar: dict) -> tuple[Optional[str], bool]:
 
 
 def reusable_shards(
-    output_dir: str, num_shards: int, build: dict, invalid_utf8: str
+    output_dir: str,
+    num_shards: int,
+    build: dict,
+    invalid_utf8: str,
+    earlier_fingerprints: Sequence[str] = (),
 ) -> tuple[dict[int, dict], dict[int, str]]:
     """Checks the directory against this build.
+
+    Args:
+        output_dir: the shard directory.
+        num_shards: shards of this build.
+        build: this build's parameters and `fingerprint`.
+        invalid_utf8: this build's policy; under "error", shards built with
+            replaced lines are rebuilt (which reports the invalid bytes).
+        earlier_fingerprints: earlier forms of this build's fingerprint;
+            their shards are reused and get `build["fingerprint"]` recorded.
 
     Returns:
         ({index: sidecar} of the finished shards to reuse, {index: what is
@@ -146,11 +161,12 @@ def reusable_shards(
         ShardError: files from a different build are present.
     """
     fingerprint = build["fingerprint"]
+    accepted = {fingerprint, *earlier_fingerprints}
     meta_path = os.path.join(output_dir, METADATA_FILE)
     if fileio.exists(meta_path):
         meta = load_json(meta_path)
         old_build = meta.get("build") if isinstance(meta, dict) else None
-        if not isinstance(old_build, dict) or old_build.get("fingerprint") != fingerprint:
+        if not isinstance(old_build, dict) or old_build.get("fingerprint") not in accepted:
             raise _different_build_error(
                 output_dir, METADATA_FILE, _build_differences(old_build, build)
             )
@@ -176,7 +192,7 @@ def reusable_shards(
                 )
             continue
         sidecar = load_json(sidecar_path)
-        if not isinstance(sidecar, dict) or sidecar.get("fingerprint") != fingerprint:
+        if not isinstance(sidecar, dict) or sidecar.get("fingerprint") not in accepted:
             old = sidecar.get("build") if isinstance(sidecar, dict) else None
             raise _different_build_error(
                 output_dir, name + SIDECAR_SUFFIX, _build_differences(old, build)
@@ -187,7 +203,12 @@ def reusable_shards(
         if problem is not None:
             damaged[index] = problem
             continue
-        if refreshed:  # unchanged content: record the new time (or the checksum)
+        if sidecar["fingerprint"] != fingerprint:  # an earlier form of this build's
+            sidecar["fingerprint"] = fingerprint
+            if isinstance(sidecar.get("build"), dict):
+                sidecar["build"]["fingerprint"] = fingerprint
+            refreshed = True
+        if refreshed:  # unchanged content: record the new time, checksum or fingerprint
             try:
                 write_json_atomic(sidecar_path, sidecar)
             except (OSError, tf.errors.OpError):
