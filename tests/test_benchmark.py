@@ -8,6 +8,7 @@ from electra_tf.pretraining.pretrainer import Pretrainer
 from tools import benchmark
 
 
+@pytest.mark.slow
 def test_train_step_throughput_is_work_over_the_measured_window():
     config = preset(
         "tiny",
@@ -29,6 +30,7 @@ def test_train_step_throughput_is_work_over_the_measured_window():
     assert result["warmup_seconds"] > 0
 
 
+@pytest.mark.slow
 def test_window_spans_whole_calls_of_several_steps(monkeypatch):
     config = preset(
         "tiny",
@@ -118,6 +120,7 @@ def test_utilisation_under_both_counts():
     assert result["executed_mfu"] == pytest.approx(executed / 2.0 / 1e5)
 
 
+@pytest.mark.slow
 def test_peak_is_probed_on_both_sides_of_the_window_and_outside_it():
     config = preset(
         "tiny",
@@ -178,6 +181,7 @@ def test_finetune_step_throughput_is_work_over_the_measured_window():
     assert result["tokens_per_second"] == pytest.approx(3 * 4 * 16 / result["seconds"])
 
 
+@pytest.mark.slow
 def test_inference_sends_the_same_texts_and_vocabulary_to_the_peer(tmp_path):
     import sys
 

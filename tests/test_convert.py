@@ -348,6 +348,7 @@ def test_broken_checkpoints_are_refused_with_the_reason(original, tmp_path):
         checkpoints.load_checkpoint(str(tmp_path))
 
 
+@pytest.mark.slow
 def test_pretrain_refuses_mismatched_flags_then_continues_from_the_checkpoint(original, tmp_path):
     directory, weights = original
     text = tmp_path / "corpus.txt"
@@ -404,6 +405,7 @@ def test_pretrain_refuses_mismatched_flags_then_continues_from_the_checkpoint(or
         np.testing.assert_array_equal(from_checkpoint.weights[name], value, err_msg=name)
 
 
+@pytest.mark.slow
 def test_pretrain_from_a_discriminator_only_checkpoint_starts_a_fresh_generator(original, tmp_path):
     _, weights = original
     discriminator_only = {
@@ -572,6 +574,7 @@ def test_transformers_gives_the_same_logits(imported, tmp_path):
     )
 
 
+@pytest.mark.slow
 def test_finetune_accepts_an_original_checkpoint_directly(original, tmp_path):
     directory, _ = original
     train = tmp_path / "train.tsv"

@@ -129,6 +129,7 @@ def test_electric_needs_its_generator():
         tiny_config(objective="electric", weight_sharing="all", generator_hidden_fraction=1.0)
 
 
+@pytest.mark.slow
 def test_exported_electric_discriminator_gives_the_pseudo_log_likelihood(tmp_path):
     from finetuning_support import VOCAB, write_vocab
 

@@ -101,6 +101,7 @@ def test_vocab_size_mismatch_error(files):
     assert not os.path.exists(root / "out_vocab")
 
 
+@pytest.mark.slow
 def test_two_replicas_in_bfloat16_with_accumulation(files):
     root, pretrained = files
     out = root / "out_mirrored"
@@ -162,6 +163,7 @@ def _write_conll(path, rows, labelled=True):
             )
 
 
+@pytest.mark.slow
 def test_tagging_task_from_conll_files_trains_scores_and_exports(files):
     from finetuning_support import toy_tagged_sentences
 

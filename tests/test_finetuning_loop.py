@@ -46,6 +46,7 @@ def _toy_task(count):
     )
 
 
+@pytest.mark.slow
 def test_classifier_learns_the_toy_rule_and_later_trials_are_added(pretrained, tmp_path):
     settings = FinetuneSettings(
         output_dir=str(tmp_path / "out"),
@@ -167,6 +168,7 @@ def _tagging_task(count):
     return toy_tagging_task(count, with_test=True)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "make_task", [_toy_task, _squad_task, _tagging_task], ids=["sst2", "squad", "tagging"]
 )
@@ -298,6 +300,7 @@ class _PoisonWeights(keras.callbacks.Callback):
             weight.assign(np.full(weight.shape, np.nan, np.float32))
 
 
+@pytest.mark.slow
 def test_squad_and_classification_write_the_same_schema(pretrained, tmp_path):
     def settings(name):
         return FinetuneSettings(
@@ -334,6 +337,7 @@ def test_squad_and_classification_write_the_same_schema(pretrained, tmp_path):
     assert info["kind"] == "question_answering" and info["squad_version"] == "2.0"
 
 
+@pytest.mark.slow
 def test_tagging_writes_the_same_schema_and_conlleval_predictions(pretrained, tmp_path):
     from electra_tf.artifacts.tagged_predictions import read_tagged
     from electra_tf.finetuning.tagging_metrics import score
@@ -405,6 +409,7 @@ def pretrained_without_dropout(tmp_path_factory):
     )
 
 
+@pytest.mark.slow
 def test_two_replicas_train_like_one_device_and_score_every_dev_example_once(
     pretrained_without_dropout, tmp_path, two_replica_strategy
 ):
@@ -453,6 +458,7 @@ class _Inspect(keras.callbacks.Callback):
         self.compute_dtype = self.model.compute_dtype
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "make_task, precision, reduction",
     [
@@ -526,6 +532,7 @@ class _DumpWeights(keras.callbacks.Callback):
         self.weights = [v.numpy() for v in self.model.trainable_variables]
 
 
+@pytest.mark.slow
 def test_two_worker_processes_train_in_lockstep_and_only_the_chief_writes(
     pretrained_without_dropout, tmp_path
 ):
@@ -571,6 +578,7 @@ def test_two_worker_processes_train_in_lockstep_and_only_the_chief_writes(
     assert "[worker-1] --- Trial 1/1" in outputs[1]
 
 
+@pytest.mark.slow
 def test_random_init_fine_tunes_the_same_encoder_with_fresh_weights(pretrained, tmp_path):
     from electra_tf.artifacts.pretrained import load_discriminator
 

@@ -85,6 +85,7 @@ def test_names_shapes_and_config_follow_transformers(trial, tmp_path):
     assert os.path.isfile(os.path.join(hf_dir, "vocab.txt"))
 
 
+@pytest.mark.slow
 def test_round_trip_is_exact_and_serves(trial, tmp_path):
     hf_dir, back = str(tmp_path / "hf"), str(tmp_path / "back")
     # A fine-tuning output directory exports its best trial.

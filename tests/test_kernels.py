@@ -123,6 +123,7 @@ def _sums_and_gradients(model, batch, jit_compile):
     return [tf.nest.map_structure(lambda t: t.numpy(), out) for out in run(batch)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("jit_compile", [False, True])
 @pytest.mark.parametrize("objective", ["electra", "mlm"])
 def test_both_sets_give_the_same_losses_and_gradients(rng, objective, jit_compile):
@@ -148,6 +149,7 @@ def test_both_sets_give_the_same_losses_and_gradients(rng, objective, jit_compil
         assert_close(a, b, variable.path)
 
 
+@pytest.mark.slow
 def test_one_training_step_gives_the_same_weights_under_both_sets(rng, tmp_path):
     config = tiny_config()
     batch = make_batch(rng, 4, LENGTH, SLOTS, VOCAB)

@@ -20,6 +20,7 @@ def run_python(code, cwd, pythonpath):
     )
 
 
+@pytest.mark.slow
 def test_import_electra_tf_is_enough_to_load_a_saved_discriminator(tmp_path):
     config = preset(
         "tiny", vocab_size=20, hidden_size=32, num_layers=1, embedding_size=16, num_heads=2

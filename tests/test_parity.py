@@ -296,6 +296,7 @@ def test_recording_changes_nothing_in_the_training_step(rng):
         np.testing.assert_array_equal(a, b)
 
 
+@pytest.mark.slow
 def test_electra_tf_side_logs_every_step_and_the_evaluations(shards, tmp_path):
     train_dir, eval_dir = shards
     config = tiny(num_train_steps=5)
@@ -517,6 +518,7 @@ def test_learning_curves_agree_with_transformers(tmp_path):
         assert last["disc_loss"] < first["disc_loss"] - 0.2, side
 
 
+@pytest.mark.slow
 def test_python_m_tools_parity_runs_from_the_repository_root():
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     done = subprocess.run(

@@ -113,6 +113,7 @@ def test_a_tiny_run_completes_and_reports_where_everything_is(tmp_path):
     assert (run_dir / "export" / "discriminator_savedmodel" / "saved_model.pb").exists()
 
 
+@pytest.mark.slow
 def test_training_on_shards_built_elsewhere(tmp_path):
     """--shard_dir takes a finished build (e.g. from the Beam pipeline) with its vocabulary."""
     from electra_tf.data.shard_build import write_shards
@@ -169,6 +170,7 @@ def test_training_on_shards_built_elsewhere(tmp_path):
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("variant", [["--weight_sharing=gdes"], ["--objective=electric"]])
 def test_gdes_and_electric_runs_resume_and_export(variant, tmp_path):
     words = "the cat sat on a mat and the dog ran to the park".split()
@@ -211,6 +213,7 @@ def test_gdes_and_electric_runs_resume_and_export(variant, tmp_path):
     assert (run_dir / "export" / "discriminator_savedmodel" / "saved_model.pb").exists()
 
 
+@pytest.mark.slow
 def test_zero_steps_export_the_untrained_model_as_a_baseline(tmp_path):
     import keras
     import numpy as np

@@ -187,6 +187,7 @@ def test_mirrored_strategy_update_equals_single_device_update(rng, two_replica_s
         assert single_logs[key] == pytest.approx(mirrored_logs[key], rel=1e-4), key
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("accumulation, use_two_replicas", [(4, False), (2, True)])
 def test_gradient_accumulation_gives_the_full_batch_update(
     rng, two_replica_strategy, accumulation, use_two_replicas
@@ -239,6 +240,7 @@ def test_global_norm_clip_sees_the_summed_gradient_of_repeated_tokens(rng):
         )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("use_two_replicas", [False, pytest.param(True, marks=pytest.mark.slow)])
 def test_xla_compiled_step_gives_the_same_update(rng, two_replica_strategy, use_two_replicas):
     config = tiny_config(clip_norm=0.05, learning_rate=1e-2)

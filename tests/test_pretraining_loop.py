@@ -125,6 +125,7 @@ def read_scalar_values(event_dir, tag):
     return sorted(values)
 
 
+@pytest.mark.slow
 def test_run_trains_logs_checkpoints_and_exports(corpus, tmp_path):
     vocab, shard_dir, tokenizer = corpus
     run_dir = str(tmp_path / "run")
@@ -244,6 +245,7 @@ def test_interrupted_and_resumed_run_equals_a_straight_run(corpus, tmp_path):
         )
 
 
+@pytest.mark.slow
 def test_a_run_of_another_configuration_is_refused_untouched(corpus, tmp_path):
     vocab, shard_dir, tokenizer = corpus
     run_dir = str(tmp_path / "run")
@@ -295,6 +297,7 @@ def test_a_run_of_another_configuration_is_refused_untouched(corpus, tmp_path):
     assert "Kernels: cpu_fast (--kernels=cpu_fast)." in lines
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("precision", ["float16", "bfloat16"])
 def test_mixed_precision_runs_reach_the_target_and_export_float32(corpus, tmp_path, precision):
     vocab, shard_dir, tokenizer = corpus
@@ -342,6 +345,7 @@ def _infinite_gradient(x):
     return tf.identity(x), lambda upstream: upstream * float("inf")
 
 
+@pytest.mark.slow
 def test_a_diverged_float16_run_stops_with_an_error_instead_of_looping(
     corpus, tmp_path, monkeypatch
 ):
@@ -376,6 +380,7 @@ def _from_step_4(value):
     return loss
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "precision, fault, message",
     [
@@ -418,6 +423,7 @@ def test_a_non_finite_step_stops_the_run_before_anything_non_finite_is_saved(
     assert not (run_dir / ".lock").exists()
 
 
+@pytest.mark.slow
 def test_after_a_nan_the_run_resumes_from_the_last_good_checkpoint_with_a_lower_rate(
     corpus, tmp_path, monkeypatch
 ):
@@ -483,6 +489,7 @@ def test_after_a_nan_the_run_resumes_from_the_last_good_checkpoint_with_a_lower_
     assert np.isfinite(step_4[-1]["total_loss"])
 
 
+@pytest.mark.slow
 def test_resuming_skips_a_damaged_newest_checkpoint_and_never_restarts_unasked(corpus, tmp_path):
     vocab, shard_dir, tokenizer = corpus
     run_dir = tmp_path / "run"
@@ -628,6 +635,7 @@ def test_a_shard_corrupted_under_a_running_job_is_named(corpus, tmp_path):
     ), text
 
 
+@pytest.mark.slow
 def test_a_full_disk_stops_with_one_line_and_leaves_no_temporary_files(
     corpus, tmp_path, monkeypatch
 ):
@@ -717,6 +725,7 @@ def test_a_full_disk_stops_with_one_line_and_leaves_no_temporary_files(
     assert result.finished and f"Resumed from {run_dir}/checkpoints/ckpt-2 (step 2)." in lines
 
 
+@pytest.mark.slow
 def test_two_worker_processes_train_in_lockstep_and_only_the_chief_writes(corpus, tmp_path):
     from multi_worker_support import SETTINGS, run_workers
 
@@ -782,6 +791,7 @@ def test_flops_budget_sets_the_steps_and_metrics_log_records_them(corpus, tmp_pa
     assert "disc_loss" not in records[-1] and np.isfinite(records[-1]["masked_lm_loss"])
 
 
+@pytest.mark.slow
 def test_two_stage_run_switches_once_and_resumes_in_the_second_stage(corpus, tmp_path):
     vocab, shard_dir, tokenizer = corpus
 
@@ -825,6 +835,7 @@ def test_two_stage_run_switches_once_and_resumes_in_the_second_stage(corpus, tmp
     assert "disc_loss" in records[-1] and records[-1]["step"] == 4
 
 
+@pytest.mark.slow
 def test_two_stage_boundary_is_kept_when_a_resumed_run_is_extended(corpus, tmp_path):
     vocab, shard_dir, tokenizer = corpus
 
@@ -878,6 +889,7 @@ def test_a_budget_smaller_than_a_step_is_refused(corpus, tmp_path):
         )
 
 
+@pytest.mark.slow
 def test_held_out_evaluation_is_logged_and_summarised(corpus, tmp_path):
     vocab, shard_dir, tokenizer = corpus
     run_dir = str(tmp_path / "run")

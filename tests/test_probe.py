@@ -56,6 +56,7 @@ def test_features_without_signal_score_near_chance():
     assert abs(np.mean(fit.predictions == labels[1000:]) - 0.5) < 0.06
 
 
+@pytest.mark.slow
 def test_the_command_writes_results_in_the_fine_tuning_schema(tmp_path):
     pretrained = make_pretrained_dir(str(tmp_path / "pretrained"))
     for name, count, seed in (("train.tsv", 200, 0), ("dev.tsv", 60, 1)):

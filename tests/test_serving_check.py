@@ -6,6 +6,8 @@ import shutil
 import subprocess
 import sys
 
+import pytest
+
 from electra_tf.serving import check
 from electra_tf.serving.exporter import export_checkpoint
 
@@ -41,6 +43,7 @@ def test_classifier_export_agrees_in_a_fresh_process(serving_exports):
     )
 
 
+@pytest.mark.slow
 def test_discriminator_export_agrees_in_a_fresh_process(serving_exports, tmp_path):
     version_dir = export_checkpoint(serving_exports["pretrained"], str(tmp_path), "rtd")
     report = check.check_export(version_dir)
@@ -50,6 +53,7 @@ def test_discriminator_export_agrees_in_a_fresh_process(serving_exports, tmp_pat
     assert tokens["shape"][0] == len(check.SAMPLE_TEXTS) + 1
 
 
+@pytest.mark.slow
 def test_check_command_fails_on_disagreement(serving_exports, tmp_path):
     """A SavedModel that does not match its Keras model is caught (exit 1)."""
     tampered = str(tmp_path / "tampered" / "1")
@@ -84,6 +88,7 @@ def test_check_command_fails_on_disagreement(serving_exports, tmp_path):
     assert not_a_version.returncode == 2 and "no saved_model.pb" in not_a_version.stderr
 
 
+@pytest.mark.slow
 def test_export_of_a_bert_normalized_run_agrees_in_a_fresh_process(serving_exports, tmp_path):
     """--normalization=bert is recorded in the export and its graph needs no CaseFoldUTF8."""
     run = tmp_path / "bert_run"

@@ -121,6 +121,7 @@ def _python_answers(trial_dir, pairs):
     )
 
 
+@pytest.mark.slow
 def test_signatures_dtypes_shapes_and_config(qa_exports):
     for kind in ("v1", "v2"):
         loaded = tf.saved_model.load(qa_exports[kind])
@@ -161,6 +162,7 @@ def test_signatures_dtypes_shapes_and_config(qa_exports):
         assert os.path.isfile(os.path.join(qa_exports[kind], "assets.extra", "model.json"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["v1", "v2"])
 def test_raw_text_answers_equal_the_python_decoding(qa_exports, kind):
     loaded = tf.saved_model.load(qa_exports[kind])
@@ -220,6 +222,7 @@ def test_empty_and_invalid_inputs_do_not_crash(qa_exports):
         serve(question=tf.constant(["a", "b"]), context=tf.constant(["a"]))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("version", ["v1", "v2"])
 def test_empty_batches_answer_empty_outputs(qa_exports, version):
     loaded = tf.saved_model.load(qa_exports[version])
@@ -237,6 +240,7 @@ def test_empty_batches_answer_empty_outputs(qa_exports, version):
         assert all(v.shape[0] == 0 for v in ids_out.values())
 
 
+@pytest.mark.slow
 def test_check_passes_and_catches_tampered_weights(qa_exports, tmp_path):
     from electra_tf.serving import check
 
@@ -270,6 +274,7 @@ def test_check_passes_and_catches_tampered_weights(qa_exports, tmp_path):
     assert "FAIL token_ids" in result.stdout and result.stdout.rstrip().endswith("FAILED")
 
 
+@pytest.mark.slow
 def test_predict_command_reads_question_context_lines(qa_exports, tmp_path):
     from electra_tf.commands import predict as predict_command
 

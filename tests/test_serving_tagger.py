@@ -60,6 +60,7 @@ def _reference(version_dir):
     return Reference.load(version_dir)
 
 
+@pytest.mark.slow
 def test_signatures_dtypes_shapes_and_config(tagger_export):
     loaded = tf.saved_model.load(tagger_export["version"])
     assert set(loaded.signatures) == {"serving_default", "words", "token_ids"}
@@ -173,6 +174,7 @@ def test_empty_batches_give_empty_outputs(tagger_export):
         loaded.signatures["words"](words=tf.constant([["a"]]), num_words=tf.constant([2]))
 
 
+@pytest.mark.slow
 def test_check_passes_in_a_fresh_process(tagger_export):
     from electra_tf.serving import check
 

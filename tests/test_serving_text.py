@@ -128,6 +128,7 @@ def test_token_id_checks_reject_bad_requests():
     np.testing.assert_array_equal(ids.numpy(), [[2, 5, 3]])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("max_seq_length", [3, 4, 5, 8, 64])
 def test_dense_packing_equals_ragged_packing_on_every_length_mix(tmp_path, max_seq_length):
     """`pack_flat` against `pack` for single texts and pairs of 0 to 12 pieces, at batch 1

@@ -51,6 +51,7 @@ def files(tmp_path_factory):
     return root, pretrained, contexts
 
 
+@pytest.mark.slow
 def test_squad_v2_writes_official_files_and_resumes(files):
     root, pretrained, contexts = files
     out = root / "out"
@@ -121,6 +122,7 @@ def test_not_squad_json_is_a_clear_error(files):
     assert not os.path.exists(root / "unused")
 
 
+@pytest.mark.slow
 def test_korquad_files_are_scored_with_korquads_metric(files, tmp_path):
     _, pretrained, _ = files
     contexts = ["서울에서 영화를 보았다", "조선은 1392년에 세워졌다", "태조는 이성계이다"]

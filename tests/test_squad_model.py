@@ -238,6 +238,7 @@ def test_head_variables_get_the_head_rate():
     assert sorted(by_part["embeddings"]) == pytest.approx([0.512])
 
 
+@pytest.mark.slow
 def test_tiny_model_learns_a_handful_of_questions(toy, tmp_path):
     directory, tokenizer = toy
     examples = _toy_examples(8, seed=3)

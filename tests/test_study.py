@@ -320,6 +320,7 @@ def test_the_command_line_keeps_its_flags_and_needs_one_spec(tmp_path, corpus):
         run_main(str(spec_path), str(spec_path), "--output_dir", str(tmp_path / "out"))
 
 
+@pytest.mark.slow
 def test_python_m_tools_study_runs_from_the_repository_root(tmp_path, corpus):
     """The command as the docs give it: the report of a study with nothing finished yet."""
     spec_path = tmp_path / "spec.json"

@@ -94,6 +94,7 @@ def test_missing_dataset_split_and_key_are_named(tfds_dir, tmp_path):
         )
 
 
+@pytest.mark.slow
 def test_pretrain_reads_a_tfds_corpus(tfds_dir, tmp_path):
     # A fresh process has never seen the builder class: the prepared directory is enough.
     vocab = tmp_path / "vocab.txt"

@@ -4,6 +4,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from electra_tf.tokenization import WordPieceTokenizer
 
 PROJECT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -39,6 +41,7 @@ def _run(args, text):
     )
 
 
+@pytest.mark.slow
 def test_ids_and_pieces_of_each_line(tmp_path):
     vocab = tmp_path / "vocab.txt"
     vocab.write_text("\n".join(TOKENS) + "\n", encoding="utf-8")

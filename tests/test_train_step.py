@@ -118,6 +118,7 @@ def _assert_close(got, expected, scale=1.0):
         )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["classifier", "qa"])
 def test_two_replicas_and_accumulation_make_the_single_device_update(
     kind, weights, two_replica_strategy, rng
@@ -143,6 +144,7 @@ def test_per_replica_xla_makes_the_same_update(weights, two_replica_strategy, rn
     _assert_close(changes, single)
 
 
+@pytest.mark.slow
 def test_summed_loss_gives_batch_size_times_the_mean_gradient(weights, two_replica_strategy, rng):
     inputs, labels = batch = _classifier_batch(rng)
     # The mean gradient, independently: Keras' own cross-entropy on one device.
@@ -174,6 +176,7 @@ def test_an_unknown_loss_reduction_is_refused():
         _classifier().set_training_options(loss_reduction="max")
 
 
+@pytest.mark.slow
 def test_float16_scales_the_loss_and_unscales_the_gradients(weights, two_replica_strategy, rng):
     batch = _classifier_batch(rng)
     reference, _, _ = _one_step("classifier", weights, batch)
