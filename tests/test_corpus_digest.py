@@ -57,7 +57,15 @@ def test_a_touched_file_is_read_again_and_keeps_its_digest(tmp_path):
 def test_an_unreadable_cache_is_ignored_and_replaced(tmp_path):
     text, cache = tmp_path / "corpus.txt", tmp_path / "digests.json"
     text.write_text("one line\n", encoding="utf-8")
-    for garbage in ("{not json", "[1, 2]", '{"files": 3}', '{"files": {"x": 1}}'):
+    stat = os.stat(text)
+    bad_digest = {str(text): {"bytes": stat.st_size, "mtime_ns": stat.st_mtime_ns, "sha256": ""}}
+    for garbage in (
+        "{not json",
+        "[1, 2]",
+        '{"files": 3}',
+        '{"files": {"x": 1}}',
+        json.dumps({"files": bad_digest}),
+    ):
         cache.write_text(garbage)
         assert corpus_digests([str(text)], str(cache)) == [_sha256(text)]
     assert json.loads(cache.read_text())["files"][str(text)]["sha256"] == _sha256(text)

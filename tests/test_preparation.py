@@ -216,9 +216,13 @@ def test_corpus_folders_are_named_by_content(tmp_path):
     listing = f"{original}\t{os.path.getsize(original)}\t{os.path.getmtime(original)}"
     earlier = runs / f"small-wiki-{hashlib.sha256(listing.encode()).hexdigest()[:8]}"
     earlier.mkdir(parents=True)
-    assert corpus_path(str(runs), [str(original)], "small-{key}", cache) == str(earlier)
-    # Once a content-named folder exists, it is the one.
-    (runs / f"small-{key}").mkdir()
-    assert corpus_path(str(runs), [str(original)], "small-{key}", cache) == str(
-        runs / f"small-{key}"
-    )
+    (earlier / "config.json").write_text("{}")
+    found = corpus_path(str(runs), [str(original)], "small-{key}", cache)
+    assert found == str(runs / f"small-{key}") and os.path.islink(found)
+    assert os.path.realpath(found) == os.path.realpath(earlier)
+    # The link keeps finding it once the corpus is touched (its path key changes).
+    os.utime(original, ns=(1, 10**18))
+    found = corpus_path(str(runs), [str(original)], "small-{key}", cache)
+    assert os.path.isfile(os.path.join(found, "config.json"))
+    # Another corpus of the same name gets its own folder.
+    assert corpus_path(str(runs), [str(copy)], "small-{key}", cache) != found

@@ -564,6 +564,13 @@ def test_shards_fingerprinted_by_input_paths_and_times_are_kept(tmp_path, tokeni
             record["fingerprint"] = earlier
         path.write_text(json.dumps(record))
 
+    # Planning alone records the current fingerprint in metadata.json, so an interrupted
+    # rebuild does not leave the directory recognisable only by the earlier form.
+    shard_build.plan_build(
+        [str(corpus)], str(out), tokenizer_config, max_seq_length=16, num_shards=2
+    )
+    recorded = json.loads((out / "metadata.json").read_text())["build"]["fingerprint"]
+    assert recorded == meta["build"]["fingerprint"]
     again = build([corpus], out, tokenizer_config, num_shards=2)
     assert again["reused_shards"] == 2 and shard_bytes(out) == before
     for path in [out / "metadata.json", *out.glob("pretrain_data*.json")]:

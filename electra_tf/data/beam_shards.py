@@ -130,7 +130,9 @@ def write_shards(
         input_patterns = [input_patterns]
     _check_paths_for_runner(options, [*input_patterns, output_dir, tokenizer_config["vocab_file"]])
     started = time.time()
-    plan, _ = plan_build(input_patterns, output_dir, tokenizer_config, **build_args)
+    plan, _ = plan_build(
+        input_patterns, output_dir, tokenizer_config, progress=report, **build_args
+    )
     for path, problem in plan.damaged.items():
         report(f"Shard {path} is damaged ({problem}): rebuilding it.")
     report(

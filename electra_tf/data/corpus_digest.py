@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import time
 from typing import Callable, Optional, Sequence
 
@@ -34,6 +35,7 @@ __all__ = ["DIGEST_CACHE_FILE", "corpus_digests", "file_digest"]
 _BLOCK_BYTES = 8 << 20
 # Hashing less than this says nothing: it takes well under a second.
 _REPORT_BYTES = 256 << 20
+_SHA256_HEX = re.compile("[0-9a-f]{64}")
 
 
 def file_digest(path: str, on_block: Optional[Callable[[int], None]] = None) -> str:
@@ -86,8 +88,10 @@ def corpus_digests(
             isinstance(entry, dict)
             and entry.get("bytes") == stat.size
             and entry.get("mtime_ns") == stat.mtime_ns
+            and isinstance(entry.get("sha256"), str)
+            and _SHA256_HEX.fullmatch(entry["sha256"])
         ):
-            return entry.get("sha256")
+            return entry["sha256"]
         return None
 
     todo = sum(stat.size for path, stat in stats if cached(path, stat) is None)
@@ -113,8 +117,9 @@ def corpus_digests(
         digest = cached(path, stat)
         if digest is None:
             digest = file_digest(path, on_block)
-            cache[path] = {"bytes": stat.size, "mtime_ns": stat.mtime_ns, "sha256": digest}
-            changed = True
+            if fileio.stat(path) == stat:  # not cached if the file changed while it was read
+                cache[path] = {"bytes": stat.size, "mtime_ns": stat.mtime_ns, "sha256": digest}
+                changed = True
         local[path] = digest
     digests = [None if fileio.is_url(p) else local[fileio.abspath(p)] for p in paths]
     if changed and cache_file is not None:

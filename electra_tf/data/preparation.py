@@ -26,7 +26,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Callable, Optional, Sequence
 
-from electra_tf import tokenization, vocab_learning
+from electra_tf import fileio, tokenization, vocab_learning
 from electra_tf.config import DEFAULT_NORMALIZATION
 from electra_tf.data.corpus_digest import DIGEST_CACHE_FILE, corpus_digests
 from electra_tf.data.shard_build import write_shards
@@ -95,7 +95,10 @@ def corpus_key(
         progress: status lines while a large corpus is read.
     """
     digests = corpus_digests(files, digest_cache, progress)
-    listing = "\n".join(f"{os.path.getsize(f)}\t{d}" for f, d in zip(files, digests))
+    listing = "\n".join(
+        f"{stat.size}\t{digest}" if digest else f"{f}\t{stat.size}\t{stat.mtime_ns}"
+        for f, digest, stat in zip(files, digests, map(fileio.stat, files))
+    )
     return _named_key(files, listing)
 
 
@@ -124,11 +127,20 @@ def corpus_path(
 
     A directory that an earlier release named by the corpus's path key
     (paths, sizes and modification times) is kept when no content-keyed one
-    exists yet, so the runs and caches it holds are resumed and reused.
+    exists yet, so the runs and caches it holds are resumed and reused: the
+    content-keyed name is made a symbolic link to it.
     """
     path = os.path.join(parent, name.format(key=corpus_key(files, digest_cache, progress)))
     earlier = os.path.join(parent, name.format(key=_path_key(files)))
-    return earlier if not os.path.exists(path) and os.path.isdir(earlier) else path
+    if os.path.exists(path) or not os.path.isdir(earlier):
+        return path
+    # The content-keyed name becomes a link to the earlier folder, so the
+    # folder is still found once the corpus is touched or copied.
+    try:
+        os.symlink(os.path.basename(earlier), path, target_is_directory=True)
+    except OSError:
+        return path if os.path.isdir(path) else earlier  # another worker linked it; or no links
+    return path
 
 
 def casing_name(config) -> str:

@@ -51,7 +51,12 @@ def _build_differences(old: Optional[dict], new: dict) -> str:
         if key not in ("fingerprint", "invalid_utf8", "tokenizer_config")
         and old.get(key) != new.get(key)
     ]
-    return "; ".join(diffs) if diffs else "different input text"
+    return (
+        "; ".join(diffs)
+        if diffs
+        else "different input text (or, for a build of an earlier release, input files "
+        "moved or touched since)"
+    )
 
 
 def _different_build_error(output_dir: str, found: str, detail: str) -> ShardError:
@@ -170,6 +175,12 @@ def reusable_shards(
             raise _different_build_error(
                 output_dir, METADATA_FILE, _build_differences(old_build, build)
             )
+        if old_build["fingerprint"] != fingerprint:  # record the current form at once
+            old_build["fingerprint"] = fingerprint
+            try:
+                write_json_atomic(meta_path, meta)
+            except (OSError, tf.errors.OpError):
+                pass  # read-only: the earlier form is accepted again next time
 
     expected = {shard_name(i, num_shards): i for i in range(num_shards)}
     for fname in sorted(fileio.listdir(output_dir)):
