@@ -31,7 +31,7 @@ import tensorflow as tf
 from electra_tf import fileio
 from electra_tf.data.shard_layout import DIGEST_CACHE_FILE, write_json_atomic
 
-__all__ = ["DIGEST_CACHE_FILE", "corpus_digests", "file_digest"]
+__all__ = ["DIGEST_CACHE_FILE", "corpus_digests", "file_digest", "source_identity"]
 _BLOCK_BYTES = 8 << 20
 # Hashing less than this says nothing: it takes well under a second.
 _REPORT_BYTES = 256 << 20
@@ -49,6 +49,15 @@ def file_digest(path: str, on_block: Optional[Callable[[int], None]] = None) -> 
             digest.update(block)
             if on_block is not None:
                 on_block(len(block))
+
+
+def source_identity(path: str, size: int, mtime_ns: int, digest: Optional[str]) -> list:
+    """What names one input file's text in keys and fingerprints.
+
+    `[size, sha256]` for a local file; `[path, size, mtime_ns]` for a file
+    behind a URL, which has no digest.
+    """
+    return [size, digest] if digest else [path, size, mtime_ns]
 
 
 def _load_cache(cache_file: Optional[str]) -> dict:

@@ -28,7 +28,7 @@ from typing import Callable, Optional, Sequence
 
 from electra_tf import fileio, tokenization, vocab_learning
 from electra_tf.config import DEFAULT_NORMALIZATION
-from electra_tf.data.corpus_digest import DIGEST_CACHE_FILE, corpus_digests
+from electra_tf.data.corpus_digest import DIGEST_CACHE_FILE, corpus_digests, source_identity
 from electra_tf.data.shard_build import write_shards
 from electra_tf.data.shard_layout import ShardError
 from electra_tf.data.text_input import EmptyTextRange
@@ -96,7 +96,7 @@ def corpus_key(
     """
     digests = corpus_digests(files, digest_cache, progress)
     listing = "\n".join(
-        f"{stat.size}\t{digest}" if digest else f"{f}\t{stat.size}\t{stat.mtime_ns}"
+        "\t".join(str(part) for part in source_identity(f, stat.size, stat.mtime_ns, digest))
         for f, digest, stat in zip(files, digests, map(fileio.stat, files))
     )
     return _named_key(files, listing)

@@ -30,7 +30,7 @@ import numpy as np
 
 from electra_tf import fileio
 from electra_tf.config import DEFAULT_NORMALIZATION
-from electra_tf.data.corpus_digest import DIGEST_CACHE_FILE, corpus_digests
+from electra_tf.data.corpus_digest import DIGEST_CACHE_FILE, corpus_digests, source_identity
 from electra_tf.data.shard_layout import (
     FORMAT_VERSION,
     METADATA_FILE,
@@ -206,7 +206,7 @@ def plan_build(
     )
     content_fingerprint = _fingerprint(
         build,
-        [[s.size, d] if d else [s.path, s.size, s.mtime_ns] for s, d in zip(sources, digests)],
+        [source_identity(s.path, s.size, s.mtime_ns, d) for s, d in zip(sources, digests)],
     )
     # Builds before content fingerprints named the files by path, size and mtime.
     path_fingerprint = _fingerprint(build, [[s.path, s.size, s.mtime_ns] for s in sources])

@@ -1,7 +1,8 @@
 """Checking the shards already on disk: which to reuse, which are damaged, which belong elsewhere.
 
 A re-run with the same build fingerprint (input sizes and SHA-256, or
-paths, sizes and mtimes for inputs behind URLs; vocabulary hash; casing flags; `max_seq_length`; `seed`; `num_shards`;
+paths, sizes and mtimes for inputs behind URLs; vocabulary hash; casing
+flags; `max_seq_length`; `seed`; `num_shards`;
 probabilities) reuses finished shards and rebuilds only missing or damaged
 ones (`reusable_shards`); shards whose fingerprint is an earlier form of
 this build's (input paths, sizes and mtimes) are kept and get the current
