@@ -399,7 +399,7 @@ def main(argv):
     # ------------------------------------------------------------------ data
     if FLAGS.shard_dir:
         config, vocab_file, tokenizer, shard_dir, eval_shard_dir = _prebuilt_shards(
-            config, overrides
+            config, overrides, own_copy
         )
         run_name = f"{FLAGS.model_size}-{os.path.basename(FLAGS.shard_dir.rstrip('/'))}"
         return _train(
@@ -456,8 +456,15 @@ def main(argv):
     )
 
 
-def _prebuilt_shards(config, overrides):
+def _prebuilt_shards(config, overrides, own_copy: str):
     """--shard_dir: the build's vocabulary, casing and length, and the held-out shards.
+
+    Args:
+        config: the run's configuration; the build's casing, length and
+            vocabulary size are set on it.
+        overrides: the configuration values given as flags.
+        own_copy: "" on the chief, else the subfolder in which this worker
+            builds its own copy of the --eval_corpus shards.
 
     Returns:
         (config, vocab_file, tokenizer, shard_dir, eval_shard_dir or None).
@@ -504,10 +511,14 @@ def _prebuilt_shards(config, overrides):
         from electra_tf.data.shard_build import write_shards
 
         eval_files = _resolve_corpus(FLAGS.eval_corpus, flag="--eval_corpus")
-        eval_shard_dir = _corpus_path(
-            FLAGS.data_dir or os.path.join(WORKING_DIR, "data"),
-            eval_files,
-            f"eval-{{key}}-L{config.max_seq_length}-{meta['vocab_fingerprint'][:8]}-s{config.seed}",
+        eval_shard_dir = os.path.join(
+            _corpus_path(
+                FLAGS.data_dir or os.path.join(WORKING_DIR, "data"),
+                eval_files,
+                f"eval-{{key}}-L{config.max_seq_length}-{meta['vocab_fingerprint'][:8]}"
+                f"-s{config.seed}",
+            ),
+            own_copy,
         )
         try:
             write_shards(
