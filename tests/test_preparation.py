@@ -226,3 +226,16 @@ def test_corpus_folders_are_named_by_content(tmp_path):
     assert os.path.isfile(os.path.join(found, "config.json"))
     # Another corpus of the same name gets its own folder.
     assert corpus_path(str(runs), [str(copy)], "small-{key}", cache) != found
+    # The same text renamed finds the folder too, and keeps finding it.
+    renamed = tmp_path / "a" / "wiki_ko.txt"
+    original.rename(renamed)
+    found = corpus_path(str(runs), [str(renamed)], "small-{key}", cache)
+    assert os.path.basename(found) == f"small-wiki_ko-{key.split('-')[1]}"
+    assert os.path.realpath(found) == os.path.realpath(earlier)
+    assert corpus_path(str(runs), [str(renamed)], "small-{key}", cache) == found
+    # Another model size, or two candidate folders, do not count.
+    assert not os.path.exists(corpus_path(str(runs), [str(renamed)], "base-{key}", cache))
+    (runs / f"small-news-{key.split('-')[1]}").mkdir()
+    again = tmp_path / "a" / "wiki_ko2.txt"
+    renamed.rename(again)
+    assert not os.path.exists(corpus_path(str(runs), [str(again)], "small-{key}", cache))

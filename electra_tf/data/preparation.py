@@ -21,6 +21,7 @@ shards. The files' SHA-256 are cached in `corpus-digests.json`
 
 from __future__ import annotations
 
+import glob
 import hashlib
 import os
 from dataclasses import dataclass, field
@@ -125,17 +126,28 @@ def corpus_path(
 ) -> str:
     """`parent/name` with `{key}` in `name` replaced by the corpus's `corpus_key`.
 
-    A directory that an earlier release named by the corpus's path key
-    (paths, sizes and modification times) is kept when no content-keyed one
-    exists yet, so the runs and caches it holds are resumed and reused: the
-    content-keyed name is made a symbolic link to it.
+    When that directory does not exist yet but one for the same text does,
+    the runs and caches it holds are resumed and reused: the new name is made
+    a symbolic link to it. That is a directory an earlier release named by
+    the corpus's path key (paths, sizes and modification times), or one named
+    after the same content under another file name (a renamed corpus).
     """
-    path = os.path.join(parent, name.format(key=corpus_key(files, digest_cache, progress)))
-    earlier = os.path.join(parent, name.format(key=_path_key(files)))
-    if os.path.exists(path) or not os.path.isdir(earlier):
+    key = corpus_key(files, digest_cache, progress)
+    path = os.path.join(parent, name.format(key=key))
+    if os.path.exists(path):
         return path
-    # The content-keyed name becomes a link to the earlier folder, so the
-    # folder is still found once the corpus is touched or copied.
+    earlier = os.path.join(parent, name.format(key=_path_key(files)))
+    if not os.path.isdir(earlier):
+        # The same content under another stem: `<other stem>-<hash>`.
+        pattern = glob.escape(name).format(key="*-" + key.rsplit("-", 1)[1])
+        renamed = sorted(
+            p for p in glob.glob(os.path.join(glob.escape(parent), pattern)) if os.path.isdir(p)
+        )
+        if len({os.path.realpath(p) for p in renamed}) != 1:
+            return path  # none, or several to choose from
+        earlier = renamed[0]
+    # The new name becomes a link to the folder found, so it is still found
+    # once the corpus is touched, copied or renamed.
     try:
         os.symlink(os.path.basename(earlier), path, target_is_directory=True)
     except OSError:
