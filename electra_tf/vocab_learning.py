@@ -44,7 +44,7 @@ from typing import Optional, Sequence, Union
 
 import numpy as np
 
-from electra_tf.config import BERT_VOCAB_SIZE, DEFAULT_NORMALIZATION
+from electra_tf.config import BERT_VOCAB_SIZE, DEFAULT_NORMALIZATION, flag_field
 from electra_tf.tokenization import SPECIAL_TOKENS
 
 logger = logging.getLogger(__name__)
@@ -97,46 +97,35 @@ class VocabOptions:
         presegment: `none`, or `kiwi` (Korean morphemes while learning).
     """
 
-    vocab_size: int = dataclasses.field(
-        default=BERT_VOCAB_SIZE,
-        metadata={
-            "flag": False,  # the vocab command defines --vocab_size; pretrain.py has the model's
-            "help": "Tokens in the vocabulary, special and unused ones included (the learner may "
-            "stop up to 5% short).",
-        },
+    vocab_size: int = flag_field(
+        BERT_VOCAB_SIZE,
+        "Tokens in the vocabulary, special and unused ones included (the learner may stop up "
+        "to 5% short).",
+        flag=False,  # the vocab command defines --vocab_size; pretrain.py has the model's
     )
-    alphabet_size: Optional[int] = dataclasses.field(
-        default=None,
-        metadata={
-            "flag": "vocab_alphabet_size",
-            "help": "Characters the vocabulary spells words with (each a token, and most also as "
-            "##c); words with any other character become [UNK]. Default: the most frequent "
-            "characters that fit in half of the vocabulary.",
-        },
+    alphabet_size: Optional[int] = flag_field(
+        None,
+        "Characters the vocabulary spells words with (each a token, and most also as ##c); "
+        "words with any other character become [UNK]. Default: the most frequent characters "
+        "that fit in half of the vocabulary.",
+        flag="vocab_alphabet_size",
     )
-    max_bytes: int = dataclasses.field(
-        default=DEFAULT_MAX_BYTES,
-        metadata={
-            "flag": "vocab_max_bytes",
-            "help": "Text read to learn the vocabulary (whole lines spread over the corpus).",
-        },
+    max_bytes: int = flag_field(
+        DEFAULT_MAX_BYTES,
+        "Text read to learn the vocabulary (whole lines spread over the corpus).",
+        flag="vocab_max_bytes",
     )
-    num_unused: int = dataclasses.field(
-        default=0,
-        metadata={
-            "flag": "vocab_unused",
-            "help": "[unused0], [unused1], ... slots after the special tokens, for tokens added "
-            "later.",
-        },
+    num_unused: int = flag_field(
+        0,
+        "[unused0], [unused1], ... slots after the special tokens, for tokens added later.",
+        flag="vocab_unused",
     )
-    presegment: str = dataclasses.field(
-        default="none",
-        metadata={
-            "flag": "vocab_presegment",
-            "choices": PRESEGMENTERS,
-            "help": "none, or kiwi: learn pieces along Korean morpheme boundaries (pip install "
-            "kiwipiepy); tokenization itself needs no analyser.",
-        },
+    presegment: str = flag_field(
+        "none",
+        "none, or kiwi: learn pieces along Korean morpheme boundaries (pip install kiwipiepy); "
+        "tokenization itself needs no analyser.",
+        flag="vocab_presegment",
+        choices=PRESEGMENTERS,
     )
 
     def validate(self) -> None:

@@ -44,6 +44,9 @@ SUBCOMMANDS = {
     ),
     "export-hf": (("run_dir", "hf_dir"), ()),
 }
+# Every subcommand's flags: each subcommand reads them all (unset ones as
+# None) and rejects those given that are not its own.
+_FLAG_NAMES = tuple(dict.fromkeys(name for _, allowed in SUBCOMMANDS.values() for name in allowed))
 
 
 def define_flags(flag_values: flags.FlagValues) -> None:
@@ -115,14 +118,7 @@ class _Arguments:
             )
         for name, value in zip(names, arguments[1:]):
             setattr(self, name, value)
-        for name in (
-            "vocab_file",
-            "do_lower_case",
-            "normalization",
-            "num_heads",
-            "generator_dir",
-            "max_seq_length",
-        ):
+        for name in _FLAG_NAMES:
             if flag_values[name].present and name not in allowed:
                 raise app.UsageError(f"--{name} is not a flag of {self.command}.")
             setattr(self, name, flag_values[name].value)
