@@ -173,10 +173,11 @@ def _docstring(path: str) -> str:
         return ast.get_docstring(ast.parse(f.read()), clean=False)
 
 
-def test_help_starts_with_the_commands_description():
+def _pretrain_help(flag: str) -> str:
+    """The output of `pretrain.py <flag>`, which must succeed."""
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
     done = subprocess.run(
-        [sys.executable, os.path.join(ROOT, "pretrain.py"), "--help"],
+        [sys.executable, os.path.join(ROOT, "pretrain.py"), flag],
         capture_output=True,
         text=True,
         cwd=ROOT,
@@ -184,20 +185,16 @@ def test_help_starts_with_the_commands_description():
         timeout=300,
     )
     assert done.returncode == 0, done.stderr
-    assert done.stdout.startswith(_docstring("electra_tf/commands/pretrain.py"))
-    assert "--model_size" in done.stdout and "--objective" not in done.stdout.split("flags:")[0]
+    return done.stdout
+
+
+def test_help_starts_with_the_commands_description():
+    stdout = _pretrain_help("--help")
+    assert stdout.startswith(_docstring("electra_tf/commands/pretrain.py"))
+    assert "--model_size" in stdout and "--objective" not in stdout.split("flags:")[0]
 
 
 def test_short_help_lists_the_config_flags_generated_for_the_command():
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
-    done = subprocess.run(
-        [sys.executable, os.path.join(ROOT, "pretrain.py"), "--helpshort"],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env=env,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr
+    stdout = _pretrain_help("--helpshort")
     for name in ("--learning_rate", "--objective", "--hidden_size", "--disc_weight"):
-        assert name in done.stdout, name
+        assert name in stdout, name
