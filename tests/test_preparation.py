@@ -3,6 +3,7 @@
 import hashlib
 import os
 import random
+import shutil
 
 import numpy as np
 import pytest
@@ -239,3 +240,26 @@ def test_corpus_folders_are_named_by_content(tmp_path):
     again = tmp_path / "a" / "wiki_ko2.txt"
     renamed.rename(again)
     assert not os.path.exists(corpus_path(str(runs), [str(again)], "small-{key}", cache))
+
+
+def test_links_point_at_the_folder_and_a_dangling_one_is_replaced(tmp_path):
+    from electra_tf.data.preparation import corpus_key, corpus_path
+
+    corpus = tmp_path / "wiki.txt"
+    corpus.write_text("한 문서.\n", encoding="utf-8")
+    cache = str(tmp_path / "digests.json")
+    runs = tmp_path / "runs"
+    folder = corpus_path(str(runs), [str(corpus)], "small-{key}", cache)
+    os.makedirs(folder)
+    # Renamed twice: both new names link to the folder itself, not one to the other.
+    for name in ("wiki_ko.txt", "wiki_ko_v2.txt"):
+        corpus = corpus.rename(tmp_path / name)
+        found = corpus_path(str(runs), [str(corpus)], "small-{key}", cache)
+        assert os.readlink(found) == os.path.basename(folder)
+    # Its folder removed, a link is replaced by a new folder at the next run.
+    shutil.rmtree(folder)
+    os.remove(os.path.join(runs, f"small-wiki_ko-{corpus_key([str(corpus)], cache)[-8:]}"))
+    fresh = corpus_path(str(runs), [str(corpus)], "small-{key}", cache)
+    assert fresh == found and not os.path.lexists(fresh)
+    os.makedirs(fresh)
+    assert os.path.isdir(fresh) and not os.path.islink(fresh)

@@ -136,6 +136,11 @@ def corpus_path(
     path = os.path.join(parent, name.format(key=key))
     if os.path.exists(path):
         return path
+    if os.path.islink(path):  # a link to a folder since removed: the name is free again
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass  # another worker removed it
     earlier = os.path.join(parent, name.format(key=_path_key(files)))
     if not os.path.isdir(earlier):
         # The same content under another stem: `<other stem>-<hash>`.
@@ -146,10 +151,12 @@ def corpus_path(
         if len({os.path.realpath(p) for p in renamed}) != 1:
             return path  # none, or several to choose from
         earlier = renamed[0]
-    # The new name becomes a link to the folder found, so it is still found
-    # once the corpus is touched, copied or renamed.
+    # The new name becomes a link to the folder found (to the folder itself,
+    # not to another link, so that removing an old name breaks nothing), so
+    # it is still found once the corpus is touched, copied or renamed.
+    target = os.path.relpath(os.path.realpath(earlier), os.path.realpath(parent))
     try:
-        os.symlink(os.path.basename(earlier), path, target_is_directory=True)
+        os.symlink(target, path, target_is_directory=True)
     except OSError:
         return path if os.path.isdir(path) else earlier  # another worker linked it; or no links
     return path
