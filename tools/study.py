@@ -67,10 +67,10 @@ class, so ELECTRA and BERT tie.
 held-out AUC rises well above chance (0.85 at 6e14 FLOPs, where temperature
 1 stays at 0.5): 128-token sequences, learning rate 1e-3, the generator
 sampled at temperature 2. Much of that AUC is token rarity (see
-`disc_auc_rarity` in `electra_tf.pretraining.evaluation`). At 5e13 FLOPs
-ELECTRA and the masked LM are level within the pre-training-seed spread and
-neither beats no pre-training on SST-2; at 6e14 the masked LM fine-tunes as
-well or better (docs/comparisons.md has the tables and their baselines).
+`disc_auc_rarity` in `electra_tf.pretraining.evaluation`). At 5e13 and 1e14
+FLOPs ELECTRA and the masked LM are level within the pre-training-seed spread
+and neither beats no pre-training on SST-2; at 6e14 the masked LM fine-tunes
+as well or better (docs/comparisons.md has the tables and their baselines).
 """
 
 from __future__ import annotations
@@ -123,11 +123,11 @@ REDUCED_SCALE = {
 # 128-token sequences, a higher learning rate than the preset's, and the
 # generator sampled at temperature 2 (at temperature 1 the discriminator stays
 # at the label prior on this budget). Learning here does not mean winning: in
-# docs/comparisons.md, at 5e13 FLOPs with three pre-training seeds, ELECTRA and
-# the masked LM are level within the pre-training-seed spread, and neither
-# beats the no-pre-training baseline on SST-2 (fine-tuned or probed); at 6e14
-# (one pre-training run each) the masked LM fine-tunes as well or better. A
-# variant may set its own "temperature" (1.0 is the paper's).
+# docs/comparisons.md, at 5e13 and 1e14 FLOPs with three pre-training seeds,
+# ELECTRA and the masked LM are level within the pre-training-seed spread, and
+# neither beats the no-pre-training baseline on SST-2 (fine-tuned or probed);
+# at 6e14 (one pre-training run each) the masked LM fine-tunes as well or
+# better. A variant may set its own "temperature" (1.0 is the paper's).
 CPU_SCALE = {
     "model_size": "tiny",
     "pretrain": {
