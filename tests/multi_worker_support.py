@@ -54,6 +54,26 @@ def run_workers(tmp_path, command, per_worker_args):
         command: `pretrain` or `finetune`.
         per_worker_args: worker index -> that worker's arguments after `command`.
     """
+    return run_worker_processes(
+        tmp_path,
+        lambda index: [
+            os.path.join(TESTS, "multi_worker_support.py"),
+            command,
+            *map(str, per_worker_args(index)),
+        ],
+    )
+
+
+def run_worker_processes(tmp_path, per_worker_argv):
+    """Runs a Python script as the two workers of a local cluster; returns their outputs.
+
+    Each must exit with 0.
+
+    Args:
+        tmp_path: a pytest temporary directory; worker i gets tmp_path/tmp<i>
+            as its TMPDIR (scratch files), which the test may inspect.
+        per_worker_argv: worker index -> the script and its arguments.
+    """
     import subprocess
 
     ports = [_free_port(), _free_port()]
@@ -72,12 +92,7 @@ def run_workers(tmp_path, command, per_worker_args):
         )
         processes.append(
             subprocess.Popen(
-                [
-                    sys.executable,
-                    os.path.join(TESTS, "multi_worker_support.py"),
-                    command,
-                    *map(str, per_worker_args(index)),
-                ],
+                [sys.executable, *map(str, per_worker_argv(index))],
                 env=env,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,

@@ -113,9 +113,12 @@ def test_a_tiny_run_completes_and_reports_where_everything_is(tmp_path):
     assert (run_dir / "export" / "discriminator_savedmodel" / "saved_model.pb").exists()
 
 
-@pytest.mark.slow
-def test_training_on_shards_built_elsewhere(tmp_path):
-    """--shard_dir takes a finished build (e.g. from the Beam pipeline) with its vocabulary."""
+def _toy_shard_build(tmp_path):
+    """A toy corpus (8 documents), its vocabulary and 2 shards of 16 tokens in tmp_path/shards.
+
+    Returns:
+        (words, text file, vocabulary file).
+    """
     from electra_tf.data.shard_build import write_shards
 
     words = "the cat sat on a mat and the dog ran to the park".split()
@@ -131,6 +134,15 @@ def test_training_on_shards_built_elsewhere(tmp_path):
         num_shards=2,
         seed=0,
     )
+    return words, text, vocab
+
+
+@pytest.mark.slow
+def test_training_on_shards_built_elsewhere(tmp_path):
+    """--shard_dir takes a finished build (e.g. from the Beam pipeline) with its vocabulary."""
+    from electra_tf.data.shard_build import write_shards
+
+    words, text, vocab = _toy_shard_build(tmp_path)
     write_shards(
         [str(text)],
         str(tmp_path / "held_out"),
@@ -175,66 +187,31 @@ def test_two_workers_build_their_own_held_out_shards_from_eval_corpus(tmp_path):
     """With --shard_dir and --eval_corpus, each worker builds its own copy of
     the held-out shards, as with --corpus, so that two builds never clean up
     or rename into one folder at the same time."""
-    from multi_worker_support import _free_port
+    from multi_worker_support import run_worker_processes
 
-    from electra_tf.data.shard_build import write_shards
-
-    words = "the cat sat on a mat and the dog ran to the park".split()
-    text = tmp_path / "corpus.txt"
-    text.write_text("\n\n".join(" ".join(words[i:] + words[:i]) for i in range(8)) + "\n")
+    words, _, vocab = _toy_shard_build(tmp_path)
     held_out = tmp_path / "held_out.txt"
     held_out.write_text("\n\n".join(" ".join(words[i:] + words[:i]) for i in range(3)) + "\n")
-    vocab = tmp_path / "vocab.txt"
-    vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *sorted(set(words))]))
-    write_shards(
-        [str(text)],
-        str(tmp_path / "shards"),
-        {"vocab_file": str(vocab)},
-        max_seq_length=16,
-        num_shards=2,
-        seed=0,
+    outputs = run_worker_processes(
+        tmp_path,
+        lambda index: [
+            os.path.join(ROOT, "pretrain.py"),
+            f"--shard_dir={tmp_path}/shards",
+            f"--eval_corpus={held_out}",
+            f"--data_dir={tmp_path}/data",
+            f"--output_dir={tmp_path}/run",
+            "--model_size=tiny",
+            "--hidden_size=32",
+            "--num_layers=1",
+            "--embedding_size=16",
+            "--num_heads=2",
+            "--train_batch_size=4",
+            "--num_train_steps=2",
+            "--num_warmup_steps=1",
+            "--log_every_steps=1",
+            "--num_shard_workers=1",
+        ],
     )
-    cluster = {"worker": [f"127.0.0.1:{_free_port()}" for _ in range(2)]}
-    workers = []
-    for index in range(2):
-        scratch = tmp_path / f"tmp{index}"
-        scratch.mkdir()
-        env = dict(
-            os.environ,
-            TF_CONFIG=json.dumps({"cluster": cluster, "task": {"type": "worker", "index": index}}),
-            TMPDIR=str(scratch),
-            CUDA_VISIBLE_DEVICES="",
-        )
-        workers.append(
-            subprocess.Popen(
-                [
-                    sys.executable,
-                    os.path.join(ROOT, "pretrain.py"),
-                    f"--shard_dir={tmp_path}/shards",
-                    f"--eval_corpus={held_out}",
-                    f"--data_dir={tmp_path}/data",
-                    f"--output_dir={tmp_path}/run",
-                    "--model_size=tiny",
-                    "--hidden_size=32",
-                    "--num_layers=1",
-                    "--embedding_size=16",
-                    "--num_heads=2",
-                    "--train_batch_size=4",
-                    "--num_train_steps=2",
-                    "--num_warmup_steps=1",
-                    "--log_every_steps=1",
-                    "--num_shard_workers=1",
-                ],
-                env=env,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                text=True,
-                cwd=ROOT,
-            )
-        )
-    outputs = [worker.communicate(timeout=600)[0] for worker in workers]
-    for worker, output in zip(workers, outputs):
-        assert worker.returncode == 0, output
     assert "Held-out evaluation at step 2" in outputs[0]
     (eval_dir,) = [p for p in (tmp_path / "data").iterdir() if p.name.startswith("eval-")]
     chief = json.load(open(eval_dir / "metadata.json"))
