@@ -11,6 +11,16 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+# A one-layer, 32-wide model: the runs below check the command, not the model.
+TINY_MODEL = [
+    "--model_size=tiny",
+    "--hidden_size=32",
+    "--num_layers=1",
+    "--embedding_size=16",
+    "--num_heads=2",
+]
+
+
 def run_cli(*args, cwd=ROOT):
     return subprocess.run(
         [sys.executable, os.path.join(ROOT, "pretrain.py"), *args],
@@ -82,11 +92,7 @@ def test_a_tiny_run_completes_and_reports_where_everything_is(tmp_path):
         f"--vocab_file={vocab}",
         f"--data_dir={tmp_path}/data",
         f"--output_dir={run_dir}",
-        "--model_size=tiny",
-        "--hidden_size=32",
-        "--num_layers=1",
-        "--embedding_size=16",
-        "--num_heads=2",
+        *TINY_MODEL,
         "--max_seq_length=16",
         "--train_batch_size=4",
         "--num_train_steps=2",
@@ -156,11 +162,7 @@ def test_training_on_shards_built_elsewhere(tmp_path):
         f"--shard_dir={tmp_path}/shards",
         f"--eval_shard_dir={tmp_path}/held_out",
         f"--output_dir={run_dir}",
-        "--model_size=tiny",
-        "--hidden_size=32",
-        "--num_layers=1",
-        "--embedding_size=16",
-        "--num_heads=2",
+        *TINY_MODEL,
         "--train_batch_size=4",
         "--num_train_steps=2",
         "--num_warmup_steps=1",
@@ -200,11 +202,7 @@ def test_two_workers_build_their_own_held_out_shards_from_eval_corpus(tmp_path):
             f"--eval_corpus={held_out}",
             f"--data_dir={tmp_path}/data",
             f"--output_dir={tmp_path}/run",
-            "--model_size=tiny",
-            "--hidden_size=32",
-            "--num_layers=1",
-            "--embedding_size=16",
-            "--num_heads=2",
+            *TINY_MODEL,
             "--train_batch_size=4",
             "--num_train_steps=2",
             "--num_warmup_steps=1",
@@ -234,11 +232,7 @@ def test_gdes_and_electric_runs_resume_and_export(variant, tmp_path):
         f"--vocab_file={vocab}",
         f"--data_dir={tmp_path}/data",
         f"--output_dir={run_dir}",
-        "--model_size=tiny",
-        "--hidden_size=32",
-        "--num_layers=1",
-        "--embedding_size=16",
-        "--num_heads=2",
+        *TINY_MODEL,
         "--max_seq_length=16",
         "--train_batch_size=4",
         "--num_warmup_steps=1",
@@ -283,11 +277,7 @@ def test_zero_steps_export_the_untrained_model_as_a_baseline(tmp_path):
         f"--vocab_file={vocab}",
         f"--data_dir={tmp_path}/data",
         f"--output_dir={run_dir}",
-        "--model_size=tiny",
-        "--hidden_size=32",
-        "--num_layers=1",
-        "--embedding_size=16",
-        "--num_heads=2",
+        *TINY_MODEL,
         "--max_seq_length=16",
         "--num_train_steps=0",
         "--num_shard_workers=1",
@@ -328,11 +318,7 @@ def _prebuilt(tmp_path):
     )
     return [
         f"--shard_dir={tmp_path}/shards",
-        "--model_size=tiny",
-        "--hidden_size=32",
-        "--num_layers=1",
-        "--embedding_size=16",
-        "--num_heads=2",
+        *TINY_MODEL,
         "--train_batch_size=4",
         "--num_warmup_steps=1",
         "--log_every_steps=1",
