@@ -4,7 +4,11 @@
   original TF1 code's name (the canonical form used here), and the rule that
   turns those names into Hugging Face `transformers` state-dict keys.
 * `tf1`: reading google-research/electra checkpoints.
-* `huggingface`: reading and writing `config.json` + `model.safetensors` dirs.
+* `huggingface`: reading Hugging Face model directories (safetensors, PyTorch
+  `.bin` or TensorFlow `.h5` weights) and writing them (safetensors).
+* `torch_pickle`: PyTorch `.bin` state dicts as NumPy arrays, the pickle
+  interpreted by a reader that calls nothing it names (no PyTorch needed).
+* `tf_h5`: transformers' `tf_model.h5` as a PyTorch-style state dict.
 * `checkpoints`: any supported checkpoint -> a config plus canonical weights,
   and those weights -> our models or a run directory.
 """

@@ -5,8 +5,9 @@ Three formats are recognised by `detect_format`:
 * `electra-tf`: a run directory of ours (or its `export/`): `config.json`
   plus `export/*.keras`, or the latest checkpoint in `checkpoints/`;
 * `tf1`: a google-research/electra checkpoint (directory or prefix);
-* `huggingface`: a `transformers` ELECTRA directory with safetensors weights
-  (discriminator; the generator from `<dir>/generator/` or `generator_dir`).
+* `huggingface`: a `transformers` ELECTRA directory with safetensors, PyTorch
+  `.bin` or TensorFlow `.h5` weights (discriminator; the generator from
+  `<dir>/generator/` or `generator_dir`).
 
 The architecture is inferred from the weights' shapes (head counts, which
 shapes do not determine, come from the Hugging Face config or follow the
@@ -103,7 +104,7 @@ def detect_format(path: str) -> str:
         f"{path}: not a checkpoint electra-tf can read. Expected one of: an electra-tf run "
         "directory (config.json + export/ or checkpoints/), a google-research/electra "
         "checkpoint directory, or a Hugging Face ELECTRA directory (config.json + "
-        "model.safetensors)."
+        "model.safetensors, pytorch_model.bin or tf_model.h5)."
     )
 
 
@@ -396,18 +397,25 @@ def _load_tf1(path: str, num_heads: Optional[int]) -> LoadedCheckpoint:
     )
 
 
+def _prefixed(path: str, error: Exception) -> str:
+    """The error's message, starting with `path` unless it names it (or a file in it) already."""
+    message = str(error)
+    return message if message.startswith(path) else f"{path}: {message}"
+
+
 def _load_hf(path: str, generator_dir: Optional[str]) -> LoadedCheckpoint:
     try:
-        config, state = huggingface.read_hf_dir(path)
+        read = huggingface.read_hf_model(path)
+        config, state = read.config, read.state
         fields = huggingface.model_config_from_hf(config)
     except (huggingface.HFFormatError, KeyError) as error:
-        raise CheckpointError(f"{path}: {error}")
+        raise CheckpointError(_prefixed(path, error))
     if "generator_predictions.dense.weight" in state:
         raise CheckpointError(
             f"{path} is a generator (ElectraForMaskedLM). Pass the discriminator's directory "
             f"and this one with --generator_dir."
         )
-    notes = []
+    notes = [read.weights_note]
     num_heads = fields.pop("num_heads")
     names = _canonical_names(state, "electra")
     weights, unused = huggingface.canonical_from_hf(state, False, names)
@@ -420,9 +428,11 @@ def _load_hf(path: str, generator_dir: Optional[str]) -> LoadedCheckpoint:
     generator_heads = None
     if generator_dir is not None or huggingface.is_hf_dir(gen_dir):
         try:
-            gen_config, gen_state = huggingface.read_hf_dir(gen_dir)
+            gen_read = huggingface.read_hf_model(gen_dir)
         except huggingface.HFFormatError as error:
             raise CheckpointError(f"--generator_dir: {error}")
+        gen_config, gen_state = gen_read.config, gen_read.state
+        notes.append(f"generator {gen_read.weights_note}")
         if "generator_predictions.dense.weight" not in gen_state:
             raise CheckpointError(
                 f"{gen_dir}: not a generator (no generator_predictions "

@@ -174,7 +174,10 @@ def import_hf_tagger(
         config, state = huggingface.read_hf_dir(hf_dir)
         fields = huggingface.model_config_from_hf(config)
     except (huggingface.HFFormatError, KeyError) as error:
-        raise HFTaggerError(f"{hf_dir}: {error}") from None
+        message = str(error)  # a weight file's error names the file already
+        raise HFTaggerError(
+            message if message.startswith(hf_dir) else f"{hf_dir}: {message}"
+        ) from None
     if HEAD_WEIGHT not in state:
         raise HFTaggerError(f"{hf_dir}: no {HEAD_WEIGHT}; not an {ARCHITECTURE}.")
     labels = config.get("id2label") or {}

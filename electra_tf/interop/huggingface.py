@@ -1,7 +1,15 @@
-"""Hugging Face `transformers` ELECTRA directories: `config.json` + `model.safetensors`.
+"""Hugging Face `transformers` ELECTRA directories: `config.json` + weights.
 
-Reading and writing go through the `safetensors` package's NumPy API, so
-neither PyTorch nor `transformers` is needed. Layout written by `export_hf`:
+Weights are read, without PyTorch, TensorFlow or `transformers`, from the first
+of these a directory holds (the file read is named in `HFModel.weights_note`):
+
+    model.safetensors  (or sharded: model.safetensors.index.json)   safetensors' NumPy API
+    pytorch_model.bin  (or sharded: pytorch_model.bin.index.json)   `torch_pickle`: both of
+                       torch.save's layouts; the pickle is interpreted, never run
+    tf_model.h5                                                     `tf_h5`: transformers'
+                       TensorFlow weights (sharded TF weights are refused)
+
+and written as safetensors. Layout written by `export_hf`:
 
     <hf_dir>/                config.json, model.safetensors, vocab.txt,
                              tokenizer_config.json, special_tokens_map.json
@@ -15,6 +23,7 @@ copy of the (in ELECTRA shared) embeddings.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from typing import Optional
@@ -22,6 +31,7 @@ from typing import Optional
 import numpy as np
 
 from electra_tf.config import ModelConfig
+from electra_tf.interop import tf_h5, torch_pickle
 from electra_tf.interop.weight_names import hf_key, is_generator_weight
 
 GENERATOR_SUBDIR = "generator"
@@ -29,6 +39,12 @@ CONFIG_FILE = "config.json"
 VOCAB_FILE = "vocab.txt"
 WEIGHTS_FILE = "model.safetensors"
 INDEX_FILE = "model.safetensors.index.json"
+TORCH_FILE = "pytorch_model.bin"
+TORCH_INDEX_FILE = "pytorch_model.bin.index.json"
+TF_FILE = "tf_model.h5"
+TF_INDEX_FILE = "tf_model.h5.index.json"
+# The weight files read_hf_model looks for, in order of preference: the first one present is read.
+WEIGHT_FILES = (WEIGHTS_FILE, INDEX_FILE, TORCH_FILE, TORCH_INDEX_FILE, TF_FILE, TF_INDEX_FILE)
 _SPECIAL_TOKENS = {
     "unk_token": "[UNK]",
     "sep_token": "[SEP]",
@@ -54,51 +70,128 @@ def is_hf_dir(path: str) -> bool:
         return False
 
 
+@dataclasses.dataclass
+class HFModel:
+    """One Hugging Face model directory, read.
+
+    Attributes:
+        config: its config.json.
+        state: key -> float32 array, PyTorch layout (dense weights [out, in]),
+            with the `electra.` prefix on base-model keys, as in the task models.
+        weights_file: the weight file read (or the index of the shards read).
+        weights_note: which file was read, in which format, and what else was
+            there and left unread, for the user to see.
+    """
+
+    config: dict
+    state: dict
+    weights_file: str
+    weights_note: str
+
+
+def _shard_files(index: str) -> tuple[list[str], list[str]]:
+    """(shard files, keys the index lists) of a sharded checkpoint's `*.index.json`."""
+    try:
+        with open(index, encoding="utf-8") as f:
+            weight_map = json.load(f).get("weight_map")
+    except (OSError, ValueError, AttributeError) as error:
+        raise HFFormatError(f"{index}: not a readable index ({error}).")
+    if not isinstance(weight_map, dict) or not weight_map:
+        raise HFFormatError(f"{index}: no weight_map naming the shards.")
+    names = sorted({str(name) for name in weight_map.values()})
+    directory = os.path.dirname(index)
+    for name in names:
+        if os.path.basename(name) != name or name in (".", ".."):
+            raise HFFormatError(f"{index}: shard {name!r} is not a file name in {directory}.")
+        if not os.path.isfile(os.path.join(directory, name)):
+            raise HFFormatError(f"{index}: shard {name} is missing from {directory}.")
+    return [os.path.join(directory, name) for name in names], list(weight_map)
+
+
+def _read_weight_file(file: str) -> tuple[dict, str]:
+    """(state of one weight file, its format in words)."""
+    try:
+        if file.endswith(".safetensors"):
+            from safetensors.numpy import load_file
+
+            try:
+                return load_file(file), "safetensors"
+            except Exception as error:  # safetensors raises its own error types
+                raise HFFormatError(
+                    f"{file}: cannot read ({error}). Weights must be float16/32/64 "
+                    "(bfloat16 files: convert to float32 first)."
+                )
+        if file.endswith(".h5"):
+            return tf_h5.read_tf_weights(file), "transformers' TensorFlow weights"
+        layout = torch_pickle.file_layout(file)
+        return torch_pickle.read_state_dict(file), f"PyTorch, {layout} layout"
+    except (torch_pickle.TorchPickleError, tf_h5.TFWeightsError) as error:
+        raise HFFormatError(str(error))
+
+
+def _read_weights(path: str) -> tuple[dict, str, str]:
+    """(state, the file read, a note saying which) of the preferred weights in `path`."""
+    present = [name for name in WEIGHT_FILES if os.path.isfile(os.path.join(path, name))]
+    if not present:
+        others = sorted(
+            n for n in os.listdir(path) if n.endswith((".bin", ".h5", ".msgpack", ".safetensors"))
+        )
+        raise HFFormatError(
+            f"{path}: no {WEIGHTS_FILE}, {TORCH_FILE} or {TF_FILE} (nor a sharded "
+            "*.index.json of the first two)"
+            + (f"; {', '.join(others)} is not read" if others else "")
+            + "."
+        )
+    chosen = os.path.join(path, present[0])
+    if present[0] == TF_INDEX_FILE:
+        raise HFFormatError(
+            f"{chosen}: sharded TensorFlow weights are not read; a single {TF_FILE}, "
+            f"{TORCH_FILE} or {WEIGHTS_FILE} is."
+        )
+    if chosen.endswith(".index.json"):
+        files, listed = _shard_files(chosen)
+    else:
+        files, listed = [chosen], []
+    state: dict[str, np.ndarray] = {}
+    for file in files:
+        tensors, kind = _read_weight_file(file)
+        state.update({k: np.asarray(v, np.float32) for k, v in tensors.items()})
+    missing = [key for key in listed if key not in state]
+    if missing:
+        raise HFFormatError(
+            f"{chosen}: lists {', '.join(missing[:3])}"
+            + (f" and {len(missing) - 3} more" if len(missing) > 3 else "")
+            + ", which its shards do not hold."
+        )
+    note = f"weights from {chosen} ({kind}" + (f", {len(files)} shards)" if listed else ")")
+    unread = [name for name in present[1:] if not name.endswith(".index.json")]
+    if unread:
+        note += f"; {', '.join(unread)} there too, not read"
+    return state, chosen, note
+
+
+def read_hf_model(path: str) -> HFModel:
+    """Reads `config.json` and the weights of one model (see the module docstring)."""
+    if not is_hf_dir(path):
+        raise HFFormatError(f'{path}: no config.json with "model_type": "electra".')
+    with open(os.path.join(path, CONFIG_FILE), encoding="utf-8") as f:
+        config = json.load(f)
+    state, file, note = _read_weights(path)
+    # ElectraModel (the bare encoder) saves its keys without the `electra.` prefix.
+    if not any(key.startswith("electra.") for key in state):
+        state = {f"electra.{key}": value for key, value in state.items()}
+    return HFModel(config, state, file, note)
+
+
 def read_hf_dir(path: str) -> tuple[dict, dict[str, np.ndarray]]:
-    """Reads `config.json` and the weights (single or sharded safetensors) of one model.
+    """Reads `config.json` and the weights of one model.
 
     Returns:
         (config dict, state dict of float32 NumPy arrays with the `electra.`
         prefix on base-model keys, as in the task models).
     """
-    from safetensors.numpy import load_file
-
-    if not is_hf_dir(path):
-        raise HFFormatError(f'{path}: no config.json with "model_type": "electra".')
-    with open(os.path.join(path, CONFIG_FILE), encoding="utf-8") as f:
-        config = json.load(f)
-    single, index = os.path.join(path, WEIGHTS_FILE), os.path.join(path, INDEX_FILE)
-    if os.path.isfile(single):
-        files = [single]
-    elif os.path.isfile(index):
-        with open(index, encoding="utf-8") as f:
-            files = [
-                os.path.join(path, name)
-                for name in sorted(set(json.load(f)["weight_map"].values()))
-            ]
-    else:
-        others = [n for n in os.listdir(path) if n.endswith((".bin", ".h5", ".msgpack"))]
-        raise HFFormatError(
-            f"{path}: no {WEIGHTS_FILE}"
-            + (f" (found {', '.join(others)})" if others else "")
-            + ". Only safetensors weights are read (no PyTorch needed); convert with "
-            "transformers: `AutoModel.from_pretrained(dir).save_pretrained(dir, "
-            "safe_serialization=True)`."
-        )
-    state: dict[str, np.ndarray] = {}
-    for file in files:
-        try:
-            tensors = load_file(file)
-        except Exception as error:  # safetensors raises its own error types
-            raise HFFormatError(
-                f"{file}: cannot read ({error}). Weights must be float16/32/64 "
-                "(bfloat16 files: convert to float32 first)."
-            )
-        state.update({k: np.asarray(v, np.float32) for k, v in tensors.items()})
-    # ElectraModel (the bare encoder) saves its keys without the `electra.` prefix.
-    if not any(key.startswith("electra.") for key in state):
-        state = {f"electra.{key}": value for key, value in state.items()}
-    return config, state
+    model = read_hf_model(path)
+    return model.config, model.state
 
 
 def _in_model(name: str, generator: bool) -> bool:
