@@ -35,6 +35,7 @@ import os
 import pickletools
 import struct
 import zipfile
+import zlib
 from typing import Callable, Optional
 
 import numpy as np
@@ -469,9 +470,10 @@ def _tensor_array(tensor: _Tensor, data: np.ndarray) -> np.ndarray:
         data[start:],
         shape=size,
         strides=[s * itemsize if n > 1 else 0 for n, s in zip(size, stride)],
-        writeable=False,
     )
-    return np.array(view)
+    # A contiguous tensor (every one torch.save writes from a state dict) stays a view of
+    # the bytes read: no second copy of the weights.
+    return view if view.flags.c_contiguous else np.ascontiguousarray(view)
 
 
 def _native(array: np.ndarray, dtype: _Dtype) -> np.ndarray:
@@ -514,12 +516,26 @@ def _state_arrays(where: str, result, load_storage) -> dict[str, np.ndarray]:
 _ZIP_ERRORS = (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError, struct.error)
 
 
+def _read_bytes(f, where: str, offset: int, nbytes: int, size: int) -> bytearray:
+    """`nbytes` of the file from `offset`, into a buffer allocated only once they are known to exist."""
+    if offset < 0 or offset + nbytes > size:
+        raise TorchPickleError(
+            f"{where} claims {nbytes} bytes from byte {offset}; the file holds {size}"
+        )
+    buffer = bytearray(nbytes)
+    f.seek(offset)
+    if f.readinto(buffer) != nbytes:
+        raise TorchPickleError(f"{where}: the file ends inside it")
+    return buffer
+
+
 def _read_zip(path: str, size: int) -> dict[str, np.ndarray]:
     try:
-        archive = zipfile.ZipFile(path)
+        f = open(path, "rb")
+        archive = zipfile.ZipFile(f)
     except _ZIP_ERRORS as error:
         raise TorchPickleError(f"{path}: not a readable zip archive ({_shown(str(error))})")
-    with archive:
+    with f, archive:
         entries = {info.filename: info for info in archive.infolist()}
         pickles = [n for n in entries if n.endswith("/data.pkl") and n.count("/") == 1]
         if len(pickles) != 1:
@@ -528,7 +544,7 @@ def _read_zip(path: str, size: int) -> dict[str, np.ndarray]:
             )
         prefix = pickles[0][: -len("data.pkl")]
 
-        def entry_bytes(name: str, at_least: int = 0) -> bytes:
+        def entry_bytes(name: str, at_least: int = 0) -> bytearray:
             info = entries.get(name)
             if info is None:
                 raise TorchPickleError(f"{path}: no entry {_shown(name)} in the archive")
@@ -541,24 +557,25 @@ def _read_zip(path: str, size: int) -> dict[str, np.ndarray]:
                     f"{path}: storage {_shown(name)} claims {at_least} bytes, its entry holds "
                     f"{info.file_size}"
                 )
-            if info.header_offset + info.compress_size > size or info.file_size > size:
-                raise TorchPickleError(
-                    f"{path}: entry {_shown(name)} claims {info.file_size} bytes, more than "
-                    f"the file's {size}"
-                )
-            try:
-                return archive.read(info)
-            except _ZIP_ERRORS as error:
-                raise TorchPickleError(f"{path}: entry {_shown(name)}: {_shown(str(error))}")
+            # The entry's bytes follow its local header (30 bytes, its name, its extra field).
+            header = _read_bytes(f, f"{path}: entry {_shown(name)}", info.header_offset, 30, size)
+            if header[:4] != ZIP_MAGIC:
+                raise TorchPickleError(f"{path}: entry {_shown(name)} has no local header")
+            name_length, extra_length = struct.unpack("<HH", header[26:30])
+            start = info.header_offset + 30 + name_length + extra_length
+            data = _read_bytes(f, f"{path}: entry {_shown(name)}", start, info.file_size, size)
+            if zlib.crc32(data) != info.CRC:
+                raise TorchPickleError(f"{path}: entry {_shown(name)} fails its checksum")
+            return data
 
         order = "<"
         if prefix + "byteorder" in entries:
             mark = entry_bytes(prefix + "byteorder", 0)
             if mark not in (b"little", b"big"):
-                raise TorchPickleError(f"{path}: byteorder {_shown(repr(mark))}")
+                raise TorchPickleError(f"{path}: byteorder {_shown(repr(bytes(mark)))}")
             order = "<" if mark == b"little" else ">"
         storages: dict = {}
-        pickle_bytes = entry_bytes(pickles[0])
+        pickle_bytes = bytes(entry_bytes(pickles[0]))
         result = _run_pickle(
             _Reader(io.BytesIO(pickle_bytes), len(pickle_bytes)),
             path,
@@ -591,7 +608,11 @@ def _read_legacy(path: str, size: int) -> dict[str, np.ndarray]:
         storages: dict = {}
         result = _run_pickle(reader, path, _persistent_loader(path, legacy=True, storages=storages))
         keys = _run_pickle(reader, path)
-        if not isinstance(keys, list) or sorted(map(str, keys)) != sorted(storages):
+        if (
+            not isinstance(keys, list)
+            or not all(isinstance(key, str) for key in keys)
+            or sorted(keys) != sorted(storages)
+        ):
             raise TorchPickleError(
                 f"{path}: the list of storage keys does not match the storages the tensors use"
             )
@@ -615,8 +636,10 @@ def _read_legacy(path: str, size: int) -> dict[str, np.ndarray]:
 
         def load_storage(storage: _Storage) -> np.ndarray:
             root = storages[storage.key]
-            f.seek(offsets[storage.key])
-            raw = f.read(root.numel * root.dtype.itemsize)
+            nbytes = root.numel * root.dtype.itemsize
+            raw = _read_bytes(
+                f, f"{path}: storage {_shown(root.key)}", offsets[root.key], nbytes, size
+            )
             return np.frombuffer(raw, order + storage.dtype.numpy)
 
         return _state_arrays(path, result, load_storage)
