@@ -219,6 +219,7 @@ def _hf_runner():
         return os.environ.get("ELECTRA_TF_HF_PYTHON")
 
 
+@pytest.mark.slow  # about 20 s each: transformers starts in a fresh interpreter
 @pytest.mark.skipif(
     _hf_runner() is None,
     reason="needs torch + transformers (or ELECTRA_TF_HF_PYTHON naming an interpreter with them)",
