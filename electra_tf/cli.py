@@ -28,8 +28,8 @@ from absl import app, flags
 
 from electra_tf.config import ModelConfig, PretrainingConfig
 from electra_tf.distribute import STRATEGIES, create_strategy, split_cpu
+from electra_tf.finetuning.classification.data import FileTaskOptions
 from electra_tf.finetuning.settings import FinetuneOptions, FinetuneSettings
-from electra_tf.finetuning.tasks import FileTaskOptions
 from electra_tf.vocab_learning import VocabOptions
 
 _TEXT_FIELDS = ("do_lower_case", "strip_accents", "normalization")

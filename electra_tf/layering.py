@@ -24,6 +24,7 @@ LAYERS = (
         "electra_tf.finiteness",
         "electra_tf.keras_compat",
         "electra_tf.text_compat",
+        "electra_tf.text_packing",
     ),
     # Models, input pipelines, and the optimiser and train step every training run uses.
     (

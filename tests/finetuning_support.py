@@ -80,8 +80,8 @@ def toy_regression_task(count, dev_count):
     """
     import numpy as np
 
-    from electra_tf.finetuning import tasks
-    from electra_tf.finetuning.classification import ClassificationTask
+    from electra_tf.finetuning.classification import data as tasks
+    from electra_tf.finetuning.classification.task import ClassificationTask
 
     rows = toy_sentences(count)
     texts = [r[0] for r in rows]
@@ -140,13 +140,13 @@ def toy_tagged_sentences(count, seed=0, tag_format="prefix"):
 
 def toy_tagging_task(count, dev_count=None, max_seq_length=16, with_test=False):
     """A prefix-BIO tagging task on `toy_tagged_sentences` (dev: other sentences)."""
-    from electra_tf.finetuning.tagging_data import (
+    from electra_tf.finetuning.tagging.data import (
         TaggedSplit,
         TaggingData,
         TaggingDefinition,
         order_tags,
     )
-    from electra_tf.finetuning.tagging_task import TaggingTask
+    from electra_tf.finetuning.tagging.task import TaggingTask
 
     def split(name, rows, labelled=True):
         return TaggedSplit(

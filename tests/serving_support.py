@@ -14,9 +14,9 @@ def make_trial_dir(
 ):
     """A fine-tuning trial directory as `save_finetuned` writes it (head untrained)."""
     from electra_tf.artifacts.pretrained import load_discriminator
-    from electra_tf.finetuning.model import build_classifier
+    from electra_tf.finetuning.classification.data import CLASSIFICATION, REGRESSION, Task
+    from electra_tf.finetuning.classification.model import build_classifier
     from electra_tf.finetuning.saving import save_finetuned
-    from electra_tf.finetuning.tasks import CLASSIFICATION, REGRESSION, Task
 
     regression = label_names is None
     task = Task(

@@ -27,11 +27,11 @@ from electra_tf.config import (
     ModelConfig,
     PretrainingConfig,
 )
-from electra_tf.finetuning.qa_metrics import METRICS
+from electra_tf.finetuning.classification.data import QUOTINGS, TASK_TYPES, FileTaskOptions
+from electra_tf.finetuning.question_answering.data import VERSIONS
+from electra_tf.finetuning.question_answering.metrics import METRICS
 from electra_tf.finetuning.settings import LOSS_REDUCTIONS, FinetuneSettings
-from electra_tf.finetuning.squad_data import VERSIONS
-from electra_tf.finetuning.tagging_data import TAG_FORMAT_CHOICES
-from electra_tf.finetuning.tasks import QUOTINGS, TASK_TYPES, FileTaskOptions
+from electra_tf.finetuning.tagging.data import TAG_FORMAT_CHOICES
 from electra_tf.vocab_learning import PRESEGMENTERS, VocabOptions
 
 CLASSES = (ModelConfig, PretrainingConfig, VocabOptions, *cli.FINETUNE_CLASSES)

@@ -7,8 +7,9 @@ import os
 import numpy as np
 import pytest
 
-from electra_tf.finetuning import features, tasks
-from electra_tf.finetuning.tasks import FileTaskOptions, TaskDataError
+from electra_tf.finetuning.classification import data as tasks
+from electra_tf.finetuning.classification import features
+from electra_tf.finetuning.classification.data import FileTaskOptions, TaskDataError
 
 
 def _write(path, text, bom=False):

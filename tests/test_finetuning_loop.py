@@ -16,12 +16,13 @@ from finetuning_support import (
 
 from electra_tf.artifacts.pretrained import resolve_pretrained
 from electra_tf.errors import RunError
-from electra_tf.finetuning import features, tasks
-from electra_tf.finetuning.classification import ClassificationTask
+from electra_tf.finetuning.classification import data as tasks
+from electra_tf.finetuning.classification import features
+from electra_tf.finetuning.classification.task import ClassificationTask
+from electra_tf.finetuning.question_answering.data import QAExample, SquadSplit
+from electra_tf.finetuning.question_answering.task import SquadTask
 from electra_tf.finetuning.saving import load_finetuned
 from electra_tf.finetuning.settings import FinetuneSettings
-from electra_tf.finetuning.squad_data import QAExample, SquadSplit
-from electra_tf.finetuning.squad_task import SquadTask
 from electra_tf.finiteness import NonFiniteError
 from electra_tf.tokenization import WordPieceTokenizer
 from electra_tf.training.finetuning_loop import run_trials
@@ -340,7 +341,7 @@ def test_squad_and_classification_write_the_same_schema(pretrained, tmp_path):
 @pytest.mark.slow
 def test_tagging_writes_the_same_schema_and_conlleval_predictions(pretrained, tmp_path):
     from electra_tf.artifacts.tagged_predictions import read_tagged
-    from electra_tf.finetuning.tagging_metrics import score
+    from electra_tf.finetuning.tagging.metrics import score
 
     settings = FinetuneSettings(
         output_dir=str(tmp_path / "ner"),

@@ -19,8 +19,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 def trial(tmp_path_factory):
     from electra_tf.artifacts.pretrained import load_discriminator
     from electra_tf.finetuning.saving import save_finetuned
-    from electra_tf.finetuning.tagging_data import TaggingDefinition
-    from electra_tf.finetuning.tagging_model import build_tagger
+    from electra_tf.finetuning.tagging.data import TaggingDefinition
+    from electra_tf.finetuning.tagging.model import build_tagger
 
     root = tmp_path_factory.mktemp("hf_tagger")
     pretrained = make_pretrained_dir(str(root / "pretrained"))

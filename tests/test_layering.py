@@ -80,9 +80,9 @@ def test_every_module_has_a_layer():
     # The package's own __init__ only imports the modules that register Keras classes.
     assert {target for _, target in graph[PACKAGE]} == {
         "electra_tf.optimization",
-        "electra_tf.finetuning.model",
-        "electra_tf.finetuning.qa_model",
-        "electra_tf.finetuning.tagging_model",
+        "electra_tf.finetuning.classification.model",
+        "electra_tf.finetuning.question_answering.model",
+        "electra_tf.finetuning.tagging.model",
         "electra_tf.modeling.electra",
     }
 
@@ -174,7 +174,7 @@ def test_the_checker_sees_upward_and_function_level_imports(tmp_path):
     """The graph builder finds imports inside functions and resolves `from a import b`."""
     source = tmp_path / "probe.py"
     source.write_text(
-        "from electra_tf.finetuning import tasks\n\n"
+        "from electra_tf.finetuning.classification import data\n\n"
         "def f():\n    import electra_tf.serving.exporter as e\n"
         "    from electra_tf.config import preset\n",
         encoding="utf-8",
@@ -182,9 +182,9 @@ def test_the_checker_sees_upward_and_function_level_imports(tmp_path):
     modules = _modules()
     found = _imports(str(source), "electra_tf.modeling.probe", modules)
     assert found == [
-        (1, "electra_tf.finetuning.tasks"),
+        (1, "electra_tf.finetuning.classification.data"),
         (4, "electra_tf.serving.exporter"),
         (5, "electra_tf.config"),
     ]
     assert _layer("electra_tf.commands.check_export") > _layer("electra_tf.serving.exporter")
-    assert _layer("electra_tf.modeling.probe") < _layer("electra_tf.finetuning.tasks")
+    assert _layer("electra_tf.modeling.probe") < _layer("electra_tf.finetuning.classification.data")

@@ -2,8 +2,9 @@
 
 import pytest
 
-from electra_tf.finetuning import qa_metrics, squad_metrics
-from electra_tf.finetuning.qa_metrics import (
+from electra_tf.finetuning.question_answering import metrics as qa_metrics
+from electra_tf.finetuning.question_answering import squad_metrics
+from electra_tf.finetuning.question_answering.metrics import (
     cmrc_exact_match,
     cmrc_f1,
     cmrc_segments,
@@ -126,8 +127,8 @@ def test_a_missing_nltk_stops_a_cmrc_run_before_training(monkeypatch):
     import builtins
 
     from electra_tf.errors import RunError
-    from electra_tf.finetuning.squad_data import SquadSplit
-    from electra_tf.finetuning.squad_task import SquadTask
+    from electra_tf.finetuning.question_answering.data import SquadSplit
+    from electra_tf.finetuning.question_answering.task import SquadTask
 
     real_import = builtins.__import__
 

@@ -10,8 +10,8 @@ from finetuning_support import make_pretrained_dir
 
 from electra_tf.artifacts.export_dir import float32_copy
 from electra_tf.artifacts.pretrained import load_discriminator
-from electra_tf.finetuning.model import build_classifier
-from electra_tf.finetuning.qa_model import build_qa_model
+from electra_tf.finetuning.classification.model import build_classifier
+from electra_tf.finetuning.question_answering.model import build_qa_model
 from electra_tf.finetuning.saving import load_finetuned, save_finetuned
 
 

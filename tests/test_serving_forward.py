@@ -1,12 +1,12 @@
-"""The lean export forward pass (`electra_tf.serving.forward`) against the Keras model."""
+"""The lean export forward pass (`electra_tf.modeling.lean_forward`) against the Keras model."""
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from electra_tf.finetuning.model import build_classifier
+from electra_tf.finetuning.classification.model import build_classifier
+from electra_tf.modeling import lean_forward as forward
 from electra_tf.modeling.encoder import ElectraEncoder
-from electra_tf.serving import forward
 
 
 def _classifier(regression=False, attention_direction="bidirectional", embedding_size=16):
@@ -71,7 +71,7 @@ def test_models_outside_the_lean_forward_are_refused_or_exported_with_keras(tmp_
     from finetuning_support import VOCAB
 
     from electra_tf.artifacts.serving_dir import read_serving_config
-    from electra_tf.serving.classifier import ClassifierServing
+    from electra_tf.finetuning.classification.serving import ClassifierServing
     from electra_tf.serving.exporter import export_classifier
     from electra_tf.tokenization import WordPieceTokenizer
 

@@ -29,7 +29,7 @@ PAIRS = [
 def _make_trial(directory, pretrained, version, seed):
     """A SQuAD trial directory as the trial loop saves it, head weights drawn wide."""
     from electra_tf.artifacts.pretrained import load_discriminator
-    from electra_tf.finetuning.qa_model import build_qa_model
+    from electra_tf.finetuning.question_answering.model import build_qa_model
     from electra_tf.finetuning.saving import save_finetuned
 
     encoder = load_discriminator(pretrained).encoder
@@ -97,10 +97,11 @@ def _io(function):
 
 def _python_answers(trial_dir, pairs):
     """The project's own path: windows, the Keras model's outputs, `squad_decoding.decode`."""
-    from electra_tf.finetuning import squad_decoding, squad_features
+    from electra_tf.finetuning.question_answering import decoding as squad_decoding
+    from electra_tf.finetuning.question_answering import features as squad_features
+    from electra_tf.finetuning.question_answering.check import first_windows
+    from electra_tf.finetuning.question_answering.data import QAExample
     from electra_tf.finetuning.saving import load_finetuned
-    from electra_tf.finetuning.squad_data import QAExample
-    from electra_tf.serving.check_qa import first_windows
     from electra_tf.tokenization import WordPieceTokenizer
 
     model, info = load_finetuned(trial_dir)

@@ -24,8 +24,8 @@ TEXTS = [
 def tagger_export(tmp_path_factory):
     from electra_tf.artifacts.pretrained import load_discriminator
     from electra_tf.finetuning.saving import save_finetuned
-    from electra_tf.finetuning.tagging_data import TaggingDefinition
-    from electra_tf.finetuning.tagging_model import build_tagger
+    from electra_tf.finetuning.tagging.data import TaggingDefinition
+    from electra_tf.finetuning.tagging.model import build_tagger
     from electra_tf.serving.exporter import export_checkpoint
 
     root = tmp_path_factory.mktemp("tagger_serving")
@@ -103,8 +103,8 @@ def test_signatures_dtypes_shapes_and_config(tagger_export):
 
 
 def test_graph_splits_words_as_python_does():
-    from electra_tf.finetuning.tagging_data import split_words
-    from electra_tf.serving.tagger import split_text
+    from electra_tf.finetuning.tagging.data import split_words
+    from electra_tf.finetuning.tagging.serving import split_text
 
     texts = [
         "지미 카터는  조지아주에서\t태어났다.",
@@ -121,8 +121,8 @@ def test_graph_splits_words_as_python_does():
 
 
 def test_tags_equal_the_python_path(tagger_export):
-    from electra_tf.finetuning.tagging_data import split_words
-    from electra_tf.serving.check_tagging import python_tags
+    from electra_tf.finetuning.tagging.check import python_tags
+    from electra_tf.finetuning.tagging.data import split_words
 
     reference = _reference(tagger_export["version"])
     loaded = tf.saved_model.load(tagger_export["version"])

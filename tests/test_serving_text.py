@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from electra_tf.finetuning import features
-from electra_tf.serving import text as text_ops
+from electra_tf import text_packing as text_ops
+from electra_tf.finetuning.classification import features
 from electra_tf.tokenization import WordPieceTokenizer
 
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]

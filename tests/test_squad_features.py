@@ -5,9 +5,9 @@ import json
 import numpy as np
 import pytest
 
-from electra_tf.finetuning import squad_data
-from electra_tf.finetuning.squad_data import QAExample
-from electra_tf.finetuning.squad_features import (
+from electra_tf.finetuning.question_answering import data as squad_data
+from electra_tf.finetuning.question_answering.data import QAExample
+from electra_tf.finetuning.question_answering.features import (
     OffsetTokenizer,
     convert_examples,
     doc_windows,

@@ -2,8 +2,8 @@
 
 import pytest
 
-from electra_tf.finetuning import squad_decoding
-from electra_tf.finetuning.squad_metrics import (
+from electra_tf.finetuning.question_answering import decoding as squad_decoding
+from electra_tf.finetuning.question_answering.squad_metrics import (
     best_threshold,
     evaluate_v1,
     evaluate_v2,

@@ -7,13 +7,23 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from electra_tf.finetuning import squad_decoding
 from electra_tf.finetuning.optimization import create_optimizer, layerwise_multipliers
-from electra_tf.finetuning.qa_model import ElectraQA, QAHead, answer_mask, build_qa_model, qa_losses
+from electra_tf.finetuning.question_answering import decoding as squad_decoding
+from electra_tf.finetuning.question_answering.data import QAExample
+from electra_tf.finetuning.question_answering.features import (
+    QAFeatures,
+    convert_examples,
+    make_dataset,
+)
+from electra_tf.finetuning.question_answering.model import (
+    ElectraQA,
+    QAHead,
+    answer_mask,
+    build_qa_model,
+    qa_losses,
+)
+from electra_tf.finetuning.question_answering.squad_metrics import evaluate_v1
 from electra_tf.finetuning.saving import load_finetuned, save_finetuned
-from electra_tf.finetuning.squad_data import QAExample
-from electra_tf.finetuning.squad_features import QAFeatures, convert_examples, make_dataset
-from electra_tf.finetuning.squad_metrics import evaluate_v1
 from electra_tf.modeling.encoder import ElectraEncoder
 from electra_tf.tokenization import WordPieceTokenizer
 

@@ -4,7 +4,8 @@ import json
 
 import pytest
 
-from electra_tf.finetuning.tagging_data import (
+from electra_tf.finetuning.classification.data import TaskDataError
+from electra_tf.finetuning.tagging.data import (
     PLAIN,
     PREFIX,
     SUFFIX,
@@ -16,7 +17,6 @@ from electra_tf.finetuning.tagging_data import (
     read_jsonl,
     split_words,
 )
-from electra_tf.finetuning.tasks import TaskDataError
 
 
 def _write(path, text):

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from finetuning_support import write_vocab
 
-from electra_tf.finetuning import tagging_features
+from electra_tf.finetuning.tagging import features as tagging_features
 from electra_tf.tokenization import WordPieceTokenizer
 
 VOCAB = [

@@ -5,8 +5,8 @@ import warnings
 
 import pytest
 
-from electra_tf.finetuning.tagging_data import PLAIN, PREFIX, SUFFIX
-from electra_tf.finetuning.tagging_metrics import entities, entity_scores, score, token_accuracy
+from electra_tf.finetuning.tagging.data import PLAIN, PREFIX, SUFFIX
+from electra_tf.finetuning.tagging.metrics import entities, entity_scores, score, token_accuracy
 
 seqeval_metrics = pytest.importorskip("seqeval.metrics")
 from seqeval.metrics.sequence_labeling import get_entities, precision_recall_fscore_support  # noqa: E402

@@ -6,7 +6,7 @@ from finetuning_support import make_pretrained_dir
 
 from electra_tf.artifacts.pretrained import load_discriminator
 from electra_tf.finetuning.saving import load_finetuned, save_finetuned
-from electra_tf.finetuning.tagging_model import build_tagger, tagging_losses
+from electra_tf.finetuning.tagging.model import build_tagger, tagging_losses
 
 
 def test_losses_are_masked_summed_cross_entropy():

@@ -3,8 +3,8 @@
 import json
 
 from electra_tf.commands import title_mentions as title_mentions_command
-from electra_tf.finetuning import title_mentions
-from electra_tf.finetuning.tagging_data import read_conll
+from electra_tf.finetuning.tagging import title_mentions
+from electra_tf.finetuning.tagging.data import read_conll
 
 CORPUS = """지미 카터
 지미 카터는 미국의 대통령이다. 카터는 조지아주에서 태어났다.

@@ -14,10 +14,10 @@ import pytest
 import tensorflow as tf
 
 from electra_tf.config import preset
-from electra_tf.finetuning.model import ElectraClassifier
+from electra_tf.finetuning.classification.model import ElectraClassifier
 from electra_tf.finetuning.optimization import LayerwiseAdamWeightDecay, create_optimizer
-from electra_tf.finetuning.qa_model import ElectraQA
-from electra_tf.finetuning.tagging_model import ElectraTagger
+from electra_tf.finetuning.question_answering.model import ElectraQA
+from electra_tf.finetuning.tagging.model import ElectraTagger
 from electra_tf.keras_compat import PresummedGradients
 from electra_tf.modeling.electra import build_generator_and_discriminator
 from electra_tf.pretraining.pretrainer import Pretrainer

@@ -96,7 +96,7 @@ flags.DEFINE_enum(
     None,
     ["lean", "keras"],
     "Inference mode: the export's "
-    "forward pass (electra_tf.serving.forward); default: the exporter's.",
+    "forward pass (electra_tf.modeling.lean_forward); default: the exporter's.",
 )
 flags.DEFINE_integer("pipeline_batches", 200, "Batches timed for the input pipeline (0: skip).")
 flags.DEFINE_float("shard_megabytes", 4.0, "Text size for the shard-building benchmark (0: skip).")
@@ -313,7 +313,7 @@ def time_fit(model, dataset, steps: int, warmup_steps: int, config, peak_probe=N
 
 def _classifier(config, num_labels: int = 2):
     """An ELECTRA classifier of `config.model`'s size with random weights and `config.kernels`."""
-    from electra_tf.finetuning.model import build_classifier
+    from electra_tf.finetuning.classification.model import build_classifier
     from electra_tf.modeling.electra import build_generator_and_discriminator
 
     _, discriminator = build_generator_and_discriminator(

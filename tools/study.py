@@ -503,7 +503,7 @@ def dev_halves(spec: dict, task: dict, output_dir: str) -> dict:
     For tasks whose training set is not at hand (the shared data has QNLI's
     dev set only). The halves are written once, as JSONL, under data/.
     """
-    from electra_tf.finetuning import tasks as glue
+    from electra_tf.finetuning.classification import data as glue
 
     directory = os.path.join(output_dir, "data", f"{task['task']}-dev-halves")
     paths = {name: os.path.join(directory, f"{name}.jsonl") for name in ("train", "dev")}

@@ -210,7 +210,7 @@ def _legacy_qa(legacy: _LegacyFiles) -> tuple[dict, str, dict]:
     info = read_json(legacy.qa_file)
     head = {key: info.pop(key) for key in ("encoder", "beam_size", "hidden_units")}
     model_config = {
-        "module": "electra_tf.finetuning.qa_model",
+        "module": "electra_tf.finetuning.question_answering.model",
         "class_name": "ElectraQA",
         "config": {"name": "qa", "trainable": True, **head},
         "registered_name": "electra_tf>ElectraQA",

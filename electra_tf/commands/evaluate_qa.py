@@ -39,7 +39,7 @@ def _read_json_object(path: str, what: str) -> dict:
 
 def define_flags(flag_values: flags.FlagValues) -> None:
     """The command's flags (the data and predictions files are its two arguments)."""
-    from electra_tf.finetuning.qa_metrics import METRICS
+    from electra_tf.finetuning.question_answering.metrics import METRICS
 
     flags.DEFINE_enum(
         "metric",
@@ -66,8 +66,8 @@ def define_flags(flag_values: flags.FlagValues) -> None:
 
 def evaluate(arguments: list[str], flag_values: flags.FlagValues) -> int:
     """Scores `data_file predictions_file`; prints the JSON; returns the exit code."""
-    from electra_tf.finetuning import qa_metrics
-    from electra_tf.finetuning.squad_data import SquadDataError, read_gold_answers
+    from electra_tf.finetuning.question_answering import metrics as qa_metrics
+    from electra_tf.finetuning.question_answering.data import SquadDataError, read_gold_answers
 
     if len(arguments) != 2:
         raise app.UsageError(

@@ -43,8 +43,8 @@ import warnings
 from absl import app, flags, logging
 
 from electra_tf import cli
+from electra_tf.finetuning.classification.data import GLUE_TASKS, FileTaskOptions
 from electra_tf.finetuning.settings import FinetuneSettings
-from electra_tf.finetuning.tasks import GLUE_TASKS, FileTaskOptions
 
 # Keras warns that fit() ignores shuffle=True for a tf.data input; ours shuffles itself.
 warnings.filterwarnings("ignore", message=".*shuffle=True.*")
@@ -65,7 +65,7 @@ def _say(message: str) -> None:
 
 
 def _load_task():
-    from electra_tf.finetuning import tasks
+    from electra_tf.finetuning.classification import data as tasks
 
     if FLAGS.train_file:
         if FLAGS.task in GLUE_TASKS:
@@ -153,8 +153,8 @@ def _settings(output_dir: str) -> FinetuneSettings:
 
 def _squad_task():
     """The SQuAD task of the flags (SQuAD JSON files, or TFDS without --train_file)."""
-    from electra_tf.finetuning import squad_data
-    from electra_tf.finetuning.squad_task import SquadTask
+    from electra_tf.finetuning.question_answering import data as squad_data
+    from electra_tf.finetuning.question_answering.task import SquadTask
 
     for flag in ("dev_file", "test_file", "data_dir"):
         if getattr(FLAGS, flag):
@@ -176,7 +176,7 @@ def _squad_task():
         evaluation = squad_data.load_tfds_squad(
             version, "validation", FLAGS.tfds_data_dir, False, _say
         )
-    from electra_tf.finetuning.qa_metrics import metric_for_version
+    from electra_tf.finetuning.question_answering.metrics import metric_for_version
 
     metric = FLAGS.qa_metric or metric_for_version((evaluation or train).dataset_version)
     if FLAGS.qa_metric is None and metric != "squad":
@@ -201,7 +201,7 @@ def _squad_task():
 
 def _classification_task():
     """The classification or regression task of the flags (GLUE or the user's files)."""
-    from electra_tf.finetuning.classification import ClassificationTask
+    from electra_tf.finetuning.classification.task import ClassificationTask
 
     definition, data = _load_task()
     if not data.dev:
@@ -217,8 +217,8 @@ def _classification_task():
 
 def _tagging_task():
     """The token classification task of the flags (the user's CoNLL / JSONL files)."""
-    from electra_tf.finetuning.tagging_data import load_tagging_files
-    from electra_tf.finetuning.tagging_task import TaggingTask
+    from electra_tf.finetuning.tagging.data import load_tagging_files
+    from electra_tf.finetuning.tagging.task import TaggingTask
 
     if not FLAGS.train_file:
         raise app.UsageError("--task_type=tagging needs --train_file (CoNLL columns or JSONL).")
@@ -281,9 +281,9 @@ def main(argv):
     from electra_tf.artifacts.finetuning_dir import FinetuningDir
     from electra_tf.artifacts.pretrained import resolve_pretrained
     from electra_tf.errors import RunError
-    from electra_tf.finetuning.classification import format_table
-    from electra_tf.finetuning.squad_data import SquadDataError
-    from electra_tf.finetuning.tasks import TaskDataError
+    from electra_tf.finetuning.classification.data import TaskDataError
+    from electra_tf.finetuning.classification.task import format_table
+    from electra_tf.finetuning.question_answering.data import SquadDataError
     from electra_tf.interop.checkpoints import CheckpointError
     from electra_tf.training.finetuning_loop import run_trials
 
@@ -316,7 +316,7 @@ def main(argv):
             f"percent): {task.format_metrics(results['median'])}"
         )
     elif results["median"] and FLAGS.task_type == "tagging":
-        from electra_tf.finetuning.tagging_task import format_tables
+        from electra_tf.finetuning.tagging.task import format_tables
 
         _say(f"Dev results ({task.name}, percent; primary metric: {task.primary_metric}):")
         _say(format_tables(results, task.definition.tag_format))

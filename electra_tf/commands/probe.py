@@ -24,7 +24,7 @@ import numpy as np
 from absl import app, flags, logging
 
 from electra_tf import cli
-from electra_tf.finetuning.tasks import QUOTINGS
+from electra_tf.finetuning.classification.data import QUOTINGS
 
 WORKING_DIR = os.getcwd()
 
@@ -66,7 +66,7 @@ def _say(message: str) -> None:
 
 
 def _load_task():
-    from electra_tf.finetuning import tasks
+    from electra_tf.finetuning.classification import data as tasks
 
     if FLAGS.train_file:
         if not FLAGS.dev_file:
@@ -102,8 +102,8 @@ def main(argv):
     from electra_tf.artifacts.results import make_results, read_results, write_results
     from electra_tf.errors import RunError
     from electra_tf.finetuning import metrics, probe
-    from electra_tf.finetuning.classification import encode_split
-    from electra_tf.finetuning.tasks import REGRESSION, TaskDataError
+    from electra_tf.finetuning.classification.data import REGRESSION, TaskDataError
+    from electra_tf.finetuning.classification.task import encode_split
     from electra_tf.training.finetuning_loop import checkpoint_tokenizer
 
     try:

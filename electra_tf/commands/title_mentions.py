@@ -4,7 +4,7 @@
         --output_dir silver/ [--baselines]
 
 Writes train.txt and dev.txt (CoNLL, `word tag`) and stats.json to
---output_dir; see `electra_tf.finetuning.title_mentions` for how sentences
+--output_dir; see `electra_tf.finetuning.tagging.title_mentions` for how sentences
 are chosen and tagged.
 """
 
@@ -17,7 +17,7 @@ from collections import Counter
 from absl import app, flags
 
 from electra_tf import cli
-from electra_tf.finetuning import title_mentions
+from electra_tf.finetuning.tagging import title_mentions
 
 
 def define_flags(flag_values: flags.FlagValues) -> None:

@@ -16,7 +16,7 @@ import dataclasses
 import numpy as np
 import tensorflow as tf
 
-from electra_tf.finetuning import features
+from electra_tf.finetuning.classification import features
 
 # Inverse regularisation strengths tried (scikit-learn's C), weakest last.
 C_GRID = (0.01, 0.1, 1.0, 10.0, 100.0)

@@ -19,9 +19,9 @@ from electra_tf.artifacts.files import copy_file
 from electra_tf.artifacts.finetuning_dir import SavedModelDir, read_saved_model, write_description
 
 # Register the model classes with Keras, so that their configs deserialize.
-from electra_tf.finetuning import model as _classifier  # noqa: F401
-from electra_tf.finetuning import qa_model as _qa_model  # noqa: F401
-from electra_tf.finetuning import tagging_model as _tagging_model  # noqa: F401
+from electra_tf.finetuning.classification import model as _classifier  # noqa: F401
+from electra_tf.finetuning.question_answering import model as _qa_model  # noqa: F401
+from electra_tf.finetuning.tagging import model as _tagging_model  # noqa: F401
 
 
 def save_finetuned(

@@ -4,7 +4,7 @@
 task; `FinetuneOptions` what `finetune.py` trains on and does with the
 result. Each field's metadata holds its flag's help (and `choices`, the
 allowed values), from which `electra_tf.cli` generates the fine-tuning
-flags, together with those of `electra_tf.finetuning.tasks.FileTaskOptions`.
+flags, together with those of `electra_tf.finetuning.classification.data.FileTaskOptions`.
 The module imports no TensorFlow.
 """
 
@@ -21,10 +21,10 @@ from electra_tf.config import (
     flag_field,
 )
 from electra_tf.errors import RunError
-from electra_tf.finetuning.qa_metrics import METRICS as QA_METRICS
-from electra_tf.finetuning.squad_data import VERSIONS as SQUAD_VERSIONS
-from electra_tf.finetuning.tagging_data import TAG_FORMAT_CHOICES
-from electra_tf.finetuning.tasks import GLUE_TASKS
+from electra_tf.finetuning.classification.data import GLUE_TASKS
+from electra_tf.finetuning.question_answering.data import VERSIONS as SQUAD_VERSIONS
+from electra_tf.finetuning.question_answering.metrics import METRICS as QA_METRICS
+from electra_tf.finetuning.tagging.data import TAG_FORMAT_CHOICES
 
 # Learning rates of Table 7 (paper) by model size; tiny follows small.
 DEFAULT_LEARNING_RATES = {"tiny": 3e-4, "small": 3e-4, "base": 1e-4, "large": 5e-5}

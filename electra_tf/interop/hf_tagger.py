@@ -23,8 +23,8 @@ import numpy as np
 
 from electra_tf.config import ModelConfig
 from electra_tf.finetuning.saving import load_finetuned, save_finetuned
-from electra_tf.finetuning.tagging_data import TAG_FORMATS, TaggingDefinition, detect_tag_format
-from electra_tf.finetuning.tagging_task import TAGGER
+from electra_tf.finetuning.tagging.data import TAG_FORMATS, TaggingDefinition, detect_tag_format
+from electra_tf.finetuning.tagging.task import TAGGER
 from electra_tf.interop import huggingface
 from electra_tf.interop.weight_names import (
     WeightMismatch,
@@ -167,7 +167,7 @@ def import_hf_tagger(
     Raises:
         HFTaggerError: not a token classifier, or weights that do not fit.
     """
-    from electra_tf.finetuning.tagging_model import ElectraTagger
+    from electra_tf.finetuning.tagging.model import ElectraTagger
     from electra_tf.modeling.electra import build_generator_and_discriminator
 
     try:

@@ -41,16 +41,16 @@ from typing import Optional
 import keras
 import numpy as np
 
+from electra_tf.artifacts.check_requests import bytes_spec, decode_output, ids_spec
 from electra_tf.artifacts.finetuning_dir import holds_saved_model
 from electra_tf.artifacts.serving_dir import VersionDir, read_serving_config
-from electra_tf.finetuning import features
+from electra_tf.finetuning.classification import features
+from electra_tf.finetuning.classification.serving import IDS_SIGNATURE, TEXT_SIGNATURE
 from electra_tf.finetuning.saving import load_finetuned
 from electra_tf.finiteness import nonfinite_weights
 
 # Registers the discriminator's classes, so that load_model finds them.
 from electra_tf.modeling import electra as _electra  # noqa: F401
-from electra_tf.serving.check_requests import bytes_spec, decode_output, ids_spec
-from electra_tf.serving.classifier import IDS_SIGNATURE, TEXT_SIGNATURE
 from electra_tf.serving.exporter import DISCRIMINATOR, QUESTION_ANSWERING, TAGGER
 from electra_tf.tokenization import WordPieceTokenizer
 
@@ -149,11 +149,11 @@ class Reference:
 def build_requests(reference: Reference) -> tuple[list[dict], list[Optional[dict]], list[str]]:
     """(requests, expected outputs or None for "must fail", a description of each)."""
     if reference.config["kind"] == QUESTION_ANSWERING:
-        from electra_tf.serving import check_qa
+        from electra_tf.finetuning.question_answering import check as check_qa
 
         return check_qa.build_requests(reference)
     if reference.config["kind"] == TAGGER:
-        from electra_tf.serving import check_tagging
+        from electra_tf.finetuning.tagging import check as check_tagging
 
         return check_tagging.build_requests(reference)
     pair = reference.config["is_pair"]
@@ -329,7 +329,7 @@ def check_export(
         )
     requests, expected, names = build_requests(reference)
     if benchmark and reference.config["kind"] == QUESTION_ANSWERING and "texts" not in benchmark:
-        from electra_tf.serving import check_qa
+        from electra_tf.finetuning.question_answering import check as check_qa
 
         benchmark = dict(
             benchmark,

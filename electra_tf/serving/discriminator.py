@@ -25,9 +25,13 @@ from __future__ import annotations
 
 import tensorflow as tf
 
+from electra_tf import text_packing as text_ops
+from electra_tf.finetuning.classification.serving import (
+    IDS_SIGNATURE,
+    TEXT_SIGNATURE,
+    TOKEN_ID_SPECS,
+)
 from electra_tf.pretraining.objective import electric_score
-from electra_tf.serving import text as text_ops
-from electra_tf.serving.classifier import IDS_SIGNATURE, TEXT_SIGNATURE, TOKEN_ID_SPECS
 
 
 class DiscriminatorServing(tf.Module):

@@ -31,18 +31,21 @@ from electra_tf.artifacts.serving_dir import (
     VersionDir,
     publish_version,
 )
+from electra_tf.finetuning.classification.data import REGRESSION, Task
+from electra_tf.finetuning.classification.serving import ClassifierServing
+from electra_tf.finetuning.question_answering.decoding import (
+    DEFAULT_NULL_THRESHOLD,
+    MAX_ANSWER_LENGTH,
+)
+from electra_tf.finetuning.question_answering.serving import QuestionAnsweringServing
 from electra_tf.finetuning.saving import load_finetuned, save_finetuned
-from electra_tf.finetuning.squad_decoding import DEFAULT_NULL_THRESHOLD, MAX_ANSWER_LENGTH
-from electra_tf.finetuning.tagging_data import TaggingDefinition
-from electra_tf.finetuning.tagging_task import TAGGER
-from electra_tf.finetuning.tasks import REGRESSION, Task
+from electra_tf.finetuning.tagging.data import TaggingDefinition
+from electra_tf.finetuning.tagging.serving import TaggerServing
+from electra_tf.finetuning.tagging.task import TAGGER
 from electra_tf.finiteness import NonFiniteError, check_finite_weights
 from electra_tf.interop.checkpoints import CheckpointError, load_run_models
-from electra_tf.serving import forward as forwards
-from electra_tf.serving.classifier import ClassifierServing
+from electra_tf.modeling import lean_forward as forwards
 from electra_tf.serving.discriminator import DiscriminatorServing
-from electra_tf.serving.question_answering import QuestionAnsweringServing
-from electra_tf.serving.tagger import TaggerServing
 from electra_tf.tokenization import WordPieceTokenizer
 
 FORMAT_VERSION = 1
@@ -138,7 +141,7 @@ def export_classifier(
         model_name: TF Serving's model name.
         version: explicit version number (None: the next one).
         forward: how the signatures compute the model: "lean"
-            (`electra_tf.serving.forward`, same outputs in fewer ops) or
+            (`electra_tf.modeling.lean_forward`, same outputs in fewer ops) or
             "keras" (the model's own call); None: lean where it covers the
             model, else keras. Recorded in serving_config.json.
 

@@ -1,9 +1,9 @@
 """One trial loop for every fine-tuning task: seeds, resuming, results, saved models.
 
 `run_trials` runs `settings.num_trials` trials of a task (classification and
-regression: `electra_tf.finetuning.classification`; SQuAD:
-`electra_tf.finetuning.squad_task`; token classification:
-`electra_tf.finetuning.tagging_task`) from one pre-trained checkpoint. Trial k
+regression: `electra_tf.finetuning.classification.task`; SQuAD:
+`electra_tf.finetuning.question_answering.task`; token classification:
+`electra_tf.finetuning.tagging.task`) from one pre-trained checkpoint. Trial k
 
 * starts from the pre-trained encoder (or, with `settings.random_init`, the
   same encoder with freshly drawn weights) with a new head, seeded with `seed + k`;

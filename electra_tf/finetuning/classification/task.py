@@ -1,0 +1,283 @@
+"""Sentence (pair) classification and regression as a fine-tuning task.
+
+`ClassificationTask` gives the trial loop what it needs of a GLUE task or of
+the user's own files: the tokenized splits, the classifier on the encoder
+(whose train step computes the loss), dev metrics and GLUE-format test
+predictions.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import ClassVar, Optional
+
+import numpy as np
+import tensorflow as tf
+
+from electra_tf.artifacts.files import atomic_open
+from electra_tf.artifacts.finetuning_dir import TrialDir
+from electra_tf.errors import RunError
+from electra_tf.finetuning import metrics
+from electra_tf.finetuning.classification import features
+from electra_tf.finetuning.classification.data import REGRESSION, Split, Task, TaskData
+from electra_tf.finetuning.classification.model import build_classifier
+from electra_tf.finetuning.settings import require_positive
+
+
+@dataclasses.dataclass
+class EncodedSplit:
+    """A split tokenized for the model."""
+
+    split: Split
+    encoded: list
+
+    def dataset(
+        self,
+        batch_size: int,
+        task: Task,
+        shuffle_seed=None,
+        repeat=False,
+        pad_id: int = 0,
+        with_labels: bool = True,
+    ) -> tf.data.Dataset:
+        """Padded batches (see `features.make_dataset`); regression targets divided by the scale."""
+        labels = None
+        if with_labels and self.split.labels is not None:
+            labels = self.split.labels
+            if task.task_type == REGRESSION:
+                labels = (labels / task.label_scale).astype(np.float32)
+            else:
+                labels = labels.astype(np.int32)
+        return features.make_dataset(self.encoded, labels, batch_size, pad_id, shuffle_seed, repeat)
+
+
+def encode_split(
+    split: Split, tokenizer, max_seq_length: int, double_unordered: bool = False
+) -> EncodedSplit:
+    """Tokenizes a split; `double_unordered` appends every pair in the B, A order too."""
+    encoded = features.encode(tokenizer, split.texts_a, split.texts_b, max_seq_length)
+    if double_unordered and split.texts_b is not None:
+        swapped = features.encode(tokenizer, split.texts_b, split.texts_a, max_seq_length)
+        split = dataclasses.replace(
+            split,
+            texts_a=split.texts_a + split.texts_b,
+            texts_b=split.texts_b + split.texts_a,
+            labels=None if split.labels is None else np.concatenate([split.labels, split.labels]),
+            indices=split.indices + split.indices,
+        )
+        encoded = encoded + swapped
+    return EncodedSplit(split, encoded)
+
+
+def predict(
+    model, encoded: EncodedSplit, task: Task, batch_size: int, pad_id: int = 0
+) -> np.ndarray:
+    """Predicted class ids [N] (int), or regression values [N] in the label scale."""
+    outputs = model.predict(
+        encoded.dataset(batch_size, task, pad_id=pad_id, with_labels=False), verbose=0
+    )
+    if task.task_type == REGRESSION:
+        return np.asarray(outputs, np.float64).reshape(-1) * task.label_scale
+    return np.argmax(outputs, axis=-1)
+
+
+def evaluate(
+    model, dev: dict[str, EncodedSplit], task: Task, batch_size: int, pad_id: int = 0
+) -> dict[str, float]:
+    """Dev metrics; splits other than `dev` get their name's suffix (`accuracy_mismatched`)."""
+    results = {}
+    for name, encoded in dev.items():
+        suffix = "" if name == "dev" else "_" + name.replace("dev_", "")
+        scores = metrics.compute(
+            task.metrics, encoded.split.labels, predict(model, encoded, task, batch_size, pad_id)
+        )
+        results.update({f"{k}{suffix}": v for k, v in scores.items()})
+    return results
+
+
+def write_predictions(path: str, split: Split, predictions: np.ndarray, task: Task) -> None:
+    """GLUE submission format: a header `index<TAB>prediction`, then one line per example."""
+    with atomic_open(path) as f:
+        f.write("index\tprediction\n")
+        for index, value in zip(split.indices, predictions):
+            if task.task_type == REGRESSION:
+                text = f"{float(value):.3f}"
+            else:
+                text = task.label_names[int(value)]
+            f.write(f"{index}\t{text}\n")
+
+
+def format_table(results: dict) -> str:
+    """A run's trials and their median as a text table (metrics in percent).
+
+    Args:
+        results: the run's results.json.
+    """
+    trials = results["trials"]
+    names = list(results["median"])
+    header = ["trial", "seed"] + names
+    rows = [
+        [str(t["trial"]), str(t["seed"])]
+        + [f"{100 * t['dev'].get(n, float('nan')):.2f}" for n in names]
+        for t in trials
+    ]
+    rows.append(["median", ""] + [f"{100 * results['median'][n]:.2f}" for n in names])
+    widths = [max(len(r[i]) for r in [header] + rows) for i in range(len(header))]
+    lines = ["  ".join(c.rjust(w) for c, w in zip(r, widths)) for r in [header] + rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+@dataclasses.dataclass
+class _Encoded:
+    train: EncodedSplit
+    dev: dict[str, EncodedSplit]
+    test: dict[str, EncodedSplit]
+    pad_id: int
+
+
+@dataclasses.dataclass
+class ClassificationTask:
+    """A classification or regression task for the trial loop.
+
+    Attributes:
+        definition: what is learned and how it is scored.
+        data: its train, dev and test splits.
+        max_seq_length: tokens per example, special tokens included.
+        double_unordered: pair tasks: also train on every pair in the B, A order.
+        max_train_examples: train on this many examples drawn from the training
+            set, the same draw for every run (None: all of them).
+    """
+
+    definition: Task
+    data: TaskData
+    max_seq_length: int = 128
+    double_unordered: bool = False
+    max_train_examples: Optional[int] = None
+    console_keys: ClassVar[tuple[str, ...]] = ("loss", "accuracy")
+    evaluate_every_epoch: ClassVar[bool] = True
+    run_files: ClassVar[tuple[str, ...]] = ()
+    _encoded: Optional[_Encoded] = dataclasses.field(default=None, init=False, repr=False)
+
+    def __post_init__(self):
+        require_positive(max_seq_length=self.max_seq_length)
+        if self.max_train_examples is not None:
+            require_positive(max_train_examples=self.max_train_examples)
+        if self.double_unordered and not self.definition.is_pair:
+            raise RunError(f"--double_unordered: task {self.name} has single texts.")
+
+    @property
+    def name(self) -> str:
+        return self.definition.name
+
+    @property
+    def primary_metric(self) -> str:
+        return self.definition.glue_score_metric
+
+    @property
+    def default_epochs(self) -> float:
+        return self.definition.num_train_epochs
+
+    def describe(self) -> dict:
+        """The task's entry in results.json."""
+        return self.definition.to_dict()
+
+    def settings(self) -> dict:
+        """The task's own settings in results.json."""
+        values = {"max_seq_length": self.max_seq_length, "double_unordered": self.double_unordered}
+        if self.max_train_examples is not None:  # results written before the option still match
+            values["max_train_examples"] = self.max_train_examples
+        return values
+
+    def model_info(self) -> dict:
+        """What serving needs beside the model: the task, its length and regression scale."""
+        return {
+            "kind": "classifier",
+            "task": self.definition.to_dict(),
+            "max_seq_length": self.max_seq_length,
+            "regression_output_scale": self.definition.label_scale,
+        }
+
+    def prepare(self, tokenizer, print_fn=print) -> dict:
+        """Draws the training examples and tokenizes every split.
+
+        Returns:
+            The training data counts for results.json.
+        """
+        data = self.data
+        if self.max_train_examples is not None and self.max_train_examples < len(data.train):
+            print_fn(
+                f"Training on {self.max_train_examples:,} of the {len(data.train):,} "
+                "training examples (--max_train_examples; the same draw for every run)."
+            )
+            data = dataclasses.replace(data, train=data.train.sample(self.max_train_examples))
+        definition = self.definition
+        print_fn(
+            f"Task {definition.name} ({definition.task_type}"
+            + (f", labels {', '.join(definition.label_names)}" if definition.label_names else "")
+            + "): "
+            f"{len(data.train):,} train, "
+            + ", ".join(f"{len(s):,} {n}" for n, s in data.dev.items())
+            + "".join(f", {len(s):,} test ({n})" for n, s in data.test.items())
+        )
+        print_fn("Tokenizing...")
+        train = encode_split(data.train, tokenizer, self.max_seq_length, self.double_unordered)
+        length = self.max_seq_length
+        self._encoded = _Encoded(
+            train,
+            {n: encode_split(s, tokenizer, length) for n, s in data.dev.items()},
+            {n: encode_split(s, tokenizer, length) for n, s in data.test.items()},
+            tokenizer.pad_id,
+        )
+        truncated = sum(len(ids) == self.max_seq_length for ids, _ in train.encoded)
+        print_fn(
+            f"Training examples: {len(train.encoded):,}"
+            + (" (both orders of every pair)" if self.double_unordered else "")
+            + f"; {truncated:,} reach --max_seq_length={self.max_seq_length}."
+        )
+        return {"num_train_examples": len(data.train)}
+
+    @property
+    def num_train_examples(self) -> int:
+        """Examples per epoch (after `prepare`; pairs in both orders count twice)."""
+        return len(self._encoded.train.encoded)
+
+    def train_dataset(self, batch_size: int, seed: int) -> tf.data.Dataset:
+        """(inputs, labels) batches, reshuffled every epoch with `seed`, repeated forever."""
+        return self._encoded.train.dataset(
+            batch_size, self.definition, shuffle_seed=seed, repeat=True, pad_id=self._encoded.pad_id
+        )
+
+    def build_model(self, encoder, seed: int):
+        """The classifier (or regressor) with a fresh head seeded by `seed`."""
+        return build_classifier(
+            encoder, self.definition.num_outputs, self.definition.task_type == REGRESSION, seed
+        )
+
+    def evaluate(
+        self, model, batch_size: int, trial: Optional[TrialDir] = None
+    ) -> tuple[dict, dict]:
+        """Dev metrics; with `trial`, also the test predictions, written into it.
+
+        Returns:
+            (metrics, {test split name: prediction file}); the files are
+            `<name>.tsv` in the GLUE submission format.
+        """
+        scores = evaluate(
+            model, self._encoded.dev, self.definition, batch_size, self._encoded.pad_id
+        )
+        files = {}
+        if trial is not None:
+            for name, encoded in self._encoded.test.items():
+                files[name] = trial.file(f"{name}.tsv")
+                write_predictions(
+                    files[name],
+                    encoded.split,
+                    predict(model, encoded, self.definition, batch_size, self._encoded.pad_id),
+                    self.definition,
+                )
+        return scores, files
+
+    def format_metrics(self, scores: dict) -> str:
+        """Metrics for the console, in percent."""
+        return ", ".join(f"{k} {100 * v:.2f}" for k, v in scores.items())

@@ -1,0 +1,187 @@
+"""Words -> model inputs for tagging: `[CLS] pieces [SEP]`, each word labelled on its first piece.
+
+As in the original ELECTRA code, every word is WordPiece-tokenized on its
+own and only its first piece is tagged (trained and predicted); the other
+pieces get no label. Differences, chosen for one rule everywhere:
+
+* a word the tokenizer reduces to nothing (only control or zero-width
+  characters) becomes one `[UNK]`, so every word has a first piece;
+* segment ids are 0 (the original code feeds 1, a quirk);
+* a sentence longer than `max_seq_length - 2` pieces keeps its first
+  pieces; a word whose first piece is cut off is not seen by the model and
+  is predicted `O` (see `predicted_ids`).
+
+The serving graph (`electra_tf.finetuning.tagging.serving`) builds the same inputs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Optional, Sequence
+
+import numpy as np
+import tensorflow as tf
+
+from electra_tf.finetuning.classification.features import tokenize_texts
+
+
+@dataclasses.dataclass
+class TaggedFeatures:
+    """Sentences as model inputs.
+
+    Attributes:
+        input_ids: N lists of piece ids with [CLS] and [SEP].
+        positions: N lists: the first piece's position of each word the
+            model sees (a prefix of the sentence's words).
+        num_words: N word counts (seen or not).
+    """
+
+    input_ids: list[list[int]]
+    positions: list[list[int]]
+    num_words: list[int]
+
+    def __len__(self) -> int:
+        return len(self.input_ids)
+
+    @property
+    def num_truncated(self) -> int:
+        """Sentences with words the model does not see."""
+        return sum(len(p) < n for p, n in zip(self.positions, self.num_words))
+
+
+def word_pieces(tokenizer, words: Sequence[str]) -> list[list[int]]:
+    """Piece ids of each word (tokenized on its own); `[UNK]` for a word that gives none."""
+    return [pieces or [tokenizer.unk_id] for pieces in tokenize_texts(tokenizer, list(words))]
+
+
+def encode(tokenizer, sentences: Sequence[Sequence[str]], max_seq_length: int) -> TaggedFeatures:
+    """Tokenizes and wraps every sentence.
+
+    Args:
+        tokenizer: a `WordPieceTokenizer`.
+        sentences: N lists of words.
+        max_seq_length: length limit with [CLS] and [SEP] (>= 3).
+
+    Returns:
+        The inputs and each seen word's first-piece position.
+    """
+    if max_seq_length < 3:
+        raise ValueError(
+            f"--max_seq_length={max_seq_length}: at least 3 tokens are needed for "
+            "[CLS], [SEP] and one word piece."
+        )
+    flat = word_pieces(tokenizer, [w for words in sentences for w in words])
+    budget = max_seq_length - 2
+    input_ids, positions, num_words = [], [], []
+    start = 0
+    for words in sentences:
+        ids, starts = [tokenizer.cls_id], []
+        for pieces in flat[start : start + len(words)]:
+            room = budget - (len(ids) - 1)
+            if room <= 0:
+                break
+            starts.append(len(ids))
+            ids.extend(pieces[:room])
+        start += len(words)
+        input_ids.append(ids + [tokenizer.sep_id])
+        positions.append(starts)
+        num_words.append(len(words))
+    return TaggedFeatures(input_ids, positions, num_words)
+
+
+def position_labels(
+    features: TaggedFeatures, tag_ids: Sequence[Sequence[int]]
+) -> tuple[list[list[int]], list[list[float]]]:
+    """Per-position tag ids and label mask: each seen word's tag at its first piece.
+
+    Args:
+        features: from `encode`.
+        tag_ids: N lists of word tag ids (-1: a tag the model has no id for,
+            left unlabelled).
+
+    Returns:
+        (ids, mask), N lists as long as the inputs; 0 where unlabelled.
+    """
+    ids, masks = [], []
+    for input_ids, starts, tags in zip(features.input_ids, features.positions, tag_ids):
+        row, mask = [0] * len(input_ids), [0.0] * len(input_ids)
+        for position, tag in zip(starts, tags):
+            if tag >= 0:
+                row[position], mask[position] = int(tag), 1.0
+        ids.append(row)
+        masks.append(mask)
+    return ids, masks
+
+
+def make_dataset(
+    features: TaggedFeatures,
+    tag_ids: Optional[Sequence[Sequence[int]]],
+    batch_size: int,
+    pad_id: int = 0,
+    shuffle_seed: Optional[int] = None,
+    repeat: bool = False,
+) -> tf.data.Dataset:
+    """Padded batches (each padded to its longest sentence).
+
+    Returns:
+        Dataset of `inputs` or `(inputs, labels)`: inputs int32 [B, L]
+        `input_ids`, `input_mask`, `segment_ids`; labels `tag_ids` int32
+        [B, L] and `tag_mask` float32 [B, L] (1 at labelled first pieces).
+    """
+    columns = {"input_ids": tf.ragged.constant(features.input_ids, tf.int32, ragged_rank=1)}
+    if tag_ids is not None:
+        ids, masks = position_labels(features, tag_ids)
+        columns["tag_ids"] = tf.ragged.constant(ids, tf.int32, ragged_rank=1)
+        columns["tag_mask"] = tf.ragged.constant(masks, tf.float32, ragged_rank=1)
+    dataset = tf.data.Dataset.from_tensor_slices(columns)
+    if shuffle_seed is not None:
+        dataset = dataset.shuffle(len(features), seed=shuffle_seed, reshuffle_each_iteration=True)
+    if repeat:
+        dataset = dataset.repeat()
+
+    def complete(row):
+        row = dict(row)
+        row["input_mask"] = tf.ones_like(row["input_ids"])
+        row["segment_ids"] = tf.zeros_like(row["input_ids"])
+        return row
+
+    padding = {"input_ids": pad_id, "input_mask": 0, "segment_ids": 0}
+    if tag_ids is not None:
+        padding.update(tag_ids=0, tag_mask=0.0)
+    dataset = dataset.map(complete).padded_batch(batch_size, padding_values=padding)
+
+    def split(batch):
+        inputs = {k: batch[k] for k in ("input_ids", "input_mask", "segment_ids")}
+        if tag_ids is None:
+            return inputs
+        return inputs, {"tag_ids": batch["tag_ids"], "tag_mask": batch["tag_mask"]}
+
+    return dataset.map(split).prefetch(tf.data.AUTOTUNE)
+
+
+def word_logits(
+    model, features: TaggedFeatures, batch_size: int, pad_id: int = 0
+) -> list[np.ndarray]:
+    """The model's logits at each seen word's first piece.
+
+    Returns:
+        N float32 arrays [seen words, T].
+    """
+    results = []
+    start = 0
+    for inputs in make_dataset(features, None, batch_size, pad_id):
+        logits = np.asarray(model(inputs, training=False), np.float32)  # [B, L, T]
+        for row in range(logits.shape[0]):
+            results.append(logits[row, features.positions[start + row]])
+        start += logits.shape[0]
+    return results
+
+
+def predicted_ids(
+    logits: Sequence[np.ndarray], num_words: Sequence[int], unseen_id: int
+) -> list[list[int]]:
+    """The predicted tag id of every word: the argmax, `unseen_id` for words cut off."""
+    return [
+        np.argmax(values, axis=-1).tolist() + [unseen_id] * (count - len(values))
+        for values, count in zip(logits, num_words)
+    ]
