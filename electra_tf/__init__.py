@@ -11,9 +11,7 @@ loads without importing the module that defines it:
 # layers, heads and encoder), the fine-tuned models and the optimizers. That
 # is the only thing importing the package does.
 from electra_tf import optimization as _optimization  # noqa: F401
-from electra_tf.finetuning.classification import model as _classifier  # noqa: F401
-from electra_tf.finetuning.question_answering import model as _qa_model  # noqa: F401
-from electra_tf.finetuning.tagging import model as _tagging_model  # noqa: F401
+from electra_tf.finetuning import kinds as _kinds  # noqa: F401  (every kind's model)
 from electra_tf.modeling import electra as _electra  # noqa: F401
 
 __version__ = "0.9.0"

@@ -50,6 +50,7 @@ stripped exactly when lower-casing.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from typing import Iterable, Optional, Sequence, Union
 
@@ -501,8 +502,7 @@ class WordPieceTokenizer(tf.Module):
     def text_settings(self) -> dict:
         """How text is normalized: `do_lower_case`, `strip_accents`, `normalization`.
 
-        Recorded beside every model (export configs, fine-tuned model info);
-        `from_settings` reads them back.
+        Recorded beside every model, with its length, as a `TextPath`.
         """
         return {
             "do_lower_case": self.do_lower_case,
@@ -514,13 +514,52 @@ class WordPieceTokenizer(tf.Module):
         """Arguments that rebuild this tokenizer: `WordPieceTokenizer(**cfg)`."""
         return {"vocab_file": self.vocab_file, **self.text_settings()}
 
+
+@dataclasses.dataclass(frozen=True)
+class TextPath:
+    """Everything a model's text path needs besides its vocabulary.
+
+    Fine-tuning saves it in every model's `model.json`, every export writes
+    it into `serving_config.json` and every check reads it back from there,
+    so a model is served with the tokenization it was fine-tuned with.
+
+    Attributes:
+        do_lower_case: whether text is lower-cased (case-folded).
+        strip_accents: whether combining marks are removed.
+        normalization: one of `NORMALIZATIONS`.
+        max_seq_length: pieces per example, special tokens included.
+    """
+
+    do_lower_case: bool
+    strip_accents: bool
+    normalization: str
+    max_seq_length: int
+
     @classmethod
-    def from_settings(cls, vocab_file: str, settings: dict) -> "WordPieceTokenizer":
-        """The tokenizer `text_settings()` describe (records without a
-        normalization were written before it existed: `casefold`)."""
+    def of(cls, tokenizer: WordPieceTokenizer, max_seq_length: int) -> "TextPath":
+        """The text path of `tokenizer` at `max_seq_length`."""
+        return cls(**tokenizer.text_settings(), max_seq_length=int(max_seq_length))
+
+    @classmethod
+    def from_dict(cls, record: dict) -> "TextPath":
+        """The text path a `model.json` or `serving_config.json` records.
+
+        Records written before `strip_accents` or `normalization` existed
+        meant: accents stripped exactly when lower-casing; `casefold`.
+        """
         return cls(
-            vocab_file,
-            settings["do_lower_case"],
-            settings.get("strip_accents"),
-            settings.get("normalization") or DEFAULT_NORMALIZATION,
+            bool(record["do_lower_case"]),
+            _resolve_strip_accents(record["do_lower_case"], record.get("strip_accents")),
+            check_normalization(record.get("normalization") or DEFAULT_NORMALIZATION),
+            int(record["max_seq_length"]),
+        )
+
+    def to_dict(self) -> dict:
+        """The entries written into `model.json` and `serving_config.json`."""
+        return dataclasses.asdict(self)
+
+    def tokenizer(self, vocab_file: str) -> WordPieceTokenizer:
+        """The tokenizer of this text path over `vocab_file`."""
+        return WordPieceTokenizer(
+            vocab_file, self.do_lower_case, self.strip_accents, self.normalization
         )

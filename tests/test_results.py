@@ -13,6 +13,7 @@ from electra_tf.artifacts.results import (
     write_results,
 )
 from electra_tf.errors import RunError
+from electra_tf.finetuning.question_answering.task import SquadTask
 
 IDENTITY = {
     "task": {"name": "rte", "task_type": "classification"},
@@ -174,8 +175,9 @@ def test_question_answering_results_without_a_metric_were_scored_as_squad(tmp_pa
     identity = {**IDENTITY, "task": task}
     path = str(tmp_path / "results.json")
     write_results(path, make_results(identity, {}, "f1", [_trial(0, f1=50.0)]))
-    assert read_results(path)["task"]["qa_metric"] == "squad"
+    upgrade = SquadTask.upgrade_description
+    assert upgrade(read_results(path)["task"])["qa_metric"] == "squad"
     resumed = {**identity, "task": {**task, "qa_metric": "squad"}}
-    assert [t["trial"] for t in finished_trials(path, resumed, 2)] == [0]
+    assert [t["trial"] for t in finished_trials(path, resumed, 2, upgrade)] == [0]
     with pytest.raises(RunError, match="qa_metric"):
-        finished_trials(path, {**identity, "task": {**task, "qa_metric": "korquad"}}, 2)
+        finished_trials(path, {**identity, "task": {**task, "qa_metric": "korquad"}}, 2, upgrade)

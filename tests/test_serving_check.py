@@ -8,6 +8,7 @@ import sys
 
 import pytest
 
+from electra_tf.finetuning.classification.check import SAMPLE_TEXTS
 from electra_tf.serving import check
 from electra_tf.serving.exporter import export_checkpoint
 
@@ -50,7 +51,7 @@ def test_discriminator_export_agrees_in_a_fresh_process(serving_exports, tmp_pat
     assert report.ok, "\n".join(report.lines)
     _assert_isolated(report.result)
     tokens = report.result["responses"][0]["outputs"]["tokens"]
-    assert tokens["shape"][0] == len(check.SAMPLE_TEXTS) + 1
+    assert tokens["shape"][0] == len(SAMPLE_TEXTS) + 1
 
 
 @pytest.mark.slow

@@ -138,13 +138,13 @@ def test_empty_batches_answer_empty_outputs_in_every_signature(serving_exports):
 
 def test_a_model_that_is_not_finite_is_not_exported(serving_exports, tmp_path):
     from electra_tf.finetuning.saving import load_finetuned
-    from electra_tf.serving.exporter import ExportError, export_classifier
+    from electra_tf.serving.exporter import ExportError, export_finetuned
 
     model, info = load_finetuned(serving_exports["pair_trial"])
     model.weights[-1].assign(model.weights[-1] * float("inf"))
     vocab = os.path.join(serving_exports["pair_trial"], "vocab.txt")
     with pytest.raises(ExportError, match="hold NaN or infinite values .* Nothing was exported"):
-        export_classifier(model, info, vocab, str(tmp_path), "diverged")
+        export_finetuned(model, info, vocab, str(tmp_path), "diverged")
     assert not os.path.exists(tmp_path / "diverged")
 
 

@@ -72,7 +72,7 @@ def test_models_outside_the_lean_forward_are_refused_or_exported_with_keras(tmp_
 
     from electra_tf.artifacts.serving_dir import read_serving_config
     from electra_tf.finetuning.classification.serving import ClassifierServing
-    from electra_tf.serving.exporter import export_classifier
+    from electra_tf.serving.exporter import export_finetuned
     from electra_tf.tokenization import WordPieceTokenizer
 
     model = _classifier(attention_direction="left_to_right")
@@ -97,7 +97,7 @@ def test_models_outside_the_lean_forward_are_refused_or_exported_with_keras(tmp_
         "do_lower_case": True,
         "strip_accents": True,
     }
-    version = export_classifier(model, info, str(vocab_file), str(tmp_path / "export"), "toy")
+    version = export_finetuned(model, info, str(vocab_file), str(tmp_path / "export"), "toy")
     assert read_serving_config(version)["forward"] == "keras"
 
 
@@ -105,7 +105,7 @@ def test_lean_and_keras_exports_answer_alike(tmp_path):
     from finetuning_support import VOCAB
 
     from electra_tf.artifacts.serving_dir import read_serving_config
-    from electra_tf.serving.exporter import export_classifier
+    from electra_tf.serving.exporter import export_finetuned
 
     model = _classifier()
     vocab_file = tmp_path / "vocab.txt"
@@ -123,8 +123,8 @@ def test_lean_and_keras_exports_answer_alike(tmp_path):
         "do_lower_case": True,
         "strip_accents": True,
     }
-    lean = export_classifier(model, info, str(vocab_file), str(tmp_path / "export"), "toy")
-    keras_ = export_classifier(
+    lean = export_finetuned(model, info, str(vocab_file), str(tmp_path / "export"), "toy")
+    keras_ = export_finetuned(
         model, info, str(vocab_file), str(tmp_path / "export"), "toy", forward="keras"
     )
     assert [read_serving_config(v)["forward"] for v in (lean, keras_)] == ["lean", "keras"]

@@ -1,5 +1,6 @@
 """Tagger exports: signatures, words and tags against the Python path, bad inputs, the check."""
 
+import dataclasses
 import json
 import os
 
@@ -209,3 +210,85 @@ def test_predict_command_gives_one_tag_per_word(tagger_export, tmp_path):
     assert [r["words"] for r in rows] == [["The", "movie", "was", "good"], ["한국어", "문장도"], []]
     assert [len(r["tags"]) for r in rows] == [4, 2, 0]
     assert all(len(p) == len(TAGS) for p in rows[0]["probabilities"])
+
+
+def _bert_pretrained_dir(directory):
+    """A tiny uncased checkpoint pre-trained with `bert` normalization, with `，` and `,`."""
+    import keras
+    from finetuning_support import VOCAB, write_vocab
+
+    from electra_tf.config import preset
+    from electra_tf.modeling.electra import build_generator_and_discriminator
+
+    os.makedirs(directory, exist_ok=True)
+    vocab = VOCAB + ["，", ",", "中", "文"]
+    write_vocab(os.path.join(directory, "vocab.txt"), vocab)
+    config = preset(
+        "tiny",
+        vocab_size=len(vocab),
+        hidden_size=32,
+        num_layers=1,
+        embedding_size=16,
+        num_heads=2,
+        intermediate_size=64,
+        do_lower_case=True,
+        normalization="bert",
+    )
+    config.save_json(os.path.join(directory, "config.json"))
+    keras.utils.set_random_seed(0)
+    _, discriminator = build_generator_and_discriminator(config.model)
+    discriminator.save(os.path.join(directory, "discriminator.keras"))
+    return directory
+
+
+@pytest.mark.slow
+def test_a_tagger_from_a_bert_normalized_checkpoint_is_served_with_bert(tmp_path):
+    """`，` stays `，` under `bert` (its own piece) and becomes `,` under `casefold`."""
+    from finetuning_support import toy_tagging_task
+
+    from electra_tf.artifacts.pretrained import resolve_pretrained
+    from electra_tf.artifacts.serving_dir import read_serving_config
+    from electra_tf.finetuning.settings import FinetuneSettings
+    from electra_tf.finetuning.tagging.check import python_tags
+    from electra_tf.serving.check import Reference, check_export
+    from electra_tf.serving.exporter import export_checkpoint
+    from electra_tf.tokenization import TextPath
+    from electra_tf.training.finetuning_loop import run_trials
+
+    pretrained = resolve_pretrained(_bert_pretrained_dir(str(tmp_path / "pretrained")))
+    settings = FinetuneSettings(
+        output_dir=str(tmp_path / "run"), train_batch_size=8, num_train_epochs=1
+    )
+    run_trials(toy_tagging_task(8), pretrained, settings, print_fn=lambda _: None)
+    version = export_checkpoint(str(tmp_path / "run"), str(tmp_path / "export"), "ner")
+    config = read_serving_config(version)
+    assert (config["normalization"], config["do_lower_case"]) == ("bert", True)
+
+    sentences = [["actor", "中文，movie", "a,b"], ["，", "film"]]
+    served = tf.saved_model.load(version).signatures["words"](
+        words=tf.constant([s + [""] * (3 - len(s)) for s in sentences]),
+        num_words=tf.constant([len(s) for s in sentences], tf.int32),
+    )
+    reference = Reference.load(version)
+    bert, _ = python_tags(reference, sentences)
+    casefold = dataclasses.replace(
+        reference,
+        tokenizer=TextPath(True, True, "casefold", 16).tokenizer(reference.tokenizer.vocab_file),
+    )
+    folded, _ = python_tags(casefold, sentences)
+    np.testing.assert_allclose(served["probabilities"].numpy(), bert["probabilities"], atol=1e-5)
+    assert not np.allclose(folded["probabilities"], bert["probabilities"], atol=1e-5)
+    report = check_export(version)
+    assert report.ok, "\n".join(report.lines)
+
+
+def test_a_tagger_whose_weights_are_not_finite_is_not_exported(tagger_export, tmp_path):
+    from electra_tf.finetuning.saving import load_finetuned
+    from electra_tf.serving.exporter import ExportError, export_finetuned
+
+    model, info = load_finetuned(tagger_export["trial"])
+    model.task_head.bias.assign(np.full(model.task_head.bias.shape, np.nan, np.float32))
+    vocab = os.path.join(tagger_export["trial"], "vocab.txt")
+    with pytest.raises(ExportError, match="hold NaN or infinite values .* Nothing was exported"):
+        export_finetuned(model, info, vocab, str(tmp_path), "diverged")
+    assert not os.path.exists(tmp_path / "diverged")

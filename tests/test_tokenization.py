@@ -1,6 +1,7 @@
 """Tests for electra_tf.tokenization (tiny vocabularies written in tmp_path)."""
 
 import hashlib
+import json
 import os
 import pickle
 import random
@@ -11,7 +12,7 @@ import pytest
 import tensorflow as tf
 
 from electra_tf import tokenization
-from electra_tf.tokenization import VocabError, WordPieceTokenizer, load_vocab
+from electra_tf.tokenization import TextPath, VocabError, WordPieceTokenizer, load_vocab
 
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 WORDS = [
@@ -432,10 +433,16 @@ def test_text_settings_round_trip_and_records_without_normalization(vocab_file):
         "normalization": "bert",
     }
     assert WordPieceTokenizer(**tok.get_config()).get_config() == tok.get_config()
-    old = WordPieceTokenizer.from_settings(
-        vocab_file, {"do_lower_case": True, "strip_accents": True}
-    )
-    assert old.normalization == "casefold"
+    old = TextPath.from_dict({"do_lower_case": True, "max_seq_length": 16})
+    assert old == TextPath(True, True, "casefold", 16)
+    assert old.tokenizer(vocab_file).text_settings() == {
+        "do_lower_case": True,
+        "strip_accents": True,
+        "normalization": "casefold",
+    }
+    path = TextPath.of(tok, 24)
+    assert TextPath.from_dict(json.loads(json.dumps(path.to_dict()))) == path
+    assert path.to_dict() == {**tok.text_settings(), "max_seq_length": 24}
     with pytest.raises(ValueError, match="--normalization='nfkc'"):
         WordPieceTokenizer(vocab_file, normalization="nfkc")
 

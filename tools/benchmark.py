@@ -399,7 +399,7 @@ def benchmark_inference(
     second). A peer script gets the same texts, vocabulary and thread count.
     """
     from electra_tf.artifacts.serving_dir import read_serving_config
-    from electra_tf.serving.exporter import export_classifier
+    from electra_tf.serving.exporter import export_finetuned
 
     set_precision_policy("none")
     keras.utils.set_random_seed(0)
@@ -430,7 +430,7 @@ def benchmark_inference(
             "do_lower_case": True,
             "strip_accents": True,
         }
-        version = export_classifier(
+        version = export_finetuned(
             model, info, vocab_file, os.path.join(tmp, "export"), "bench", forward=forward
         )
         results["forward"] = read_serving_config(version)["forward"]

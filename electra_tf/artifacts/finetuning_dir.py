@@ -121,9 +121,10 @@ class SavedModel:
     Attributes:
         model_config: the Keras config to deserialize it from.
         weights_file: the file to load its weights from.
-        info: what its text path needs: `kind` ("classifier",
-            "question_answering" or "tagger"), the casing, the length, and
-            the task or the SQuAD settings.
+        info: what its text path needs: its task kind's name (`kind`; absent
+            from models saved before model.json, whose kind is their
+            class's), the casing, the length, and the task or the SQuAD
+            settings.
     """
 
     model_config: dict
@@ -155,12 +156,26 @@ def read_saved_model(path: str) -> SavedModel:
         # A .keras file is a zip archive of the model's config.json and its weights.
         with zipfile.ZipFile(legacy.keras_file) as archive:
             model_config = json.loads(archive.read("config.json"))
-        return SavedModel(
-            model_config, legacy.keras_file, {"kind": "classifier", **read_json(legacy.task_file)}
-        )
+        return SavedModel(model_config, legacy.keras_file, read_json(legacy.task_file))
     if legacy.holds_qa_model:
         return SavedModel(*_legacy_qa(legacy))
     raise FileNotFoundError(f"{path}: no fine-tuned model (model.json and model.weights.h5).")
+
+
+def load_saved_model(path: str) -> tuple:
+    """(the Keras model saved in `path`, its info), in this format or an earlier one.
+
+    The model's class must be registered with Keras (`import electra_tf` does it).
+
+    Raises:
+        FileNotFoundError: no fine-tuned model is saved there.
+    """
+    import keras
+
+    saved = read_saved_model(path)
+    model = keras.saving.deserialize_keras_object(saved.model_config)
+    model.load_weights(saved.weights_file)
+    return model, saved.info
 
 
 def holds_saved_model(path: str) -> bool:
@@ -224,7 +239,7 @@ def _legacy_qa(legacy: _LegacyFiles) -> tuple[dict, str, dict]:
     return (
         model_config,
         SavedModelDir(legacy.path).weights_file,
-        {"kind": "question_answering", **info},
+        info,
     )
 
 

@@ -56,7 +56,7 @@ Results written before this schema (see `upgrade_results`) are still read.
 from __future__ import annotations
 
 import os
-from typing import Optional
+from typing import Callable, Optional
 
 import numpy as np
 
@@ -64,29 +64,8 @@ from electra_tf.artifacts.files import read_json, write_json
 from electra_tf.errors import RunError
 
 FORMAT_VERSION = 2
-QUESTION_ANSWERING = "question_answering"
 # The keys that say which run the file belongs to: a run with other values is refused.
 IDENTITY_KEYS = ("task", "init_checkpoint", "vocab_file", "settings")
-
-
-def squad_task(version: str, train_data: str, predict_data, qa_metric: str = "squad") -> dict:
-    """The `task` entry of a SQuAD-format question-answering run.
-
-    Args:
-        version: "1.1" or "2.0".
-        train_data: where the training questions came from.
-        predict_data: where the questions predicted and scored came from (or None).
-        qa_metric: whose official scores the run reports (squad, korquad,
-            cmrc2018, drcd); results written before it was recorded are squad.
-    """
-    return {
-        "name": f"squad{version.replace('.', '')}",
-        "task_type": QUESTION_ANSWERING,
-        "squad_version": version,
-        "train_data": train_data,
-        "predict_data": predict_data,
-        "qa_metric": qa_metric,
-    }
 
 
 def summarize(trials: list[dict], primary_metric: str) -> dict:
@@ -133,10 +112,6 @@ def make_results(identity: dict, data: dict, primary_metric: str, trials: list[d
 def read_results(path: str) -> Optional[dict]:
     """A results.json in this schema (older schemas converted), or None if there is none."""
     results = read_json(path)
-    if results is not None and "format_version" in results:
-        task = results.get("task")
-        if isinstance(task, dict) and task.get("task_type") == QUESTION_ANSWERING:
-            task.setdefault("qa_metric", "squad")  # scored with SQuAD's before it was recorded
     if results is None or "format_version" in results:
         return results
     upgraded = upgrade_results(results)
@@ -148,13 +123,20 @@ def write_results(path: str, results: dict) -> None:
     write_json(path, results)
 
 
-def finished_trials(path: str, identity: dict, num_trials: int) -> list[dict]:
+def finished_trials(
+    path: str,
+    identity: dict,
+    num_trials: int,
+    upgrade_task: Callable[[dict], dict] = lambda task: task,
+) -> list[dict]:
     """The trials an earlier run of the same settings finished, to be skipped.
 
     Args:
         path: the run's results.json (it may not exist yet).
         identity: the new run's values for `IDENTITY_KEYS`.
         num_trials: trials wanted; finished trials beyond them are left out.
+        upgrade_task: the task kind's reading of a `task` entry written by
+            an earlier version (`TaskKind.upgrade_description`).
 
     Raises:
         RunError: `path` holds results of a run whose identity differs; it is
@@ -163,6 +145,8 @@ def finished_trials(path: str, identity: dict, num_trials: int) -> list[dict]:
     previous = read_results(path)
     if previous is None:
         return []
+    if isinstance(previous.get("task"), dict):
+        previous["task"] = upgrade_task(previous["task"])
     differences = [
         f"{k}: {previous.get(k)!r} -> {identity[k]!r}"
         for k in IDENTITY_KEYS
@@ -199,9 +183,16 @@ def upgrade_results(old: dict) -> dict:
     """
     if old.get("task") == "squad":
         settings = {k: v for k, v in old.get("settings", {}).items() if k != "version"}
-        task = squad_task(
-            old.get("squad_version", "1.1"), old.get("train_data"), old.get("predict_data")
-        )
+        version = old.get("squad_version", "1.1")
+        # The task entry a SQuAD run of the current schema has (scored with SQuAD's metric).
+        task = {
+            "name": f"squad{version.replace('.', '')}",
+            "task_type": "question_answering",
+            "squad_version": version,
+            "train_data": old.get("train_data"),
+            "predict_data": old.get("predict_data"),
+            "qa_metric": "squad",
+        }
         data = {
             k: old[k]
             for k in ("num_train_questions", "num_train_windows", "skipped_train_questions")

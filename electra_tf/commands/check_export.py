@@ -22,7 +22,8 @@ from electra_tf import cli
 
 def define_flags(flag_values: flags.FlagValues) -> None:
     """The command's flags (the version directory is its argument)."""
-    from electra_tf.serving.check import DEFAULT_TOLERANCE, SAMPLE_TEXTS
+    from electra_tf.finetuning.classification.check import SAMPLE_TEXTS
+    from electra_tf.serving.check import DEFAULT_TOLERANCE
 
     flags.DEFINE_float(
         "tolerance",

@@ -12,11 +12,12 @@ run of our own: `finetune.py --init_checkpoint=<run_dir>`,
 `pretrain.py --init_checkpoint=<run_dir>` (continued pre-training needs the
 generator). Both scripts also accept the original checkpoints directly.
 
-Fine-tuned taggers (`finetune.py --task_type=tagging`: a fine-tuning output
-directory, its best trial, or a trial directory) are exported as Hugging
-Face's `ElectraForTokenClassification`; importing one of those writes a
-fine-tuned model directory that `python -m electra_tf.commands.export` serves (see
-`electra_tf.interop.hf_tagger`).
+Fine-tuned models of the task kinds that have a `transformers` class (a
+fine-tuning output directory, its best trial, or a trial directory; e.g.
+taggers, `finetune.py --task_type=tagging`, as `ElectraForTokenClassification`)
+are exported as that class; importing one of those writes a fine-tuned model
+directory that `python -m electra_tf.commands.export` serves (see
+`electra_tf.interop.hf_finetuned`).
 """
 
 from __future__ import annotations
@@ -142,22 +143,23 @@ def _print_summary(loaded) -> None:
         print("  generator:     none")
 
 
-def _tagger_conversion(args) -> Optional[int]:
-    """Converts a fine-tuned tagger (either direction); None when the source is not one."""
+def _finetuned_conversion(args) -> Optional[int]:
+    """Converts a fine-tuned model (either direction); None when the source is not one."""
     from electra_tf.artifacts.finetuning_dir import (
         FinetuningDir,
         best_saved_trial,
         holds_saved_model,
     )
-    from electra_tf.interop import hf_tagger, huggingface
+    from electra_tf.interop import hf_finetuned, huggingface
 
     if args.command == "import-hf":
         if not huggingface.is_hf_dir(args.hf_dir):
             return None
         with open(os.path.join(args.hf_dir, huggingface.CONFIG_FILE), encoding="utf-8") as f:
-            if not hf_tagger.is_token_classifier(json.load(f)):
-                return None
-        description = hf_tagger.import_hf_tagger(
+            kind = hf_finetuned.kind_of_hf_config(json.load(f))
+        if kind is None:
+            return None
+        description = hf_finetuned.import_hf_finetuned(
             args.hf_dir,
             args.run_dir,
             args.max_seq_length,
@@ -165,7 +167,7 @@ def _tagger_conversion(args) -> Optional[int]:
             do_lower_case=args.do_lower_case,
         )
         print(
-            f"Wrote {os.path.dirname(description)} (a fine-tuned tagger). Serve it with "
+            f"Wrote {os.path.dirname(description)} (a fine-tuned {kind.KIND}). Serve it with "
             f"`python -m electra_tf.commands.export --checkpoint {args.run_dir} ...`."
         )
         return 0
@@ -183,13 +185,12 @@ def _tagger_conversion(args) -> Optional[int]:
         raise ValueError(f"{args.hf_dir} is not empty; choose a new directory.")
     tmp = os.path.abspath(args.hf_dir).rstrip("/") + f".tmp-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
-    hf_tagger.export_hf_tagger(source, tmp)
+    kind = hf_finetuned.export_hf_finetuned(source, tmp)
     if os.path.isdir(args.hf_dir):
         os.rmdir(args.hf_dir)  # empty, checked above
     os.replace(tmp, args.hf_dir)
     print(
-        f"Wrote {args.hf_dir} from {source}: "
-        f"{hf_tagger.ARCHITECTURE}.from_pretrained({args.hf_dir!r})"
+        f"Wrote {args.hf_dir} from {source}: {kind.HF_ARCHITECTURE}.from_pretrained({args.hf_dir!r})"
     )
     return 0
 
@@ -200,9 +201,9 @@ def convert(arguments: list[str], flag_values: flags.FlagValues) -> int:
     from electra_tf.interop import checkpoints, huggingface
 
     try:
-        tagger = _tagger_conversion(args)
-        if tagger is not None:
-            return tagger
+        finetuned = _finetuned_conversion(args)
+        if finetuned is not None:
+            return finetuned
         if args.command in ("import-tf1", "import-hf"):
             source = args.checkpoint if args.command == "import-tf1" else args.hf_dir
             expected = "tf1" if args.command == "import-tf1" else "huggingface"

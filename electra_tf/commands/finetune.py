@@ -43,7 +43,7 @@ import warnings
 from absl import app, flags, logging
 
 from electra_tf import cli
-from electra_tf.finetuning.classification.data import GLUE_TASKS, FileTaskOptions
+from electra_tf.finetuning.classification.data import FileTaskOptions
 from electra_tf.finetuning.settings import FinetuneSettings
 
 # Keras warns that fit() ignores shuffle=True for a tf.data input; ours shuffles itself.
@@ -62,29 +62,6 @@ FLAGS = flags.FLAGS
 
 def _say(message: str) -> None:
     print(message, flush=True)
-
-
-def _load_task():
-    from electra_tf.finetuning.classification import data as tasks
-
-    if FLAGS.train_file:
-        if FLAGS.task in GLUE_TASKS:
-            raise app.UsageError(
-                f"--task={FLAGS.task} is a GLUE task but --train_file is set; "
-                "give your task another name (or drop --train_file)."
-            )
-        options = FileTaskOptions(**cli.field_values(FileTaskOptions))
-        return tasks.load_user_files(
-            FLAGS.task or "custom", options, FLAGS.train_file, FLAGS.dev_file, FLAGS.test_file
-        )
-    if FLAGS.task is None:
-        raise app.UsageError(f"Give --task ({', '.join(GLUE_TASKS)}) or --train_file.")
-    if FLAGS.dev_file or FLAGS.test_file:
-        raise app.UsageError("--dev_file / --test_file need --train_file.")
-    task = tasks.glue_task(FLAGS.task)
-    if FLAGS.data_dir:
-        return task, tasks.load_glue_dir(task, FLAGS.data_dir, warn=_say)
-    return task, tasks.load_tfds(task, FLAGS.tfds_data_dir)
 
 
 def _imported_if_foreign(path: str) -> str:
@@ -151,111 +128,20 @@ def _settings(output_dir: str) -> FinetuneSettings:
     return FinetuneSettings(**{**cli.field_values(FinetuneSettings), "output_dir": output_dir})
 
 
-def _squad_task():
-    """The SQuAD task of the flags (SQuAD JSON files, or TFDS without --train_file)."""
-    from electra_tf.finetuning.question_answering import data as squad_data
-    from electra_tf.finetuning.question_answering.task import SquadTask
-
-    for flag in ("dev_file", "test_file", "data_dir"):
-        if getattr(FLAGS, flag):
-            raise app.UsageError(
-                f"--{flag} is not used with --task=squad (use --train_file / --predict_file)."
-            )
-    if FLAGS.predict_file and not FLAGS.train_file:
-        raise app.UsageError("--predict_file needs --train_file (or drop both to use TFDS).")
-    version = FLAGS.squad_version
-    if FLAGS.train_file:
-        train = squad_data.read_squad_json(FLAGS.train_file, version, True, warn=_say)
-        evaluation = (
-            squad_data.read_squad_json(FLAGS.predict_file, version, False, warn=_say)
-            if FLAGS.predict_file
-            else None
-        )
-    else:
-        train = squad_data.load_tfds_squad(version, "train", FLAGS.tfds_data_dir, True, _say)
-        evaluation = squad_data.load_tfds_squad(
-            version, "validation", FLAGS.tfds_data_dir, False, _say
-        )
-    from electra_tf.finetuning.question_answering.metrics import metric_for_version
-
-    metric = FLAGS.qa_metric or metric_for_version((evaluation or train).dataset_version)
-    if FLAGS.qa_metric is None and metric != "squad":
-        _say(
-            f"Scoring with {metric}'s official metric (the data's version field says "
-            f"{(evaluation or train).dataset_version!r}; --qa_metric overrides)."
-        )
-    return SquadTask(
-        train,
-        evaluation,
-        version,
-        qa_metric=metric,
-        max_seq_length=_default(FLAGS.max_seq_length, 512),
-        doc_stride=FLAGS.doc_stride,
-        max_query_length=FLAGS.max_query_length,
-        beam_size=FLAGS.beam_size,
-        n_best_size=FLAGS.n_best_size,
-        max_answer_length=FLAGS.max_answer_length,
-        null_score_threshold=FLAGS.null_score_threshold,
-    )
-
-
-def _classification_task():
-    """The classification or regression task of the flags (GLUE or the user's files)."""
-    from electra_tf.finetuning.classification.task import ClassificationTask
-
-    definition, data = _load_task()
-    if not data.dev:
-        _say("No dev set: training only (give --dev_file to score every epoch).")
-    return ClassificationTask(
-        definition,
-        data,
-        _default(FLAGS.max_seq_length, 128),
-        FLAGS.double_unordered,
-        FLAGS.max_train_examples,
-    )
-
-
-def _tagging_task():
-    """The token classification task of the flags (the user's CoNLL / JSONL files)."""
-    from electra_tf.finetuning.tagging.data import load_tagging_files
-    from electra_tf.finetuning.tagging.task import TaggingTask
-
-    if not FLAGS.train_file:
-        raise app.UsageError("--task_type=tagging needs --train_file (CoNLL columns or JSONL).")
-    for flag in (
-        "text_pair_column",
-        "index_column",
-        "data_dir",
-        "predict_file",
-        "double_unordered",
-    ):
-        if getattr(FLAGS, flag):
-            raise app.UsageError(f"--{flag} is not used with --task_type=tagging.")
-    definition, data = load_tagging_files(
-        FLAGS.task or "tagging",
-        FLAGS.train_file,
-        FLAGS.dev_file,
-        FLAGS.test_file,
-        FLAGS.tag_format,
-        FLAGS.labels,
-        words_key=FLAGS.text_column if FLAGS["text_column"].present else "tokens",
-        tags_key=FLAGS.label_column if FLAGS["label_column"].present else "tags",
-        warn=_say,
-    )
-    if data.dev is None:
-        _say("No dev set: training only (give --dev_file to score every epoch).")
-    return TaggingTask(
-        definition, data, _default(FLAGS.max_seq_length, 128), FLAGS.max_train_examples
-    )
-
-
 def _task():
-    """The task the flags describe."""
-    if FLAGS.task == "squad":
-        return _squad_task()
-    if FLAGS.task_type == "tagging":
-        return _tagging_task()
-    return _classification_task()
+    """The task the flags describe, its data read (the first task kind that claims the flags)."""
+    from electra_tf.finetuning.kinds import task_from_options
+    from electra_tf.finetuning.settings import FinetuneOptions
+    from electra_tf.finetuning.task_kind import TaskOptions
+
+    given = frozenset(name for name in FLAGS if FLAGS[name].present)
+    options = TaskOptions(
+        FinetuneOptions(**cli.field_values(FinetuneOptions)),
+        FileTaskOptions(**cli.field_values(FileTaskOptions)),
+        given,
+        _say,
+    )
+    return task_from_options(options)
 
 
 def _export_best_trial(output_dir: str, default_name: str) -> None:
@@ -282,7 +168,6 @@ def main(argv):
     from electra_tf.artifacts.pretrained import resolve_pretrained
     from electra_tf.errors import RunError
     from electra_tf.finetuning.classification.data import TaskDataError
-    from electra_tf.finetuning.classification.task import format_table
     from electra_tf.finetuning.question_answering.data import SquadDataError
     from electra_tf.interop.checkpoints import CheckpointError
     from electra_tf.training.finetuning_loop import run_trials
@@ -307,22 +192,8 @@ def main(argv):
     if not is_chief(strategy):  # the chief reports and exports
         return
     _say("")
-    if results["median"] and FLAGS.task == "squad":
-        name = {"korquad": "KorQuAD 1.0", "cmrc2018": "CMRC 2018", "drcd": "DRCD"}.get(
-            task.qa_metric, f"SQuAD {FLAGS.squad_version}"
-        )
-        _say(
-            f"{name} scores (median over {len(results['trials'])} trial(s), "
-            f"percent): {task.format_metrics(results['median'])}"
-        )
-    elif results["median"] and FLAGS.task_type == "tagging":
-        from electra_tf.finetuning.tagging.task import format_tables
-
-        _say(f"Dev results ({task.name}, percent; primary metric: {task.primary_metric}):")
-        _say(format_tables(results, task.definition.tag_format))
-    elif results["median"]:
-        _say(f"Dev results ({task.name}, percent; primary metric: {task.primary_metric}):")
-        _say(format_table(results))
+    if results["median"]:
+        _say(task.format_results(results))
     _say(f"Results: {FinetuningDir(output_dir).results_file}")
     _export_best_trial(output_dir, task.name)
 

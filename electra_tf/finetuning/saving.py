@@ -16,12 +16,8 @@ import keras
 
 from electra_tf.artifacts.export_dir import float32_copy
 from electra_tf.artifacts.files import copy_file
-from electra_tf.artifacts.finetuning_dir import SavedModelDir, read_saved_model, write_description
-
-# Register the model classes with Keras, so that their configs deserialize.
-from electra_tf.finetuning.classification import model as _classifier  # noqa: F401
-from electra_tf.finetuning.question_answering import model as _qa_model  # noqa: F401
-from electra_tf.finetuning.tagging import model as _tagging_model  # noqa: F401
+from electra_tf.artifacts.finetuning_dir import SavedModelDir, load_saved_model, write_description
+from electra_tf.finetuning.kinds import kind_of
 
 
 def save_finetuned(
@@ -30,10 +26,10 @@ def save_finetuned(
     """Writes `model` (as float32, without optimizer state) into `directory`.
 
     Args:
-        model: an `ElectraClassifier`, `ElectraQA` or `ElectraTagger` (any dtype policy).
+        model: a fine-tuned model of any task kind (any dtype policy).
         directory: a trial directory, or `assets.extra/` of a serving version.
-        info: what the text path needs (see `ClassificationTask.model_info`,
-            `SquadTask.model_info`, `TaggingTask.model_info`, plus the casing).
+        info: its task kind's name (`kind`) and what the text path needs (its
+            task's `model_info()` and `TextPath`).
         vocab_file: a vocabulary to copy beside the model (None: none).
 
     Returns:
@@ -52,12 +48,11 @@ def save_finetuned(
 
 
 def load_finetuned(directory: str) -> tuple[keras.Model, dict]:
-    """The model saved in `directory` and what its text path needs.
+    """The model saved in `directory` and what its text path needs, with its `kind`.
 
     Raises:
         FileNotFoundError: no fine-tuned model is saved there.
     """
-    saved = read_saved_model(directory)
-    model = keras.saving.deserialize_keras_object(saved.model_config)
-    model.load_weights(saved.weights_file)
-    return model, saved.info
+    model, info = load_saved_model(directory)
+    # Models saved before model.json recorded no kind: theirs is their class's.
+    return model, {"kind": kind_of(model).KIND, **info}

@@ -1,18 +1,16 @@
 """Check an export before deploying it (`python -m electra_tf.commands.check_export`).
 
-1. Builds sample requests (English, accented, Korean and Chinese text, an
-   empty string, text longer than `max_seq_length`, invalid UTF-8, a batch
-   of no text at all) and the
-   answers expected from the in-process model: the Keras model in
-   `assets.extra/` fed by the Python tokenization path of
-   fine-tuning (`finetuning.features.encode`). Question-answering exports
-   are compared with the fine-tuning path instead: windows from
-   `squad_features.convert_examples`, answers from `squad_decoding.decode`
-   (see `check_qa`). Tagger exports are compared with
-   `tagging_data.split_words` + `tagging_features.encode` + the Keras
-   model on raw text, given words, an empty batch and token ids (see
-   `check_tagging`). The loaded model runs the reference kernels (a saved
-   model carries no kernel set), as the export was traced.
+1. Asks the export's kind (`serving_config.json`'s `kind`: a fine-tuning
+   task kind, or the discriminator) for sample requests (English,
+   accented, Korean and Chinese text, an empty string, text longer than
+   `max_seq_length`, invalid UTF-8, a batch of no text at all, malformed
+   requests) and the answers expected from the in-process model: the
+   Keras model in `assets.extra/` fed by the Python path of fine-tuning
+   (each kind's `check` module: classification's `features.encode`,
+   question answering's windows and decoding, tagging's word splitting and
+   first-piece positions), with the text path the export records. The
+   loaded model runs the reference kernels (a saved model carries no
+   kernel set), as the export was traced.
 2. Runs `standalone.py` in a fresh interpreter that imports only TensorFlow
    and TensorFlow Text (and asserts that this project is not importable),
    which loads the SavedModel as TF Serving does, lists its signatures like
@@ -29,7 +27,6 @@
 
 from __future__ import annotations
 
-import base64
 import dataclasses
 import json
 import os
@@ -38,47 +35,45 @@ import sys
 import tempfile
 from typing import Optional
 
-import keras
 import numpy as np
 
-from electra_tf.artifacts.check_requests import bytes_spec, decode_output, ids_spec
-from electra_tf.artifacts.finetuning_dir import holds_saved_model
+from electra_tf.artifacts.check_requests import decode_output
 from electra_tf.artifacts.serving_dir import VersionDir, read_serving_config
-from electra_tf.finetuning.classification import features
+from electra_tf.errors import RunError
 from electra_tf.finetuning.classification.serving import IDS_SIGNATURE, TEXT_SIGNATURE
-from electra_tf.finetuning.saving import load_finetuned
+from electra_tf.finetuning.kinds import TASK_KINDS
 from electra_tf.finiteness import nonfinite_weights
-
-# Registers the discriminator's classes, so that load_model finds them.
-from electra_tf.modeling import electra as _electra  # noqa: F401
-from electra_tf.serving.exporter import DISCRIMINATOR, QUESTION_ANSWERING, TAGGER
-from electra_tf.tokenization import WordPieceTokenizer
+from electra_tf.serving.discriminator import DiscriminatorExport
+from electra_tf.tokenization import TextPath
 
 STANDALONE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "standalone.py")
 DEFAULT_TOLERANCE = 1e-5
 ULPS = 4
-
-SAMPLE_TEXTS = [
-    "The movie was very good.",
-    "ÉLAN Vital: the Café's CRÈME brûlée",
-    "한국어 문장도 토큰화합니다.",
-    "中文句子，逐字切分。",
-    "",
-    " ".join(["a long sentence that goes on and on"] * 40),
-]
-SAMPLE_PAIRS = ["Was it fun?", "", "영화", "plot twist " * 30, "naïve", "x"]
-INVALID_UTF8 = b"bad \xff\xfe bytes \xc3"
 
 
 class CheckError(ValueError):
     """The export cannot be checked; the message names the path."""
 
 
+# Every kind an export can be of: the fine-tuning task kinds and the discriminator.
+SERVED_KINDS = {kind.KIND: kind for kind in (*TASK_KINDS, DiscriminatorExport)}
+
+
 @dataclasses.dataclass
 class Reference:
-    """The in-process model of an export and what it answers."""
+    """The in-process model of an export, its kind, text path and tokenizer.
 
+    Attributes:
+        kind: the export's kind (a `TaskKind` class, or `DiscriminatorExport`).
+        config: its serving_config.json.
+        text: its text path, as serving_config.json records it.
+        model: the Keras model in `assets.extra/`.
+        tokenizer: the tokenizer of the text path over the export's vocabulary.
+    """
+
+    kind: type
     config: dict
+    text: TextPath
     model: object
     tokenizer: object
 
@@ -91,137 +86,23 @@ class Reference:
                 "(<export_base>/<model_name>/<version>)."
             )
         config = read_serving_config(version_dir)
-        tokenizer = WordPieceTokenizer.from_settings(version.vocab_file, config)
-        if config["kind"] == DISCRIMINATOR:
-            if not os.path.isfile(version.keras_file):
-                raise CheckError(f"{version_dir}: no model.keras in assets.extra/ to compare with.")
-            return cls(config, keras.saving.load_model(version.keras_file), tokenizer)
-        if not holds_saved_model(version.extra):
+        kind = SERVED_KINDS.get(config.get("kind"))
+        if kind is None:
             raise CheckError(
-                f"{version_dir}: no fine-tuned model in assets.extra/ to compare with."
+                f"{version.serving_config_file}: unknown kind {config.get('kind')!r}; this "
+                f"version checks {', '.join(SERVED_KINDS)}."
             )
-        return cls(config, load_finetuned(version.extra)[0], tokenizer)
-
-    def encode(self, texts_a: list, texts_b: Optional[list]) -> dict:
-        """Python-side tokenization and packing, padded to the longest example: int32 [B, L]."""
-        encoded = features.encode(self.tokenizer, texts_a, texts_b, self.config["max_seq_length"])
-        length = max(len(ids) for ids, _ in encoded)
-        ids = np.full((len(encoded), length), self.tokenizer.pad_id, np.int32)
-        mask = np.zeros_like(ids)
-        segments = np.zeros_like(ids)
-        for row, (example_ids, example_segments) in enumerate(encoded):
-            ids[row, : len(example_ids)] = example_ids
-            mask[row, : len(example_ids)] = 1
-            segments[row, : len(example_ids)] = example_segments
-        return {"input_ids": ids, "input_mask": mask, "segment_ids": segments}
-
-    def predict(self, inputs: dict, with_tokens: bool) -> dict:
-        """What the signatures should return for these inputs."""
-        outputs = self.model({k: np.asarray(v) for k, v in inputs.items()}, training=False)
-        if self.config["kind"] == DISCRIMINATOR:
-            logits = np.asarray(outputs["logits"], np.float32)
-            mask = inputs["input_mask"]
-            result = {"logits": logits, "replaced_probability": (1 / (1 + np.exp(-logits))) * mask}
-            if self.config.get("objective") == "electric":
-                ids = inputs["input_ids"]
-                content = mask * (ids != self.tokenizer.cls_id) * (ids != self.tokenizer.sep_id)
-                result["pseudo_log_likelihood"] = -(logits * content).sum(axis=-1)
-            if with_tokens:
-                vocab = np.array([t.encode() for t in self.tokenizer.vocab], dtype=object)
-                result["tokens"] = np.where(mask > 0, vocab[inputs["input_ids"]], b"")
-                result["input_ids"] = inputs["input_ids"]
-                result["input_mask"] = mask
-            return result
-        raw = np.asarray(outputs, np.float32)
-        if self.config["label_names"] is None:
-            return {"score": raw.reshape(-1) * self.config["label_scale"]}
-        shifted = np.exp(raw - raw.max(axis=-1, keepdims=True))
-        label_id = raw.argmax(axis=-1).astype(np.int32)
-        names = np.array([n.encode() for n in self.config["label_names"]], dtype=object)
-        return {
-            "logits": raw,
-            "probabilities": shifted / shifted.sum(axis=-1, keepdims=True),
-            "label_id": label_id,
-            "label": names[label_id],
-        }
+        text = TextPath.from_dict(config)
+        try:
+            model = kind.reference_model(version)
+        except RunError as error:
+            raise CheckError(str(error)) from None
+        return cls(kind, config, text, model, text.tokenizer(version.vocab_file))
 
 
 def build_requests(reference: Reference) -> tuple[list[dict], list[Optional[dict]], list[str]]:
     """(requests, expected outputs or None for "must fail", a description of each)."""
-    if reference.config["kind"] == QUESTION_ANSWERING:
-        from electra_tf.finetuning.question_answering import check as check_qa
-
-        return check_qa.build_requests(reference)
-    if reference.config["kind"] == TAGGER:
-        from electra_tf.finetuning.tagging import check as check_tagging
-
-        return check_tagging.build_requests(reference)
-    pair = reference.config["is_pair"]
-    texts_a = [t.encode() for t in SAMPLE_TEXTS] + [INVALID_UTF8]
-    texts_b = [t.encode() for t in SAMPLE_PAIRS] + [INVALID_UTF8] if pair else None
-    text_inputs = {"text": bytes_spec(texts_a)}
-    if pair:
-        text_inputs["text_pair"] = bytes_spec(texts_b)
-    encoded = reference.encode(texts_a, texts_b)
-    expected_text = reference.predict(encoded, with_tokens=True)
-    expected_ids = reference.predict(encoded, with_tokens=False)
-    single = {"text": bytes_spec([texts_a[0]])}
-    if pair:
-        single["text_pair"] = bytes_spec([texts_b[0]])
-    expected_single = reference.predict(
-        reference.encode(texts_a[:1], texts_b[:1] if pair else None), with_tokens=True
-    )
-    requests = [
-        {"signature": TEXT_SIGNATURE, "inputs": text_inputs},
-        {"signature": TEXT_SIGNATURE, "inputs": single},
-        {"signature": IDS_SIGNATURE, "inputs": {k: ids_spec(v) for k, v in encoded.items()}},
-    ]
-    expected = [expected_text, expected_single, expected_ids]
-    names = [
-        f"{TEXT_SIGNATURE}: {len(texts_a)} sample texts",
-        f"{TEXT_SIGNATURE}: one text",
-        f"{IDS_SIGNATURE}: the same examples as token ids",
-    ]
-    if reference.config["kind"] != DISCRIMINATOR:  # whose outputs also have a length axis
-        requests.append(
-            {"signature": TEXT_SIGNATURE, "inputs": {k: bytes_spec([]) for k in text_inputs}}
-        )
-        expected.append({k: np.asarray(v)[:0] for k, v in expected_single.items()})
-        names.append(f"{TEXT_SIGNATURE}: no text (empty outputs)")
-    # Malformed requests: each must come back as an error, not a crash.
-    bad_ids = dict(
-        encoded, input_ids=np.full_like(encoded["input_ids"], reference.tokenizer.vocab_size)
-    )
-    wrong_text_dtype = {k: ids_spec(np.zeros(2)) for k in text_inputs}
-    wrong_text_rank = {k: bytes_spec([[b"a", b"b"]]) for k in text_inputs}
-    bad = [
-        ("text as int32", TEXT_SIGNATURE, wrong_text_dtype),
-        ("text of rank 2", TEXT_SIGNATURE, wrong_text_rank),
-        ("ids out of the vocabulary", IDS_SIGNATURE, {k: ids_spec(v) for k, v in bad_ids.items()}),
-        (
-            "ids with a [B, L+1] mask",
-            IDS_SIGNATURE,
-            {
-                "input_ids": ids_spec(encoded["input_ids"]),
-                "input_mask": ids_spec(np.pad(encoded["input_mask"], ((0, 0), (0, 1)))),
-                "segment_ids": ids_spec(encoded["segment_ids"]),
-            },
-        ),
-        ("ids as strings", IDS_SIGNATURE, {k: bytes_spec([[b"1"]]) for k in encoded}),
-    ]
-    if pair:
-        bad.append(
-            (
-                "text_pair of another batch size",
-                TEXT_SIGNATURE,
-                {"text": bytes_spec([b"a", b"b"]), "text_pair": bytes_spec([b"a"])},
-            )
-        )
-    for name, signature, inputs in bad:
-        requests.append({"signature": signature, "inputs": inputs, "expect_error": True})
-        expected.append(None)
-        names.append(f"{signature}: {name} (must be rejected)")
-    return requests, expected, names
+    return reference.kind.check_requests(reference)
 
 
 def run_fresh_process(
@@ -328,16 +209,8 @@ def check_export(
             {},
         )
     requests, expected, names = build_requests(reference)
-    if benchmark and reference.config["kind"] == QUESTION_ANSWERING and "texts" not in benchmark:
-        from electra_tf.finetuning.question_answering import check as check_qa
-
-        benchmark = dict(
-            benchmark,
-            texts={
-                "question": base64.b64encode(check_qa.BENCHMARK_QUESTION.encode()).decode(),
-                "context": base64.b64encode(check_qa.BENCHMARK_CONTEXT.encode()).decode(),
-            },
-        )
+    if benchmark:
+        benchmark = reference.kind.benchmark_inputs(benchmark)
     result = run_fresh_process(version_dir, requests, benchmark)
     lines = [result["listing"], ""]
     ok = True

@@ -23,14 +23,25 @@ the tokens other than [CLS], [SEP] and padding (see
 
 from __future__ import annotations
 
+import os
+from typing import Optional
+
+import keras
+import numpy as np
 import tensorflow as tf
 
 from electra_tf import text_packing as text_ops
+from electra_tf.artifacts.serving_dir import VersionDir
+from electra_tf.errors import RunError
+from electra_tf.finetuning.classification.check import sequence_requests
 from electra_tf.finetuning.classification.serving import (
     IDS_SIGNATURE,
     TEXT_SIGNATURE,
     TOKEN_ID_SPECS,
 )
+
+# Registers the discriminator's classes, so that load_model finds them.
+from electra_tf.modeling import electra as _electra  # noqa: F401
 from electra_tf.pretraining.objective import electric_score
 
 
@@ -118,3 +129,62 @@ class DiscriminatorServing(tf.Module):
             TEXT_SIGNATURE: serve_text.get_concrete_function(),
             IDS_SIGNATURE: serve_ids.get_concrete_function(),
         }
+
+
+class DiscriminatorExport:
+    """What exports and checks a pre-trained discriminator: the served kind `discriminator`.
+
+    The export check (`electra_tf.serving.check`) treats it as it treats a
+    fine-tuning task kind (`electra_tf.finetuning.task_kind.TaskKind`): the
+    same class methods, `info` holding the text path and the objective.
+    """
+
+    KIND = "discriminator"
+
+    @classmethod
+    def serving_module(cls, model, tokenizer, info: dict, forward: Optional[str] = None):
+        return DiscriminatorServing(
+            model, tokenizer, info["max_seq_length"], electric=info.get("objective") == "electric"
+        )
+
+    @classmethod
+    def serving_config(cls, module, info: dict) -> dict:
+        return {"is_pair": False, "label_names": None, "objective": info.get("objective")}
+
+    @classmethod
+    def label_names(cls, info: dict) -> None:
+        return None
+
+    @classmethod
+    def reference_model(cls, version: VersionDir):
+        if not os.path.isfile(version.keras_file):
+            raise RunError(f"{version.path}: no model.keras in assets.extra/ to compare with.")
+        return keras.saving.load_model(version.keras_file)
+
+    @classmethod
+    def expected_outputs(cls, reference, inputs: dict, with_tokens: bool) -> dict:
+        """What the signatures return for `inputs`: per-token logits and probabilities."""
+        outputs = reference.model({k: np.asarray(v) for k, v in inputs.items()}, training=False)
+        logits = np.asarray(outputs["logits"], np.float32)
+        mask = inputs["input_mask"]
+        tokenizer = reference.tokenizer
+        result = {"logits": logits, "replaced_probability": (1 / (1 + np.exp(-logits))) * mask}
+        if reference.config.get("objective") == "electric":
+            ids = inputs["input_ids"]
+            content = mask * (ids != tokenizer.cls_id) * (ids != tokenizer.sep_id)
+            result["pseudo_log_likelihood"] = -(logits * content).sum(axis=-1)
+        if with_tokens:
+            vocab = np.array([t.encode() for t in tokenizer.vocab], dtype=object)
+            result["tokens"] = np.where(mask > 0, vocab[inputs["input_ids"]], b"")
+            result["input_ids"] = inputs["input_ids"]
+            result["input_mask"] = mask
+        return result
+
+    @classmethod
+    def check_requests(cls, reference) -> tuple[list[dict], list[Optional[dict]], list[str]]:
+        # Its outputs have a length axis even for no text: no empty batch.
+        return sequence_requests(reference, cls.expected_outputs, empty_batch=False)
+
+    @classmethod
+    def benchmark_inputs(cls, benchmark: dict) -> dict:
+        return benchmark

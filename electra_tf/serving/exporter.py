@@ -31,29 +31,15 @@ from electra_tf.artifacts.serving_dir import (
     VersionDir,
     publish_version,
 )
-from electra_tf.finetuning.classification.data import REGRESSION, Task
-from electra_tf.finetuning.classification.serving import ClassifierServing
-from electra_tf.finetuning.question_answering.decoding import (
-    DEFAULT_NULL_THRESHOLD,
-    MAX_ANSWER_LENGTH,
-)
-from electra_tf.finetuning.question_answering.serving import QuestionAnsweringServing
+from electra_tf.errors import RunError
+from electra_tf.finetuning.kinds import kind_of
 from electra_tf.finetuning.saving import load_finetuned, save_finetuned
-from electra_tf.finetuning.tagging.data import TaggingDefinition
-from electra_tf.finetuning.tagging.serving import TaggerServing
-from electra_tf.finetuning.tagging.task import TAGGER
 from electra_tf.finiteness import NonFiniteError, check_finite_weights
 from electra_tf.interop.checkpoints import CheckpointError, load_run_models
-from electra_tf.modeling import lean_forward as forwards
-from electra_tf.serving.discriminator import DiscriminatorServing
-from electra_tf.tokenization import WordPieceTokenizer
+from electra_tf.serving.discriminator import DiscriminatorExport
+from electra_tf.tokenization import TextPath
 
 FORMAT_VERSION = 1
-CLASSIFIER = "classifier"
-DISCRIMINATOR = "discriminator"
-QUESTION_ANSWERING = "question_answering"
-# How raw text is cut into words (recorded in a tagger's serving_config.json).
-WORD_SPLITTING = "whitespace; each CJK ideograph a word of its own"
 
 
 class ExportError(ValueError):
@@ -121,7 +107,7 @@ def _write(
     save_extra(version)
 
 
-def export_classifier(
+def export_finetuned(
     model,
     info: dict,
     vocab_file: str,
@@ -130,49 +116,46 @@ def export_classifier(
     version: Optional[int] = None,
     forward: Optional[str] = None,
 ) -> str:
-    """Exports a fine-tuned `ElectraClassifier` as a new version.
+    """Exports a fine-tuned model of any task kind as a new version.
+
+    Its kind (`electra_tf.finetuning.kinds.kind_of`) gives the signatures,
+    the entries of serving_config.json beside the kind, the text path and
+    the encoder's configuration, and labels.txt.
 
     Args:
-        model: the classifier (any dtype policy; a float32 copy is exported).
-        info: what fine-tuning saves with it (task, casing, max_seq_length,
-            regression scale).
+        model: the fine-tuned model (any dtype policy; a float32 copy is exported).
+        info: what fine-tuning saves with it (its task's `model_info()` and
+            `TextPath`).
         vocab_file: the vocabulary it was fine-tuned with.
         export_base: the directory holding one sub-directory per model name.
         model_name: TF Serving's model name.
         version: explicit version number (None: the next one).
-        forward: how the signatures compute the model: "lean"
-            (`electra_tf.modeling.lean_forward`, same outputs in fewer ops) or
-            "keras" (the model's own call); None: lean where it covers the
-            model, else keras. Recorded in serving_config.json.
+        forward: how the signatures compute the model, for kinds that have
+            more than one way (classifiers: "lean", `electra_tf.modeling.lean_forward`,
+            the same outputs in fewer ops, or "keras", the model's own call;
+            None: the kind's default). Recorded in serving_config.json.
 
     Returns:
         The version directory.
 
     Raises:
-        ExportError: the model's weights are not all finite (nothing is written).
+        ExportError: the model is of no task kind, or its weights are not all
+            finite (nothing is written).
         ValueError: `forward` is unknown or does not cover the model.
     """
-    task = Task.from_dict(info["task"])
-    regression = task.task_type == REGRESSION
-    label_names = None if regression else list(task.label_names)
-    scale = info.get("regression_output_scale", 1.0)
-    tokenizer = WordPieceTokenizer.from_settings(vocab_file, info)
-    copy = _finite_copy(model, f"the classifier to export as {model_name}")
-    if forward is None:
-        forward = forwards.DEFAULT_FORWARD if forwards.supports(copy) else "keras"
-    module = ClassifierServing(
-        copy, tokenizer, info["max_seq_length"], task.is_pair, label_names, scale, forward
-    )
+    try:
+        kind = kind_of(model)
+    except RunError as error:
+        raise ExportError(str(error)) from None
+    info = kind.resolve_info({**info, "kind": kind.KIND})
+    text = TextPath.from_dict(info)
+    copy = _finite_copy(model, f"the {kind.KIND} model to export as {model_name}")
+    module = kind.serving_module(copy, text.tokenizer(vocab_file), info, forward)
     config = {
         "format_version": FORMAT_VERSION,
-        "kind": CLASSIFIER,
-        "forward": forward,
-        "max_seq_length": info["max_seq_length"],
-        "is_pair": task.is_pair,
-        **tokenizer.text_settings(),
-        "label_names": label_names,
-        "label_scale": scale,
-        "task": task.to_dict(),
+        "kind": kind.KIND,
+        **text.to_dict(),
+        **kind.serving_config(module, info),
         "model": _encoder_config(copy.encoder),
     }
     return publish_version(
@@ -182,7 +165,7 @@ def export_classifier(
             staging,
             vocab_file,
             config,
-            label_names,
+            kind.label_names(info),
             lambda saved: save_finetuned(copy, saved.extra, info),
         ),
         version,
@@ -204,145 +187,32 @@ def export_discriminator(
         discriminator: an `ElectraDiscriminator`.
         pretraining_config: its `PretrainingConfig` (casing, sequence length).
         vocab_file: the pre-training vocabulary.
-        export_base, model_name, version: as in `export_classifier`.
+        export_base, model_name, version: as in `export_finetuned`.
         max_seq_length: raw-text truncation (default: the pre-training length).
 
     Returns:
         The version directory.
     """
-    length = max_seq_length or pretraining_config.max_seq_length
-    tokenizer = WordPieceTokenizer(
-        vocab_file,
+    text = TextPath(
         pretraining_config.do_lower_case,
         pretraining_config.resolved_strip_accents,
         pretraining_config.normalization,
+        max_seq_length or pretraining_config.max_seq_length,
     )
     copy = _finite_copy(discriminator, f"the discriminator to export as {model_name}")
-    electric = pretraining_config.objective == "electric"
-    module = DiscriminatorServing(copy, tokenizer, length, electric=electric)
+    info = {**text.to_dict(), "objective": pretraining_config.objective}
+    module = DiscriminatorExport.serving_module(copy, text.tokenizer(vocab_file), info)
     config = {
         "format_version": FORMAT_VERSION,
-        "kind": DISCRIMINATOR,
-        "max_seq_length": length,
-        "is_pair": False,
-        **tokenizer.text_settings(),
-        "label_names": None,
-        "objective": pretraining_config.objective,
+        "kind": DiscriminatorExport.KIND,
+        **text.to_dict(),
+        **DiscriminatorExport.serving_config(module, info),
         "model": dataclasses.asdict(pretraining_config.model),
     }
     return publish_version(
         os.path.join(export_base, model_name),
         lambda staging: _write(
             module, staging, vocab_file, config, None, lambda saved: copy.save(saved.keras_file)
-        ),
-        version,
-    )
-
-
-def export_question_answering(
-    model,
-    info: dict,
-    vocab_file: str,
-    export_base: str,
-    model_name: str,
-    version: Optional[int] = None,
-) -> str:
-    """Exports a fine-tuned SQuAD `ElectraQA` as a new version.
-
-    Args:
-        model: the QA model (any dtype policy; a float32 copy is exported).
-        info: what fine-tuning saves with it (squad_version, max_seq_length,
-            max_query_length, casing; max_answer_length and
-            null_score_threshold, else the defaults).
-        vocab_file: the vocabulary it was fine-tuned with.
-        export_base, model_name, version: as in `export_classifier`.
-
-    Returns:
-        The version directory.
-    """
-    tokenizer = WordPieceTokenizer.from_settings(vocab_file, info)
-    copy = _finite_copy(model, f"the question-answering model to export as {model_name}")
-    squad_version = str(info.get("squad_version", "1.1"))
-    settings = {
-        "max_seq_length": int(info["max_seq_length"]),
-        "max_query_length": int(info.get("max_query_length", 64)),
-        "max_answer_length": int(info.get("max_answer_length", MAX_ANSWER_LENGTH)),
-        "null_score_threshold": float(info.get("null_score_threshold", DEFAULT_NULL_THRESHOLD)),
-    }
-    module = QuestionAnsweringServing(copy, tokenizer, version_2=squad_version == "2.0", **settings)
-    config = {
-        "format_version": FORMAT_VERSION,
-        "kind": QUESTION_ANSWERING,
-        "squad_version": squad_version,
-        "version_2": squad_version == "2.0",
-        **settings,
-        "doc_stride": info.get("doc_stride"),
-        "is_pair": True,
-        **tokenizer.text_settings(),
-        "label_names": None,
-        "beam_size": copy.task_head.beam_size,
-        "model": _encoder_config(copy.encoder),
-    }
-    extra_info = {**info, **settings, "squad_version": squad_version}
-    return publish_version(
-        os.path.join(export_base, model_name),
-        lambda staging: _write(
-            module,
-            staging,
-            vocab_file,
-            config,
-            None,
-            lambda saved: save_finetuned(copy, saved.extra, extra_info),
-        ),
-        version,
-    )
-
-
-def export_tagger(
-    model,
-    info: dict,
-    vocab_file: str,
-    export_base: str,
-    model_name: str,
-    version: Optional[int] = None,
-) -> str:
-    """Exports a fine-tuned `ElectraTagger` as a new version.
-
-    Args:
-        model: the tagger (any dtype policy; a float32 copy is exported).
-        info: what fine-tuning saves with it (task, casing, max_seq_length).
-        vocab_file: the vocabulary it was fine-tuned with.
-        export_base, model_name, version: as in `export_classifier`.
-
-    Returns:
-        The version directory.
-    """
-    definition = TaggingDefinition.from_dict(info["task"])
-    tokenizer = WordPieceTokenizer(vocab_file, info["do_lower_case"], info.get("strip_accents"))
-    copy = float32_copy(model)
-    module = TaggerServing(copy, tokenizer, info["max_seq_length"], definition.tag_names)
-    config = {
-        "format_version": FORMAT_VERSION,
-        "kind": TAGGER,
-        "max_seq_length": info["max_seq_length"],
-        "is_pair": False,
-        "do_lower_case": tokenizer.do_lower_case,
-        "strip_accents": tokenizer.strip_accents,
-        "label_names": list(definition.tag_names),
-        "tag_format": definition.tag_format,
-        "word_splitting": WORD_SPLITTING,
-        "task": definition.to_dict(),
-        "model": _encoder_config(copy.encoder),
-    }
-    return publish_version(
-        os.path.join(export_base, model_name),
-        lambda staging: _write(
-            module,
-            staging,
-            vocab_file,
-            config,
-            definition.tag_names,
-            lambda saved: save_finetuned(copy, saved.extra, info),
         ),
         version,
     )
@@ -356,10 +226,7 @@ def export_finetuned_dir(
     if not os.path.isfile(vocab_file):
         raise ExportError(f"{trial_dir}: no vocab.txt beside the saved model.")
     model, info = load_finetuned(trial_dir)
-    export = {QUESTION_ANSWERING: export_question_answering, TAGGER: export_tagger}.get(
-        info["kind"], export_classifier
-    )
-    return export(model, info, vocab_file, export_base, model_name, version)
+    return export_finetuned(model, info, vocab_file, export_base, model_name, version)
 
 
 def export_checkpoint(

@@ -1,9 +1,9 @@
 """One trial loop for every fine-tuning task: seeds, resuming, results, saved models.
 
-`run_trials` runs `settings.num_trials` trials of a task (classification and
-regression: `electra_tf.finetuning.classification.task`; SQuAD:
-`electra_tf.finetuning.question_answering.task`; token classification:
-`electra_tf.finetuning.tagging.task`) from one pre-trained checkpoint. Trial k
+`run_trials` runs `settings.num_trials` trials of a task of any kind
+(`electra_tf.finetuning.task_kind.TaskKind`: classification and regression,
+question answering, token classification) from one pre-trained checkpoint.
+Trial k
 
 * starts from the pre-trained encoder (or, with `settings.random_init`, the
   same encoder with freshly drawn weights) with a new head, seeded with `seed + k`;
@@ -35,7 +35,7 @@ import os
 import tempfile
 import time
 import zlib
-from typing import Optional, Protocol
+from typing import Optional
 
 import keras
 import tensorflow as tf
@@ -65,62 +65,13 @@ from electra_tf.errors import RunError
 from electra_tf.finetuning.optimization import create_optimizer, learning_rate_schedule
 from electra_tf.finetuning.saving import save_finetuned
 from electra_tf.finetuning.settings import FinetuneSettings
+from electra_tf.finetuning.task_kind import TaskKind
 from electra_tf.finiteness import NonFiniteError, NonFiniteRecord, check_finite_weights
 from electra_tf.modeling.encoder import copy_encoder, with_kernels
-from electra_tf.tokenization import VocabError, WordPieceTokenizer
+from electra_tf.tokenization import TextPath, VocabError, WordPieceTokenizer
 from electra_tf.training import resuming as resume
 from electra_tf.training.callbacks import CheckpointSaver, ProgressMonitor, format_duration
 from electra_tf.training.fitting import fit_until
-
-
-class FinetuningTask(Protocol):
-    """What the trial loop needs of a task.
-
-    Attributes:
-        name: the task's name (messages, the default export name).
-        primary_metric: the dev metric trials are compared by.
-        default_epochs: training length when --num_train_epochs is not given.
-        max_seq_length: tokens per example (at most the checkpoint's positions).
-        console_keys: values of the train step shown on progress lines.
-        evaluate_every_epoch: evaluate on dev at every epoch's end, not only the last.
-        run_files: prediction files of trial 0 also copied into the output directory.
-        num_train_examples: examples per epoch (known after `prepare`).
-    """
-
-    name: str
-    primary_metric: str
-    default_epochs: float
-    max_seq_length: int
-    console_keys: tuple[str, ...]
-    evaluate_every_epoch: bool
-    run_files: tuple[str, ...]
-    num_train_examples: int
-
-    def describe(self) -> dict:
-        """results.json's `task`: part of the run's identity."""
-
-    def settings(self) -> dict:
-        """The task's own settings: part of the run's identity."""
-
-    def model_info(self) -> dict:
-        """Saved with the model: what its text path needs (kind, task, lengths)."""
-
-    def prepare(self, tokenizer: WordPieceTokenizer, print_fn) -> dict:
-        """Tokenizes the data; returns the training data counts."""
-
-    def train_dataset(self, batch_size: int, seed: int) -> tf.data.Dataset:
-        """(inputs, labels) batches, reshuffled every epoch with `seed`, repeated forever."""
-
-    def build_model(self, encoder, seed: int) -> keras.Model:
-        """The encoder with a fresh head; a `FinetuningLoss` model."""
-
-    def evaluate(
-        self, model, batch_size: int, trial: Optional[TrialDir] = None
-    ) -> tuple[dict, dict]:
-        """(dev metrics, {name: prediction file written into `trial`, when given})."""
-
-    def format_metrics(self, scores: dict) -> str:
-        """Dev metrics for the console."""
 
 
 def checkpoint_tokenizer(
@@ -157,13 +108,13 @@ def checkpoint_tokenizer(
     return tokenizer
 
 
-def trial_steps(task: FinetuningTask, settings: FinetuneSettings) -> tuple[int, int]:
+def trial_steps(task: TaskKind, settings: FinetuneSettings) -> tuple[int, int]:
     """(steps per epoch, total steps) of a trial; the last epoch may be cut short."""
     steps_per_epoch = math.ceil(task.num_train_examples / settings.train_batch_size)
     return steps_per_epoch, max(1, int(round(steps_per_epoch * settings.num_train_epochs)))
 
 
-def _report(entry: dict, num_epochs: int, task: FinetuningTask, writer, print_fn) -> None:
+def _report(entry: dict, num_epochs: int, task: TaskKind, writer, print_fn) -> None:
     """An epoch's end on the console, and its dev metrics in TensorBoard."""
     if not entry["dev"]:
         print_fn(f"epoch {entry['epoch']}/{num_epochs} (step {entry['step']}) done")
@@ -179,7 +130,7 @@ def _report(entry: dict, num_epochs: int, task: FinetuningTask, writer, print_fn
 
 
 def _evaluate(
-    task: FinetuningTask, model, evaluation_model, batch_size: int, trial: Optional[TrialDir] = None
+    task: TaskKind, model, evaluation_model, batch_size: int, trial: Optional[TrialDir] = None
 ) -> tuple[dict, dict]:
     """`task.evaluate` with the weights of `model` in its float32 single-device copy.
 
@@ -204,7 +155,7 @@ class _EpochEnds(keras.callbacks.Callback):
 
     def __init__(
         self,
-        task: FinetuningTask,
+        task: TaskKind,
         evaluate,
         steps_per_epoch: int,
         total_steps: int,
@@ -264,7 +215,7 @@ class _BatchCounter(keras.callbacks.Callback):
         self.counter.assign_add(1)
 
 
-def _training_batches(task: FinetuningTask, batch_size: int, seed: int):
+def _training_batches(task: TaskKind, batch_size: int, seed: int):
     """Batch index -> the trial's batch stream from that batch on (for `fit_until`).
 
     The stream of an uninterrupted trial, the batches done skipped. Under a
@@ -283,7 +234,7 @@ def _training_batches(task: FinetuningTask, batch_size: int, seed: int):
 
 def run_trial(
     model,
-    task: FinetuningTask,
+    task: TaskKind,
     settings: FinetuneSettings,
     trial: TrialDir,
     seed: int,
@@ -478,7 +429,7 @@ def check_vocab(encoder, tokenizer: WordPieceTokenizer, vocab_flag_given: bool) 
 
 
 def run_trials(
-    task: FinetuningTask,
+    task: TaskKind,
     pretrained: Pretrained,
     settings: FinetuneSettings,
     vocab_flag_given: bool = False,
@@ -543,7 +494,7 @@ def run_trials(
 
 
 def _run_trials(
-    task: FinetuningTask,
+    task: TaskKind,
     pretrained: Pretrained,
     settings: FinetuneSettings,
     vocab_flag_given: bool = False,
@@ -568,7 +519,9 @@ def _run_trials(
         "vocab_file": os.path.abspath(pretrained.vocab_file),
         "settings": {**settings.identity(), **task.settings()},
     }
-    trials = finished_trials(output.results_file, identity, settings.num_trials)
+    trials = finished_trials(
+        output.results_file, identity, settings.num_trials, task.upgrade_description
+    )
     finished = {t["trial"] for t in trials}
     if in_multi_worker_mode(strategy):
         check_same_on_all_workers(
@@ -600,7 +553,11 @@ def _run_trials(
         + (f", {settings.mixed_precision}" if settings.mixed_precision != "none" else "")
         + "."
     )
-    info = {**task.model_info(), **tokenizer.text_settings()}
+    info = {
+        "kind": task.KIND,
+        **task.model_info(),
+        **TextPath.of(tokenizer, task.max_seq_length).to_dict(),
+    }
     # Each trial trains in the run's precision; the caller's policy is restored after.
     policy = keras.config.dtype_policy()
     try:

@@ -79,6 +79,11 @@ class ClassifierServing(tf.Module):
         self._max_positions = int(encoder.max_position_embeddings)
         self._type_vocab_size = int(encoder.type_vocab_size)
 
+    @property
+    def forward(self) -> str:
+        """How the signatures compute the model: "lean" or "keras"."""
+        return self._forward
+
     def _outputs(self, inputs: dict) -> dict:
         if self._forward == "lean":
             raw = forwards.classifier_outputs(self.model, inputs)

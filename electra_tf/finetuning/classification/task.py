@@ -1,9 +1,10 @@
-"""Sentence (pair) classification and regression as a fine-tuning task.
+"""Sentence (pair) classification and regression: the task kind.
 
-`ClassificationTask` gives the trial loop what it needs of a GLUE task or of
-the user's own files: the tokenized splits, the classifier on the encoder
-(whose train step computes the loss), dev metrics and GLUE-format test
-predictions.
+`ClassificationTask` is a GLUE task or the user's own files as the trial
+loop runs it (the tokenized splits, the classifier on the encoder, whose
+train step computes the loss, dev metrics and GLUE-format test
+predictions), and, as a class, what serves and checks a saved classifier
+or regressor (`serving`, `check`).
 """
 
 from __future__ import annotations
@@ -18,10 +19,13 @@ from electra_tf.artifacts.files import atomic_open
 from electra_tf.artifacts.finetuning_dir import TrialDir
 from electra_tf.errors import RunError
 from electra_tf.finetuning import metrics
-from electra_tf.finetuning.classification import features
+from electra_tf.finetuning.classification import check, data, features
 from electra_tf.finetuning.classification.data import REGRESSION, Split, Task, TaskData
-from electra_tf.finetuning.classification.model import build_classifier
+from electra_tf.finetuning.classification.model import ElectraClassifier, build_classifier
+from electra_tf.finetuning.classification.serving import ClassifierServing
 from electra_tf.finetuning.settings import require_positive
+from electra_tf.finetuning.task_kind import TaskKind, TaskOptions
+from electra_tf.modeling import lean_forward
 
 
 @dataclasses.dataclass
@@ -107,27 +111,6 @@ def write_predictions(path: str, split: Split, predictions: np.ndarray, task: Ta
             f.write(f"{index}\t{text}\n")
 
 
-def format_table(results: dict) -> str:
-    """A run's trials and their median as a text table (metrics in percent).
-
-    Args:
-        results: the run's results.json.
-    """
-    trials = results["trials"]
-    names = list(results["median"])
-    header = ["trial", "seed"] + names
-    rows = [
-        [str(t["trial"]), str(t["seed"])]
-        + [f"{100 * t['dev'].get(n, float('nan')):.2f}" for n in names]
-        for t in trials
-    ]
-    rows.append(["median", ""] + [f"{100 * results['median'][n]:.2f}" for n in names])
-    widths = [max(len(r[i]) for r in [header] + rows) for i in range(len(header))]
-    lines = ["  ".join(c.rjust(w) for c, w in zip(r, widths)) for r in [header] + rows]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(lines)
-
-
 @dataclasses.dataclass
 class _Encoded:
     train: EncodedSplit
@@ -137,8 +120,8 @@ class _Encoded:
 
 
 @dataclasses.dataclass
-class ClassificationTask:
-    """A classification or regression task for the trial loop.
+class ClassificationTask(TaskKind):
+    """A classification or regression task (GLUE or the user's files), and the classifier kind.
 
     Attributes:
         definition: what is learned and how it is scored.
@@ -154,9 +137,8 @@ class ClassificationTask:
     max_seq_length: int = 128
     double_unordered: bool = False
     max_train_examples: Optional[int] = None
-    console_keys: ClassVar[tuple[str, ...]] = ("loss", "accuracy")
-    evaluate_every_epoch: ClassVar[bool] = True
-    run_files: ClassVar[tuple[str, ...]] = ()
+    KIND: ClassVar[str] = "classifier"
+    MODEL_CLASS: ClassVar[type] = ElectraClassifier
     _encoded: Optional[_Encoded] = dataclasses.field(default=None, init=False, repr=False)
 
     def __post_init__(self):
@@ -165,6 +147,44 @@ class ClassificationTask:
             require_positive(max_train_examples=self.max_train_examples)
         if self.double_unordered and not self.definition.is_pair:
             raise RunError(f"--double_unordered: task {self.name} has single texts.")
+
+    @classmethod
+    def selected_by(cls, options: TaskOptions) -> bool:
+        """Any task the other kinds do not claim (listed last in `kinds.TASK_KINDS`)."""
+        return True
+
+    @classmethod
+    def from_options(cls, options: TaskOptions) -> "ClassificationTask":
+        """A GLUE task (`--data_dir`, else TFDS) or the user's files (`--train_file`)."""
+        run = options.run
+        if run.train_file:
+            if run.task in data.GLUE_TASKS:
+                raise RunError(
+                    f"--task={run.task} is a GLUE task but --train_file is set; "
+                    "give your task another name (or drop --train_file)."
+                )
+            definition, splits = data.load_user_files(
+                run.task or "custom", options.files, run.train_file, run.dev_file, run.test_file
+            )
+        else:
+            if run.task is None:
+                raise RunError(f"Give --task ({', '.join(data.GLUE_TASKS)}) or --train_file.")
+            if run.dev_file or run.test_file:
+                raise RunError("--dev_file / --test_file need --train_file.")
+            definition = data.glue_task(run.task)
+            if run.data_dir:
+                splits = data.load_glue_dir(definition, run.data_dir, warn=options.print_fn)
+            else:
+                splits = data.load_tfds(definition, run.tfds_data_dir)
+        if not splits.dev:
+            options.print_fn("No dev set: training only (give --dev_file to score every epoch).")
+        return cls(
+            definition,
+            splits,
+            run.max_seq_length or 128,
+            run.double_unordered,
+            run.max_train_examples,
+        )
 
     @property
     def name(self) -> str:
@@ -190,11 +210,9 @@ class ClassificationTask:
         return values
 
     def model_info(self) -> dict:
-        """What serving needs beside the model: the task, its length and regression scale."""
+        """What serving needs beside the model and its text path: the task, its regression scale."""
         return {
-            "kind": "classifier",
             "task": self.definition.to_dict(),
-            "max_seq_length": self.max_seq_length,
             "regression_output_scale": self.definition.label_scale,
         }
 
@@ -204,29 +222,29 @@ class ClassificationTask:
         Returns:
             The training data counts for results.json.
         """
-        data = self.data
-        if self.max_train_examples is not None and self.max_train_examples < len(data.train):
+        splits = self.data
+        if self.max_train_examples is not None and self.max_train_examples < len(splits.train):
             print_fn(
-                f"Training on {self.max_train_examples:,} of the {len(data.train):,} "
+                f"Training on {self.max_train_examples:,} of the {len(splits.train):,} "
                 "training examples (--max_train_examples; the same draw for every run)."
             )
-            data = dataclasses.replace(data, train=data.train.sample(self.max_train_examples))
+            splits = dataclasses.replace(splits, train=splits.train.sample(self.max_train_examples))
         definition = self.definition
         print_fn(
             f"Task {definition.name} ({definition.task_type}"
             + (f", labels {', '.join(definition.label_names)}" if definition.label_names else "")
             + "): "
-            f"{len(data.train):,} train, "
-            + ", ".join(f"{len(s):,} {n}" for n, s in data.dev.items())
-            + "".join(f", {len(s):,} test ({n})" for n, s in data.test.items())
+            f"{len(splits.train):,} train, "
+            + ", ".join(f"{len(s):,} {n}" for n, s in splits.dev.items())
+            + "".join(f", {len(s):,} test ({n})" for n, s in splits.test.items())
         )
         print_fn("Tokenizing...")
-        train = encode_split(data.train, tokenizer, self.max_seq_length, self.double_unordered)
+        train = encode_split(splits.train, tokenizer, self.max_seq_length, self.double_unordered)
         length = self.max_seq_length
         self._encoded = _Encoded(
             train,
-            {n: encode_split(s, tokenizer, length) for n, s in data.dev.items()},
-            {n: encode_split(s, tokenizer, length) for n, s in data.test.items()},
+            {n: encode_split(s, tokenizer, length) for n, s in splits.dev.items()},
+            {n: encode_split(s, tokenizer, length) for n, s in splits.test.items()},
             tokenizer.pad_id,
         )
         truncated = sum(len(ids) == self.max_seq_length for ids, _ in train.encoded)
@@ -235,7 +253,7 @@ class ClassificationTask:
             + (" (both orders of every pair)" if self.double_unordered else "")
             + f"; {truncated:,} reach --max_seq_length={self.max_seq_length}."
         )
-        return {"num_train_examples": len(data.train)}
+        return {"num_train_examples": len(splits.train)}
 
     @property
     def num_train_examples(self) -> int:
@@ -278,6 +296,42 @@ class ClassificationTask:
                 )
         return scores, files
 
-    def format_metrics(self, scores: dict) -> str:
-        """Metrics for the console, in percent."""
-        return ", ".join(f"{k} {100 * v:.2f}" for k, v in scores.items())
+    # ------------------------------------------------------------------
+    # A saved classifier.
+
+    @classmethod
+    def serving_module(cls, model, tokenizer, info: dict, forward: Optional[str] = None):
+        """`ClassifierServing`; `forward` None: lean where it covers the model, else keras."""
+        task = Task.from_dict(info["task"])
+        if forward is None:
+            forward = lean_forward.DEFAULT_FORWARD if lean_forward.supports(model) else "keras"
+        return ClassifierServing(
+            model,
+            tokenizer,
+            info["max_seq_length"],
+            task.is_pair,
+            cls.label_names(info),
+            info.get("regression_output_scale", 1.0),
+            forward,
+        )
+
+    @classmethod
+    def serving_config(cls, module, info: dict) -> dict:
+        """How the signatures compute (`forward`), the pairing, the labels or scale, the task."""
+        task = Task.from_dict(info["task"])
+        return {
+            "forward": module.forward,
+            "is_pair": task.is_pair,
+            "label_names": cls.label_names(info),
+            "label_scale": info.get("regression_output_scale", 1.0),
+            "task": task.to_dict(),
+        }
+
+    @classmethod
+    def label_names(cls, info: dict) -> Optional[list[str]]:
+        task = Task.from_dict(info["task"])
+        return None if task.task_type == REGRESSION else list(task.label_names)
+
+    @classmethod
+    def check_requests(cls, reference) -> tuple[list[dict], list[Optional[dict]], list[str]]:
+        return check.build_requests(reference)

@@ -87,7 +87,7 @@ def python_answers(reference, pairs: list) -> tuple[dict, dict]:
         squad_features.convert_examples(
             examples,
             reference.tokenizer,
-            config["max_seq_length"],
+            reference.text.max_seq_length,
             config.get("doc_stride") or 128,
             config["max_query_length"],
         )

@@ -1,13 +1,15 @@
-"""SQuAD as a fine-tuning task: windows, the QA model, answers and the official scores.
+"""Extractive question answering (SQuAD and data in its format): the task kind.
 
 `SquadTask` gives the trial loop what it needs: the training windows, the
 span head on the encoder (whose train step computes the loss), and, at the
 end of a trial, the answers to the questions predicted (written as the
-official scripts read them) with their scores.
+official scripts read them) with their scores. As a class, it serves and
+checks a saved QA model (`serving`, `check`).
 """
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import os
 from typing import ClassVar, Optional
@@ -16,20 +18,47 @@ import tensorflow as tf
 
 from electra_tf.artifacts.files import write_json
 from electra_tf.artifacts.finetuning_dir import TrialDir
-from electra_tf.artifacts.results import squad_task
 from electra_tf.errors import RunError
+from electra_tf.finetuning.question_answering import check
+from electra_tf.finetuning.question_answering import data as squad_data
 from electra_tf.finetuning.question_answering import decoding as squad_decoding
 from electra_tf.finetuning.question_answering import features as squad_features
 from electra_tf.finetuning.question_answering import metrics as qa_metrics
 from electra_tf.finetuning.question_answering.data import SquadSplit
-from electra_tf.finetuning.question_answering.model import build_qa_model
+from electra_tf.finetuning.question_answering.model import ElectraQA, build_qa_model
+from electra_tf.finetuning.question_answering.serving import QuestionAnsweringServing
 from electra_tf.finetuning.settings import require_positive
+from electra_tf.finetuning.task_kind import TaskKind, TaskOptions
 
 PREDICTIONS_FILE = "predictions.json"
 NULL_ODDS_FILE = "null_odds.json"
 NBEST_FILE = "nbest_predictions.json"
 # Scores shown on the console (the results keep every one).
 _HEADLINE = ("exact_match", "f1", "best_exact", "best_f1")
+# What the scores of each --qa_metric are called on the console.
+_METRIC_NAMES = {"korquad": "KorQuAD 1.0", "cmrc2018": "CMRC 2018", "drcd": "DRCD"}
+# The describe() of a question-answering run, and the name of its task_type.
+QUESTION_ANSWERING = "question_answering"
+
+
+def describe_squad(version: str, train_data, predict_data, qa_metric: str = "squad") -> dict:
+    """The `task` entry of results.json of a SQuAD-format question-answering run.
+
+    Args:
+        version: "1.1" or "2.0".
+        train_data: where the training questions came from.
+        predict_data: where the questions predicted and scored came from (or None).
+        qa_metric: whose official scores the run reports (squad, korquad,
+            cmrc2018, drcd).
+    """
+    return {
+        "name": f"squad{version.replace('.', '')}",
+        "task_type": QUESTION_ANSWERING,
+        "squad_version": version,
+        "train_data": train_data,
+        "predict_data": predict_data,
+        "qa_metric": qa_metric,
+    }
 
 
 def score(
@@ -57,8 +86,8 @@ class _Windows:
 
 
 @dataclasses.dataclass
-class SquadTask:
-    """SQuAD 1.1 or 2.0 (or data in its format) for the trial loop.
+class SquadTask(TaskKind):
+    """SQuAD 1.1 or 2.0 (or data in its format) for the trial loop, and the QA kind.
 
     Defaults are the original code's QA settings.
 
@@ -88,11 +117,14 @@ class SquadTask:
     max_answer_length: int = squad_decoding.MAX_ANSWER_LENGTH
     null_score_threshold: float = squad_decoding.DEFAULT_NULL_THRESHOLD
     qa_metric: str = "squad"
+    KIND: ClassVar[str] = QUESTION_ANSWERING
+    MODEL_CLASS: ClassVar[type] = ElectraQA
     console_keys: ClassVar[tuple[str, ...]] = ("loss", "span_loss", "answerable_loss")
     # Decoding every question with the beam search is too slow to repeat every epoch.
     evaluate_every_epoch: ClassVar[bool] = False
     primary_metric: ClassVar[str] = "f1"
     default_epochs: ClassVar[float] = 2.0
+    max_train_examples: ClassVar[None] = None
     _windows: Optional[_Windows] = dataclasses.field(default=None, init=False, repr=False)
 
     def __post_init__(self):
@@ -118,6 +150,58 @@ class SquadTask:
                 "--squad_version=1.1 (or --qa_metric=squad for SQuAD 2.0)."
             )
 
+    @classmethod
+    def selected_by(cls, options: TaskOptions) -> bool:
+        """`--task=squad`."""
+        return options.run.task == "squad"
+
+    @classmethod
+    def from_options(cls, options: TaskOptions) -> "SquadTask":
+        """SQuAD-format JSON files (`--train_file`, `--predict_file`), or TFDS without them."""
+        run, say = options.run, options.print_fn
+        options.refuse(
+            "dev_file",
+            "test_file",
+            "data_dir",
+            reason="is not used with --task=squad (use --train_file / --predict_file).",
+        )
+        if run.predict_file and not run.train_file:
+            raise RunError("--predict_file needs --train_file (or drop both to use TFDS).")
+        version = run.squad_version
+        if run.train_file:
+            train = squad_data.read_squad_json(run.train_file, version, True, warn=say)
+            evaluation = (
+                squad_data.read_squad_json(run.predict_file, version, False, warn=say)
+                if run.predict_file
+                else None
+            )
+        else:
+            train = squad_data.load_tfds_squad(version, "train", run.tfds_data_dir, True, say)
+            evaluation = squad_data.load_tfds_squad(
+                version, "validation", run.tfds_data_dir, False, say
+            )
+        metric = run.qa_metric or qa_metrics.metric_for_version(
+            (evaluation or train).dataset_version
+        )
+        if run.qa_metric is None and metric != "squad":
+            say(
+                f"Scoring with {metric}'s official metric (the data's version field says "
+                f"{(evaluation or train).dataset_version!r}; --qa_metric overrides)."
+            )
+        return cls(
+            train,
+            evaluation,
+            version,
+            qa_metric=metric,
+            max_seq_length=run.max_seq_length or 512,
+            doc_stride=run.doc_stride,
+            max_query_length=run.max_query_length,
+            beam_size=run.beam_size,
+            n_best_size=run.n_best_size,
+            max_answer_length=run.max_answer_length,
+            null_score_threshold=run.null_score_threshold,
+        )
+
     @property
     def name(self) -> str:
         return self.describe()["name"]
@@ -129,7 +213,7 @@ class SquadTask:
 
     def describe(self) -> dict:
         """The task's entry in results.json (the data sources are part of it)."""
-        return squad_task(
+        return describe_squad(
             self.version,
             self.train.source,
             self.evaluation.source if self.evaluation else None,
@@ -149,11 +233,9 @@ class SquadTask:
         }
 
     def model_info(self) -> dict:
-        """What serving needs beside the model: the version, window and answer settings."""
+        """What serving needs beside the model and its text path: version, windows, answers."""
         return {
-            "kind": "question_answering",
             "squad_version": self.version,
-            "max_seq_length": self.max_seq_length,
             "doc_stride": self.doc_stride,
             "max_query_length": self.max_query_length,
             "max_answer_length": self.max_answer_length,
@@ -269,3 +351,81 @@ class SquadTask:
     def format_metrics(self, scores: dict) -> str:
         """The headline scores for the console (already in percent)."""
         return ", ".join(f"{k} {v:.2f}" for k, v in scores.items() if k in _HEADLINE)
+
+    def format_results(self, results: dict) -> str:
+        """The median of the trials' headline scores, named after the dataset's metric."""
+        name = _METRIC_NAMES.get(self.qa_metric, f"SQuAD {self.version}")
+        return (
+            f"{name} scores (median over {len(results['trials'])} trial(s), "
+            f"percent): {self.format_metrics(results['median'])}"
+        )
+
+    @classmethod
+    def upgrade_description(cls, description: dict) -> dict:
+        """Runs recorded before `qa_metric` existed were scored with SQuAD's."""
+        return {**description, "qa_metric": description.get("qa_metric", "squad")}
+
+    # ------------------------------------------------------------------
+    # A saved question-answering model.
+
+    @classmethod
+    def resolve_info(cls, info: dict) -> dict:
+        """`info` with the answer settings that the oldest saved models lack, at their defaults."""
+        return {
+            **info,
+            "squad_version": str(info.get("squad_version", "1.1")),
+            "max_query_length": int(info.get("max_query_length", 64)),
+            "max_answer_length": int(
+                info.get("max_answer_length", squad_decoding.MAX_ANSWER_LENGTH)
+            ),
+            "null_score_threshold": float(
+                info.get("null_score_threshold", squad_decoding.DEFAULT_NULL_THRESHOLD)
+            ),
+        }
+
+    @classmethod
+    def serving_module(cls, model, tokenizer, info: dict, forward: Optional[str] = None):
+        """`QuestionAnsweringServing` (the Keras model's own call; `forward` must be None)."""
+        if forward not in (None, "keras"):
+            raise ValueError(f"forward={forward!r}: question-answering exports use 'keras'.")
+        return QuestionAnsweringServing(
+            model,
+            tokenizer,
+            max_seq_length=info["max_seq_length"],
+            max_query_length=info["max_query_length"],
+            max_answer_length=info["max_answer_length"],
+            version_2=info["squad_version"] == "2.0",
+            null_score_threshold=info["null_score_threshold"],
+        )
+
+    @classmethod
+    def serving_config(cls, module, info: dict) -> dict:
+        """The SQuAD version, the window and answer settings, the beam."""
+        return {
+            "squad_version": info["squad_version"],
+            "version_2": info["squad_version"] == "2.0",
+            "max_query_length": info["max_query_length"],
+            "max_answer_length": info["max_answer_length"],
+            "null_score_threshold": info["null_score_threshold"],
+            "doc_stride": info.get("doc_stride"),
+            "is_pair": True,
+            "label_names": None,
+            "beam_size": module.model.task_head.beam_size,
+        }
+
+    @classmethod
+    def check_requests(cls, reference) -> tuple[list[dict], list[Optional[dict]], list[str]]:
+        return check.build_requests(reference)
+
+    @classmethod
+    def benchmark_inputs(cls, benchmark: dict) -> dict:
+        """A fixed SQuAD question and paragraph, unless the benchmark names its own."""
+        if "texts" in benchmark:
+            return benchmark
+        return dict(
+            benchmark,
+            texts={
+                "question": base64.b64encode(check.BENCHMARK_QUESTION.encode()).decode(),
+                "context": base64.b64encode(check.BENCHMARK_CONTEXT.encode()).decode(),
+            },
+        )

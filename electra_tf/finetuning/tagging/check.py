@@ -39,7 +39,9 @@ def python_tags(reference, sentences: list) -> tuple[dict, dict]:
     config = reference.config
     names = list(config["label_names"])
     unseen = names.index("O") if "O" in names else -1
-    features = tagging_features.encode(reference.tokenizer, sentences, config["max_seq_length"])
+    features = tagging_features.encode(
+        reference.tokenizer, sentences, reference.text.max_seq_length
+    )
     inputs = padded_inputs(features, reference.tokenizer.pad_id)
     logits = np.asarray(reference.model(inputs, training=False), np.float32)
     width = max([len(s) for s in sentences] + [0])

@@ -48,6 +48,8 @@ from electra_tf.finetuning.classification.serving import (
 from electra_tf.finetuning.tagging.data import CJK_RANGES, OUTSIDE
 
 WORDS_SIGNATURE = "words"
+# How raw text is cut into words (recorded in a tagger's serving_config.json).
+WORD_SPLITTING = "whitespace; each CJK ideograph a word of its own"
 _CJK_CLASS = "[" + "".join(f"\\x{{{low:X}}}-\\x{{{high:X}}}" for low, high in CJK_RANGES) + "]"
 # Tab, line feed, vertical tab, form feed, carriage return and Unicode
 # separators split words; each CJK ideograph is kept as a word.

@@ -1,18 +1,22 @@
-"""Token classification as a fine-tuning task: words and tags in, seqeval's scores out.
+"""Token classification (the tagger kind): words and tags in, seqeval's scores out.
 
 `TaggingTask` gives the trial loop what it needs: the sentences as inputs
 with a label on each word's first piece, the tagger on the encoder (whose
 train step computes the loss), entity-level dev scores (`tagging_metrics`)
 and, per trial, `dev_predictions.txt` (and `test_predictions.txt`) in the
-conlleval layout.
+conlleval layout. As a class, it serves and checks a saved tagger
+(`serving`, `check`) and converts it from and to `transformers`'
+`ElectraForTokenClassification`.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections import Counter
 from typing import ClassVar, Optional
 
+import numpy as np
 import tensorflow as tf
 
 from electra_tf.artifacts.finetuning_dir import TrialDir
@@ -21,19 +25,32 @@ from electra_tf.artifacts.tagged_predictions import (
     TEST_PREDICTIONS_FILE,
     write_tagged,
 )
+from electra_tf.errors import RunError
+from electra_tf.finetuning.classification.data import TAGGING
 from electra_tf.finetuning.settings import require_positive
+from electra_tf.finetuning.tagging import check
 from electra_tf.finetuning.tagging import features as tagging_features
 from electra_tf.finetuning.tagging import metrics as tagging_metrics
 from electra_tf.finetuning.tagging.data import (
+    AUTO,
     OUTSIDE,
     PLAIN,
+    TAG_FORMAT_CHOICES,
+    TAG_FORMATS,
     TaggedSplit,
     TaggingData,
     TaggingDefinition,
+    detect_tag_format,
+    load_tagging_files,
 )
-from electra_tf.finetuning.tagging.model import build_tagger
+from electra_tf.finetuning.tagging.model import ElectraTagger, build_tagger
+from electra_tf.finetuning.tagging.serving import WORD_SPLITTING, TaggerServing
+from electra_tf.finetuning.task_kind import TaskKind, TaskOptions, format_table, trials_table
 
-TAGGER = "tagger"  # the `kind` of a saved tagger
+# transformers' names of the head: one linear layer on every position.
+HF_HEAD_WEIGHT, HF_HEAD_BIAS = "classifier.weight", "classifier.bias"
+# The served length of an imported tagger when the import names none.
+DEFAULT_MAX_SEQ_LENGTH = 128
 
 
 @dataclasses.dataclass
@@ -52,8 +69,8 @@ def tag_strings(definition: TaggingDefinition, ids: list[list[int]]) -> list[lis
 
 
 @dataclasses.dataclass
-class TaggingTask:
-    """A tagging task for the trial loop.
+class TaggingTask(TaskKind):
+    """A tagging task for the trial loop, and the tagger kind.
 
     Attributes:
         definition: the tags and how they are scored.
@@ -67,15 +84,49 @@ class TaggingTask:
     data: TaggingData
     max_seq_length: int = 128
     max_train_examples: Optional[int] = None
-    console_keys: ClassVar[tuple[str, ...]] = ("loss", "accuracy")
-    evaluate_every_epoch: ClassVar[bool] = True
-    run_files: ClassVar[tuple[str, ...]] = ()
+    KIND: ClassVar[str] = "tagger"
+    MODEL_CLASS: ClassVar[type] = ElectraTagger
+    HF_ARCHITECTURE: ClassVar[Optional[str]] = "ElectraForTokenClassification"
     _encoded: Optional[_Encoded] = dataclasses.field(default=None, init=False, repr=False)
 
     def __post_init__(self):
         require_positive(max_seq_length=self.max_seq_length)
         if self.max_train_examples is not None:
             require_positive(max_train_examples=self.max_train_examples)
+
+    @classmethod
+    def selected_by(cls, options: TaskOptions) -> bool:
+        """`--task_type=tagging`."""
+        return options.files.task_type == TAGGING
+
+    @classmethod
+    def from_options(cls, options: TaskOptions) -> "TaggingTask":
+        """The user's CoNLL or JSONL files (`--train_file`, `--dev_file`, `--test_file`)."""
+        run = options.run
+        if not run.train_file:
+            raise RunError("--task_type=tagging needs --train_file (CoNLL columns or JSONL).")
+        options.refuse(
+            "text_pair_column",
+            "index_column",
+            "data_dir",
+            "predict_file",
+            "double_unordered",
+            reason="is not used with --task_type=tagging.",
+        )
+        definition, data = load_tagging_files(
+            run.task or "tagging",
+            run.train_file,
+            run.dev_file,
+            run.test_file,
+            run.tag_format,
+            options.files.labels,
+            words_key=options.files.text_column if "text_column" in options.given else "tokens",
+            tags_key=options.files.label_column if "label_column" in options.given else "tags",
+            warn=options.print_fn,
+        )
+        if data.dev is None:
+            options.print_fn("No dev set: training only (give --dev_file to score every epoch).")
+        return cls(definition, data, run.max_seq_length or 128, run.max_train_examples)
 
     @property
     def name(self) -> str:
@@ -101,12 +152,8 @@ class TaggingTask:
         return values
 
     def model_info(self) -> dict:
-        """What serving needs beside the model: the tags and the length."""
-        return {
-            "kind": TAGGER,
-            "task": self.definition.to_dict(),
-            "max_seq_length": self.max_seq_length,
-        }
+        """What serving needs beside the model and its text path: the tags."""
+        return {"task": self.definition.to_dict()}
 
     def _tag_ids(self, split: TaggedSplit) -> list[list[int]]:
         index = {name: i for i, name in enumerate(self.definition.tag_names)}
@@ -220,9 +267,113 @@ class TaggingTask:
             write_tagged(files[TEST_PREDICTIONS_FILE], self.data.test.sentences, predicted)
         return scores, files
 
-    def format_metrics(self, scores: dict) -> str:
-        """The micro-averaged metrics for the console, in percent."""
-        return ", ".join(f"{k} {100 * v:.2f}" for k, v in scores.items() if "/" not in k)
+    def format_results(self, results: dict) -> str:
+        """The trials' micro-averaged scores, then the median per entity type."""
+        return (
+            f"Dev results ({self.name}, percent; primary metric: {self.primary_metric}):\n"
+            + format_tables(results, self.definition.tag_format)
+        )
+
+    # ------------------------------------------------------------------
+    # A saved tagger.
+
+    @classmethod
+    def serving_module(cls, model, tokenizer, info: dict, forward: Optional[str] = None):
+        """`TaggerServing` (the Keras model's own call; `forward` must be None)."""
+        if forward not in (None, "keras"):
+            raise ValueError(f"forward={forward!r}: tagger exports use 'keras'.")
+        return TaggerServing(model, tokenizer, info["max_seq_length"], cls.label_names(info))
+
+    @classmethod
+    def serving_config(cls, module, info: dict) -> dict:
+        """The tags, how they are scored and how raw text is cut into words."""
+        definition = TaggingDefinition.from_dict(info["task"])
+        return {
+            "is_pair": False,
+            "label_names": list(definition.tag_names),
+            "tag_format": definition.tag_format,
+            "word_splitting": WORD_SPLITTING,
+            "task": definition.to_dict(),
+        }
+
+    @classmethod
+    def label_names(cls, info: dict) -> list[str]:
+        return list(TaggingDefinition.from_dict(info["task"]).tag_names)
+
+    @classmethod
+    def check_requests(cls, reference) -> tuple[list[dict], list[Optional[dict]], list[str]]:
+        return check.build_requests(reference)
+
+    # ------------------------------------------------------------------
+    # transformers' ElectraForTokenClassification: `electra.*` plus one linear
+    # layer on every position's final hidden state (our `task_head`, its
+    # kernel transposed); config.json carries the tags as id2label / label2id.
+
+    @classmethod
+    def hf_head_state(cls, model) -> dict[str, np.ndarray]:
+        return {
+            HF_HEAD_WEIGHT: np.asarray(model.task_head.kernel.numpy(), np.float32).T,
+            HF_HEAD_BIAS: np.asarray(model.task_head.bias.numpy(), np.float32),
+        }
+
+    @classmethod
+    def hf_config(cls, info: dict) -> dict:
+        definition = TaggingDefinition.from_dict(info["task"])
+        return {
+            "finetuning_task": definition.name,
+            "id2label": {str(i): tag for i, tag in enumerate(definition.tag_names)},
+            "label2id": {tag: i for i, tag in enumerate(definition.tag_names)},
+        }
+
+    @classmethod
+    def from_hf(cls, encoder, hf_config: dict, state: dict, source: str, options: dict):
+        """The tagger of `state`'s `classifier.*` on `encoder`, and its info.
+
+        Args:
+            options: `tag_format` (`auto`: from the tag names) and
+                `max_seq_length` (default 128, at most the position embeddings).
+
+        Raises:
+            RunError: no head, or a head that does not fit the encoder.
+        """
+        if HF_HEAD_WEIGHT not in state:
+            raise RunError(f"{source}: no {HF_HEAD_WEIGHT}; not an {cls.HF_ARCHITECTURE}.")
+        labels = hf_config.get("id2label") or {}
+        num_tags = int(state[HF_HEAD_WEIGHT].shape[0])
+        tags = [labels.get(str(i), f"LABEL_{i}") for i in range(num_tags)]
+        tag_format = options.get("tag_format") or AUTO
+        if tag_format == AUTO:
+            try:
+                tag_format = detect_tag_format(tags)
+            except ValueError as error:
+                raise RunError(f"{source}: id2label: {error}.") from None
+        elif tag_format not in TAG_FORMATS:
+            raise RunError(f"tag_format={tag_format!r}: choose {', '.join(TAG_FORMAT_CHOICES)}.")
+        tagger = ElectraTagger(
+            encoder, num_tags, initializer_range=encoder.initializer_range, name="tagger"
+        )
+        kernel = state[HF_HEAD_WEIGHT].T
+        if kernel.shape != tuple(tagger.task_head.kernel.shape):
+            raise RunError(
+                f"{source}: {HF_HEAD_WEIGHT} has shape {state[HF_HEAD_WEIGHT].shape}, "
+                f"expected ({num_tags}, {encoder.hidden_size})."
+            )
+        tagger.task_head.kernel.assign(kernel)
+        tagger.task_head.bias.assign(state.get(HF_HEAD_BIAS, np.zeros(num_tags, np.float32)))
+        entity = tag_format != PLAIN
+        definition = TaggingDefinition(
+            name=hf_config.get("finetuning_task") or os.path.basename(os.path.normpath(source)),
+            tag_names=tags,
+            tag_format=tag_format,
+            metrics=("precision", "recall", "f1", "accuracy") if entity else ("accuracy",),
+            primary_metric="f1" if entity else "accuracy",
+        )
+        length = options.get("max_seq_length") or DEFAULT_MAX_SEQ_LENGTH
+        info = {
+            "task": definition.to_dict(),
+            "max_seq_length": min(length, encoder.max_position_embeddings),
+        }
+        return tagger, info
 
 
 def format_tables(results: dict, tag_format: str) -> str:
@@ -233,31 +384,18 @@ def format_tables(results: dict, tag_format: str) -> str:
         tag_format: the task's tag format (plain tags have no types).
     """
     median = results["median"]
-    micro = [k for k in median if "/" not in k]
-    trials = results["trials"]
-
-    def table(header, rows):
-        widths = [max(len(r[i]) for r in [header] + rows) for i in range(len(header))]
-        lines = ["  ".join(c.rjust(w) for c, w in zip(r, widths)) for r in [header] + rows]
-        lines.insert(1, "  ".join("-" * w for w in widths))
-        return "\n".join(lines)
-
-    def percent(value):
-        return "" if value is None else f"{100 * value:.2f}"
-
-    rows = [
-        [str(t["trial"]), str(t["seed"])] + [percent(t["dev"].get(k)) for k in micro]
-        for t in trials
-    ]
-    rows.append(["median", ""] + [percent(median[k]) for k in micro])
-    text = table(["trial", "seed"] + micro, rows)
+    text = trials_table(results, [k for k in median if "/" not in k])
     types = sorted({k.split("/", 1)[1] for k in median if "/" in k})
     if tag_format != PLAIN and types:
+
+        def percent(value):
+            return "" if value is None else f"{100 * value:.2f}"
+
         type_rows = [
             [t] + [percent(median.get(f"{m}/{t}")) for m in ("precision", "recall", "f1")]
             for t in types
         ]
-        text += "\n\nPer entity type (median):\n" + table(
+        text += "\n\nPer entity type (median):\n" + format_table(
             ["type", "precision", "recall", "f1"], type_rows
         )
     return text

@@ -1,0 +1,151 @@
+"""Requests and expected answers for checking a classifier export (`electra_tf.serving.check`).
+
+The expected answers come from the fine-tuning path, independent of the
+graph: `features.encode` tokenizes and packs the texts in Python and the
+Keras model in `assets.extra/` scores them. `sequence_requests` also serves
+the pre-trained discriminator's check, whose signatures take the same
+inputs.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Optional
+
+import numpy as np
+
+from electra_tf.artifacts.check_requests import bytes_spec, ids_spec
+from electra_tf.finetuning.classification import features
+from electra_tf.finetuning.classification.serving import IDS_SIGNATURE, TEXT_SIGNATURE
+
+SAMPLE_TEXTS = [
+    "The movie was very good.",
+    "ÉLAN Vital: the Café's CRÈME brûlée",
+    "한국어 문장도 토큰화합니다.",
+    "中文句子，逐字切分。",
+    "",
+    " ".join(["a long sentence that goes on and on"] * 40),
+]
+SAMPLE_PAIRS = ["Was it fun?", "", "영화", "plot twist " * 30, "naïve", "x"]
+INVALID_UTF8 = b"bad \xff\xfe bytes \xc3"
+
+
+def encode(reference, texts_a: list, texts_b: Optional[list]) -> dict:
+    """Python-side tokenization and packing, padded to the longest example: int32 [B, L]."""
+    encoded = features.encode(reference.tokenizer, texts_a, texts_b, reference.text.max_seq_length)
+    length = max(len(ids) for ids, _ in encoded)
+    ids = np.full((len(encoded), length), reference.tokenizer.pad_id, np.int32)
+    mask = np.zeros_like(ids)
+    segments = np.zeros_like(ids)
+    for row, (example_ids, example_segments) in enumerate(encoded):
+        ids[row, : len(example_ids)] = example_ids
+        mask[row, : len(example_ids)] = 1
+        segments[row, : len(example_ids)] = example_segments
+    return {"input_ids": ids, "input_mask": mask, "segment_ids": segments}
+
+
+def classifier_outputs(reference, inputs: dict, with_tokens: bool) -> dict:
+    """What a classifier's signatures return for `inputs` (the same with or without text)."""
+    del with_tokens
+    raw = np.asarray(reference.model(inputs, training=False), np.float32)
+    config = reference.config
+    if config["label_names"] is None:
+        return {"score": raw.reshape(-1) * config["label_scale"]}
+    shifted = np.exp(raw - raw.max(axis=-1, keepdims=True))
+    label_id = raw.argmax(axis=-1).astype(np.int32)
+    names = np.array([n.encode() for n in config["label_names"]], dtype=object)
+    return {
+        "logits": raw,
+        "probabilities": shifted / shifted.sum(axis=-1, keepdims=True),
+        "label_id": label_id,
+        "label": names[label_id],
+    }
+
+
+def sequence_requests(
+    reference, expect: Callable[[object, dict, bool], dict], empty_batch: bool
+) -> tuple[list[dict], list[Optional[dict]], list[str]]:
+    """The requests of a model served on `text` (and `text_pair`) or on token ids.
+
+    Args:
+        reference: the export's in-process model, config and tokenizer.
+        expect: (reference, inputs, with_tokens) -> the outputs the
+            signatures should return for those inputs (`with_tokens`: the raw
+            text signature, which may also return the tokens).
+        empty_batch: also send a batch of no text (outputs without a length axis).
+
+    Returns:
+        (requests, expected outputs or None for "must fail", a description of each).
+    """
+    pair = reference.config["is_pair"]
+    texts_a = [t.encode() for t in SAMPLE_TEXTS] + [INVALID_UTF8]
+    texts_b = [t.encode() for t in SAMPLE_PAIRS] + [INVALID_UTF8] if pair else None
+    text_inputs = {"text": bytes_spec(texts_a)}
+    if pair:
+        text_inputs["text_pair"] = bytes_spec(texts_b)
+    encoded = encode(reference, texts_a, texts_b)
+    single = {"text": bytes_spec([texts_a[0]])}
+    if pair:
+        single["text_pair"] = bytes_spec([texts_b[0]])
+    expected_single = expect(
+        reference, encode(reference, texts_a[:1], texts_b[:1] if pair else None), True
+    )
+    requests = [
+        {"signature": TEXT_SIGNATURE, "inputs": text_inputs},
+        {"signature": TEXT_SIGNATURE, "inputs": single},
+        {"signature": IDS_SIGNATURE, "inputs": {k: ids_spec(v) for k, v in encoded.items()}},
+    ]
+    expected = [
+        expect(reference, encoded, True),
+        expected_single,
+        expect(reference, encoded, False),
+    ]
+    names = [
+        f"{TEXT_SIGNATURE}: {len(texts_a)} sample texts",
+        f"{TEXT_SIGNATURE}: one text",
+        f"{IDS_SIGNATURE}: the same examples as token ids",
+    ]
+    if empty_batch:
+        requests.append(
+            {"signature": TEXT_SIGNATURE, "inputs": {k: bytes_spec([]) for k in text_inputs}}
+        )
+        expected.append({k: np.asarray(v)[:0] for k, v in expected_single.items()})
+        names.append(f"{TEXT_SIGNATURE}: no text (empty outputs)")
+    # Malformed requests: each must come back as an error, not a crash.
+    bad_ids = dict(
+        encoded, input_ids=np.full_like(encoded["input_ids"], reference.tokenizer.vocab_size)
+    )
+    wrong_text_dtype = {k: ids_spec(np.zeros(2)) for k in text_inputs}
+    wrong_text_rank = {k: bytes_spec([[b"a", b"b"]]) for k in text_inputs}
+    bad = [
+        ("text as int32", TEXT_SIGNATURE, wrong_text_dtype),
+        ("text of rank 2", TEXT_SIGNATURE, wrong_text_rank),
+        ("ids out of the vocabulary", IDS_SIGNATURE, {k: ids_spec(v) for k, v in bad_ids.items()}),
+        (
+            "ids with a [B, L+1] mask",
+            IDS_SIGNATURE,
+            {
+                "input_ids": ids_spec(encoded["input_ids"]),
+                "input_mask": ids_spec(np.pad(encoded["input_mask"], ((0, 0), (0, 1)))),
+                "segment_ids": ids_spec(encoded["segment_ids"]),
+            },
+        ),
+        ("ids as strings", IDS_SIGNATURE, {k: bytes_spec([[b"1"]]) for k in encoded}),
+    ]
+    if pair:
+        bad.append(
+            (
+                "text_pair of another batch size",
+                TEXT_SIGNATURE,
+                {"text": bytes_spec([b"a", b"b"]), "text_pair": bytes_spec([b"a"])},
+            )
+        )
+    for name, signature, inputs in bad:
+        requests.append({"signature": signature, "inputs": inputs, "expect_error": True})
+        expected.append(None)
+        names.append(f"{signature}: {name} (must be rejected)")
+    return requests, expected, names
+
+
+def build_requests(reference) -> tuple[list[dict], list[Optional[dict]], list[str]]:
+    """The classifier's requests: raw text, one text, token ids, no text, malformed ones."""
+    return sequence_requests(reference, classifier_outputs, empty_batch=True)

@@ -1,0 +1,272 @@
+"""The one contract every kind of fine-tuning task implements.
+
+A task kind — classification and regression, question answering, token
+classification — is one class. An instance is a task with its data, as the
+trial loop (`electra_tf.training.finetuning_loop`) runs it: it reads the
+files, turns them into features, puts a head on the encoder (whose train
+step computes the loss), scores the dev split and writes its predictions.
+The class itself answers for every model of its kind once it is saved:
+its TF Serving signatures and the entries of `serving_config.json`
+(`electra_tf.serving.exporter`), the requests that check an export
+(`electra_tf.serving.check`) and the names of its head in Hugging Face's
+`transformers` (`electra_tf.interop.hf_finetuned`).
+
+`electra_tf.finetuning.kinds` lists the kinds. A model's `info` (saved in
+`model.json` beside it, and read back by every export and check) holds its
+kind's `KIND`, what `model_info` returns and its `TextPath`; nothing
+outside a kind's own package tests which kind a model is.
+"""
+
+from __future__ import annotations
+
+import abc
+import dataclasses
+from typing import Callable, ClassVar, Optional
+
+import numpy as np
+import tensorflow as tf
+
+from electra_tf.artifacts.finetuning_dir import TrialDir, holds_saved_model, load_saved_model
+from electra_tf.artifacts.serving_dir import VersionDir
+from electra_tf.errors import RunError
+from electra_tf.finetuning.classification.data import FileTaskOptions
+from electra_tf.finetuning.settings import FinetuneOptions
+from electra_tf.tokenization import WordPieceTokenizer
+
+
+@dataclasses.dataclass
+class TaskOptions:
+    """What the fine-tuning command line says about the task.
+
+    Attributes:
+        run: what is fine-tuned, on which data (`FinetuneOptions`).
+        files: how the user's files are read (`FileTaskOptions`).
+        given: the names of the flags given on the command line (a kind may
+            default a flag differently when it is absent).
+        print_fn: console output (warnings while reading).
+    """
+
+    run: FinetuneOptions
+    files: FileTaskOptions
+    given: frozenset = frozenset()
+    print_fn: Callable[[str], None] = print
+
+    def refuse(self, *names: str, reason: str) -> None:
+        """Raises RunError for the first of the flags `names` that is set: `--name <reason>`."""
+        for name in names:
+            for options in (self.run, self.files):
+                if getattr(options, name, None):
+                    raise RunError(f"--{name} {reason}")
+
+
+def format_scores(scores: dict, percent: bool = True) -> str:
+    """`name value, ...` of the scores without a `/` (per-type scores), in percent."""
+    scale = 100.0 if percent else 1.0
+    return ", ".join(f"{k} {scale * v:.2f}" for k, v in scores.items() if "/" not in k)
+
+
+def format_table(header: list[str], rows: list[list[str]]) -> str:
+    """Right-aligned columns, a rule under the header."""
+    widths = [max(len(r[i]) for r in [header] + rows) for i in range(len(header))]
+    lines = ["  ".join(c.rjust(w) for c, w in zip(r, widths)) for r in [header] + rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def trials_table(results: dict, names: list[str], percent: bool = True) -> str:
+    """A run's trials and their median (results.json) as a text table of `names`."""
+    scale = 100.0 if percent else 1.0
+
+    def cell(value) -> str:
+        return "" if value is None else f"{scale * value:.2f}"
+
+    rows = [
+        [str(t["trial"]), str(t["seed"])] + [cell(t["dev"].get(n)) for n in names]
+        for t in results["trials"]
+    ]
+    rows.append(["median", ""] + [cell(results["median"].get(n)) for n in names])
+    return format_table(["trial", "seed"] + names, rows)
+
+
+class TaskKind(abc.ABC):
+    """A kind of fine-tuning task: the data, model, scores and export of its tasks.
+
+    Subclasses are dataclasses holding a task's data and settings. They
+    define the class attributes below and the abstract methods; the trial
+    loop reads the instance attributes `name`, `primary_metric`,
+    `default_epochs`, `max_seq_length` and `max_train_examples`.
+
+    Class attributes:
+        KIND: the kind's name in `model.json` and `serving_config.json`.
+        MODEL_CLASS: the Keras class of its models (a model's kind is the
+            kind of its class).
+        HF_ARCHITECTURE: the `transformers` class of a model of this kind
+            (None: not converted).
+        console_keys: values of the train step shown on progress lines.
+        evaluate_every_epoch: score the dev split at every epoch's end, not
+            only after the last.
+    """
+
+    KIND: ClassVar[str]
+    MODEL_CLASS: ClassVar[type]
+    HF_ARCHITECTURE: ClassVar[Optional[str]] = None
+    console_keys: ClassVar[tuple[str, ...]] = ("loss", "accuracy")
+    evaluate_every_epoch: ClassVar[bool] = True
+
+    # ------------------------------------------------------------------
+    # Reading: which kind the command line asks for, and its task.
+
+    @classmethod
+    @abc.abstractmethod
+    def selected_by(cls, options: TaskOptions) -> bool:
+        """Whether the command line asks for a task of this kind."""
+
+    @classmethod
+    @abc.abstractmethod
+    def from_options(cls, options: TaskOptions) -> "TaskKind":
+        """Reads the task's files (or TFDS splits) as the command line says.
+
+        Raises:
+            RunError (or the kind's data error): a flag that does not apply,
+                or data that cannot be read, naming the flag or file.
+        """
+
+    # ------------------------------------------------------------------
+    # The trial loop.
+
+    @property
+    def run_files(self) -> tuple[str, ...]:
+        """Prediction files of trial 0 also copied into the output directory."""
+        return ()
+
+    @property
+    @abc.abstractmethod
+    def num_train_examples(self) -> int:
+        """Examples per epoch (after `prepare`)."""
+
+    @abc.abstractmethod
+    def describe(self) -> dict:
+        """results.json's `task`: part of the run's identity."""
+
+    @abc.abstractmethod
+    def settings(self) -> dict:
+        """The task's own settings in results.json: part of the run's identity."""
+
+    @abc.abstractmethod
+    def model_info(self) -> dict:
+        """What a saved model of this task needs besides its text path (without `kind`)."""
+
+    @abc.abstractmethod
+    def prepare(self, tokenizer: WordPieceTokenizer, print_fn=print) -> dict:
+        """Tokenizes the data; returns the training data counts for results.json."""
+
+    @abc.abstractmethod
+    def train_dataset(self, batch_size: int, seed: int) -> tf.data.Dataset:
+        """(inputs, labels) batches, reshuffled every epoch with `seed`, repeated forever."""
+
+    @abc.abstractmethod
+    def build_model(self, encoder, seed: int):
+        """The encoder with a fresh head seeded by `seed`; a `FinetuningLoss` model."""
+
+    @abc.abstractmethod
+    def evaluate(
+        self, model, batch_size: int, trial: Optional[TrialDir] = None
+    ) -> tuple[dict, dict]:
+        """(dev metrics, {name: prediction file written into `trial`, when given})."""
+
+    def format_metrics(self, scores: dict) -> str:
+        """Dev metrics for the console (fractions shown in percent)."""
+        return format_scores(scores)
+
+    def format_results(self, results: dict) -> str:
+        """The run's trials and their median for the console (results.json)."""
+        names = [k for k in results["median"] if "/" not in k]
+        return (
+            f"Dev results ({self.name}, percent; primary metric: {self.primary_metric}):\n"
+            + trials_table(results, names)
+        )
+
+    @classmethod
+    def upgrade_description(cls, description: dict) -> dict:
+        """results.json's `task` as written by an earlier version, in the current form."""
+        return description
+
+    # ------------------------------------------------------------------
+    # A saved model of the kind. `info` is what `model.json` holds: `kind`,
+    # `model_info()` and the `TextPath`.
+
+    @classmethod
+    def resolve_info(cls, info: dict) -> dict:
+        """`info` with what models saved by earlier versions lack filled in."""
+        return info
+
+    @classmethod
+    @abc.abstractmethod
+    def serving_module(cls, model, tokenizer, info: dict, forward: Optional[str] = None):
+        """A `tf.Module` whose `signatures()` serve `model` (float32) on raw text and ids.
+
+        Args:
+            forward: how the signatures compute the model, for kinds with
+                more than one way (None: the kind's default).
+        """
+
+    @classmethod
+    def serving_config(cls, module, info: dict) -> dict:
+        """The kind's entries of `serving_config.json` (beside kind, text path and model)."""
+        return {}
+
+    @classmethod
+    def label_names(cls, info: dict) -> Optional[list[str]]:
+        """The names written to `labels.txt` (None: no such file)."""
+        return None
+
+    @classmethod
+    def reference_model(cls, version: VersionDir):
+        """The Keras model an export of this kind keeps in `assets.extra/` (for the check).
+
+        Raises:
+            RunError: there is none.
+        """
+        if not holds_saved_model(version.extra):
+            raise RunError(f"{version.path}: no fine-tuned model in assets.extra/ to compare with.")
+        return load_saved_model(version.extra)[0]
+
+    @classmethod
+    @abc.abstractmethod
+    def check_requests(cls, reference) -> tuple[list[dict], list[Optional[dict]], list[str]]:
+        """(requests, expected outputs or None for "must fail", a description of each).
+
+        `reference` has the export's `config` (serving_config.json), the
+        Keras `model` and the `tokenizer`; the expected outputs come from the
+        fine-tuning path in Python, independent of the signatures' graph.
+        """
+
+    @classmethod
+    def benchmark_inputs(cls, benchmark: dict) -> dict:
+        """The check's latency benchmark with the inputs this kind's signature takes."""
+        return benchmark
+
+    # ------------------------------------------------------------------
+    # Hugging Face `transformers` (kinds with an `HF_ARCHITECTURE`).
+
+    @classmethod
+    def hf_head_state(cls, model) -> dict[str, np.ndarray]:
+        """The head's weights under `transformers`' names (PyTorch layout)."""
+        raise NotImplementedError(f"{cls.KIND} models are not converted to transformers.")
+
+    @classmethod
+    def hf_config(cls, info: dict) -> dict:
+        """The head's entries of a `transformers` config.json (labels, task name)."""
+        return {}
+
+    @classmethod
+    def from_hf(cls, encoder, hf_config: dict, state: dict, source: str, options: dict):
+        """(model with `encoder` and the head of `state`, its info without the text path).
+
+        Args:
+            hf_config: the directory's config.json.
+            state: its weights ({name: array}, PyTorch layout).
+            source: the directory, for messages.
+            options: the import's settings (e.g. `max_seq_length`, `tag_format`).
+        """
+        raise NotImplementedError(f"{cls.KIND} models are not converted from transformers.")
