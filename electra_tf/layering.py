@@ -39,6 +39,7 @@ LAYERS = (
     # Loops, callbacks and checkpoints; serving exports and clients.
     # electra_tf.inspect runs a run's generator and discriminator on text.
     ("electra_tf.training", "electra_tf.serving", "electra_tf.inspect"),
-    # Command lines: every user command is a module of electra_tf.commands.
-    ("electra_tf.cli", "electra_tf.commands", "pretrain", "finetune"),
+    # Command lines: every user command is a module of electra_tf.commands;
+    # electra_tf.__main__ (`python -m electra_tf`, `electra-tf`) runs any of them.
+    ("electra_tf.cli", "electra_tf.commands", "electra_tf.__main__", "pretrain", "finetune"),
 )
