@@ -76,16 +76,10 @@ def test_a_command_runs_as_its_module_does(capsys, monkeypatch):
 
 
 def _python(*arguments, stdin=None):
+    """`python <arguments>` in the repository root (TensorFlow's start-up logs silenced)."""
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
-    return subprocess.run(
-        [sys.executable, *arguments],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env=env,
-        timeout=300,
-    )
+    output = dict(capture_output=True, text=True, timeout=300)
+    return subprocess.run([sys.executable, *arguments], input=stdin, cwd=ROOT, env=env, **output)
 
 
 @pytest.mark.slow

@@ -243,3 +243,18 @@ def test_a_run_directory_of_another_run_is_refused_before_anything_is_built(work
         planned(request(work, vocab_file=str(work / "shuffled.txt")))
     assert (sorted(os.listdir(data)) if os.path.exists(data) else []) == before
     assert sorted(os.listdir(first.run_dir)) == ["config.json", "vocab.txt"]
+
+
+def test_a_renamed_corpus_finds_its_run_and_data(work):
+    first = planned(request(work))
+    os.makedirs(first.run_dir)
+    os.makedirs(first.data_dir)
+    os.rename(work / "text" / "wiki.txt", work / "text" / "ko.txt")
+    renamed = planned(request(work, corpus=[str(work / "text" / "ko.txt")]))
+    digest = first.run_dir.rsplit("-", 1)[1]
+    # New names (the new stem, the same content hash), linked to the folders already there.
+    assert renamed.run_dir == str(work / "runs" / f"tiny-ko-{digest}")
+    assert renamed.data_dir == str(work / "data" / f"ko-{digest}")
+    assert os.path.islink(renamed.run_dir) and os.path.islink(renamed.data_dir)
+    assert os.path.realpath(renamed.run_dir) == os.path.realpath(first.run_dir)
+    assert os.path.realpath(renamed.data_dir) == os.path.realpath(first.data_dir)

@@ -58,6 +58,7 @@ from electra_tf.data.corpus_digest import DIGEST_CACHE_FILE
 from electra_tf.data.preparation import (
     PreparationError,
     PreparedData,
+    ShardBuilds,
     corpus_path,
     prepare_pretraining_data,
 )
@@ -209,12 +210,12 @@ def _quiet(message: str) -> None:
     del message
 
 
-def _checked(config: PretrainingConfig) -> PretrainingConfig:
+def _checked(config: PretrainingConfig) -> None:
+    """`config.validate()`, its error a `RunError`."""
     try:
         config.validate()
     except ConfigError as error:
         raise RunError(str(error)) from None
-    return config
 
 
 class _Places:
@@ -427,7 +428,9 @@ def _given_vocab(
     return None
 
 
-def _load_init_checkpoint(config: PretrainingConfig, overrides: dict, request, print_fn):
+def _load_init_checkpoint(
+    config: PretrainingConfig, overrides: dict, request: PretrainingRequest, print_fn
+):
     """Reads --init_checkpoint (None without one); its vocabulary and casing become the defaults."""
     if not config.init_checkpoint:
         return None
@@ -668,23 +671,18 @@ def _prebuilt_data(
     )
     eval_shard_dir = plan.eval_shard_dir
     if plan.eval_corpus:
-        from electra_tf.data.shard_build import write_shards
-
         eval_shard_dir = os.path.join(eval_shard_dir, own_copy)
+        builds = ShardBuilds(
+            tokenizer,
+            config,
+            _shard_workers(request),
+            request.invalid_utf8,
+            _Places(request, print_fn).digest_cache,
+            print_fn,
+        )
         try:
-            write_shards(
-                plan.eval_corpus,
-                eval_shard_dir,
-                tokenizer.get_config(),
-                max_seq_length=config.max_seq_length,
-                num_shards=None,
-                num_workers=_shard_workers(request),
-                seed=config.seed,
-                invalid_utf8=request.invalid_utf8,
-                digest_cache=_Places(request, print_fn).digest_cache,
-                progress=print_fn,
-            )
-        except ShardError as error:
+            builds.build(plan.eval_corpus, eval_shard_dir, (0.0, 1.0), "held-out", None)
+        except PreparationError as error:
             raise RunError(f"--eval_corpus: {error}") from None
     elif eval_shard_dir is None:
         print_fn(
