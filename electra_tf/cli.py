@@ -167,12 +167,13 @@ def define_finetune_flags(module_name: str, flag_values=flags.FLAGS) -> None:
         define_field_flags(cls, module_name, flag_values)
 
 
-def define_strategy_flags(module_name: str) -> None:
+def define_strategy_flags(module_name: str, flag_values=flags.FLAGS) -> None:
     """--strategy and --num_cpu_devices, the devices a command trains on.
 
     Args:
         module_name: the command's module; the flags count as its own (they
             are listed by its --helpshort).
+        flag_values: where to define them.
     """
     flags.DEFINE_enum(
         "strategy",
@@ -183,6 +184,7 @@ def define_strategy_flags(module_name: str) -> None:
         "MirroredStrategy over all GPUs, or the logical CPU devices without one; "
         "multi_worker: MultiWorkerMirroredStrategy from TF_CONFIG; default: one "
         "device, no distribution.",
+        flag_values=flag_values,
         module_name=module_name,
     )
     flags.DEFINE_integer(
@@ -190,6 +192,7 @@ def define_strategy_flags(module_name: str) -> None:
         1,
         "Split the CPU into this many logical devices "
         "(with --strategy=mirrored: exercise multi-replica training on a CPU).",
+        flag_values=flag_values,
         module_name=module_name,
     )
 
@@ -254,6 +257,19 @@ def _define_help_flags(description: str) -> None:
     flags.DEFINE_flag(_HelpFlag("helpfull", None, description, full=True))
 
 
+def _module_flags(module_name: str) -> list:
+    """The flags defined for `module_name`, "__main__" included.
+
+    absl reads the name "__main__" as sys.argv[0], under which a command run
+    as `python -m` (or through `electra-tf`) did not define its flags.
+    """
+    found = flags.FLAGS.get_key_flags_for_module(module_name)
+    for flag in flags.FLAGS.flags_by_module_dict().get(module_name, []):
+        if flag not in found:
+            found.append(flag)
+    return found
+
+
 def run(
     main: Callable, flags_module: str, description: Optional[str] = None, known_only: bool = False
 ) -> None:
@@ -273,7 +289,7 @@ def run(
             `main` gets (for another parser, such as Beam's).
     """
     program = os.path.basename(sys.argv[0])
-    for flag in flags.FLAGS.get_key_flags_for_module(flags_module):
+    for flag in _module_flags(flags_module):
         flags.FLAGS.register_key_flag_for_module(sys.argv[0], flag)
     _define_help_flags(description or sys.modules[flags_module].__doc__ or "")
 

@@ -164,7 +164,7 @@ def check_batch_split(
     """Raises RunError unless the global batch splits evenly into replicas and micro-batches.
 
     Equal shares are what make the replicas' summed gradients the gradient of
-    the global batch (see `electra_tf.training.train_step`).
+    the global batch (see `electra_tf.modeling.train_step`).
     """
     replicas = strategy.num_replicas_in_sync
     if train_batch_size % (replicas * gradient_accumulation_steps):

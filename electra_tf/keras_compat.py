@@ -54,7 +54,7 @@ class PresummedGradients:
 
     Keras clips *before* its own all-reduce, which under MirroredStrategy
     would clip each replica's partial gradient by its local norm. The train
-    step sums first (`electra_tf.training.train_step`), so the clip is the
+    step sums first (`electra_tf.modeling.train_step`), so the clip is the
     global-norm clip, and this skips the second sum.
     """
 

@@ -1,13 +1,16 @@
 """The layers of electra-tf, lowest first: a module imports only from its own layer or below.
 
-Each layer lists module prefixes: `electra_tf.modeling` covers the package
-and every module in it; the longest listed prefix decides where a module
-sits, so a module inside a package can sit above (or below) the rest of it.
-`tests/test_layering.py` reads this list and fails on any import from a
-lower layer to a higher one and on any import cycle. The package's own `__init__` stands outside the order: it imports the modules
-that define Keras classes, so that `import electra_tf` registers them. The
-research tools in the repository's `tools/` (benchmark, study, parity...) are
-not part of the package and not listed: they import it, never the reverse.
+Each layer lists packages and top-level modules: `electra_tf.modeling` covers
+the package and every module in it. A package sits in one layer whole: a
+module its package's layer would put too high or too low belongs in another
+package, and no module is listed apart from its package.
+`tests/test_layering.py` reads this list and fails on any import from a lower
+layer to a higher one, on any import cycle and on a module listed apart from
+its package. The package's own `__init__` stands outside the order: it
+imports the modules that define Keras classes, so that `import electra_tf`
+registers them. The research tools in the repository's `tools/` (benchmark,
+study, parity...) are not part of the package and not listed: they import
+it, never the reverse.
 """
 
 LAYERS = (
@@ -26,13 +29,8 @@ LAYERS = (
         "electra_tf.text_compat",
         "electra_tf.text_packing",
     ),
-    # Models, input pipelines, and the optimiser and train step every training run uses.
-    (
-        "electra_tf.modeling",
-        "electra_tf.data",
-        "electra_tf.optimization",
-        "electra_tf.training.train_step",
-    ),
+    # Models (with the train step every model mixes in), input pipelines, the optimiser.
+    ("electra_tf.modeling", "electra_tf.data", "electra_tf.optimization"),
     # What is on disk: run, export, trial and results layouts, serving versions.
     ("electra_tf.artifacts",),
     # Objectives and tasks: pre-training, and fine-tuning data, heads, losses and metrics.
@@ -42,6 +40,7 @@ LAYERS = (
     # Loops, callbacks and checkpoints; serving exports and clients.
     # electra_tf.inspect runs a run's generator and discriminator on text.
     ("electra_tf.training", "electra_tf.serving", "electra_tf.inspect"),
-    # Command lines: every user command is a module of electra_tf.commands.
-    ("electra_tf.cli", "electra_tf.commands", "pretrain", "finetune"),
+    # Command lines: every user command is a module of electra_tf.commands;
+    # electra_tf.__main__ (`python -m electra_tf`, `electra-tf`) runs any of them.
+    ("electra_tf.cli", "electra_tf.commands", "electra_tf.__main__", "pretrain", "finetune"),
 )

@@ -73,7 +73,7 @@ class AdamWeightDecay(PresummedGradients, DecayInUpdateStep, keras.optimizers.Op
     update = m / (sqrt(v) + epsilon) + weight_decay * w;  w -= lr * update.
 
     Gradients must arrive already summed over replicas (see
-    `electra_tf.training.train_step`): Keras clips *before* its own
+    `electra_tf.modeling.train_step`): Keras clips *before* its own
     all-reduce, which under MirroredStrategy would clip each replica's partial
     gradient by its local norm. Summing first, then clipping, gives the
     global-norm clip of the original code, and this class skips the second

@@ -58,14 +58,12 @@ def _imports(path: str, module: str, modules: dict) -> list:
 
 
 def _layer(module: str):
-    """Index in LAYERS of the longest prefix covering `module` (None: not placed)."""
-    best, best_length = None, -1
+    """Index in LAYERS of the prefix covering `module` (None: not placed)."""
     for index, prefixes in enumerate(LAYERS):
         for prefix in prefixes:
-            covers = module == prefix or module.startswith(prefix + ".")
-            if covers and len(prefix) > best_length:
-                best, best_length = index, len(prefix)
-    return best
+            if module == prefix or module.startswith(prefix + "."):
+                return index
+    return None
 
 
 def _graph():
@@ -84,6 +82,19 @@ def test_every_module_has_a_layer():
         "electra_tf.finetuning.kinds",
         "electra_tf.modeling.electra",
     }
+
+
+def test_a_package_sits_in_one_layer():
+    """No module is listed apart from its package: what sits elsewhere moves to another package."""
+    listed = [prefix for prefixes in LAYERS for prefix in prefixes]
+    assert len(listed) == len(set(listed)), "a prefix listed twice in electra_tf/layering.py"
+    nested = [
+        f"{inner} (inside {outer})"
+        for inner in listed
+        for outer in listed
+        if inner.startswith(outer + ".")
+    ]
+    assert not nested, "modules listed apart from their package: " + ", ".join(nested)
 
 
 def test_no_import_points_up():

@@ -148,5 +148,6 @@ def test_pip_installs_every_module_and_the_commands(tmp_path):
     assert not list(site.rglob("peers")) and not (site / "tools").exists()
     entry_points = next(site.glob("electra_tf-*.dist-info")) / "entry_points.txt"
     scripts = entry_points.read_text()
+    assert "electra-tf = electra_tf.__main__:main" in scripts
     assert "electra-pretrain = electra_tf.commands.pretrain:run" in scripts
     assert "electra-finetune = electra_tf.commands.finetune:run" in scripts

@@ -3,6 +3,8 @@
 The commands a study runs (pretrain, finetune) are replaced by a stand-in
 that writes what they would write, so these tests check the runner alone;
 tests/test_pretrain_cli.py and tests/test_finetune_cli.py cover the commands.
+The study plans every pre-training cell in its own process first (the
+library's `plan`, which builds nothing): that part is real here.
 """
 
 import csv
@@ -59,8 +61,8 @@ class FakeCommands:
 
     def __call__(self, arguments, log_path, label):
         flags = dict(a[2:].split("=", 1) for a in arguments if a.startswith("--") and "=" in a)
-        assert arguments[1] == "-m"  # python -m electra_tf.commands.<command>
-        command = arguments[2].rsplit(".", 1)[-1]
+        assert arguments[1:3] == ["-m", "electra_tf"]  # python -m electra_tf <command>
+        command = arguments[3]
         self.calls.append((command, flags))
         out = flags["output_dir"]
         os.makedirs(out, exist_ok=True)
@@ -232,6 +234,28 @@ def test_cpu_scale_samples_at_temperature_two_unless_a_variant_says_otherwise(
         for command, flags in fake.calls
         if command == "pretrain"
     )
+
+
+@pytest.mark.parametrize(
+    "variant, message",
+    [
+        ({"objective": "bogus"}, "pre-training bert: --objective='bogus'"),
+        ({"objectiv": "mlm"}, "pre-training bert: Unknown command line flag 'objectiv'"),
+        ({"mask_rate": 1.5}, "pre-training bert: --mask_rate=1.5: must be in (0, 1)"),
+    ],
+)
+def test_flags_the_pretraining_refuses_stop_the_study_before_any_cell_trains(
+    tmp_path, corpus, monkeypatch, variant, message
+):
+    out = str(tmp_path / "study")
+    fake = FakeCommands(out)
+    monkeypatch.setattr(study, "run_command", fake)
+    spec = make_spec(corpus, variants={"electra": {}, "bert": variant})
+    with pytest.raises(study.StudyError) as caught:
+        study.run_study(spec, out)
+    assert str(caught.value).startswith(message)
+    assert fake.calls == []  # not even the first cell, whose flags are fine
+    assert not os.path.exists(os.path.join(out, "pretrain", "electra", "config.json"))
 
 
 def test_a_failing_command_names_its_log(tmp_path):

@@ -20,8 +20,8 @@ from electra_tf.finetuning.question_answering.model import ElectraQA
 from electra_tf.finetuning.tagging.model import ElectraTagger
 from electra_tf.keras_compat import PresummedGradients
 from electra_tf.modeling.electra import build_generator_and_discriminator
+from electra_tf.modeling.train_step import TrainStep
 from electra_tf.pretraining.pretrainer import Pretrainer
-from electra_tf.training.train_step import TrainStep
 
 BATCH, LENGTH, VOCAB = 8, 8, 20
 

@@ -3,7 +3,9 @@
     python -m tools.study spec.json --output_dir studies/electra-vs-mlm
 
 Run it from the repository root; it runs every step there, as `python -m
-electra_tf.commands.pretrain|finetune|probe`.
+electra_tf pretrain|finetune|probe`. Every pre-training cell is planned
+first (`electra_tf.training.pretraining_run.plan`), so that flags the
+pre-training would refuse stop the study before any cell trains.
 
 A spec names the variants (each a set of `pretrain.py` flags), a corpus, a
 model size, one or more training-FLOPs budgets and the fine-tuning tasks:
@@ -435,13 +437,23 @@ def check_cell(directory: str, arguments: list[str]) -> None:
             json.dump({"command": command}, f, indent=2)
 
 
-def pretrain_cell(spec: dict, cell: Cell, corpus: str, output_dir: str) -> str:
-    """Pre-trains one cell (skipped when finished). Returns the run directory.
+def command_arguments(command: str, flags: dict) -> list[str]:
+    """The command line of a study step: `python -m electra_tf <command> <flags>`.
+
+    Every step is a process of its own rather than a call in this one: a
+    run's TensorFlow runtime (its memory, devices, the Keras precision policy
+    and seeds) lives as long as its process, and a fresh process gives each
+    cell the same start whatever ran before it, and its own log.
+    """
+    return [sys.executable, "-m", "electra_tf", command, *flag_arguments(flags)]
+
+
+def cell_settings(spec: dict, cell: Cell) -> dict:
+    """The `pretrain` flags that make a cell what it is (its variant, budget and seed).
 
     The baseline cell trains for 0 steps: its export is the encoder as
     initialised, with the same vocabulary, size and seed as the others.
     """
-    run_dir = os.path.join(output_dir, "pretrain", cell.name)
     if cell.budget is None:
         flags = {**spec["pretrain"], "num_train_steps": 0}
     else:
@@ -454,23 +466,61 @@ def pretrain_cell(spec: dict, cell: Cell, corpus: str, output_dir: str) -> str:
             flags["num_warmup_steps"] = warmup_steps(spec, flags, cell.budget)
     if spec["pretrain_seeds"] > 1:
         flags["seed"] = int(flags.get("seed", 0)) + cell.seed
-    arguments = [
-        sys.executable,
-        "-m",
-        "electra_tf.commands.pretrain",
-        f"--model_size={spec['model_size']}",
-        f"--corpus={corpus}",
-        f"--data_dir={os.path.join(output_dir, 'data')}",
-        f"--output_dir={run_dir}",
-        *flag_arguments(flags),
-    ]
-    check_cell(run_dir, arguments)
+    return flags
+
+
+def _pretraining(spec: dict, cell: Cell, corpus: str, output_dir: str) -> tuple[str, dict]:
+    """(run directory, all `pretrain` flags) of a cell, its identity recorded or checked."""
+    run_dir = os.path.join(output_dir, "pretrain", cell.name)
+    flags = {
+        "model_size": spec["model_size"],
+        "corpus": corpus,
+        "data_dir": os.path.join(output_dir, "data"),
+        "output_dir": run_dir,
+        **cell_settings(spec, cell),
+    }
+    check_cell(run_dir, command_arguments("pretrain", flags))
+    return run_dir, flags
+
+
+def plan_cell(spec: dict, cell: Cell, corpus: str, output_dir: str) -> None:
+    """Plans an unfinished pre-training cell in this process, as its command will.
+
+    The flags go through the command's own parser to the library's `plan`
+    (which builds nothing), so a flag the command would refuse (an unknown
+    name, an impossible value or combination, a run directory holding
+    another run) stops the study before any cell trains, rather than hours
+    later when the cell comes up.
+
+    Raises:
+        StudyError: the cell's flags are refused (the cell and the reason named).
+    """
+    from electra_tf.commands import pretrain
+    from electra_tf.errors import RunError
+    from electra_tf.training.pretraining_run import plan
+
+    run_dir, flags = _pretraining(spec, cell, corpus, output_dir)
+    if _finished_pretraining(run_dir):
+        return
+    values = absl_flags.FlagValues()
+    pretrain.define_flags(values)
+    try:
+        values(["pretrain", *flag_arguments(flags)])
+        plan(pretrain.request_from_flags(values), print_fn=lambda message: None)
+    except (absl_flags.Error, RunError) as error:
+        raise StudyError(f"pre-training {cell.name}: {error}")
+
+
+def pretrain_cell(spec: dict, cell: Cell, corpus: str, output_dir: str) -> str:
+    """Pre-trains one cell (skipped when finished). Returns the run directory."""
+    run_dir, flags = _pretraining(spec, cell, corpus, output_dir)
     if _finished_pretraining(run_dir):
         print(f"pretrain {cell.name}: finished earlier ({run_dir})", flush=True)
         return run_dir
     log = os.path.join(output_dir, "logs", f"pretrain-{cell.name}.log")
-    print(f"pretrain {cell.name}: {' '.join(flag_arguments(flags))} (log: {log})", flush=True)
-    run_command(arguments, log, f"pre-training {cell.name}")
+    settings = flag_arguments(cell_settings(spec, cell))
+    print(f"pretrain {cell.name}: {' '.join(settings)} (log: {log})", flush=True)
+    run_command(command_arguments("pretrain", flags), log, f"pre-training {cell.name}")
     if not _finished_pretraining(run_dir):
         raise StudyError(f"pre-training {cell.name} stopped before the end; see {log}.")
     return run_dir
@@ -565,7 +615,7 @@ def task_cell(spec: dict, cell: str, task, run_dir: str, output_dir: str) -> dic
     if not probe:
         flags.update(num_trials=runs, save_models=False, export=False)
     command = "probe" if probe else "finetune"
-    arguments = [sys.executable, "-m", f"electra_tf.commands.{command}", *flag_arguments(flags)]
+    arguments = command_arguments(command, flags)
     # The seed count may grow (more trials are added), so it is not part of the identity.
     check_cell(out, [a for a in arguments if not a.startswith("--num_trials=")])
     results = read_results(results_path)
@@ -881,6 +931,8 @@ def run_study(spec: dict, output_dir: str) -> dict:
     )
     started = time.perf_counter()
     todo = cells(spec)
+    for cell in todo:
+        plan_cell(spec, cell, corpus, output_dir)
     for index, cell in enumerate(todo, 1):
         print(
             f"[{index}/{len(todo)}] {_describe(cell, spec)} "

@@ -25,7 +25,7 @@ import glob
 import hashlib
 import os
 from dataclasses import dataclass, field
-from typing import Callable, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 from electra_tf import fileio, tokenization, vocab_learning
 from electra_tf.config import DEFAULT_NORMALIZATION
@@ -76,6 +76,67 @@ class PreparedData:
     eval_shard_paths: list[str] = field(default_factory=list)
     num_eval_examples: int = 0
     nothing_held_out: bool = False
+
+
+@dataclass
+class ShardBuilds:
+    """How a run's shards are built: its tokenizer, length and seed, workers and messages.
+
+    Attributes:
+        tokenizer: the run's `WordPieceTokenizer`.
+        config: the run's config; its `max_seq_length` and `seed` shape the examples.
+        num_workers: processes building shards.
+        invalid_utf8: "error" or "replace" (see `write_shards`).
+        digest_cache: the cache of the text files' SHA-256.
+        progress: called with each status line.
+    """
+
+    tokenizer: tokenization.WordPieceTokenizer
+    config: Any
+    num_workers: int = 1
+    invalid_utf8: str = "error"
+    digest_cache: Optional[str] = None
+    progress: Callable[[str], None] = print
+
+    def build(self, files, directory, text_range, what: str, count: Optional[int]) -> dict:
+        """Builds (or finds finished) the shards of a range of `files` in `directory`.
+
+        Args:
+            files: the text files.
+            directory: the shard directory.
+            text_range: (start, end), the fractions of the text to read.
+            what: "training" or "held-out", in messages and errors.
+            count: shards to write (None: one per 8 MiB of text).
+
+        Returns:
+            The build's metadata.json.
+
+        Raises:
+            PreparationError: the build failed (`what` names it).
+        """
+        config, say = self.config, self.progress
+        say(f"Writing {what} TFRecord shards to {directory} ...")
+        try:
+            metadata = write_shards(
+                files,
+                directory,
+                self.tokenizer.get_config(),
+                max_seq_length=config.max_seq_length,
+                num_shards=count,
+                num_workers=self.num_workers,
+                seed=config.seed,
+                invalid_utf8=self.invalid_utf8,
+                text_range=text_range,
+                digest_cache=self.digest_cache,
+                progress=say,
+            )
+        except ShardError as error:
+            raise PreparationError(what, error) from error
+        say(
+            f"{what.capitalize()} shards: {metadata['num_examples']:,} examples of "
+            f"{config.max_seq_length} tokens in {len(metadata['shards'])} file(s)."
+        )
+        return metadata
 
 
 def corpus_key(
@@ -300,29 +361,7 @@ def prepare_pretraining_data(
         data_dir, f"shards-{build_name}" + (f"-holdout{eval_fraction:g}" if eval_fraction else "")
     )
 
-    def build(files, directory, text_range, what, count) -> dict:
-        say(f"Writing {what} TFRecord shards to {directory} ...")
-        try:
-            metadata = write_shards(
-                files,
-                directory,
-                tokenizer.get_config(),
-                max_seq_length=config.max_seq_length,
-                num_shards=count,
-                num_workers=num_workers,
-                seed=config.seed,
-                invalid_utf8=invalid_utf8,
-                text_range=text_range,
-                digest_cache=digest_cache,
-                progress=say,
-            )
-        except ShardError as error:
-            raise PreparationError(what, error) from error
-        say(
-            f"{what.capitalize()} shards: {metadata['num_examples']:,} examples of "
-            f"{config.max_seq_length} tokens in {len(metadata['shards'])} file(s)."
-        )
-        return metadata
+    build = ShardBuilds(tokenizer, config, num_workers, invalid_utf8, digest_cache, say).build
 
     def paths(directory, metadata) -> list[str]:
         return [os.path.join(directory, shard["path"]) for shard in metadata["shards"]]

@@ -14,7 +14,7 @@ from __future__ import annotations
 import tensorflow as tf
 
 from electra_tf.finetuning.settings import LOSS_REDUCTIONS
-from electra_tf.training.train_step import TrainStep
+from electra_tf.modeling.train_step import TrainStep
 
 
 class FinetuningLoss(TrainStep):

@@ -13,7 +13,7 @@ three things, by name:
   examples (a global batch, or a whole evaluation set).
 
 The train step is the one every electra-tf model shares
-(`electra_tf.training.train_step`): every (micro-)batch's loss is its local
+(`electra_tf.modeling.train_step`): every (micro-)batch's loss is its local
 sums over the global counts, so the gradients summed over replicas and
 micro-batches are the gradients of the whole batch; the statistics are summed
 the same way, by name (`tf.nest`), for the metrics.
@@ -26,7 +26,7 @@ import tensorflow as tf
 
 from electra_tf.config import PretrainingConfig
 from electra_tf.modeling.kernels import resolve_kernels
-from electra_tf.training.train_step import TrainStep, replica_sum
+from electra_tf.modeling.train_step import TrainStep, replica_sum
 
 # TensorBoard / console names of the default objective, as in the original code.
 METRIC_NAMES = (
@@ -76,7 +76,7 @@ class Pretrainer(TrainStep, keras.Model):
     (masking already applied on the fly). Build one with
     `electra_tf.pretraining.objectives.make_pretrainer(config)`, which picks
     the subclass of `config.objective` and `config.training`. Its
-    `train_step` is `electra_tf.training.train_step.TrainStep`'s.
+    `train_step` is `electra_tf.modeling.train_step.TrainStep`'s.
 
     Losses are normalised by the counts of the *global* batch, so training
     on R replicas (and in A accumulated micro-batches) gives the same update

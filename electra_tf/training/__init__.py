@@ -1,7 +1,7 @@
-"""Training runs: the train step, the loops, their callbacks and their checkpoints.
+"""Training runs: the loops, their callbacks and their checkpoints.
 
-* `train_step`: the one train step of every model (pre-training objectives
-  and fine-tuning tasks): replicas, accumulation, loss scaling, XLA, logs.
+The train step every model mixes in is `electra_tf.modeling.train_step`.
+
 * `pretraining_loop`: a pre-training run under a distribution strategy:
   resume, fit, checkpoint, held-out evaluation, export.
 * `finetuning_loop`: the trials of any fine-tuning task (classification,

@@ -1,0 +1,260 @@
+"""Planning a pre-training run (electra_tf/training/pretraining_run.py): names, refusals, resumption.
+
+`plan` trains nothing and builds no shard, so these tests are fast; the runs
+themselves are in tests/test_pretrain_cli.py (the command is `plan` then `run`).
+"""
+
+import os
+import shutil
+
+import pytest
+
+from electra_tf.artifacts.run_dir import RunDir, write_run_files
+from electra_tf.data.shard_build import write_shards
+from electra_tf.errors import RunError
+from electra_tf.training.pretraining_run import (
+    BUILTIN_SCHEDULE,
+    PretrainingRequest,
+    plan,
+)
+
+WORDS = "the cat sat on a mat and the dog ran to the park".split()
+SPECIAL = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+TINY = {"hidden_size": 32, "num_layers": 1, "embedding_size": 16, "num_heads": 2}
+
+
+@pytest.fixture
+def work(tmp_path):
+    """A working directory with a corpus of 8 documents and its vocabulary (5 special tokens and 11 words)."""
+    (tmp_path / "text").mkdir()
+    corpus = tmp_path / "text" / "wiki.txt"
+    corpus.write_text("\n\n".join(" ".join(WORDS[i:] + WORDS[:i]) for i in range(8)) + "\n")
+    (tmp_path / "vocab.txt").write_text("\n".join(SPECIAL + sorted(set(WORDS))) + "\n")
+    return tmp_path
+
+
+def request(work, **fields) -> PretrainingRequest:
+    values = dict(
+        model_size="tiny", corpus=[str(work / "text" / "wiki.txt")], working_dir=str(work)
+    )
+    values.update(fields)
+    values["overrides"] = {**TINY, **values.get("overrides", {})}
+    return PretrainingRequest(**values)
+
+
+def planned(request_, lines=None):
+    return plan(request_, print_fn=(lines.append if lines is not None else lambda _: None))
+
+
+def test_runs_and_data_are_named_after_the_size_and_the_corpus_content(work):
+    first = planned(request(work))
+    run_name = os.path.basename(first.run_dir)
+    data_name = os.path.basename(first.data_dir)
+    assert os.path.dirname(first.run_dir) == str(work / "runs")
+    assert os.path.dirname(first.data_dir) == str(work / "data")
+    # <size>-<first file's stem>-<8 hex digits of a content hash>; data: without the size.
+    size, stem, digest = run_name.split("-")
+    assert (size, stem, len(digest)) == ("tiny", "wiki", 8) and int(digest, 16) >= 0
+    assert data_name == f"wiki-{digest}"
+    # Nothing is built: neither directory exists after planning.
+    assert not os.path.exists(first.run_dir) and not os.path.exists(first.data_dir)
+    assert first.corpus == [str(work / "text" / "wiki.txt")]
+    assert (first.eval_fraction, first.vocab_file, first.resuming) == (0.01, None, False)
+    assert first.vocab_options.vocab_size == 30522  # BERT's, to be learned
+    # The same bytes elsewhere (a copy, another directory) keep the names...
+    (work / "copy").mkdir()
+    shutil.copy(work / "text" / "wiki.txt", work / "copy" / "wiki.txt")
+    copied = planned(request(work, corpus=[str(work / "copy" / "wiki.txt")]))
+    assert (copied.run_dir, copied.data_dir) == (first.run_dir, first.data_dir)
+    # ...another size changes the run only; edited text changes both.
+    base = planned(request(work, model_size="small", overrides={}))
+    assert os.path.basename(base.run_dir) == f"small-wiki-{digest}"
+    assert base.data_dir == first.data_dir
+    with open(work / "text" / "wiki.txt", "a") as f:
+        f.write("\na new document\n")
+    edited = planned(request(work))
+    assert edited.run_dir != first.run_dir and edited.data_dir != first.data_dir
+    assert os.path.basename(edited.run_dir).startswith("tiny-wiki-")
+    # Flags name them outright.
+    given = planned(request(work, output_dir=str(work / "r"), data_dir=str(work / "d")))
+    assert (given.run_dir, given.data_dir) == (str(work / "r"), str(work / "d"))
+
+
+def test_a_directory_stands_for_its_files_and_eval_corpus_replaces_the_fraction(work):
+    (work / "text" / "more.txt").write_text("a dog\n")
+    (work / "text" / ".hidden").write_text("not text\n")
+    (work / "held_out.txt").write_text("a cat\n")
+    result = planned(
+        request(work, corpus=[str(work / "text")], eval_corpus=[str(work / "held_*.txt")])
+    )
+    assert result.corpus == [str(work / "text" / "more.txt"), str(work / "text" / "wiki.txt")]
+    assert result.eval_corpus == [str(work / "held_out.txt")]
+    assert result.eval_fraction == 0.0
+    assert os.path.basename(result.run_dir).startswith("tiny-more-")
+
+
+def test_the_demo_has_its_schedule_and_held_out_share_unless_flags_say_otherwise(work):
+    lines = []
+    demo = planned(request(work, corpus=()), lines)
+    assert demo.builtin and demo.corpus == []
+    assert demo.run_dir == str(work / "runs" / "tiny-builtin")
+    assert demo.data_dir == str(work / "data" / "builtin")
+    for name, value in BUILTIN_SCHEDULE.items():
+        assert getattr(demo.config, name) == value, name
+    assert demo.eval_fraction == 0.05 and demo.vocab_options.vocab_size == 8000
+    assert len(lines) == 1 and lines[0].startswith("No --corpus given: running the built-in DEMO")
+    assert "400 steps at batch 16" in lines[0]
+    given = planned(
+        request(
+            work,
+            corpus=(),
+            eval_fraction=0.01,
+            overrides={"num_train_steps": 7, "vocab_size": 600},
+        )
+    )
+    assert given.config.num_train_steps == 7 and given.config.temperature == 2.0
+    assert given.eval_fraction == 0.01 and given.vocab_options.vocab_size == 600
+    # A corpus gets the preset's schedule.
+    assert planned(request(work)).config.num_train_steps == 10_000  # (the tiny preset's)
+
+
+@pytest.mark.parametrize(
+    "fields, message",
+    [
+        (lambda w: {"overrides": {"mask_rate": 1.5}}, "--mask_rate=1.5: must be in (0, 1)"),
+        (lambda w: {"model_size": "huge"}, "--model_size='huge': choose one of"),
+        (lambda w: {"corpus": [f"{w}/no*.txt"]}, "--corpus: '{w}/no*.txt' matches no file."),
+        (
+            lambda w: {"eval_corpus": [f"{w}/none.txt"]},
+            "--eval_corpus: '{w}/none.txt' matches no file.",
+        ),
+        (lambda w: {"eval_fraction": 1.0}, "--eval_fraction=1.0: must be in [0, 1)."),
+        (lambda w: {"eval_only": True, "eval_fraction": 0.0}, "--eval_only needs held-out text"),
+        (
+            lambda w: {"vocab_file": f"{w}/vocab.txt", "overrides": {"vocab_size": 100}},
+            "--vocab_size=100 but --vocab_file={w}/vocab.txt has 16 tokens",
+        ),
+        (
+            # A budget is checked as soon as the vocabulary, hence the model, is known.
+            lambda w: {"vocab_file": f"{w}/vocab.txt", "overrides": {"max_train_flops": 1.0}},
+            "--max_train_flops=1 is less than 1 training step(s)",
+        ),
+        (lambda w: {"vocab_file": f"{w}/spm.txt"}, "--vocab_file: "),
+        (lambda w: {"overrides": {"init_checkpoint": f"{w}/text"}}, "--init_checkpoint: "),
+    ],
+)
+def test_bad_requests_are_refused_in_one_line_before_anything_is_built(work, fields, message):
+    (work / "spm.txt").write_text("[PAD]\t0\n")
+    before = sorted(os.listdir(work))
+    with pytest.raises(RunError) as caught:
+        planned(request(work, **fields(work)))
+    assert message.format(w=work) in str(caught.value)
+    assert "\n" not in str(caught.value)
+    # No run directory, no vocabulary, no shards (at most the cache of the corpus's digests).
+    assert sorted(set(os.listdir(work)) - {"data"}) == before
+    if (work / "data").exists():
+        assert os.listdir(work / "data") == ["corpus-digests.json"]
+
+
+def _shards(work, length=16):
+    write_shards(
+        [str(work / "text" / "wiki.txt")],
+        str(work / "shards"),
+        {"vocab_file": str(work / "vocab.txt")},
+        max_seq_length=length,
+        num_shards=1,
+        seed=0,
+    )
+
+
+def test_shard_dir_takes_the_builds_length_casing_and_vocabulary(work):
+    _shards(work)
+    lines = []
+    result = planned(request(work, corpus=(), shard_dir=str(work / "shards")), lines)
+    assert not result.builtin and lines == []
+    assert result.run_dir == str(work / "runs" / "tiny-shards")
+    assert result.config.max_seq_length == 16
+    assert result.vocab_file == str(work / "vocab.txt")
+    assert result.config.model.vocab_size == len(SPECIAL) + len(set(WORDS))
+    assert result.eval_shard_dir is None and result.eval_corpus == []
+    (work / "held_out.txt").write_text("a cat\n")
+    with_eval = planned(
+        request(
+            work,
+            corpus=(),
+            shard_dir=str(work / "shards"),
+            eval_corpus=[str(work / "held_out.txt")],
+        )
+    )
+    # Held-out shards of --eval_corpus: named after its content, built by `run`.
+    assert os.path.dirname(with_eval.eval_shard_dir) == str(work / "data")
+    assert os.path.basename(with_eval.eval_shard_dir).startswith("eval-held_out-")
+    assert not os.path.exists(with_eval.eval_shard_dir)
+    refusals = [
+        ({"overrides": {"max_seq_length": 32}}, "--max_seq_length=32 but --shard_dir="),
+        ({"overrides": {"init_checkpoint": "x"}}, "--init_checkpoint with --shard_dir"),
+        ({"eval_only": True}, "--eval_only needs held-out text"),
+        ({"vocab_file": str(work / "other.txt")}, "is not the vocabulary --shard_dir="),
+    ]
+    (work / "other.txt").write_text("\n".join(SPECIAL + ["cat"]) + "\n")
+    for fields, message in refusals:
+        with pytest.raises(RunError, match=message.replace("(", r"\(")):
+            planned(request(work, corpus=(), shard_dir=str(work / "shards"), **fields))
+
+
+def test_a_run_directory_of_this_run_resumes_with_its_own_vocabulary(work):
+    first = planned(request(work, vocab_file=str(work / "vocab.txt")))
+    assert not first.resuming
+    # What the loop writes when it starts: config.json and the vocabulary.
+    write_run_files(RunDir(first.run_dir), first.config, first.vocab_file)
+    lines = []
+    again = planned(request(work), lines)  # no --vocab_file: the run's own
+    assert again.resuming and again.vocab_file == RunDir(first.run_dir).vocab_file
+    assert lines == [f"Vocabulary: {again.vocab_file} (the run's own)"]
+    assert again.vocab_options is None and again.config.model.vocab_size == 16
+    # Values a resumed run may change, and --restart, still resume.
+    more = planned(request(work, overrides={"num_train_steps": 20}, restart=True))
+    assert more.resuming and more.config.num_train_steps == 20
+
+
+def test_a_run_directory_of_another_run_is_refused_before_anything_is_built(work):
+    first = planned(request(work, vocab_file=str(work / "vocab.txt")))
+    write_run_files(RunDir(first.run_dir), first.config, first.vocab_file)
+    data = os.path.join(str(work), "data")
+    before = sorted(os.listdir(data)) if os.path.exists(data) else []
+    with pytest.raises(RunError) as caught:
+        planned(request(work, overrides={"learning_rate": 1e-5}))
+    message = str(caught.value)
+    assert "holds a run with a different configuration" in message
+    assert "learning_rate" in message and "--change_hyperparameters" in message
+    # With the flag the new learning rate resumes the run...
+    assert planned(
+        request(work, overrides={"learning_rate": 1e-5}, change_hyperparameters=True)
+    ).resuming
+    # ...but never another architecture, nor another vocabulary.
+    with pytest.raises(RunError, match="hidden_size"):
+        planned(request(work, overrides={"hidden_size": 64}, change_hyperparameters=True))
+    (work / "other.txt").write_text("\n".join(SPECIAL + sorted(set(WORDS)) + ["zebra"]) + "\n")
+    with pytest.raises(RunError, match="vocab_size"):
+        planned(request(work, vocab_file=str(work / "other.txt")))
+    shuffled = SPECIAL + sorted(set(WORDS), reverse=True)
+    (work / "shuffled.txt").write_text("\n".join(shuffled) + "\n")
+    with pytest.raises(RunError, match="was trained with the vocabulary"):
+        planned(request(work, vocab_file=str(work / "shuffled.txt")))
+    assert (sorted(os.listdir(data)) if os.path.exists(data) else []) == before
+    assert sorted(os.listdir(first.run_dir)) == ["config.json", "vocab.txt"]
+
+
+def test_a_renamed_corpus_finds_its_run_and_data(work):
+    first = planned(request(work))
+    os.makedirs(first.run_dir)
+    os.makedirs(first.data_dir)
+    os.rename(work / "text" / "wiki.txt", work / "text" / "ko.txt")
+    renamed = planned(request(work, corpus=[str(work / "text" / "ko.txt")]))
+    digest = first.run_dir.rsplit("-", 1)[1]
+    # New names (the new stem, the same content hash), linked to the folders already there.
+    assert renamed.run_dir == str(work / "runs" / f"tiny-ko-{digest}")
+    assert renamed.data_dir == str(work / "data" / f"ko-{digest}")
+    assert os.path.islink(renamed.run_dir) and os.path.islink(renamed.data_dir)
+    assert os.path.realpath(renamed.run_dir) == os.path.realpath(first.run_dir)
+    assert os.path.realpath(renamed.data_dir) == os.path.realpath(first.data_dir)
