@@ -5,6 +5,8 @@
   turns those names into Hugging Face `transformers` state-dict keys.
 * `tf1`: reading google-research/electra checkpoints.
 * `huggingface`: reading and writing `config.json` + `model.safetensors` dirs.
+* `keras_hub_preset`: keras-hub `ElectraBackbone` presets, written and read
+  with keras-hub's own code (imported only there).
 * `checkpoints`: any supported checkpoint -> a config plus canonical weights,
   and those weights -> our models or a run directory.
 """
