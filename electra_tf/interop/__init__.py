@@ -6,7 +6,8 @@
 * `tf1`: reading google-research/electra checkpoints.
 * `huggingface`: reading and writing `config.json` + `model.safetensors` dirs.
 * `keras_hub_preset`: keras-hub `ElectraBackbone` presets, written and read
-  with keras-hub's own code (imported only there).
+  with keras-hub's own code (imported only there); `keras_hub_fidelity`: what
+  of our model and casing survives there, and the checks an export prints.
 * `checkpoints`: any supported checkpoint -> a config plus canonical weights,
   and those weights -> our models or a run directory.
 """

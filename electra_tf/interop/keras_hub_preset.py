@@ -21,8 +21,8 @@ What the two models share and where they differ (keras-hub 0.32, read in
 * keras-hub's feed-forward GELU is the tanh approximation, ours (and the
   original code's) the exact erf form, and `ElectraBackbone` takes no
   argument to change it: `sequence_output` differs by what
-  `compare_sequence_outputs` measures, and by float32 rounding alone once
-  the exact GELU is put in its place (`exact_gelu=True`);
+  `keras_hub_fidelity.compare_sequence_outputs` measures, and not at all
+  once the exact GELU is put in its place;
 * padded keys get -1e9 there, -10000 here before the softmax: both give
   them probability 0 in float32;
 * keras-hub has one dropout rate for everything, and a tanh pooler on
@@ -32,13 +32,10 @@ What the two models share and where they differ (keras-hub 0.32, read in
   detection head and the generator have no place in it, and a run read
   back from a preset starts both afresh.
 
-The tokenizer keeps our casing where keras-hub's `WordPieceTokenizer` can
-reproduce it (`tokenizer_fidelity`). keras-hub strips accents (NFD, then
-every `\\p{Mn}` mark) before it splits words and case-folds each word with
-NFKC_Casefold afterwards; our `casefold` normalization folds, strips and
-recomposes (NFC) before splitting, `bert` lower-cases without compatibility
-folding. keras_hub is imported only here, and only when a preset is read or
-written (`pip install keras-hub`, see requirements.txt).
+The tokenizer keeps our casing where keras-hub's tokenizer can reproduce it
+(`keras_hub_fidelity.tokenizer_fidelity`). keras_hub is imported only here,
+and only when a preset is read or written (`pip install keras-hub`, see
+requirements.txt).
 """
 
 from __future__ import annotations
@@ -52,6 +49,7 @@ from typing import Optional
 import numpy as np
 
 from electra_tf.config import ModelConfig
+from electra_tf.interop import keras_hub_fidelity as fidelity_of
 from electra_tf.interop.checkpoints import (
     CheckpointError,
     LoadedCheckpoint,
@@ -234,87 +232,6 @@ def read_backbone(backbone) -> tuple[dict, list[str]]:
 
 
 # ---------------------------------------------------------------------------
-# Tokenizer casing.
-
-
-@dataclasses.dataclass(frozen=True)
-class TokenizerFidelity:
-    """How keras-hub's ElectraTokenizer reproduces one of our casings.
-
-    Attributes:
-        lowercase, strip_accents: the ElectraTokenizer settings written.
-        level: "same" (the same ids on ordinary text; `note` names the rare
-            characters that differ), "differs" (other ids on some ordinary
-            text: written with a warning) or "broken" (a script of the
-            vocabulary becomes [UNK]: refused).
-        note: one line for the user.
-    """
-
-    lowercase: bool
-    strip_accents: bool
-    level: str
-    note: str
-
-
-_HANGUL_SYLLABLES = (0xAC00, 0xD7A3)
-
-
-def _has_hangul(vocab: list[str]) -> bool:
-    lo, hi = _HANGUL_SYLLABLES
-    return any(lo <= ord(c) <= hi for token in vocab for c in token)
-
-
-def tokenizer_fidelity(
-    do_lower_case: bool, strip_accents: bool, normalization: str, vocab: list[str]
-) -> TokenizerFidelity:
-    """The ElectraTokenizer settings closest to our casing, and how close they are.
-
-    The levels follow `tests/test_keras_hub_preset.py`, which tokenizes a
-    mixed sample (English with accents, Korean, Chinese) both ways.
-    """
-    rare = (
-        "Unicode spaces other than ASCII space, zero-width characters and "
-        "text not in NFC are split or kept otherwise"
-    )
-    if not do_lower_case and strip_accents:
-        if _has_hangul(vocab):
-            return TokenizerFidelity(
-                False,
-                True,
-                "broken",
-                "keras-hub's ElectraTokenizer with strip_accents=True and lowercase=False "
-                "decomposes Hangul into jamo, so the Korean words of this vocabulary "
-                "would all become [UNK]",
-            )
-        return TokenizerFidelity(
-            False,
-            True,
-            "differs",
-            "keras-hub's ElectraTokenizer with strip_accents=True and lowercase=False "
-            "leaves Hangul and other precomposed letters decomposed (NFD); we recompose them",
-        )
-    if not do_lower_case:
-        return TokenizerFidelity(False, False, "same", f"lowercase=False: the same ids, but {rare}")
-    if normalization == "bert":
-        return TokenizerFidelity(
-            True,
-            strip_accents,
-            "differs",
-            "keras-hub's ElectraTokenizer case-folds with NFKC_Casefold where this run's "
-            "`bert` normalization only lower-cases: full-width punctuation and letters "
-            "(common in Chinese text, e.g. '，' '：'), ß, ligatures and other compatibility "
-            "characters get other ids",
-        )
-    return TokenizerFidelity(
-        True,
-        strip_accents,
-        "same",
-        f"lowercase=True: the same case folding, but compatibility characters that "
-        f"fold to several characters ('…', '½', '⑴') are split otherwise and {rare}",
-    )
-
-
-# ---------------------------------------------------------------------------
 # Writing.
 
 
@@ -324,7 +241,7 @@ def export_preset(
     vocab_file: str,
     with_tokenizer: bool = True,
     print_fn=print,
-) -> Optional[TokenizerFidelity]:
+) -> Optional[fidelity_of.TokenizerFidelity]:
     """Writes `loaded`'s discriminator as a keras-hub preset (see the module docstring).
 
     Args:
@@ -351,7 +268,7 @@ def export_preset(
     vocab = load_vocab(vocab_file)
     fidelity = None
     if with_tokenizer:
-        fidelity = tokenizer_fidelity(
+        fidelity = fidelity_of.tokenizer_fidelity(
             bool(loaded.do_lower_case),
             bool(loaded.strip_accents),
             loaded.normalization or PRESET_NORMALIZATION,
@@ -594,100 +511,12 @@ def load_preset(preset_dir: str) -> LoadedCheckpoint:
     )
 
 
-# ---------------------------------------------------------------------------
-# Checking a written preset against our model.
-
-
-def _exact_gelu(backbone) -> None:
-    """Puts the exact GELU in place of keras-hub's tanh approximation, in every block.
-
-    Reaches into keras-hub's TransformerEncoder (`_feedforward_intermediate_dense`,
-    a private attribute of keras-hub 0.32): only to show that the GELU is the
-    whole difference, never in a preset that is written.
-    """
-    import keras
-
-    for i in range(backbone.get_config()["num_layers"]):
-        dense = backbone.get_layer(f"transformer_layer_{i}")._feedforward_intermediate_dense
-        dense.activation = keras.activations.gelu
-
-
-def compare_sequence_outputs(
-    preset_dir: str, discriminator, ids: np.ndarray, mask: np.ndarray, segments: np.ndarray
-) -> dict:
-    """Max |difference| of keras-hub's `sequence_output` and ours on the same inputs.
-
-    Args:
-        preset_dir: a preset written by `export_preset`.
-        discriminator: our `ElectraDiscriminator` (or a model with its inputs
-            and a "sequence_output").
-        ids, mask, segments: int32 [B, L].
-
-    Returns:
-        {"keras_hub": max |diff| as keras-hub runs it (tanh GELU),
-         "exact_gelu": the same with the exact GELU put in place}.
-    """
-    keras_hub = import_keras_hub()
-    ours = np.asarray(
-        discriminator({"input_ids": ids, "input_mask": mask, "segment_ids": segments})[
-            "sequence_output"
-        ]
-    )
-    backbone = keras_hub.models.ElectraBackbone.from_preset(preset_dir, dtype="float32")
-    inputs = {"token_ids": ids, "segment_ids": segments, "padding_mask": mask}
-    valid = mask.astype(bool)  # padded positions are nobody's output
-
-    def difference():
-        theirs = np.asarray(backbone(inputs)["sequence_output"])
-        return float(np.max(np.abs(theirs - ours)[valid]))
-
-    approximate = difference()
-    _exact_gelu(backbone)
-    return {"keras_hub": approximate, "exact_gelu": difference()}
-
-
-def sample_inputs(model: ModelConfig, seed: int = 0, batch: int = 4) -> tuple:
-    """Random ids [B, L] (L = min(128, positions)), the second row padded, two segments."""
-    rng = np.random.default_rng(seed)
-    length = min(128, model.max_position_embeddings)
-    ids = rng.integers(0, model.vocab_size, size=(batch, length)).astype(np.int32)
-    mask = np.ones_like(ids)
-    mask[1, length // 2 :] = 0
-    segments = np.zeros_like(ids)
-    if model.type_vocab_size > 1:
-        segments[:, length // 3 :] = 1
-    return ids, mask, segments
-
-
-# Ordinary text in the three scripts our vocabularies are learned for: the
-# export tokenizes it with both tokenizers and reports whether the ids agree.
-MIXED_SAMPLE = (
-    "Café Déjà vu: the naïve Zoë ordered crème brûlée at the Hôtel Müller.",
-    "한국어 문장을 토큰으로 나눕니다. 서울에서 만나요!",
-    "中文分词测试：北京欢迎你，我们明天见。",
-)
-
-
-def compare_tokenizers(preset_dir: str, ours, texts=MIXED_SAMPLE) -> list[int]:
-    """The indices of `texts` whose ids differ between the preset's ElectraTokenizer and ours.
-
-    Args:
-        preset_dir: a preset with a tokenizer.
-        ours: our `WordPieceTokenizer`.
-        texts: raw strings.
-    """
-    keras_hub = import_keras_hub()
-    theirs = keras_hub.models.ElectraTokenizer.from_preset(preset_dir)
-    mine = ours.tokenize_to_lists(texts)
-    return [i for i, text in enumerate(texts) if np.asarray(theirs(text)).tolist() != mine[i]]
-
-
 def export_run(run_dir: str, preset_dir: str, with_tokenizer: bool = True, print_fn=print) -> None:
     """`convert export-keras-hub`: one of our runs -> a keras-hub preset, checked.
 
     Loads the written preset with keras-hub and prints the measured max
     |difference| of its `sequence_output` from ours, and whether its
-    tokenizer gives our ids on `MIXED_SAMPLE`.
+    tokenizer gives our ids on `keras_hub_fidelity.MIXED_SAMPLE`.
     """
     from electra_tf.interop.checkpoints import build_models, load_checkpoint
     from electra_tf.tokenization import WordPieceTokenizer
@@ -706,9 +535,16 @@ def export_run(run_dir: str, preset_dir: str, with_tokenizer: bool = True, print
         f"Wrote {preset_dir}: keras_hub.models.ElectraBackbone.from_preset({preset_dir!r})"
         + (", keras_hub.models.ElectraTokenizer.from_preset(...)" if fidelity else "")
     )
+    keras_hub = import_keras_hub()
     _, discriminator = build_models(loaded)
-    ids, mask, segments = sample_inputs(loaded.model)
-    measured = compare_sequence_outputs(preset_dir, discriminator, ids, mask, segments)
+    ids, mask, segments = fidelity_of.sample_inputs(loaded.model)
+    measured = fidelity_of.compare_sequence_outputs(
+        keras_hub.models.ElectraBackbone.from_preset(preset_dir, dtype="float32"),
+        discriminator,
+        ids,
+        mask,
+        segments,
+    )
     print_fn(
         f"  sequence_output vs electra-tf on {ids.shape[0]}x{ids.shape[1]} random ids: max "
         f"|difference| {measured['keras_hub']:.2e} (keras-hub's GELU is the tanh "
@@ -720,14 +556,25 @@ def export_run(run_dir: str, preset_dir: str, with_tokenizer: bool = True, print
     ours = WordPieceTokenizer(
         loaded.vocab_file, loaded.do_lower_case, loaded.strip_accents, loaded.normalization
     )
-    differing = compare_tokenizers(preset_dir, ours)
+    sample_texts = fidelity_of.MIXED_SAMPLE
+    differing = fidelity_of.compare_tokenizers(
+        keras_hub.models.ElectraTokenizer.from_preset(preset_dir), ours, sample_texts
+    )
+    pieces = [i for ids in ours.tokenize_to_lists(sample_texts) for i in ids]
+    unknown = sum(i == ours.unk_id for i in pieces)
+    sample = (
+        "a mixed sample (English with accents, Korean, Chinese"
+        + (f"; {unknown} of its {len(pieces)} pieces are [UNK] in this vocabulary)")
+        if unknown
+        else ")"
+    )
     print_fn(
         f"  tokenizer: lowercase={fidelity.lowercase}, strip_accents={fidelity.strip_accents}; "
         + (
-            "the same ids as electra-tf on a mixed sample (English with accents, Korean, Chinese)"
+            f"the same ids as electra-tf on {sample}"
             if not differing
             else f"other ids than electra-tf on {len(differing)} of the "
-            f"{len(MIXED_SAMPLE)} sample texts (English with accents, Korean, Chinese)"
+            f"{len(sample_texts)} texts of {sample}"
         )
     )
     prefix = "  warning: " if fidelity.level == "differs" else "  note: "
