@@ -51,7 +51,9 @@ def _files(directory):
     }
 
 
-def make_run(directory, seed=0, vocab=VOCAB, do_lower_case=True, strip_accents=None):
+def make_run(
+    directory, seed=0, vocab=VOCAB, do_lower_case=True, strip_accents=None, normalization="casefold"
+):
     """A pre-trained model directory of ours (config.json, vocab.txt, discriminator.keras).
 
     Its weights are drawn at random with std 0.3 (LayerNorm scales near 1),
@@ -74,6 +76,7 @@ def make_run(directory, seed=0, vocab=VOCAB, do_lower_case=True, strip_accents=N
         intermediate_size=64,
         do_lower_case=do_lower_case,
         strip_accents=strip_accents,
+        normalization=normalization,
     )
     config.save_json(os.path.join(directory, "config.json"))
     keras.utils.set_random_seed(seed)
@@ -245,6 +248,33 @@ def test_round_trip_run_preset_run_keeps_every_backbone_weight(run_and_preset, t
         assert a.read() == b.read()
 
 
+def test_weights_move_both_ways_without_a_projection_when_the_sizes_are_equal():
+    config = preset(
+        "tiny", vocab_size=19, hidden_size=16, num_layers=1, embedding_size=16, num_heads=2
+    )
+    _, discriminator = build_generator_and_discriminator(config.model)
+    checkpoints.build_inputs(None, discriminator)
+    rng = np.random.default_rng(5)
+    weights = {
+        name: rng.normal(0, 0.3, value.shape).astype(np.float32)
+        for name, value in read_weights(model_entries(None, discriminator)).items()
+    }
+    backbone = keras_hub.models.ElectraBackbone(**khp.backbone_config(config.model))
+    khp.assign_backbone(backbone, weights, config.model)
+    assert "embeddings_projection" not in {layer.name for layer in backbone.layers}
+    # keras-hub's query kernel is [H, heads, H / heads]: head h reads output columns h * d ...
+    query = backbone.get_layer("transformer_layer_0")._self_attention_layer.query_dense.kernel
+    np.testing.assert_array_equal(
+        query.numpy()[:, 1, :],
+        weights["electra/encoder/layer_0/attention/self/query/kernel"][:, 8:],
+    )
+    back, unread = khp.read_backbone(backbone)
+    assert unread == ["pooled_dense/bias", "pooled_dense/kernel"]
+    assert set(back) == set(weights) - RTD_HEAD
+    for name, value in back.items():
+        np.testing.assert_array_equal(value, weights[name], err_msg=name)
+
+
 def test_export_reports_the_measured_difference(run_and_preset, tmp_path, capsys):
     run_dir, _, _ = run_and_preset
     assert convert(["export-keras-hub", run_dir, str(tmp_path / "p")]) == 0
@@ -303,6 +333,19 @@ def test_keras_hub_tokenizer_gives_our_ids_exactly_for_the_casings_that_survive(
     if normalization == "bert" and lower:
         # The ids differ only on the full-width punctuation of the Chinese text.
         assert same == [True, True, False]
+
+
+def test_a_bert_normalized_run_is_written_with_a_warning_naming_what_differs(tmp_path, capsys):
+    source, _ = make_run(tmp_path / "source", vocab=MIXED_VOCAB, normalization="bert")
+    preset_dir = str(tmp_path / "preset")
+    capsys.readouterr()
+    assert convert(["export-keras-hub", source, preset_dir]) == 0
+    out = capsys.readouterr().out
+    assert "other ids than electra-tf on 1 of the 3 texts of a mixed sample" in out
+    warnings = [line for line in out.splitlines() if line.startswith("  warning: ")]
+    assert len(warnings) == 1 and "full-width punctuation" in warnings[0]
+    tokenizer = keras_hub.models.ElectraTokenizer.from_preset(preset_dir)
+    assert (tokenizer.lowercase, tokenizer.strip_accents) == (True, True)
 
 
 def test_an_unsurvivable_casing_is_refused_and_notokenizer_writes_the_backbone(tmp_path, capsys):
@@ -448,6 +491,13 @@ def _edit_json(path, change):
         ),
         ("no-weights", lambda d: os.remove(os.path.join(d, "model.weights.h5")), "missing"),
         ("no-config", lambda d: os.remove(os.path.join(d, "config.json")), "missing"),
+        (
+            "sharded",
+            lambda d: os.replace(
+                os.path.join(d, "model.weights.h5"), os.path.join(d, "model.weights.json")
+            ),
+            "sharded weights, model.weights.json, are not read",
+        ),
         (
             "no-vocab",
             lambda d: os.remove(os.path.join(d, "assets", "tokenizer", "vocabulary.txt")),

@@ -1,4 +1,5 @@
-"""Checkpoint conversion: original TF1 and Hugging Face checkpoints in, Hugging Face out.
+"""Checkpoint conversion: original TF1 and Hugging Face checkpoints in, Hugging Face out,
+keras-hub presets both ways.
 
     python -m electra_tf.commands.convert import-tf1 electra_small/ runs/electra-small
     python -m electra_tf.commands.convert import-hf electra-base-discriminator/ runs/electra-base \\

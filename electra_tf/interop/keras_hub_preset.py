@@ -321,18 +321,6 @@ def _read_json(path: str, what: str) -> dict:
     return value
 
 
-def is_preset_dir(path: str) -> bool:
-    """True for a directory whose config.json is a serialized keras-hub object."""
-    config = os.path.join(path, CONFIG_FILE)
-    if not os.path.isfile(config):
-        return False
-    try:
-        with open(config, encoding="utf-8") as f:
-            return "registered_name" in json.load(f)
-    except (OSError, ValueError, TypeError):
-        return False
-
-
 _INT_FIELDS = (
     "vocab_size",
     "num_layers",
@@ -562,12 +550,8 @@ def export_run(run_dir: str, preset_dir: str, with_tokenizer: bool = True, print
     )
     pieces = [i for ids in ours.tokenize_to_lists(sample_texts) for i in ids]
     unknown = sum(i == ours.unk_id for i in pieces)
-    sample = (
-        "a mixed sample (English with accents, Korean, Chinese"
-        + (f"; {unknown} of its {len(pieces)} pieces are [UNK] in this vocabulary)")
-        if unknown
-        else ")"
-    )
+    coverage = f"; {unknown} of its {len(pieces)} pieces are [UNK] in this vocabulary"
+    sample = f"a mixed sample (English with accents, Korean, Chinese{coverage if unknown else ''})"
     print_fn(
         f"  tokenizer: lowercase={fidelity.lowercase}, strip_accents={fidelity.strip_accents}; "
         + (
