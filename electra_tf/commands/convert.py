@@ -1,4 +1,5 @@
-"""Checkpoint conversion: original TF1 and Hugging Face checkpoints in, Hugging Face out.
+"""Checkpoint conversion: original TF1 and Hugging Face checkpoints in, Hugging Face out,
+keras-hub presets both ways.
 
     python -m electra_tf.commands.convert import-tf1 electra_small/ runs/electra-small
     python -m electra_tf.commands.convert import-hf electra-base-discriminator/ runs/electra-base \\
@@ -6,6 +7,8 @@
     python -m electra_tf.commands.convert export-hf runs/small-wiki hf/small-wiki
     python -m electra_tf.commands.convert export-hf runs/finetune/ner-ko hf/ner-ko     # a tagger
     python -m electra_tf.commands.convert import-hf koelectra-ner/ models/koelectra-ner  # a tagger
+    python -m electra_tf.commands.convert export-keras-hub runs/small-wiki keras-hub/small-wiki
+    python -m electra_tf.commands.convert import-keras-hub keras-hub/small-wiki runs/from-keras-hub
 
 An imported run directory (config.json, vocab.txt, export/) is used like a
 run of our own: `finetune.py --init_checkpoint=<run_dir>`,
@@ -44,6 +47,12 @@ SUBCOMMANDS = {
         ("generator_dir", "vocab_file", "do_lower_case", "normalization", "max_seq_length"),
     ),
     "export-hf": (("run_dir", "hf_dir"), ()),
+    # keras-hub presets (electra_tf.interop.keras_hub_preset; needs keras-hub installed).
+    "export-keras-hub": (("run_dir", "preset_dir"), ("tokenizer",)),
+    "import-keras-hub": (
+        ("preset_dir", "run_dir"),
+        ("vocab_file", "do_lower_case", "normalization"),
+    ),
 }
 # Every subcommand's flags: each subcommand reads them all (unset ones as
 # None) and rejects those given that are not its own.
@@ -56,7 +65,8 @@ def define_flags(flag_values: flags.FlagValues) -> None:
         "vocab_file",
         None,
         "import-tf1: default vocab.txt beside the "
-        "checkpoint; import-hf: default <hf_dir>/vocab.txt.",
+        "checkpoint; import-hf: default <hf_dir>/vocab.txt; import-keras-hub: default the "
+        "preset's assets/tokenizer/vocabulary.txt.",
         flag_values=flag_values,
     )
     # Not a boolean flag: `--do_lower_case false` (a separate value) keeps working.
@@ -98,6 +108,13 @@ def define_flags(flag_values: flags.FlagValues) -> None:
         "import-hf of an "
         "ElectraForTokenClassification: the served model's raw-text length "
         "(default 128).",
+        flag_values=flag_values,
+    )
+    flags.DEFINE_boolean(
+        "tokenizer",
+        None,
+        "export-keras-hub: write the ElectraTokenizer too (default true; "
+        "--notokenizer writes the backbone alone).",
         flag_values=flag_values,
     )
 
@@ -195,12 +212,37 @@ def _finetuned_conversion(args) -> Optional[int]:
     return 0
 
 
+def _keras_hub_conversion(args) -> int:
+    """export-keras-hub / import-keras-hub."""
+    from electra_tf.interop import keras_hub_preset
+
+    if args.command == "export-keras-hub":
+        keras_hub_preset.export_run(args.run_dir, args.preset_dir, args.tokenizer is not False)
+        return 0
+    print(f"Reading {args.preset_dir} (keras-hub preset)...")
+    loaded = keras_hub_preset.import_run(
+        args.preset_dir,
+        args.run_dir,
+        vocab_file=args.vocab_file,
+        do_lower_case=args.do_lower_case,
+        normalization=args.normalization,
+    )
+    _print_summary(loaded)
+    print(
+        f"Wrote {args.run_dir} (config.json, vocab.txt, export/). Fine-tune with "
+        f"`python finetune.py --init_checkpoint={args.run_dir} ...`."
+    )
+    return 0
+
+
 def convert(arguments: list[str], flag_values: flags.FlagValues) -> int:
     """Runs the subcommand; returns the exit code."""
     args = _Arguments(arguments, flag_values)
     from electra_tf.interop import checkpoints, huggingface
 
     try:
+        if args.command.endswith("-keras-hub"):
+            return _keras_hub_conversion(args)
         finetuned = _finetuned_conversion(args)
         if finetuned is not None:
             return finetuned
