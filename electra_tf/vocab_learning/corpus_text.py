@@ -53,7 +53,7 @@ def text_bytes(files: Sequence[str], max_bytes: Optional[int]) -> int:
 
 
 def line_batches(files: Sequence[str], max_bytes: Optional[int]) -> Iterator[tuple[list, int]]:
-    """Yields (lines, bytes read for them): batches of whole lines, as bytes.
+    """Yields (lines, their bytes): batches of whole lines, as bytes.
 
     Lines end at b"\\n" (which a line may still hold at its end), as the
     shard builder reads them; blank lines are kept (they hold no words).
@@ -76,9 +76,8 @@ def line_batches(files: Sequence[str], max_bytes: Optional[int]) -> Iterator[tup
             else:
                 at_line_start = True
             data = f.read(length)
-        read = len(data)
         if not at_line_start and b"\n" in data:
             data = data[data.index(b"\n") + 1 :]  # Drop the partial first line.
         if offset + length < sizes[i] and b"\n" in data:
             data = data[: data.rindex(b"\n") + 1]  # And the partial last one.
-        yield data.split(b"\n"), read
+        yield data.split(b"\n"), len(data)
