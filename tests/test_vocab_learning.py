@@ -148,6 +148,16 @@ def test_ties_between_pairs_are_broken_the_same_way_every_time(tmp_path):
     assert len(runs[0]) == 49 and all(run == runs[0] for run in runs)
 
 
+def test_a_byte_budget_learns_from_a_sample_and_no_budget_from_everything(tmp_path):
+    corpus = make_corpus(tmp_path / "corpus.txt", n_lines=2000)
+    size = os.path.getsize(corpus)
+    _, whole = learn_vocab(corpus, VocabOptions(vocab_size=120), True)
+    _, sample = learn_vocab(corpus, VocabOptions(vocab_size=120, max_bytes=size // 4), True)
+    assert whole["sample_bytes"] == size
+    assert size // 4 - 2 * 64 <= sample["sample_bytes"] <= size // 4
+    assert sample["words"] < whole["words"] / 3
+
+
 def test_build_vocab_korean_and_cased(tmp_path):
     rng = random.Random(1)
     words = [

@@ -172,3 +172,21 @@ def test_choose_alphabet_by_count_and_cost():
     assert alphabet.choose_alphabet(counts, inner, 16, 5, None) == ["나", "가", "中", "!", "다"]
     # Equal counts: by code point.
     assert alphabet.choose_alphabet({"b": 1, "a": 1, "c": 1}, (), 100, 5, 2) == ["a", "b"]
+
+
+def test_invalid_utf8_is_dropped_as_the_tokenizer_drops_it(tmp_path):
+    corpus = tmp_path / "bad.txt"
+    corpus.write_bytes(b"caf\xff\xfee ok\n\xc3 fine\n")
+    settings = {"do_lower_case": True, "strip_accents": True, "normalization": "bert"}
+    text = word_split.split_corpus([str(corpus)], None, settings, str(tmp_path / "w.txt"))
+    assert (tmp_path / "w.txt").read_text(encoding="utf-8") == "cafe ok\nfine\n"
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("\n".join(list(SPECIAL_TOKENS) + ["cafe", "ok", "fine"]) + "\n", "utf-8")
+    tokenizer = WordPieceTokenizer(str(vocab), **settings)
+    lines = corpus.read_bytes().splitlines()
+    assert tokenizer.convert_ids_to_tokens(tokenizer.tokenize(lines).flat_values) == [
+        "cafe",
+        "ok",
+        "fine",
+    ]
+    assert text.words == 3
