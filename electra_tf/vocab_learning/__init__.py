@@ -67,73 +67,6 @@ def _storable(token: str) -> bool:
     return token == token.strip() and len(token.split()) == 1 and len(token.splitlines()) == 1
 
 
-def _interleave(first: list, second: list, quota_first: int, room: int, taken: set) -> list:
-    """Up to `room` new tokens: `quota_first` from `first`, the rest from `second`, each
-    topped up from the other when it runs short; alternated, so each list's most
-    frequent tokens come early."""
-    picks = ([], [])
-    for index, (tokens, quota) in enumerate(((first, quota_first), (second, room - quota_first))):
-        for token in tokens:
-            if len(picks[index]) == quota:
-                break
-            if token not in taken:
-                taken.add(token)
-                picks[index].append(token)
-    for index, tokens in enumerate((first, second)):
-        for token in tokens:
-            if len(picks[0]) + len(picks[1]) >= room:
-                break
-            if token not in taken:
-                taken.add(token)
-                picks[index].append(token)
-    merged = []
-    for k in range(max(map(len, picks))):
-        merged.extend(p[k] for p in picks if k < len(p))
-    return merged
-
-
-def _presegmented_pieces(
-    words_path: str,
-    work_dir: str,
-    alphabet: list,
-    excluded: set,
-    room: int,
-    taken: set,
-    progress: Callable[[str], None],
-) -> list:
-    """Word-initial and inner morphemes learned apart, each its share of `room`;
-    inner pieces become `##` pieces."""
-    from electra_tf.vocab_learning.presegment import presegment
-
-    morphemes = presegment(
-        words_path,
-        excluded,
-        os.path.join(work_dir, "initial.txt"),
-        os.path.join(work_dir, "inner.txt"),
-        progress,
-    )
-    progress(
-        f"  {morphemes.distinct_words:,} distinct words cut into morphemes; learning the pieces..."
-    )
-    total = max(1, morphemes.initial_count + morphemes.inner_count)
-    quota = round(room * morphemes.initial_count / total)
-    # Both lists may repeat tokens the other has (`##` pieces): a quarter more of each.
-    first = learn_pieces(
-        [morphemes.initial_path],
-        quota + quota // 4 + 10,
-        alphabet,
-        morphemes.initial_inner_chars,
-    ).pieces
-    second = learn_pieces(
-        [morphemes.inner_path],
-        room - quota + (room - quota) // 4 + 10,
-        alphabet,
-        morphemes.inner_inner_chars,
-    ).pieces
-    second = [t if t.startswith(CONTINUATION) else CONTINUATION + t for t in second]
-    return _interleave(first, second, quota, room, taken)
-
-
 def learn_vocab(
     text_files: Union[str, Sequence[str]],
     options: VocabOptions,
@@ -211,7 +144,9 @@ def learn_vocab(
         )
         base = list(SPECIAL_TOKENS) + unused + alphabet + continuations
         if options.presegment == "kiwi":
-            pieces = _presegmented_pieces(text.path, tmp, alphabet, excluded, room, set(base), say)
+            from electra_tf.vocab_learning.presegment import presegmented_pieces
+
+            pieces = presegmented_pieces(text.path, tmp, alphabet, excluded, room, set(base), say)
         else:
             pieces = learn_pieces([text.path], room, alphabet, text.inner_chars, excluded).pieces
     vocab = base + [t for t in pieces if _storable(t)][:room]

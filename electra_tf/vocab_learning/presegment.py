@@ -5,16 +5,19 @@ Each distinct word is cut at the starts of the morphemes Kiwi finds in it
 rather than `학교에` + `##서`). Word-initial and inner morphemes are learned
 apart, each with its share of the vocabulary, and inner ones become `##`
 pieces. Tokenization needs no analyser: WordPiece finds the pieces.
+`presegmented_pieces` runs the two trainings and merges their pieces.
 """
 
 from __future__ import annotations
 
 import collections
 import dataclasses
+import os
 import time
 from typing import Callable, Collection, Optional
 
 from electra_tf.vocab_learning.options import VocabLearningError
+from electra_tf.vocab_learning.trainer import CONTINUATION, learn_pieces
 
 # Repetitions of one morpheme per line of the files the trainer reads.
 _REPEATS_PER_LINE = 4096
@@ -118,3 +121,78 @@ def presegment(
         inner_inner_chars=_write_counts(inner_path, inner),
         distinct_words=len(words),
     )
+
+
+def _interleave(first: list, second: list, quota_first: int, room: int, taken: set) -> list:
+    """Up to `room` new tokens: `quota_first` from `first`, the rest from `second`, each
+    topped up from the other when it runs short; alternated, so each list's most
+    frequent tokens come early."""
+    picks = ([], [])
+    for index, (tokens, quota) in enumerate(((first, quota_first), (second, room - quota_first))):
+        for token in tokens:
+            if len(picks[index]) == quota:
+                break
+            if token not in taken:
+                taken.add(token)
+                picks[index].append(token)
+    for index, tokens in enumerate((first, second)):
+        for token in tokens:
+            if len(picks[0]) + len(picks[1]) >= room:
+                break
+            if token not in taken:
+                taken.add(token)
+                picks[index].append(token)
+    merged = []
+    for k in range(max(map(len, picks))):
+        merged.extend(p[k] for p in picks if k < len(p))
+    return merged
+
+
+def presegmented_pieces(
+    words_path: str,
+    work_dir: str,
+    alphabet: list,
+    excluded: set,
+    room: int,
+    taken: set,
+    progress: Callable[[str], None],
+) -> list:
+    """`room` pieces: word-initial and inner morphemes learned apart, each with its share
+    (of their occurrences); inner pieces become `##` pieces.
+
+    Args:
+        words_path: a words file of `word_split`.
+        work_dir: where the morpheme files are written.
+        alphabet: the characters, most frequent first.
+        excluded: the text's other characters (their words are left out).
+        room: pieces to learn.
+        taken: tokens already in the vocabulary (updated with the pieces).
+        progress: called with status lines.
+    """
+    morphemes = presegment(
+        words_path,
+        excluded,
+        os.path.join(work_dir, "initial.txt"),
+        os.path.join(work_dir, "inner.txt"),
+        progress,
+    )
+    progress(
+        f"  {morphemes.distinct_words:,} distinct words cut into morphemes; learning the pieces..."
+    )
+    total = max(1, morphemes.initial_count + morphemes.inner_count)
+    quota = round(room * morphemes.initial_count / total)
+    # Both lists may repeat tokens the other has (`##` pieces): a quarter more of each.
+    first = learn_pieces(
+        [morphemes.initial_path],
+        quota + quota // 4 + 10,
+        alphabet,
+        morphemes.initial_inner_chars,
+    ).pieces
+    second = learn_pieces(
+        [morphemes.inner_path],
+        room - quota + (room - quota) // 4 + 10,
+        alphabet,
+        morphemes.inner_inner_chars,
+    ).pieces
+    second = [t if t.startswith(CONTINUATION) else CONTINUATION + t for t in second]
+    return _interleave(first, second, quota, room, taken)
