@@ -1,7 +1,10 @@
 """Tests for electra_tf.vocab_learning (small corpora written in tmp_path)."""
 
+import collections
 import os
 import random
+import re
+import unicodedata
 
 import numpy as np
 import pytest
@@ -54,6 +57,107 @@ def test_build_vocab_small_corpus(tmp_path):
     assert np.mean(ids == tok.unk_id) < 0.01
 
 
+def _spellable(word, vocab):
+    """Whether `word` splits into vocabulary pieces (the first plain, the others ##):
+    a plain search over every split, not WordPiece's greedy one."""
+    reachable = [True] + [False] * len(word)
+    for end in range(1, len(word) + 1):
+        reachable[end] = any(
+            reachable[start]
+            and (word[start:end] if start == 0 else "##" + word[start:end]) in vocab
+            for start in range(end)
+        )
+    return reachable[-1]
+
+
+def test_the_vocabulary_spells_every_word_and_has_its_layout(tmp_path):
+    corpus = make_corpus(tmp_path / "corpus.txt")
+    tokens, stats = learn_vocab(corpus, VocabOptions(vocab_size=120, num_unused=3), True)
+    assert len(tokens) == 120 and len(set(tokens)) == 120
+    # The words, made with Python's own string functions: lower-cased,
+    # accents stripped, cut at whitespace and punctuation.
+    text = open(corpus, encoding="utf-8").read().lower()
+    text = "".join(c for c in unicodedata.normalize("NFD", text) if unicodedata.category(c) != "Mn")
+    words = collections.Counter(re.findall(r"\w+|[^\w\s]", text))
+    assert stats["words"] == sum(words.values())
+    chars = collections.Counter(c for w, n in words.items() for c in w * n)
+    inner = {c for w in words for c in w[1:]}
+    # Special tokens, unused slots, the alphabet (most frequent character
+    # first), ##c for the characters found inside words, then the pieces.
+    alphabet = sorted(chars, key=lambda c: (-chars[c], c))
+    continuations = ["##" + c for c in alphabet if c in inner]
+    assert tokens[:8] == SPECIALS + ["[unused0]", "[unused1]", "[unused2]"]
+    assert tokens[8 : 8 + len(alphabet) + len(continuations)] == alphabet + continuations
+    pieces = tokens[8 + len(alphabet) + len(continuations) :]
+    assert all(len(p.removeprefix("##")) > 1 for p in pieces)
+    vocab = set(tokens)
+    assert all(_spellable(w, vocab) for w in words)
+    # The most frequent words became tokens of their own.
+    assert {w for w, _ in words.most_common(8)} <= vocab
+    tok = WordPieceTokenizer(vocab_learning.write_vocab(tokens, str(tmp_path / "v.txt")), True)
+    assert tok.unk_id not in tok.tokenize(text.splitlines()).flat_values.numpy()
+
+
+def test_the_alphabet_limit_keeps_the_most_frequent_characters(tmp_path):
+    # Words over a to f (no "ab" in any), and "azb", with z the seventh most
+    # frequent character: an alphabet of six leaves z out.
+    rng = random.Random(5)
+    common = ["ca", "bc", "de", "fe", "ad", "bf", "ea", "db", "cf", "dace", "fbd"]
+    lines = [" ".join(rng.choice(common) for _ in range(12)) + " azb azb" for _ in range(100)]
+    corpus = tmp_path / "letters.txt"
+    corpus.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    counts = collections.Counter("".join(lines).replace(" ", ""))
+    ranked = [c for c, _ in counts.most_common()]
+    assert ranked[6] == "z" and counts[ranked[5]] > counts["z"]
+    tokens, stats = learn_vocab(
+        str(corpus), VocabOptions(vocab_size=60, alphabet_size=6), False, normalization="bert"
+    )
+    assert stats["alphabet_size"] == 6 and stats["distinct_characters"] == 7
+    assert {t for t in tokens[5:] if len(t) == 1} == set("abcdef")
+    # Words with z are left out, not learned around the missing character:
+    # every piece occurs, where it stands (first or inside), in a word of the
+    # alphabet; "ab" (200 times across the z) does not.
+    words = {w for line in lines for w in line.split() if "z" not in w}
+    for token in tokens[5:]:
+        if token.startswith("##"):
+            assert any(token[2:] in w[1:] for w in words), token
+        else:
+            assert any(w.startswith(token) for w in words), token
+    assert "ab" not in tokens and "##b" in tokens
+    tok = WordPieceTokenizer(
+        vocab_learning.write_vocab(tokens, str(tmp_path / "v.txt")), False, normalization="bert"
+    )
+    assert [tok.unk_id in ids for ids in tok.tokenize_to_lists(["azb", "dace", "ab"])] == [
+        True,
+        False,
+        False,
+    ]
+
+
+def test_ties_between_pairs_are_broken_the_same_way_every_time(tmp_path):
+    # Every two-letter word of 12 letters, three times each: 144 pairs tie,
+    # and 20 of them become pieces. The trainer numbers ##c tokens in hash
+    # order unless they are given, and ties go by those numbers.
+    rng = random.Random(0)
+    words = [a + b for a in "abcdefghijkl" for b in "abcdefghijkl"] * 3
+    rng.shuffle(words)
+    corpus = tmp_path / "pairs.txt"
+    corpus.write_text("\n".join(" ".join(words[i : i + 12]) for i in range(0, 432, 12)) + "\n")
+    options = VocabOptions(vocab_size=5 + 24 + 20)
+    runs = [learn_vocab(str(corpus), options, False)[0] for _ in range(4)]
+    assert len(runs[0]) == 49 and all(run == runs[0] for run in runs)
+
+
+def test_a_byte_budget_learns_from_a_sample_and_no_budget_from_everything(tmp_path):
+    corpus = make_corpus(tmp_path / "corpus.txt", n_lines=2000)
+    size = os.path.getsize(corpus)
+    _, whole = learn_vocab(corpus, VocabOptions(vocab_size=120), True)
+    _, sample = learn_vocab(corpus, VocabOptions(vocab_size=120, max_bytes=size // 4), True)
+    assert whole["sample_bytes"] == size
+    assert size // 4 - 2 * 64 <= sample["sample_bytes"] <= size // 4
+    assert sample["words"] < whole["words"] / 3
+
+
 def test_build_vocab_korean_and_cased(tmp_path):
     rng = random.Random(1)
     words = [
@@ -69,17 +173,27 @@ def test_build_vocab_korean_and_cased(tmp_path):
     text = "\n".join(" ".join(rng.choice(words) for _ in range(6)) + "." for _ in range(300))
     corpus = tmp_path / "ko.txt"
     corpus.write_text(text + "\n", encoding="utf-8")
-    for lower in (True, False):
-        out = build_vocab(
-            str(corpus), str(tmp_path / f"vocab_{lower}.txt"), 200, do_lower_case=lower
-        )
-        tokens = load_vocab(out)
-        # Learned pieces are syllables, never conjoining jamo.
-        assert not any(0x1100 <= ord(c) <= 0x11FF for t in tokens for c in t)
-        assert ("Seoul" in tokens) is (not lower)
-        tok = WordPieceTokenizer(out, do_lower_case=lower)
-        ids = tok.tokenize(text.splitlines()).flat_values.numpy()
-        assert tok.unk_id not in ids
+    syllables = {c for c in text if 0xAC00 <= ord(c) <= 0xD7A3}
+    inner = {c for w in words for c in w[1:]} & syllables
+    for norm in ("casefold", "bert"):
+        for lower in (True, False):
+            out = build_vocab(
+                str(corpus),
+                str(tmp_path / f"vocab_{norm}_{lower}.txt"),
+                200,
+                do_lower_case=lower,
+                normalization=norm,
+            )
+            tokens = load_vocab(out)
+            # Learned pieces are syllables, never conjoining jamo (uncased
+            # text goes through NFD), and every syllable is a token (##c too
+            # where it occurs inside a word).
+            assert not any(0x1100 <= ord(c) <= 0x11FF for t in tokens for c in t)
+            assert syllables | {"##" + c for c in inner} <= set(tokens)
+            assert ("Seoul" in tokens) is (not lower)
+            tok = WordPieceTokenizer(out, do_lower_case=lower, normalization=norm)
+            ids = tok.tokenize(text.splitlines()).flat_values.numpy()
+            assert tok.unk_id not in ids
 
 
 def test_build_vocab_caps_size_and_rejects_bad_input(tmp_path):
@@ -98,37 +212,12 @@ def test_build_vocab_caps_size_and_rejects_bad_input(tmp_path):
         build_vocab([str(tmp_path / "missing.txt")], str(tmp_path / "v2.txt"), 100, True)
     with pytest.raises(ValueError, match="--vocab_size=5"):
         build_vocab([corpus], str(tmp_path / "v3.txt"), 5, True)
-
-
-def test_cap_vocab_keeps_reserved_and_alphabet():
-    learned = SPECIALS + ["a", "b", "##a", "##b", "ab", "ba", "##ab", "aab"]
-    assert vocab_learning.cap_vocab(learned, 11, SPECIALS) == learned[:11]
-    assert vocab_learning.cap_vocab(learned, 100, SPECIALS) == learned
-    with pytest.raises(ValueError, match="too small"):
-        vocab_learning.cap_vocab(learned, 8, SPECIALS)
-
-
-def test_text_sample_is_spread_and_line_aligned(tmp_path):
-    # Two files, 4000 numbered lines of 32 bytes each: 128 kB in total.
-    files, all_lines = [], []
-    for part in range(2):
-        lines = [f"part {part} line {i:05d} xxxxxxxxxxxxx" for i in range(2000)]
-        assert all(len(line) == 31 for line in lines)
-        path = tmp_path / f"part{part}.txt"
-        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-        files.append(str(path))
-        all_lines += lines
-    sample = vocab_learning.read_text_sample(files, max_bytes=2 * 32 * 300)
-    assert set(sample) <= set(all_lines)  # Whole lines only.
-    assert 0 < sum(len(s) + 1 for s in sample) <= 2 * 32 * 300
-    # Budget below one chunk: one chunk at offset 0. With a larger budget the
-    # chunks reach the second file and its end.
-    assert sample[0] == all_lines[0]
-    big = vocab_learning.read_text_sample(files, max_bytes=100_000)
-    positions = [all_lines.index(s) for s in big]
-    assert positions == sorted(positions)
-    assert positions[0] == 0 and positions[-1] > 3500
-    assert sum(len(s) + 1 for s in big) <= 100_000
+    # Too small for the characters the text needs: the flag to lower is named.
+    with pytest.raises(ValueError, match="--vocab_size=40 is too small .* --vocab_alphabet_size"):
+        build_vocab([corpus], str(tmp_path / "v4.txt"), 40, False)
+    assert not os.path.exists(tmp_path / "v4.txt")
+    # The temporary words files are gone, whatever happened.
+    assert sorted(os.listdir(tmp_path)) == ["corpus.txt", "empty.txt", "v.txt"]
 
 
 # --------------------------------------------------------------------------- Korean and Chinese
@@ -162,8 +251,10 @@ def test_default_alphabet_keeps_korean_and_chinese_out_of_unk(tmp_path):
     assert stats["alphabet_size"] == stats["distinct_characters"]
     assert set(syllables) | set(hanzi) <= set(tokens)
     assert {"##" + s for s in syllables} <= set(tokens)
-    # Standalone characters (CJK ideographs, punctuation) never need ##c.
+    # Standalone characters (CJK ideographs, punctuation) never need ##c, and
+    # no longer piece holds an ideograph: each is a word of its own.
     assert not {"##" + h for h in hanzi} & set(tokens) and "##，" not in tokens
+    assert not [t for t in tokens if len(t.removeprefix("##")) > 1 and set(t) & set(hanzi)]
     tok = WordPieceTokenizer(
         vocab_learning.write_vocab(tokens, str(tmp_path / "v.txt")),
         do_lower_case=False,
@@ -189,27 +280,11 @@ def test_default_alphabet_keeps_korean_and_chinese_out_of_unk(tmp_path):
     assert np.mean(ids == tok.unk_id) > 0.2
 
 
-def test_choose_alphabet_by_count_and_cost():
-    counts = {"가나": 10, "나": 5, "中": 4, "다": 1, "!": 2}
-    # Character counts: 나 15, 가 10, 中 4, ! 2, 다 1.
-    assert vocab_learning.choose_alphabet(counts, 100, 5, 2) == ["나", "가"]
-    # Half of 16 - 5 = 5 slots: 나 (2) + 가 (2) + 中 (1, standalone) = 5; ! would make 6.
-    assert vocab_learning.choose_alphabet(counts, 16, 5, None, min_size=0) == ["나", "가", "中"]
-    # The floor (100 characters by default) keeps small alphabets whole.
-    assert vocab_learning.choose_alphabet(counts, 16, 5, None) == ["나", "가", "中", "!", "다"]
-    assert vocab_learning.is_standalone_character("中")
-    assert vocab_learning.is_standalone_character("，") and vocab_learning.is_standalone_character(
-        "~"
-    )
-    assert not vocab_learning.is_standalone_character("가")
-    assert not vocab_learning.is_standalone_character("a")
-
-
 def test_unused_slots_follow_the_special_tokens(tmp_path):
     corpus = make_corpus(tmp_path / "corpus.txt", n_lines=200)
     tokens, _ = learn_vocab(corpus, VocabOptions(vocab_size=120, num_unused=7), True)
     assert tokens[:12] == SPECIALS + [f"[unused{i}]" for i in range(7)]
-    assert len(tokens) <= 120 and len(set(tokens)) == len(tokens)
+    assert len(tokens) == 120 and len(set(tokens)) == len(tokens)
     assert not any(t.startswith("[unused") for t in tokens[12:])
 
 

@@ -3,9 +3,12 @@
     python -m electra_tf.commands.vocab --corpus=ko.txt --output=vocab.txt --vocab_size=32000 \\
         --do_lower_case=false --normalization=bert --vocab_unused=200
 
-The text is normalized and split exactly as the tokenizer will do it (the
-same --do_lower_case, --strip_accents and --normalization must be given to
-pre-training). --vocab_alphabet_size, --vocab_max_bytes, --vocab_unused and
+The whole corpus is read (--vocab_max_bytes samples it), normalized and split
+exactly as the tokenizer will do it (the same --do_lower_case,
+--strip_accents and --normalization must be given to pre-training), and the
+`tokenizers` library's WordPiece trainer learns the pieces; a temporary file
+of the words, about the size of the text, is written beside --output while it
+runs. --vocab_alphabet_size, --vocab_max_bytes, --vocab_unused and
 --vocab_presegment are also flags of pretrain.py, which learns its vocabulary
 the same way when it gets no --vocab_file.
 """
@@ -54,17 +57,27 @@ def main(argv):
         if not matches:
             raise app.UsageError(f"--corpus: {pattern!r} matches no file.")
         files.extend(m for m in matches if os.path.isfile(m))
+    options = cli.vocab_options_from_flags(FLAGS.vocab_size)
+    work_dir = os.path.dirname(os.path.abspath(FLAGS.output))
     try:
+        options.validate()
+        os.makedirs(work_dir, exist_ok=True)
         tokens, stats = learn_vocab(
-            files, cli.vocab_options_from_flags(FLAGS.vocab_size), **cli.text_settings_from_flags()
+            files,
+            options,
+            **cli.text_settings_from_flags(),
+            work_dir=work_dir,
+            progress=lambda line: print(line, file=sys.stderr, flush=True),
         )
     except VocabLearningError as error:
         raise app.UsageError(str(error))
+    except OSError as error:  # a corpus file, or the folder of --output and its words file
+        raise app.UsageError(f"{error.filename or FLAGS.output}: {error.strerror or error}.")
     write_vocab(tokens, FLAGS.output)
     print(
         f"Wrote {FLAGS.output}: {len(tokens):,} tokens; alphabet {stats['alphabet_size']:,} "
         f"of {stats['distinct_characters']:,} characters; learned from "
-        f"{stats['sample_bytes'] / 1e6:.1f} MB ({stats['words']:,} words) in "
+        f"{stats['sample_bytes'] / 1e6:,.1f} MB ({stats['words']:,} words) in "
         f"{stats['seconds']:.0f}s.",
         flush=True,
     )

@@ -246,7 +246,8 @@ def learned_vocab(
     options: vocab_learning.VocabOptions,
     progress: Callable[[str], None],
 ) -> str:
-    """The vocabulary learned from the corpus with `options` (cached in `data_dir`).
+    """The vocabulary learned from the corpus with `options` (cached in `data_dir`, where
+    its temporary words file is written while it is learned).
 
     Returns:
         The path of the vocabulary file.
@@ -267,12 +268,14 @@ def learned_vocab(
         progress(f"Vocabulary: {vocab_file} (cached)")
         return vocab_file
     progress(f"Learning a {size}-token WordPiece vocabulary from the corpus...")
-    tokens, stats = vocab_learning.learn_vocab(list(corpus), options, **settings)
+    tokens, stats = vocab_learning.learn_vocab(
+        list(corpus), options, **settings, work_dir=data_dir, progress=progress
+    )
     vocab_learning.write_vocab(tokens, vocab_file)
     progress(
         f"Vocabulary: {vocab_file}, {len(tokenization.load_vocab(vocab_file)):,} tokens, "
         f"{stats['alphabet_size']:,} of {stats['distinct_characters']:,} characters, from "
-        f"{stats['sample_bytes'] / 1e6:.1f} MB of text ({stats['seconds']:.0f}s)"
+        f"{stats['sample_bytes'] / 1e6:,.1f} MB of text ({stats['seconds']:.0f}s)"
     )
     return vocab_file
 
