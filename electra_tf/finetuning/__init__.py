@@ -5,7 +5,7 @@
 * `features`: text -> `[CLS] A [SEP] B [SEP]` ids with BERT-style truncation.
 * `model`: the encoder with a [CLS] classification / regression head.
 * `loss`: every fine-tuning model's loss for the shared train step
-  (`electra_tf.training.train_step`): per-example losses, mean or sum.
+  (`electra_tf.modeling.train_step`): per-example losses, mean or sum.
 * `classification`: classification and regression as a task of the trial loop.
 * `squad_data`, `squad_features`, `qa_model`, `squad_decoding`, `squad_metrics`:
   SQuAD reading, windows with character offsets, the QA head, answer

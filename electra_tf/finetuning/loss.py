@@ -3,7 +3,7 @@
 `FinetuningLoss` is mixed into `ElectraClassifier`, `ElectraQA` and
 `ElectraTagger`. A model supplies its per-example losses
 (`example_losses`); this turns them into the loss of one step of
-`electra_tf.training.train_step.TrainStep`: the sum of the per-example losses
+`electra_tf.modeling.train_step.TrainStep`: the sum of the per-example losses
 divided by the number of examples of the *global* batch
 (`loss_reduction="mean"`), or not divided (`"sum"`, the original code's). The
 train step does the rest (replicas, accumulation, loss scaling, XLA).

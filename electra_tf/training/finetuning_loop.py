@@ -18,7 +18,7 @@ an interrupted trial from its last checkpoint, with the same batches and
 dropout masks as an uninterrupted trial.
 
 Trials train under a tf.distribute strategy (one device, several, or several
-machines; see `electra_tf.training.train_step` for the step) in the
+machines; see `electra_tf.modeling.train_step` for the step) in the
 precision of `settings.mixed_precision`. Dev metrics and predictions come
 from a float32 single-device copy of the weights, on every worker, so they
 cover every dev example exactly once whatever the number of replicas. Only
