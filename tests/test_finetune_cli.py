@@ -219,7 +219,7 @@ def test_tagging_tags_of_two_kinds_are_one_line(files):
     errors = [line for line in result.stderr.splitlines() if line.startswith("finetune.py")]
     assert (
         len(errors) == 1
-        and "mixed.conll: some tags look like entity tags (B-PER)" in errors[0]
+        and "mixed.conll, line 2: some tags look like entity tags (B-PER)" in errors[0]
         and "--tag_format=plain" in errors[0]
     )
     assert not os.path.exists(root / "out_mixed")

@@ -1,6 +1,8 @@
 """SQuAD-format question answering data: local JSON files or TensorFlow Datasets.
 
-The JSON schema is SQuAD's (KorQuAD and other translations use it too):
+The JSON schema is SQuAD's (KorQuAD 1.0, DRCD and CMRC 2018's SQuAD-style
+files use it too, read as they are distributed, traditional and simplified
+characters alike):
 
     {"data": [{"title": ..., "paragraphs": [{"context": ...,
                "qas": [{"id": ..., "question": ..., "answers": [{"text", "answer_start"}],
@@ -188,6 +190,24 @@ def examples_from_articles(
     return SquadSplit(examples, source, skipped)
 
 
+def _check_top_level(document, path: str) -> None:
+    """The document is SQuAD's `{"data": [...]}`; CMRC 2018's original layout is named."""
+    if (
+        isinstance(document, list)
+        and document
+        and isinstance(document[0], dict)
+        and "context_text" in document[0]
+    ):
+        raise SquadDataError(
+            f"{path}: CMRC 2018's original layout (a list of context_text / qas with "
+            "query_text); read the SQuAD-style files of ymcui/cmrc2018 (squad-style-data/), "
+            "as Chinese-ELECTRA does."
+        )
+    _require(
+        isinstance(document, dict) and "data" in document, path, "top level", "has no 'data' key"
+    )
+
+
 def read_squad_json(path: str, version: str, is_training: bool, warn=None) -> SquadSplit:
     """Reads a SQuAD-format JSON file (SQuAD 1.1/2.0, KorQuAD, ...).
 
@@ -203,9 +223,7 @@ def read_squad_json(path: str, version: str, is_training: bool, warn=None) -> Sq
             document = json.load(f)
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
         raise SquadDataError(f"{path}: not a UTF-8 JSON file ({error}).") from None
-    _require(
-        isinstance(document, dict) and "data" in document, path, "top level", "has no 'data' key"
-    )
+    _check_top_level(document, path)
     split = examples_from_articles(document["data"], path, version, is_training, warn)
     if not split.examples:
         raise SquadDataError(f"{path}: no usable questions ({split.skipped} skipped).")
@@ -242,9 +260,7 @@ def read_gold_answers(path: str) -> GoldAnswers:
             document = json.load(f)
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
         raise SquadDataError(f"{path}: not a UTF-8 JSON file ({error}).") from None
-    _require(
-        isinstance(document, dict) and "data" in document, path, "top level", "has no 'data' key"
-    )
+    _check_top_level(document, path)
     impossible = False
     for article in document["data"] if isinstance(document["data"], list) else []:
         for paragraph in article.get("paragraphs", []) if isinstance(article, dict) else []:

@@ -1,15 +1,9 @@
-"""Token classification data: CoNLL column files and JSONL, tag formats, and what a word is.
+"""Token classification data: tag formats, the task's tags, and what a word is.
 
-Two file layouts are read:
-
-* CoNLL columns (any extension but `.jsonl` / `.json` / `.ndjson`): one word
-  per line, the word in the first column and its tag in the last, columns
-  separated by tabs (when the line has one) or else by spaces; a blank line
-  ends a sentence; `-DOCSTART-` lines (CoNLL-2003) are skipped. This is the
-  layout of CoNLL-2000/2003 and of the Naver NER files as KoELECTRA
-  distributes them. An unlabelled (test) file may hold the word alone.
-* JSONL: one object per line, `{"tokens": [...], "tags": [...]}` (the keys
-  can be renamed).
+Files are read in the layouts they are distributed in (`tagging.layouts`:
+CoNLL columns, JSONL, Naver NER's sentence-per-line files as KoELECTRA
+distributes them, the Naver NLP Challenge's own files, CLUENER 2020), each
+into words and one tag per word (`tagging.sentences.TaggedSplit`).
 
 Tags come in one of three formats, detected from the training file:
 
@@ -33,14 +27,24 @@ Daily). Training files give their own words, which are never split again.
 from __future__ import annotations
 
 import dataclasses
-import json
-import os
 import re
 import unicodedata
 from collections import Counter
 from typing import Optional, Sequence
 
+from electra_tf.config import flag_field
 from electra_tf.finetuning.classification.data import TAGGING, TaskDataError
+from electra_tf.finetuning.tagging.layouts import (  # noqa: F401 (re-exported)
+    AUTO as AUTO_LAYOUT,
+)
+from electra_tf.finetuning.tagging.layouts import (  # noqa: F401 (re-exported)
+    LAYOUT_CHOICES,
+    NAVER_ORIGINAL,
+    read_conll,
+    read_jsonl,
+    read_tagged_file,
+)
+from electra_tf.finetuning.tagging.sentences import TaggedSplit  # noqa: F401 (re-exported)
 
 PREFIX = "prefix"
 SUFFIX = "suffix"
@@ -72,7 +76,11 @@ CJK_RANGES = (
     (0xF900, 0xFAFF),
     (0x2F800, 0x2FA1F),
 )
-_JSONL_EXTENSIONS = (".jsonl", ".json", ".ndjson")
+# Layouts with one word per line (the others keep a sentence on one line).
+_WORD_PER_LINE = ("conll", NAVER_ORIGINAL)
+# Tags with the position after "_" (the Naver NLP Challenge's PER_B) fit no
+# format: read as plain classes they would be scored by accuracy, silently.
+_UNDERSCORE_POSITION = re.compile(rf"^(.+_[{_POSITIONS}]|[{_POSITIONS}]_.+)$", re.DOTALL)
 
 
 def is_cjk_ideograph(char: str) -> bool:
@@ -136,12 +144,21 @@ def _fits(tag: str, tag_format: str) -> bool:
         return False
 
 
+class TagFormatError(ValueError):
+    """The tags fit no format; `tags` are the ones at fault (the message names a few)."""
+
+    def __init__(self, message: str, tags: Sequence[str]):
+        super().__init__(message)
+        self.tags = list(tags)
+
+
 def detect_tag_format(tags: Sequence[str]) -> str:
     """The format every tag fits: `prefix` before `suffix`; `plain` when no tag has entity form.
 
     Raises:
-        ValueError: some tags have entity form and others do not (the
-            message lists a few of each).
+        TagFormatError: some tags have entity form and others do not (the
+            message lists a few of each), or no tag has entity form and some
+            mark a position after "_" (`PER_B`): tags of no format.
     """
     tags = sorted(set(tags) - {OUTSIDE})
     for tag_format in (PREFIX, SUFFIX):
@@ -149,12 +166,23 @@ def detect_tag_format(tags: Sequence[str]) -> str:
             return tag_format
     entity_like = [t for t in tags if _fits(t, PREFIX) or _fits(t, SUFFIX)]
     if not entity_like:
+        underscored = [t for t in tags if _UNDERSCORE_POSITION.match(t)]
+        if underscored:
+            raise TagFormatError(
+                f"tags such as {', '.join(underscored[:3])} mark the position after '_', "
+                "which no tag format reads (B-PER, PER-B); the Naver NLP Challenge's files "
+                "(index<TAB>word<TAB>tag, - for none) are read with "
+                "--tagging_layout=naver_original, or pass --tag_format=plain to score every "
+                "tag as a class of its own (accuracy only)",
+                underscored,
+            )
         return PLAIN
     others = [t for t in tags if t not in entity_like]
-    raise ValueError(
+    raise TagFormatError(
         f"some tags look like entity tags ({', '.join(entity_like[:3])}) and others "
         f"do not ({', '.join(others[:3])}); fix them, or pass --tag_format=plain "
-        "to score every tag as a class of its own (accuracy only)"
+        "to score every tag as a class of its own (accuracy only)",
+        others,
     )
 
 
@@ -168,156 +196,8 @@ def order_tags(tags: Sequence[str]) -> list[str]:
 # Files.
 
 
-@dataclasses.dataclass
-class TaggedSplit:
-    """The sentences of one file.
-
-    Attributes:
-        name: `train`, `dev` or `test`.
-        source: the file, for messages.
-        sentences: N lists of words.
-        tags: N lists of tags, one per word (None for an unlabelled file).
-        lines: N line numbers where the sentences start (for messages).
-    """
-
-    name: str
-    source: str
-    sentences: list[list[str]]
-    tags: Optional[list[list[str]]]
-    lines: list[int]
-
-    def __len__(self) -> int:
-        return len(self.sentences)
-
-    @property
-    def num_words(self) -> int:
-        return sum(len(words) for words in self.sentences)
-
-    def sample(self, count: int, seed: int = 0) -> "TaggedSplit":
-        """`count` sentences drawn without replacement (in their original order)."""
-        import numpy as np
-
-        if count >= len(self):
-            return self
-        keep = np.sort(np.random.default_rng(seed).choice(len(self), size=count, replace=False))
-        pick = lambda values: [values[i] for i in keep]  # noqa: E731
-        return dataclasses.replace(
-            self,
-            sentences=pick(self.sentences),
-            tags=None if self.tags is None else pick(self.tags),
-            lines=pick(self.lines),
-        )
-
-
-def _read_lines(path: str):
-    if not os.path.isfile(path):
-        raise TaskDataError(f"{path}: no such file.")
-    try:
-        with open(path, encoding="utf-8-sig") as f:
-            return f.read().split("\n")
-    except UnicodeDecodeError as error:
-        raise TaskDataError(
-            f"{path}: not valid UTF-8 ({error.reason} at byte {error.start})."
-        ) from None
-
-
-def read_conll(path: str, name: str, labelled: bool) -> TaggedSplit:
-    """Reads a CoNLL column file (see the module docstring).
-
-    Raises:
-        TaskDataError: a missing or empty file, or (labelled) a line with a
-            word but no tag column.
-    """
-    sentences, tags, lines = [], [], []
-    words, sentence_tags, start = [], [], 0
-    for number, line in enumerate(_read_lines(path), start=1):
-        line = line.rstrip("\r")
-        fields = line.split("\t") if "\t" in line else line.split()
-        fields = [f.strip() for f in fields]
-        if not any(fields):
-            if words:
-                sentences.append(words)
-                tags.append(sentence_tags)
-                lines.append(start)
-            words, sentence_tags = [], []
-            continue
-        if fields[0] == "-DOCSTART-":
-            continue
-        if labelled and len(fields) < 2:
-            raise TaskDataError(
-                f"{path}, line {number}: {line!r} has no tag column (word first, "
-                "tag last, separated by a tab or spaces)."
-            )
-        if not words:
-            start = number
-        words.append(fields[0])
-        sentence_tags.append(fields[-1])
-    if words:
-        sentences.append(words)
-        tags.append(sentence_tags)
-        lines.append(start)
-    if not sentences:
-        raise TaskDataError(
-            f"{path}: no sentences (word first, tag last, a blank line between sentences)."
-        )
-    return TaggedSplit(name, path, sentences, tags if labelled else None, lines)
-
-
-def read_jsonl(
-    path: str, name: str, labelled: bool, words_key: str = "tokens", tags_key: str = "tags"
-) -> TaggedSplit:
-    """Reads JSONL sentences `{words_key: [...], tags_key: [...]}`.
-
-    Raises:
-        TaskDataError: invalid JSON, a missing key, lists that are not of
-            strings or differ in length.
-    """
-    sentences, tags, lines = [], [], []
-    for number, line in enumerate(_read_lines(path), start=1):
-        if not line.strip():
-            continue
-        where = f"{path}, line {number}"
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as error:
-            raise TaskDataError(
-                f"{where}: not valid JSON ({error.msg} at column {error.colno})."
-            ) from None
-        if not isinstance(record, dict):
-            raise TaskDataError(
-                f"{where}: expected a JSON object per line, found {type(record).__name__}."
-            )
-        keys = [words_key] + ([tags_key] if labelled else [])
-        values = []
-        for key in keys:
-            if key not in record:
-                raise TaskDataError(
-                    f"{where}: no {key!r} field; this line has "
-                    f"{', '.join(repr(k) for k in record) or 'no fields'}."
-                )
-            value = record[key]
-            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-                raise TaskDataError(f"{where}: {key!r} must be a list of strings.")
-            values.append(value)
-        if labelled and len(values[0]) != len(values[1]):
-            raise TaskDataError(
-                f"{where}: {len(values[0])} {words_key} but {len(values[1])} {tags_key}."
-            )
-        sentences.append(values[0])
-        tags.append([t.strip() for t in values[1]] if labelled else None)
-        lines.append(number)
-    if not sentences:
-        raise TaskDataError(f"{path}: the file has no rows.")
-    return TaggedSplit(name, path, sentences, tags if labelled else None, lines)
-
-
-def read_tagged_file(
-    path: str, name: str, labelled: bool, words_key: str = "tokens", tags_key: str = "tags"
-) -> TaggedSplit:
-    """A CoNLL or JSONL file, by extension (see the module docstring)."""
-    if path.lower().endswith(_JSONL_EXTENSIONS):
-        return read_jsonl(path, name, labelled, words_key, tags_key)
-    return read_conll(path, name, labelled)
+# TaggedSplit, read_conll, read_jsonl and read_tagged_file live in
+# tagging.sentences and tagging.layouts; they are imported above.
 
 
 # ---------------------------------------------------------------------------
@@ -383,16 +263,30 @@ class TaggingData:
     test: Optional[TaggedSplit]
 
 
+def _tag_line(split: TaggedSplit, sentence: int, word: int) -> int:
+    """The line of a word's tag: its own in the word-per-line layouts, else its sentence's."""
+    start = split.lines[sentence]
+    return start + word if split.layout in _WORD_PER_LINE else start
+
+
 def _check_tags(split: TaggedSplit, tag_format: str) -> None:
     """Every tag of the split fits the format; else one line naming the file and line."""
-    for tags, line in zip(split.tags, split.lines):
+    for n, tags in enumerate(split.tags):
         for offset, tag in enumerate(tags):
             try:
                 parse_tag(tag, tag_format)
             except ValueError as error:
-                # CoNLL: one word per line; JSONL: the sentence's line.
-                at = line + offset if not split.source.lower().endswith(_JSONL_EXTENSIONS) else line
+                at = _tag_line(split, n, offset)
                 raise TaskDataError(f"{split.source}, line {at}: {error}.") from None
+
+
+def _first_line_of(split: TaggedSplit, wanted: set) -> int:
+    """The line of the first tag in `wanted` (1 when none is)."""
+    for n, tags in enumerate(split.tags):
+        for offset, tag in enumerate(tags):
+            if tag in wanted:
+                return _tag_line(split, n, offset)
+    return 1
 
 
 def load_tagging_files(
@@ -405,8 +299,9 @@ def load_tagging_files(
     words_key: str = "tokens",
     tags_key: str = "tags",
     warn=print,
+    layout: str = AUTO_LAYOUT,
 ) -> tuple[TaggingDefinition, TaggingData]:
-    """Reads a tagging task from CoNLL or JSONL files.
+    """Reads a tagging task from files in one of the layouts of `tagging.layouts`.
 
     Args:
         name: the task's name.
@@ -417,18 +312,26 @@ def load_tagging_files(
             file, `O` first); must include every training tag.
         words_key, tags_key: the JSONL keys.
         warn: prints a warning (dev tags the training file lacks).
+        layout: `auto` (detected from the training file) or one of
+            `tagging.layouts.LAYOUTS`; the dev and test files are read in
+            the training file's.
 
     Raises:
-        TaskDataError: unreadable files, tags that do not fit the format, or
+        TaskDataError: unreadable files, content that does not fit the
+            layout, tags that fit no format or not the one given, or
             `tag_names` missing a training tag.
     """
-    train = read_tagged_file(train_file, "train", True, words_key, tags_key)
+    if layout not in LAYOUT_CHOICES:
+        raise TaskDataError(f"--tagging_layout={layout!r}: choose {', '.join(LAYOUT_CHOICES)}.")
+    train = read_tagged_file(train_file, "train", True, layout, words_key, tags_key)
+    layout = train.layout
     train_tags = [t for tags in train.tags for t in tags]
     if tag_format == AUTO:
         try:
             tag_format = detect_tag_format(train_tags)
-        except ValueError as error:
-            raise TaskDataError(f"{train_file}: {error}.") from None
+        except TagFormatError as error:
+            line = _first_line_of(train, set(error.tags))
+            raise TaskDataError(f"{train_file}, line {line}: {error}.") from None
     elif tag_format not in TAG_FORMATS:
         raise TaskDataError(f"--tag_format={tag_format!r}: choose {', '.join(TAG_FORMAT_CHOICES)}.")
     _check_tags(train, tag_format)
@@ -447,8 +350,9 @@ def load_tagging_files(
         raise TaskDataError(
             f"{train_file}: only one tag ({names[0]!r}); a tagger needs two or more."
         )
-    dev = read_tagged_file(dev_file, "dev", True, words_key, tags_key) if dev_file else None
-    if dev is not None:
+    dev = None
+    if dev_file:
+        dev = read_tagged_file(dev_file, "dev", True, layout, words_key, tags_key)
         _check_tags(dev, tag_format)
         unseen = Counter(t for tags in dev.tags for t in tags if t not in names)
         if unseen:
@@ -456,7 +360,9 @@ def load_tagging_files(
                 f"Warning: {dev_file}: {sum(unseen.values())} tag(s) the training data lacks "
                 f"({', '.join(sorted(unseen)[:5])}); they are scored but never predicted."
             )
-    test = read_tagged_file(test_file, "test", False, words_key, tags_key) if test_file else None
+    test = None
+    if test_file:
+        test = read_tagged_file(test_file, "test", False, layout, words_key, tags_key)
     entity = tag_format != PLAIN
     definition = TaggingDefinition(
         name=name,
@@ -466,3 +372,22 @@ def load_tagging_files(
         primary_metric="f1" if entity else "accuracy",
     )
     return definition, TaggingData(train, dev, test)
+
+
+@dataclasses.dataclass
+class TaggingFileOptions:
+    """How tagging files are read (`finetune.py` flags: each field's metadata holds its help).
+
+    Attributes:
+        tagging_layout: `auto` or one of `tagging.layouts.LAYOUTS`.
+    """
+
+    tagging_layout: str = flag_field(
+        AUTO_LAYOUT,
+        "Tagging files' layout: conll (word first, tag last, a blank line between "
+        "sentences), jsonl ({tokens, tags}), sentence_per_line (words<TAB>tags: Naver NER "
+        "as KoELECTRA distributes it), naver_original (index<TAB>word<TAB>tag, PER_B and - "
+        "tags: the Naver NLP Challenge's files), cluener (CLUENER 2020 JSON lines). auto: "
+        "from the training file.",
+        choices=LAYOUT_CHOICES,
+    )

@@ -1,0 +1,12 @@
+"""The benchmark tables Korean and Chinese users judge an ELECTRA by, as typed records.
+
+* `records`: a suite, its tasks, their recipes and published scores.
+* `koelectra`: KoELECTRA's eight Korean tasks (`KOELECTRA`).
+* `chinese_electra`: Chinese-ELECTRA's six Chinese tasks (`CHINESE_ELECTRA`).
+* `building`: a suite task's files read into the trial loop's task object.
+"""
+
+from electra_tf.finetuning.benchmarks.chinese_electra import CHINESE_ELECTRA
+from electra_tf.finetuning.benchmarks.koelectra import KOELECTRA
+
+SUITES = {suite.name: suite for suite in (KOELECTRA, CHINESE_ELECTRA)}

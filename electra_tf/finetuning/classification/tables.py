@@ -1,0 +1,178 @@
+"""Benchmark TSV files read the way the projects that publish their scores read them.
+
+KoELECTRA (`finetune/processor/seq_cls.py`) and Chinese-ELECTRA
+(`finetune/classification/classification_tasks.py`) read their
+classification files by column position, skip the first row, and take
+every character literally (no CSV quoting; Chinese-ELECTRA's `read_tsv`
+passes `quotechar=None`). A `TableLayout` says the same for one file:
+which columns hold the texts and the label, the header it must have (when
+the project's files have a known one), the quoting, the rows the project
+leaves out (KoELECTRA drops PAWS and Question Pair rows with an empty
+sentence; XNLI's multilingual dev file holds every language, of which the
+Chinese rows are kept) and label spellings that mean the same class
+(XNLI's train file says `contradictory` where its dev file says
+`contradiction`).
+
+Every refusal is one line naming the file, the line and the layout
+expected; rows with too few columns are skipped with a warning naming
+their count and the first one, as the GLUE reader does (Chinese-ELECTRA
+logs and skips them too).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Optional
+
+import numpy as np
+
+from electra_tf.finetuning.classification.data import (
+    REGRESSION,
+    Split,
+    Task,
+    TaskDataError,
+    read_delimited,
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class TableLayout:
+    """Where one distributed TSV file keeps its texts and label.
+
+    Attributes:
+        description: the layout in words, for messages (`id<TAB>document<TAB>label`).
+        text: column (0-based) of the first text.
+        text_pair: column of the second text (None: single-text task).
+        label: column of the label.
+        header: the header row the file must have (stripped names), or None
+            when the first row is skipped unread (the project skips it
+            whatever it holds).
+        has_header: whether the first row is a header at all.
+        quoting: `none` (every character literal) or `csv` (fields in
+            double quotes, doubled inside: NSMC).
+        index: column of the example id written with predictions (None: the
+            row number).
+        skip_empty_texts: rows whose text (or second text) is empty are
+            left out (counted in a warning).
+        keep: (column, value): rows whose column holds another value are
+            left out (counted in a warning).
+        label_aliases: (spelling, class name) pairs read as that class.
+        label_range: (low, high) a regression target must lie in.
+    """
+
+    description: str
+    text: int
+    text_pair: Optional[int]
+    label: int
+    header: Optional[tuple[str, ...]] = None
+    has_header: bool = True
+    quoting: str = "none"
+    index: Optional[int] = None
+    skip_empty_texts: bool = False
+    keep: Optional[tuple[int, str]] = None
+    label_aliases: tuple[tuple[str, str], ...] = ()
+    label_range: Optional[tuple[float, float]] = None
+
+    def columns_needed(self, labelled: bool) -> int:
+        """How many columns a row must have."""
+        used = [self.text, self.text_pair, self.label if labelled else None, self.index]
+        if self.keep is not None:
+            used.append(self.keep[0])
+        return 1 + max(c for c in used if c is not None)
+
+
+def read_table(
+    path: str, layout: TableLayout, task: Task, name: str, labelled: bool = True, warn=print
+) -> Split:
+    """Reads one benchmark file in `layout` into a split of `task`.
+
+    Args:
+        path: the file.
+        layout: where its texts and label are.
+        task: the task (its label names, or regression).
+        name: the split's name (`train`, `dev`, ...).
+        labelled: read the label column (False: a test file without one).
+        warn: prints a warning (rows left out, rows with too few columns).
+
+    Raises:
+        TaskDataError: a missing file, invalid UTF-8, a header other than
+            the layout's, an unknown label, a regression target that is not
+            a number or out of range, or no usable row.
+    """
+    header, rows = read_delimited(path, "\t", layout.quoting, has_header=layout.has_header)
+
+    def refuse(line: int, problem: str) -> TaskDataError:
+        return TaskDataError(f"{path}, line {line}: {problem}; expected {layout.description}.")
+
+    if layout.header is not None and tuple(header or ()) != layout.header:
+        shown = "<TAB>".join(header or ())
+        raise refuse(1, f"the header is {shown!r}")
+    aliases = dict(layout.label_aliases)
+    needed = layout.columns_needed(labelled)
+    texts_a, texts_b, labels, indices = [], [], [], []
+    short, dropped, empty = [], 0, 0
+    for line, fields in rows:
+        if len(fields) < needed:
+            short.append(line)
+            continue
+        if layout.keep is not None and fields[layout.keep[0]].strip() != layout.keep[1]:
+            dropped += 1
+            continue
+        a = fields[layout.text]
+        b = fields[layout.text_pair] if layout.text_pair is not None else None
+        if layout.skip_empty_texts and (a == "" or b == ""):
+            empty += 1
+            continue
+        if labelled:
+            raw = fields[layout.label]
+            text = raw.strip()
+            if task.task_type == REGRESSION:
+                try:
+                    value = float(text)
+                except ValueError:
+                    raise refuse(line, f"score {text!r} is not a number") from None
+                if layout.label_range and not (
+                    layout.label_range[0] <= value <= layout.label_range[1]
+                ):
+                    low, high = layout.label_range
+                    raise refuse(line, f"score {value} is outside {low:g}-{high:g}")
+                labels.append(value)
+            else:
+                text = aliases.get(text, text)
+                if text not in task.label_names:
+                    raise refuse(
+                        line,
+                        f"label {raw!r} is none of {', '.join(task.label_names)}",
+                    )
+                labels.append(task.label_names.index(text))
+        texts_a.append(a)
+        if b is not None:
+            texts_b.append(b)
+        indices.append(fields[layout.index] if layout.index is not None else str(len(indices)))
+    if short:
+        warn(
+            f"Warning: {path}: skipped {len(short)} row(s) with fewer than {needed} columns "
+            f"(first: line {short[0]})."
+        )
+    if dropped:
+        column, value = layout.keep
+        warn(
+            f"Warning: {path}: kept the rows whose column {column + 1} is {value!r}; "
+            f"{dropped} other row(s) left out."
+        )
+    if empty:
+        warn(f"Warning: {path}: left out {empty} row(s) with an empty sentence, as KoELECTRA does.")
+    if not texts_a:
+        raise TaskDataError(f"{path}: no usable rows; expected {layout.description}.")
+    label_array = None
+    if labelled:
+        dtype = np.float64 if task.task_type == REGRESSION else np.int64
+        label_array = np.asarray(labels, dtype=dtype)
+    return Split(
+        name,
+        path,
+        texts_a,
+        texts_b if layout.text_pair is not None else None,
+        label_array,
+        indices,
+    )

@@ -1,0 +1,109 @@
+"""The sentences of a tagging file, whatever its layout, and the rules every layout shares.
+
+A file's sentences are a `TaggedSplit`: words, tags (one per word) and the
+line where each sentence starts. Every layout reader (`tagging.layouts`)
+reads its text with `read_text_lines` and refuses a sentence of more than
+`MAX_SENTENCE_WORDS` words: no ELECTRA input holds that many (512 pieces
+at most), so such a sentence is a file read in the wrong layout (a whole
+sentence-per-line file taken as one CoNLL sentence, say), never data.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Optional
+
+from electra_tf.finetuning.classification.data import TaskDataError
+
+# Longer "sentences" are refused: the file is not in the layout it was read as.
+MAX_SENTENCE_WORDS = 500
+
+
+@dataclasses.dataclass
+class TaggedSplit:
+    """The sentences of one file.
+
+    Attributes:
+        name: `train`, `dev` or `test`.
+        source: the file, for messages.
+        sentences: N lists of words.
+        tags: N lists of tags, one per word (None for an unlabelled file).
+        lines: N line numbers where the sentences start (for messages).
+        layout: the layout the file was read in (`tagging.layouts`); in the
+            one-word-per-line layouts (`conll`, `naver_original`) word i of
+            a sentence is on line `lines[n] + i`, in the others the whole
+            sentence is on line `lines[n]`.
+    """
+
+    name: str
+    source: str
+    sentences: list[list[str]]
+    tags: Optional[list[list[str]]]
+    lines: list[int]
+    layout: str = "conll"
+
+    def __len__(self) -> int:
+        return len(self.sentences)
+
+    @property
+    def num_words(self) -> int:
+        return sum(len(words) for words in self.sentences)
+
+    def sample(self, count: int, seed: int = 0) -> "TaggedSplit":
+        """`count` sentences drawn without replacement (in their original order)."""
+        import numpy as np
+
+        if count >= len(self):
+            return self
+        keep = np.sort(np.random.default_rng(seed).choice(len(self), size=count, replace=False))
+        pick = lambda values: [values[i] for i in keep]  # noqa: E731
+        return dataclasses.replace(
+            self,
+            sentences=pick(self.sentences),
+            tags=None if self.tags is None else pick(self.tags),
+            lines=pick(self.lines),
+        )
+
+
+def read_text_lines(path: str) -> list[str]:
+    """The lines of a UTF-8 file (a leading byte-order mark dropped), without their newlines.
+
+    Raises:
+        TaskDataError: a missing file or invalid UTF-8 (the line and byte named).
+    """
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except FileNotFoundError:
+        raise TaskDataError(f"{path}: no such file.") from None
+    except IsADirectoryError:
+        raise TaskDataError(f"{path}: a directory, not a file.") from None
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        start = error.start + (3 if data.startswith(b"\xef\xbb\xbf") else 0)
+        line = data.count(b"\n", 0, start) + 1
+        raise TaskDataError(
+            f"{path}, line {line}: not valid UTF-8 ({error.reason} at byte {start})."
+        ) from None
+    return text.split("\n")
+
+
+def check_sentence_length(path: str, line: int, words: int, layout: str) -> None:
+    """Refuses a sentence of more than `MAX_SENTENCE_WORDS` words, naming the layout expected.
+
+    Args:
+        path: the file.
+        line: where the sentence starts.
+        words: its word count.
+        layout: the layout's description (what the file should look like).
+
+    Raises:
+        TaskDataError: the sentence is longer.
+    """
+    if words > MAX_SENTENCE_WORDS:
+        raise TaskDataError(
+            f"{path}, line {line}: a sentence of {words:,} words (more than "
+            f"{MAX_SENTENCE_WORDS}); the file is not in the layout it was read as ({layout}). "
+            "Pass --tagging_layout=conll|jsonl|sentence_per_line|naver_original|cluener."
+        )
