@@ -29,6 +29,7 @@ from absl import app, flags
 from electra_tf.config import ModelConfig, PretrainingConfig
 from electra_tf.distribute import STRATEGIES, create_strategy, split_cpu
 from electra_tf.finetuning.classification.data import FileTaskOptions
+from electra_tf.finetuning.kinds import TASK_KINDS
 from electra_tf.finetuning.settings import FinetuneOptions, FinetuneSettings
 from electra_tf.vocab_learning import VocabOptions
 
@@ -41,7 +42,10 @@ _DEFINERS = {
     list: flags.DEFINE_list,
 }
 # The dataclasses whose fields are the flags of `finetune.py`.
-FINETUNE_CLASSES = (FinetuneSettings, FileTaskOptions, FinetuneOptions)
+# The fine-tuning flags: the run's, the user's files', and each task kind's own.
+FINETUNE_CLASSES = (FinetuneSettings, FileTaskOptions, FinetuneOptions) + tuple(
+    kind.OPTIONS for kind in TASK_KINDS if kind.OPTIONS is not None
+)
 
 
 def _flag_type(annotation) -> type:

@@ -130,7 +130,7 @@ def _settings(output_dir: str) -> FinetuneSettings:
 
 def _task():
     """The task the flags describe, its data read (the first task kind that claims the flags)."""
-    from electra_tf.finetuning.kinds import task_from_options
+    from electra_tf.finetuning.kinds import TASK_KINDS, task_from_options
     from electra_tf.finetuning.settings import FinetuneOptions
     from electra_tf.finetuning.task_kind import TaskOptions
 
@@ -140,6 +140,11 @@ def _task():
         FileTaskOptions(**cli.field_values(FileTaskOptions)),
         given,
         _say,
+        {
+            kind.OPTIONS: kind.OPTIONS(**cli.field_values(kind.OPTIONS))
+            for kind in TASK_KINDS
+            if kind.OPTIONS is not None
+        },
     )
     return task_from_options(options)
 

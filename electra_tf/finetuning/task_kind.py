@@ -44,12 +44,19 @@ class TaskOptions:
         given: the names of the flags given on the command line (a kind may
             default a flag differently when it is absent).
         print_fn: console output (warnings while reading).
+        kind_options: {options class: its values} of the kinds' own flags
+            (`TaskKind.OPTIONS`).
     """
 
     run: FinetuneOptions
     files: FileTaskOptions
     given: frozenset = frozenset()
     print_fn: Callable[[str], None] = print
+    kind_options: dict = dataclasses.field(default_factory=dict)
+
+    def own(self, options_class: type):
+        """A kind's own options (`TaskKind.OPTIONS`): as given, or at their defaults."""
+        return self.kind_options.get(options_class) or options_class()
 
     def refuse(self, *names: str, reason: str) -> None:
         """Raises RunError for the first of the flags `names` that is set: `--name <reason>`."""
@@ -100,6 +107,8 @@ class TaskKind(abc.ABC):
         KIND: the kind's name in `model.json` and `serving_config.json`.
         MODEL_CLASS: the Keras class of its models (a model's kind is the
             kind of its class).
+        OPTIONS: a dataclass of the kind's own command-line flags (fields
+            made with `config.flag_field`), or None.
         HF_ARCHITECTURE: the `transformers` class of a model of this kind
             (None: not converted).
         console_keys: values of the train step shown on progress lines.
@@ -109,6 +118,7 @@ class TaskKind(abc.ABC):
 
     KIND: ClassVar[str]
     MODEL_CLASS: ClassVar[type]
+    OPTIONS: ClassVar[Optional[type]] = None
     HF_ARCHITECTURE: ClassVar[Optional[str]] = None
     console_keys: ClassVar[tuple[str, ...]] = ("loss", "accuracy")
     evaluate_every_epoch: ClassVar[bool] = True

@@ -40,6 +40,7 @@ from electra_tf.finetuning.tagging.data import (
     TaggedSplit,
     TaggingData,
     TaggingDefinition,
+    TaggingFileOptions,
     detect_tag_format,
     load_tagging_files,
 )
@@ -86,6 +87,7 @@ class TaggingTask(TaskKind):
     max_train_examples: Optional[int] = None
     KIND: ClassVar[str] = "tagger"
     MODEL_CLASS: ClassVar[type] = ElectraTagger
+    OPTIONS: ClassVar[Optional[type]] = TaggingFileOptions
     HF_ARCHITECTURE: ClassVar[Optional[str]] = "ElectraForTokenClassification"
     _encoded: Optional[_Encoded] = dataclasses.field(default=None, init=False, repr=False)
 
@@ -123,6 +125,7 @@ class TaggingTask(TaskKind):
             words_key=options.files.text_column if "text_column" in options.given else "tokens",
             tags_key=options.files.label_column if "label_column" in options.given else "tags",
             warn=options.print_fn,
+            layout=options.own(TaggingFileOptions).tagging_layout,
         )
         if data.dev is None:
             options.print_fn("No dev set: training only (give --dev_file to score every epoch).")
