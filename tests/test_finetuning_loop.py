@@ -610,3 +610,41 @@ def test_random_init_fine_tunes_the_same_encoder_with_fresh_weights(pretrained, 
     assert np.abs(kept[True] - table).mean() > 0.5 * np.abs(table).mean()
     # Drawn like a fresh model: truncated normal with the configured 0.02 scale.
     assert 0.01 < kept[True].std() < 0.03
+
+
+@pytest.mark.parametrize("regression", [False, True], ids=["classification", "regression"])
+def test_dev_predictions_are_written_beside_the_score_and_give_it_back(tmp_path, regression):
+    """`dev_predictions.tsv` (index, gold, prediction) recomputes the dev metrics with NumPy."""
+    from electra_tf.artifacts.finetuning_dir import TrialDir
+    from electra_tf.finetuning.classification.model import build_classifier
+
+    pretrained_dir = make_pretrained_dir(str(tmp_path / "pretrained"), num_layers=1)
+    pretrained = resolve_pretrained(pretrained_dir)
+    task = toy_regression_task(24, 12) if regression else _toy_task(12)
+    tokenizer = WordPieceTokenizer(pretrained.vocab_file)
+    task.prepare(tokenizer, print_fn=lambda _: None)
+    keras.utils.set_random_seed(3)
+    from electra_tf.artifacts.pretrained import load_discriminator
+
+    encoder = load_discriminator(pretrained.model_file).encoder
+    model = build_classifier(encoder, task.definition.num_outputs, regression, seed=3)
+    trial = TrialDir(str(tmp_path / "trial_0"))
+    os.makedirs(trial.path)
+    scores, files = task.evaluate(model, 8, trial)
+    with open(files["dev"], encoding="utf-8") as f:
+        header, *lines = f.read().splitlines()
+    assert header == "index\tgold\tprediction"
+    rows = [line.split("\t") for line in lines]
+    dev = task.data.dev["dev"]
+    assert [r[0] for r in rows] == dev.indices
+    if regression:
+        gold = np.array([float(r[1]) for r in rows])
+        predicted = np.array([float(r[2]) for r in rows])
+        np.testing.assert_allclose(gold, dev.labels, rtol=1e-7)
+        assert np.corrcoef(gold, predicted)[0, 1] == pytest.approx(scores["pearson"], abs=1e-4)
+    else:
+        names = task.definition.label_names
+        assert [r[1] for r in rows] == [names[i] for i in dev.labels]
+        accuracy = np.mean([r[1] == r[2] for r in rows])
+        assert accuracy == pytest.approx(scores["accuracy"])
+    assert set(files) == {"dev"} | set(task.data.test)

@@ -85,18 +85,16 @@ def predict(
     return np.argmax(outputs, axis=-1)
 
 
-def evaluate(
-    model, dev: dict[str, EncodedSplit], task: Task, batch_size: int, pad_id: int = 0
-) -> dict[str, float]:
-    """Dev metrics; splits other than `dev` get their name's suffix (`accuracy_mismatched`)."""
-    results = {}
-    for name, encoded in dev.items():
-        suffix = "" if name == "dev" else "_" + name.replace("dev_", "")
-        scores = metrics.compute(
-            task.metrics, encoded.split.labels, predict(model, encoded, task, batch_size, pad_id)
-        )
-        results.update({f"{k}{suffix}": v for k, v in scores.items()})
-    return results
+def split_suffix(name: str) -> str:
+    """The suffix of a dev split's metrics: "" for `dev`, `_mismatched` for `dev_mismatched`."""
+    return "" if name == "dev" else "_" + name.replace("dev_", "")
+
+
+def _prediction_text(value, task: Task, digits: str = ".3f") -> str:
+    """A prediction as written: the label name, or the score in `digits` (regression)."""
+    if task.task_type == REGRESSION:
+        return format(float(value), digits)
+    return task.label_names[int(value)]
 
 
 def write_predictions(path: str, split: Split, predictions: np.ndarray, task: Task) -> None:
@@ -104,11 +102,24 @@ def write_predictions(path: str, split: Split, predictions: np.ndarray, task: Ta
     with atomic_open(path) as f:
         f.write("index\tprediction\n")
         for index, value in zip(split.indices, predictions):
-            if task.task_type == REGRESSION:
-                text = f"{float(value):.3f}"
-            else:
-                text = task.label_names[int(value)]
-            f.write(f"{index}\t{text}\n")
+            f.write(f"{index}\t{_prediction_text(value, task)}\n")
+
+
+def write_scored_predictions(path: str, split: Split, predictions: np.ndarray, task: Task) -> None:
+    """A scored split's predictions beside their gold labels: `index<TAB>gold<TAB>prediction`.
+
+    Labels are written as names, regression targets and predictions as
+    numbers to 8 significant digits, so a dataset's own scorer recomputes the
+    score.
+    """
+    with atomic_open(path) as f:
+        f.write("index\tgold\tprediction\n")
+        for index, gold, value in zip(split.indices, split.labels, predictions):
+            gold_text, text = (
+                _prediction_text(gold, task, ".8g"),
+                _prediction_text(value, task, ".8g"),
+            )
+            f.write(f"{index}\t{gold_text}\t{text}\n")
 
 
 @dataclasses.dataclass
@@ -275,23 +286,31 @@ class ClassificationTask(TaskKind):
     def evaluate(
         self, model, batch_size: int, trial: Optional[TrialDir] = None
     ) -> tuple[dict, dict]:
-        """Dev metrics; with `trial`, also the test predictions, written into it.
+        """Dev metrics; with `trial`, also every split's predictions, written into it.
+
+        Splits other than `dev` get their name's suffix (`accuracy_mismatched`).
 
         Returns:
-            (metrics, {test split name: prediction file}); the files are
-            `<name>.tsv` in the GLUE submission format.
+            (metrics, {name: prediction file}): each dev split's
+            `<split>_predictions.tsv` (`index gold prediction`) and each test
+            split's `<name>.tsv` in the GLUE submission format.
         """
-        scores = evaluate(
-            model, self._encoded.dev, self.definition, batch_size, self._encoded.pad_id
-        )
-        files = {}
+        scores, files = {}, {}
+        pad_id = self._encoded.pad_id
+        for name, encoded in self._encoded.dev.items():
+            predicted = predict(model, encoded, self.definition, batch_size, pad_id)
+            split_scores = metrics.compute(self.definition.metrics, encoded.split.labels, predicted)
+            scores.update({f"{k}{split_suffix(name)}": v for k, v in split_scores.items()})
+            if trial is not None:
+                files[name] = trial.file(f"{name}_predictions.tsv")
+                write_scored_predictions(files[name], encoded.split, predicted, self.definition)
         if trial is not None:
             for name, encoded in self._encoded.test.items():
                 files[name] = trial.file(f"{name}.tsv")
                 write_predictions(
                     files[name],
                     encoded.split,
-                    predict(model, encoded, self.definition, batch_size, self._encoded.pad_id),
+                    predict(model, encoded, self.definition, batch_size, pad_id),
                     self.definition,
                 )
         return scores, files
