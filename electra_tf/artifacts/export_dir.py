@@ -21,6 +21,7 @@ from typing import Optional
 
 import keras
 
+from electra_tf.artifacts.files import Within
 from electra_tf.artifacts.run_dir import CONFIG_FILE, VOCAB_FILE
 from electra_tf.finiteness import check_finite_weights
 
@@ -38,25 +39,11 @@ class ExportDir:
 
     path: str
 
-    @property
-    def discriminator_file(self) -> str:
-        return os.path.join(self.path, DISCRIMINATOR_FILE)
-
-    @property
-    def discriminator_savedmodel(self) -> str:
-        return os.path.join(self.path, DISCRIMINATOR_SAVEDMODEL)
-
-    @property
-    def generator_file(self) -> str:
-        return os.path.join(self.path, GENERATOR_FILE)
-
-    @property
-    def vocab_file(self) -> str:
-        return os.path.join(self.path, VOCAB_FILE)
-
-    @property
-    def config_file(self) -> str:
-        return os.path.join(self.path, CONFIG_FILE)
+    discriminator_file = Within(DISCRIMINATOR_FILE)
+    discriminator_savedmodel = Within(DISCRIMINATOR_SAVEDMODEL)
+    generator_file = Within(GENERATOR_FILE)
+    vocab_file = Within(VOCAB_FILE)
+    config_file = Within(CONFIG_FILE)
 
     def contents(self) -> list[str]:
         """The models present, as names to show (`discriminator_savedmodel/` for the directory)."""

@@ -1,4 +1,5 @@
-"""Writing files so that a reader never sees half of one: a temporary sibling, then a rename.
+"""Files of a layout: where they are (`Within`), and writing them so that a reader never
+sees half of one (a temporary sibling, then a rename).
 
 A write that fails (a full disk) removes its temporary file and leaves the
 previous version of the file as it was.
@@ -10,6 +11,23 @@ import contextlib
 import json
 import os
 import shutil
+
+
+class Within:
+    """A path inside the directory of a layout: `config_file = Within("config.json")`.
+
+    A class attribute of a layout (a dataclass with a `path` field); read on an
+    instance, it is `os.path.join(instance.path, *parts)`. Nothing is created
+    or checked.
+    """
+
+    def __init__(self, *parts: str):
+        self.parts = parts
+
+    def __get__(self, layout, owner=None):
+        if layout is None:
+            return self
+        return os.path.join(layout.path, *self.parts)
 
 
 @contextlib.contextmanager

@@ -35,7 +35,7 @@ import shutil
 import zipfile
 from typing import Optional
 
-from electra_tf.artifacts.files import read_json, write_json
+from electra_tf.artifacts.files import Within, read_json, write_json
 from electra_tf.artifacts.results import best_trial, read_results
 from electra_tf.artifacts.run_dir import VOCAB_FILE
 
@@ -51,34 +51,18 @@ class SavedModelDir:
 
     path: str
 
-    @property
-    def description_file(self) -> str:
-        return os.path.join(self.path, "model.json")
-
-    @property
-    def weights_file(self) -> str:
-        return os.path.join(self.path, "model.weights.h5")
-
-    @property
-    def vocab_file(self) -> str:
-        return os.path.join(self.path, VOCAB_FILE)
+    description_file = Within("model.json")
+    weights_file = Within("model.weights.h5")
+    vocab_file = Within(VOCAB_FILE)
 
 
 @dataclasses.dataclass(frozen=True)
 class TrialDir(SavedModelDir):
     """The paths of one trial directory (nothing is created or checked)."""
 
-    @property
-    def checkpoints(self) -> str:
-        return os.path.join(self.path, "checkpoints")
-
-    @property
-    def history_file(self) -> str:
-        return os.path.join(self.path, "history.json")
-
-    @property
-    def tensorboard(self) -> str:
-        return os.path.join(self.path, "tensorboard")
+    checkpoints = Within("checkpoints")
+    history_file = Within("history.json")
+    tensorboard = Within("tensorboard")
 
     def file(self, name: str) -> str:
         """A prediction file of the trial."""
@@ -91,18 +75,10 @@ class FinetuningDir:
 
     path: str
 
-    @property
-    def results_file(self) -> str:
-        return os.path.join(self.path, RESULTS_FILE)
-
-    @property
-    def export_base(self) -> str:
-        """TF Serving exports go to `<export_base>/<model name>/<version>/`."""
-        return os.path.join(self.path, "export")
-
-    @property
-    def imported_checkpoint(self) -> str:
-        return os.path.join(self.path, "imported_checkpoint")
+    results_file = Within(RESULTS_FILE)
+    # TF Serving exports go to `<export_base>/<model name>/<version>/`.
+    export_base = Within("export")
+    imported_checkpoint = Within("imported_checkpoint")
 
     def trial(self, number: int) -> TrialDir:
         return TrialDir(os.path.join(self.path, f"trial_{number}"))
@@ -196,17 +172,9 @@ class _LegacyFiles:
 
     path: str
 
-    @property
-    def keras_file(self) -> str:
-        return os.path.join(self.path, "model.keras")
-
-    @property
-    def task_file(self) -> str:
-        return os.path.join(self.path, "task.json")
-
-    @property
-    def qa_file(self) -> str:
-        return os.path.join(self.path, "qa_model.json")
+    keras_file = Within("model.keras")
+    task_file = Within("task.json")
+    qa_file = Within("qa_model.json")
 
     @property
     def holds_classifier(self) -> bool:

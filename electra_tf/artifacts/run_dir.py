@@ -21,7 +21,7 @@ import dataclasses
 import os
 from typing import Optional
 
-from electra_tf.artifacts.files import copy_file, read_json, write_json
+from electra_tf.artifacts.files import Within, copy_file, read_json, write_json
 from electra_tf.config import PretrainingConfig
 
 CONFIG_FILE = "config.json"
@@ -35,37 +35,14 @@ class RunDir:
 
     path: str
 
-    @property
-    def config_file(self) -> str:
-        return os.path.join(self.path, CONFIG_FILE)
-
-    @property
-    def vocab_file(self) -> str:
-        return os.path.join(self.path, VOCAB_FILE)
-
-    @property
-    def checkpoints(self) -> str:
-        return os.path.join(self.path, "checkpoints")
-
-    @property
-    def tensorboard(self) -> str:
-        return os.path.join(self.path, "tensorboard")
-
-    @property
-    def metrics_log(self) -> str:
-        return os.path.join(self.path, "metrics.jsonl")
-
-    @property
-    def result_file(self) -> str:
-        return os.path.join(self.path, "result.json")
-
-    @property
-    def export(self) -> str:
-        return os.path.join(self.path, EXPORT_DIR)
-
-    @property
-    def import_source_file(self) -> str:
-        return os.path.join(self.path, "imported_from.txt")
+    config_file = Within(CONFIG_FILE)
+    vocab_file = Within(VOCAB_FILE)
+    checkpoints = Within("checkpoints")
+    tensorboard = Within("tensorboard")
+    metrics_log = Within("metrics.jsonl")
+    result_file = Within("result.json")
+    export = Within(EXPORT_DIR)
+    import_source_file = Within("imported_from.txt")
 
 
 def write_run_files(run: RunDir, config: PretrainingConfig, vocab_file: str) -> None:

@@ -31,7 +31,7 @@ import shutil
 import tempfile
 from typing import Callable, Optional
 
-from electra_tf.artifacts.files import read_json
+from electra_tf.artifacts.files import Within, read_json
 from electra_tf.artifacts.run_dir import VOCAB_FILE
 
 STAGING_PREFIX = ".staging-"
@@ -49,30 +49,13 @@ class VersionDir:
 
     path: str
 
-    @property
-    def saved_model_file(self) -> str:
-        return os.path.join(self.path, "saved_model.pb")
-
-    @property
-    def assets(self) -> str:
-        return os.path.join(self.path, "assets")
-
-    @property
-    def vocab_file(self) -> str:
-        return os.path.join(self.assets, VOCAB_FILE)
-
-    @property
-    def serving_config_file(self) -> str:
-        return os.path.join(self.assets, SERVING_CONFIG)
-
-    @property
-    def extra(self) -> str:
-        return os.path.join(self.path, "assets.extra")
-
-    @property
-    def keras_file(self) -> str:
-        """The discriminator in `assets.extra/`."""
-        return os.path.join(self.extra, "model.keras")
+    saved_model_file = Within("saved_model.pb")
+    assets = Within("assets")
+    vocab_file = Within("assets", VOCAB_FILE)
+    serving_config_file = Within("assets", SERVING_CONFIG)
+    extra = Within("assets.extra")
+    # The discriminator in `assets.extra/`.
+    keras_file = Within("assets.extra", "model.keras")
 
 
 def read_serving_config(version_dir: str) -> dict:
