@@ -324,3 +324,16 @@ DENOMINATOR_EPSILON = 1e-6
 
 def safe_ratio(numerator, denominator):
     return numerator / (denominator + DENOMINATOR_EPSILON)
+
+
+def loss_and_accuracy(sums: dict, name: str) -> dict:
+    """`<name>_loss` (NLL per prediction) and `<name>_accuracy` of one term's sums.
+
+    Args:
+        sums: the term's `nll`, `correct` and `count` sums (e.g. `masked_lm_sums`).
+        name: the metrics' prefix.
+    """
+    return {
+        f"{name}_loss": safe_ratio(sums["nll"], sums["count"]),
+        f"{name}_accuracy": safe_ratio(sums["correct"], sums["count"]),
+    }

@@ -25,6 +25,7 @@ import keras
 import tensorflow as tf
 
 from electra_tf.config import PretrainingConfig
+from electra_tf.modeling.electra import build_generator_and_discriminator
 from electra_tf.modeling.kernels import resolve_kernels
 from electra_tf.modeling.train_step import TrainStep, replica_sum
 
@@ -129,6 +130,19 @@ class Pretrainer(TrainStep, keras.Model):
     def _build_networks(self) -> None:
         """Creates `self.generator` (or None), `self.discriminator` and any head."""
         raise NotImplementedError
+
+    def _build_pair(self, **options) -> None:
+        """`self.generator` and `self.discriminator` of the config's architecture and sharing.
+
+        Args:
+            **options: more arguments of `build_generator_and_discriminator`.
+        """
+        self.generator, self.discriminator = build_generator_and_discriminator(
+            self.config.model,
+            weight_sharing=self.config.weight_sharing,
+            kernels=self.kernels,
+            **options,
+        )
 
     def forward(self, batch, training=False) -> dict:
         """Forward pass over one batch: named sums (dicts) beside the tensors computed."""

@@ -47,15 +47,11 @@ class AllTokensMLMPretrainer(ElectraPretrainer):
         return out
 
     def _loss(self, sums, counts):
-        return self.config.gen_weight * self.generator_loss(sums, counts) + objective.safe_ratio(
-            sums["all_tokens_mlm"]["nll"], counts["tokens"]
-        )
+        return self.generator_plus(sums, counts, "all_tokens_mlm", "tokens")
 
     def metrics_from_sums(self, sums):
-        main = sums["all_tokens_mlm"]
         return {
             **self.generator_metrics(sums),
-            "all_tokens_mlm_loss": objective.safe_ratio(main["nll"], main["count"]),
-            "all_tokens_mlm_accuracy": objective.safe_ratio(main["correct"], main["count"]),
+            **objective.loss_and_accuracy(sums["all_tokens_mlm"], "all_tokens_mlm"),
             "total_loss": self._loss(sums, sums["counts"]),
         }

@@ -11,7 +11,6 @@ from __future__ import annotations
 import keras
 import tensorflow as tf
 
-from electra_tf.modeling.electra import build_generator_and_discriminator
 from electra_tf.pretraining import objective
 from electra_tf.pretraining.pretrainer import Pretrainer
 
@@ -63,13 +62,7 @@ class ElectraPretrainer(Pretrainer):
     OBJECTIVE = "electra"
 
     def _build_networks(self) -> None:
-        config = self.config
-        self.generator, self.discriminator = build_generator_and_discriminator(
-            config.model,
-            weight_sharing=config.weight_sharing,
-            with_generator=config.uses_generator,
-            kernels=self.kernels,
-        )
+        self._build_pair(with_generator=self.config.uses_generator)
 
     # ------------------------------------------------------------------ the step
     def forward(self, batch, training=False):
@@ -146,14 +139,7 @@ class ElectraPretrainer(Pretrainer):
         Returns:
             {"disc": its sums, "disc_logits": [B, L], "disc_mask": [B, L]}.
         """
-        disc_logits = self.discriminator(
-            {
-                "input_ids": fake_ids,
-                "input_mask": batch["input_mask"],
-                "segment_ids": batch["segment_ids"],
-            },
-            training=training,
-        )["logits"]
+        disc_logits = self.discriminator_logits(batch, fake_ids, training)
         mask = self.discriminator_mask(batch, fake_ids)
         return {
             "disc": objective.discriminator_sums(disc_logits, labels, mask),
@@ -161,11 +147,30 @@ class ElectraPretrainer(Pretrainer):
             "disc_mask": mask,
         }
 
+    def discriminator_logits(self, batch, fake_ids, training):
+        """The discriminator's logits on the corrupted sequence: float32 [B, L]."""
+        inputs = {
+            "input_ids": fake_ids,
+            "input_mask": batch["input_mask"],
+            "segment_ids": batch["segment_ids"],
+        }
+        return self.discriminator(inputs, training=training)["logits"]
+
     def discriminator_mask(self, batch, fake_ids):
         """The tokens the discriminator is scored on: float32 [B, L], every non-pad token."""
         return tf.cast(batch["input_mask"], tf.float32)
 
     # ------------------------------------------------------------------ the loss
+    def generator_plus(self, sums, counts, term: str, denominator: str):
+        """gen_weight * L_MLM + the NLL of `sums[term]` per `counts[denominator]`.
+
+        The loss of the variants that replace the discriminator by another
+        term on the generator's samples (Replace MLM, All-Tokens MLM).
+        """
+        return self.config.gen_weight * self.generator_loss(sums, counts) + objective.safe_ratio(
+            sums[term]["nll"], counts[denominator]
+        )
+
     def _loss(self, sums, counts):
         """gen_weight * L_MLM + disc_weight * L_Disc, this replica's share of the global batch."""
         return self.config.gen_weight * self.generator_loss(
@@ -205,10 +210,7 @@ class ElectraPretrainer(Pretrainer):
         mlm, samples = sums["mlm"], sums["samples"]
         stats = {}
         if self.generator is not None:  # a uniform "generator" has nothing to report
-            stats.update(
-                masked_lm_loss=ratio(mlm["nll"], mlm["count"]),
-                masked_lm_accuracy=ratio(mlm["correct"], mlm["count"]),
-            )
+            stats.update(objective.loss_and_accuracy(mlm, "masked_lm"))
         stats["sampled_masked_lm_accuracy"] = ratio(samples["correct"], mlm["count"])
         stats["replaced_fraction"] = ratio(samples["replaced"], sums["counts"]["tokens"])
         return stats

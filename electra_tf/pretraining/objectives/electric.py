@@ -5,7 +5,6 @@ from __future__ import annotations
 import keras
 import tensorflow as tf
 
-from electra_tf.modeling.electra import build_generator_and_discriminator
 from electra_tf.pretraining import objective
 from electra_tf.pretraining.objectives.electra import ElectraPretrainer, sample_statistics
 
@@ -28,13 +27,7 @@ class ElectricPretrainer(ElectraPretrainer):
     OBJECTIVE = "electric"
 
     def _build_networks(self) -> None:
-        config = self.config
-        self.generator, self.discriminator = build_generator_and_discriminator(
-            config.model,
-            weight_sharing=config.weight_sharing,
-            generator_kind="two_tower_cloze",
-            kernels=self.kernels,
-        )
+        self._build_pair(generator_kind="two_tower_cloze")
 
     def counts(self, batch):
         """ELECTRA's counts and `cloze_targets`, the tokens the cloze model is trained on."""
@@ -86,14 +79,7 @@ class ElectricPretrainer(ElectraPretrainer):
             tf.int32,
         )
         out.update(labels=labels, samples=sample_statistics(batch, out["sampled_ids"], labels))
-        energy = self.discriminator(
-            {
-                "input_ids": fake_ids,
-                "input_mask": batch["input_mask"],
-                "segment_ids": batch["segment_ids"],
-            },
-            training=training,
-        )["logits"]
+        energy = self.discriminator_logits(batch, fake_ids, training)
         disc_logits = objective.electric_logits(
             energy, cloze_logits, fake_ids, self.config.mask_rate
         )
@@ -110,9 +96,7 @@ class ElectricPretrainer(ElectraPretrainer):
         return ratio(sums["cloze"]["nll"], counts["cloze_targets"])
 
     def generator_metrics(self, sums):
-        cloze = sums["cloze"]
         return {
             **super().generator_metrics(sums),
-            "cloze_loss": ratio(cloze["nll"], cloze["count"]),
-            "cloze_accuracy": ratio(cloze["correct"], cloze["count"]),
+            **objective.loss_and_accuracy(sums["cloze"], "cloze"),
         }

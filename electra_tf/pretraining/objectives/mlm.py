@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import keras
 
-from electra_tf.modeling.electra import build_generator_and_discriminator
 from electra_tf.modeling.heads import MaskedLMHead
 from electra_tf.pretraining import objective
 from electra_tf.pretraining.pretrainer import Pretrainer
@@ -60,13 +59,7 @@ class MaskedLMPretrainer(FullSizeMLM, Pretrainer):
     OBJECTIVE = "mlm"
 
     def _build_networks(self) -> None:
-        config = self.config
-        self.generator, self.discriminator = build_generator_and_discriminator(
-            config.model,
-            weight_sharing=config.weight_sharing,
-            with_generator=False,
-            kernels=self.kernels,
-        )
+        self._build_pair(with_generator=False)
         self.mlm_head = full_size_mlm_head(self.discriminator, self.kernels)
         self.discriminator.rtd_head.trainable = False  # unused
 
@@ -86,9 +79,7 @@ class MaskedLMPretrainer(FullSizeMLM, Pretrainer):
         return objective.safe_ratio(sums["mlm"]["nll"], counts["masked"])
 
     def metrics_from_sums(self, sums):
-        mlm = sums["mlm"]
         return {
-            "masked_lm_loss": objective.safe_ratio(mlm["nll"], mlm["count"]),
-            "masked_lm_accuracy": objective.safe_ratio(mlm["correct"], mlm["count"]),
+            **objective.loss_and_accuracy(sums["mlm"], "masked_lm"),
             "total_loss": self._loss(sums, sums["counts"]),
         }

@@ -39,15 +39,11 @@ class ReplaceMLMPretrainer(FullSizeMLM, ElectraPretrainer):
         return out
 
     def _loss(self, sums, counts):
-        return self.config.gen_weight * self.generator_loss(sums, counts) + objective.safe_ratio(
-            sums["replace_mlm"]["nll"], counts["masked"]
-        )
+        return self.generator_plus(sums, counts, "replace_mlm", "masked")
 
     def metrics_from_sums(self, sums):
-        main = sums["replace_mlm"]
         return {
             **self.generator_metrics(sums),
-            "replace_mlm_loss": objective.safe_ratio(main["nll"], main["count"]),
-            "replace_mlm_accuracy": objective.safe_ratio(main["correct"], main["count"]),
+            **objective.loss_and_accuracy(sums["replace_mlm"], "replace_mlm"),
             "total_loss": self._loss(sums, sums["counts"]),
         }
