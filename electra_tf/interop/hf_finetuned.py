@@ -37,6 +37,7 @@ from electra_tf.interop.weight_names import (
     hf_key,
     read_weights,
 )
+from electra_tf.modeling.encoder import architecture
 from electra_tf.tokenization import TextPath
 
 
@@ -59,31 +60,12 @@ def _encoder_entries(encoder) -> list:
 
 def model_config_of(encoder) -> ModelConfig:
     """The `ModelConfig` of an `ElectraEncoder` (what Hugging Face's config.json records)."""
-    config = encoder.get_config()
-    if config.get("attention_direction", "bidirectional") != "bidirectional":
+    if encoder.attention_direction != "bidirectional":
         raise HFConversionError(
             "the encoder attends in one direction (Electric); Hugging Face's "
             "ELECTRA is bidirectional."
         )
-    return ModelConfig(
-        **{
-            k: config[k]
-            for k in (
-                "vocab_size",
-                "hidden_size",
-                "num_layers",
-                "num_heads",
-                "intermediate_size",
-                "embedding_size",
-                "max_position_embeddings",
-                "type_vocab_size",
-                "dropout_rate",
-                "attention_dropout_rate",
-                "initializer_range",
-                "layer_norm_epsilon",
-            )
-        }
-    )
+    return ModelConfig(**architecture(encoder))
 
 
 def finetuned_state(model) -> dict[str, np.ndarray]:

@@ -18,6 +18,28 @@ from electra_tf.modeling.layers import (
 INPUT_NAMES = ("input_ids", "input_mask", "segment_ids")
 
 
+# What an encoder is, besides its weights: the `ModelConfig` fields it was built with.
+ARCHITECTURE_FIELDS = (
+    "vocab_size",
+    "hidden_size",
+    "num_layers",
+    "num_heads",
+    "intermediate_size",
+    "embedding_size",
+    "max_position_embeddings",
+    "type_vocab_size",
+    "dropout_rate",
+    "attention_dropout_rate",
+    "initializer_range",
+    "layer_norm_epsilon",
+)
+
+
+def architecture(encoder) -> dict:
+    """{field: value} of `ARCHITECTURE_FIELDS` for an `ElectraEncoder` (`ModelConfig(**...)`)."""
+    return {name: getattr(encoder, name) for name in ARCHITECTURE_FIELDS}
+
+
 @keras.saving.register_keras_serializable(package="electra_tf")
 class ElectraEncoder(keras.Model):
     """A post-LN BERT encoder with ELECTRA's separate embedding size.
@@ -173,18 +195,7 @@ class ElectraEncoder(keras.Model):
         return {
             "name": self.name,
             "trainable": self.trainable,
-            "vocab_size": self.vocab_size,
-            "hidden_size": self.hidden_size,
-            "num_layers": self.num_layers,
-            "num_heads": self.num_heads,
-            "intermediate_size": self.intermediate_size,
-            "embedding_size": self.embedding_size,
-            "max_position_embeddings": self.max_position_embeddings,
-            "type_vocab_size": self.type_vocab_size,
-            "dropout_rate": self.dropout_rate,
-            "attention_dropout_rate": self.attention_dropout_rate,
-            "initializer_range": self.initializer_range,
-            "layer_norm_epsilon": self.layer_norm_epsilon,
+            **architecture(self),
             **(
                 {"attention_direction": self.attention_direction}
                 if self.attention_direction != "bidirectional"

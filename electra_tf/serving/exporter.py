@@ -36,6 +36,7 @@ from electra_tf.finetuning.kinds import kind_of
 from electra_tf.finetuning.saving import load_finetuned, save_finetuned
 from electra_tf.finiteness import NonFiniteError, check_finite_weights
 from electra_tf.interop.checkpoints import CheckpointError, load_run_models
+from electra_tf.modeling.encoder import architecture
 from electra_tf.serving.discriminator import DiscriminatorExport
 from electra_tf.tokenization import TextPath
 
@@ -54,20 +55,6 @@ def _finite_copy(model, what: str):
     except NonFiniteError as error:
         raise ExportError(f"{error} Nothing was exported.") from None
     return copy
-
-
-def _encoder_config(encoder) -> dict:
-    names = (
-        "vocab_size",
-        "hidden_size",
-        "num_layers",
-        "num_heads",
-        "intermediate_size",
-        "embedding_size",
-        "max_position_embeddings",
-        "type_vocab_size",
-    )
-    return {name: getattr(encoder, name) for name in names if hasattr(encoder, name)}
 
 
 def _write(
@@ -156,7 +143,7 @@ def export_finetuned(
         "kind": kind.KIND,
         **text.to_dict(),
         **kind.serving_config(module, info),
-        "model": _encoder_config(copy.encoder),
+        "model": architecture(copy.encoder),
     }
     return publish_version(
         os.path.join(export_base, model_name),
