@@ -66,10 +66,9 @@ class TaskOptions:
                     raise RunError(f"--{name} {reason}")
 
 
-def format_scores(scores: dict, percent: bool = True) -> str:
+def format_scores(scores: dict) -> str:
     """`name value, ...` of the scores without a `/` (per-type scores), in percent."""
-    scale = 100.0 if percent else 1.0
-    return ", ".join(f"{k} {scale * v:.2f}" for k, v in scores.items() if "/" not in k)
+    return ", ".join(f"{k} {100 * v:.2f}" for k, v in scores.items() if "/" not in k)
 
 
 def format_table(header: list[str], rows: list[list[str]]) -> str:
@@ -80,18 +79,19 @@ def format_table(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
-def trials_table(results: dict, names: list[str], percent: bool = True) -> str:
-    """A run's trials and their median (results.json) as a text table of `names`."""
-    scale = 100.0 if percent else 1.0
+def percent(value) -> str:
+    """A fraction in percent with two decimals ("" for none)."""
+    return "" if value is None else f"{100 * value:.2f}"
 
-    def cell(value) -> str:
-        return "" if value is None else f"{scale * value:.2f}"
+
+def trials_table(results: dict, names: list[str]) -> str:
+    """A run's trials and their median (results.json) as a text table of `names`, in percent."""
 
     rows = [
-        [str(t["trial"]), str(t["seed"])] + [cell(t["dev"].get(n)) for n in names]
+        [str(t["trial"]), str(t["seed"])] + [percent(t["dev"].get(n)) for n in names]
         for t in results["trials"]
     ]
-    rows.append(["median", ""] + [cell(results["median"].get(n)) for n in names])
+    rows.append(["median", ""] + [percent(results["median"].get(n)) for n in names])
     return format_table(["trial", "seed"] + names, rows)
 
 

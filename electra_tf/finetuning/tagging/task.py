@@ -46,7 +46,13 @@ from electra_tf.finetuning.tagging.data import (
 )
 from electra_tf.finetuning.tagging.model import ElectraTagger, build_tagger
 from electra_tf.finetuning.tagging.serving import WORD_SPLITTING, TaggerServing
-from electra_tf.finetuning.task_kind import TaskKind, TaskOptions, format_table, trials_table
+from electra_tf.finetuning.task_kind import (
+    TaskKind,
+    TaskOptions,
+    format_table,
+    percent,
+    trials_table,
+)
 
 # transformers' names of the head: one linear layer on every position.
 HF_HEAD_WEIGHT, HF_HEAD_BIAS = "classifier.weight", "classifier.bias"
@@ -390,10 +396,6 @@ def format_tables(results: dict, tag_format: str) -> str:
     text = trials_table(results, [k for k in median if "/" not in k])
     types = sorted({k.split("/", 1)[1] for k in median if "/" in k})
     if tag_format != PLAIN and types:
-
-        def percent(value):
-            return "" if value is None else f"{100 * value:.2f}"
-
         type_rows = [
             [t] + [percent(median.get(f"{m}/{t}")) for m in ("precision", "recall", "f1")]
             for t in types
