@@ -249,14 +249,15 @@ def test_head_variables_get_the_head_rate():
 
 
 @pytest.mark.slow
-def test_tiny_model_learns_a_handful_of_questions(toy, tmp_path):
+@pytest.mark.parametrize("head", ["electra", "transformers"])
+def test_tiny_model_learns_a_handful_of_questions(toy, tmp_path, head):
     directory, tokenizer = toy
     examples = _toy_examples(8, seed=3)
     features = convert_examples(
         examples, tokenizer, max_seq_length=16, doc_stride=8, max_query_length=4, is_training=True
     )
     assert len(features) == 8
-    model = build_qa_model(_tiny_encoder(), beam_size=5, seed=0)
+    model = build_qa_model(_tiny_encoder(), beam_size=5, seed=0, head=head)
     steps = 120
     model.compile(optimizer=create_optimizer(model, 2, 3e-3, steps, 0.1, 1.0), jit_compile=False)
     history = model.fit(
@@ -278,6 +279,7 @@ def test_tiny_model_learns_a_handful_of_questions(toy, tmp_path):
     save_finetuned(model, str(tmp_path / "saved"), {"max_seq_length": 16})
     loaded, info = load_finetuned(str(tmp_path / "saved"))
     assert info["max_seq_length"] == 16 and isinstance(loaded, ElectraQA)
+    assert loaded.head == head
     again = loaded.predict(make_dataset(eval_features, 8, with_labels=False), verbose=0)
     np.testing.assert_array_equal(again["start_top_index"], outputs["start_top_index"])
     np.testing.assert_allclose(again["answerable_logit"], outputs["answerable_logit"], atol=1e-5)

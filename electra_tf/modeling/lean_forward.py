@@ -47,11 +47,12 @@ def supports(model) -> bool:
     embeddings of its own, bidirectional attention, the standard layers.
     """
     encoder = getattr(model, "encoder", None)
+    head = head_layers(model)
     if (
         not isinstance(encoder, ElectraEncoder)
         or model.compute_dtype != "float32"
-        or getattr(model, "task_head", None) is None
-        or model.task_head.activation not in (None, keras.activations.linear)
+        or head is None
+        or any(layer.activation not in _ACTIVATIONS for layer in head)
     ):
         return False
     return (
@@ -64,6 +65,21 @@ def supports(model) -> bool:
             for layer in encoder.transformer_layers
         )
     )
+
+
+def head_layers(model) -> "tuple | None":
+    """The dense layers of a classifier's head from [CLS] to its outputs (None: not dense layers).
+
+    The paper's head is one `Dense` layer (`task_head`); a head of several
+    (transformers' `dense` + GELU, then `out_proj`) lists them as `dense_layers`.
+    """
+    head = getattr(model, "task_head", None)
+    if isinstance(head, keras.layers.Dense):
+        return (head,)
+    layers = getattr(head, "dense_layers", None)
+    if layers and all(isinstance(layer, keras.layers.Dense) for layer in layers):
+        return tuple(layers)
+    return None
 
 
 def _layer_norm(x, layer):
@@ -80,6 +96,10 @@ def _dense(x, layer, activation=None):
 
 def _gelu(x):
     return tf.nn.gelu(x, approximate=False)
+
+
+# The activations of a head's dense layers this module computes, and how.
+_ACTIVATIONS = {None: None, keras.activations.linear: None, keras.activations.gelu: _gelu}
 
 
 def first_token_hidden(encoder, input_ids, input_mask, segment_ids):
@@ -134,5 +154,7 @@ def classifier_outputs(model, inputs: dict) -> tf.Tensor:
     cls = first_token_hidden(
         model.encoder, inputs["input_ids"], inputs["input_mask"], inputs["segment_ids"]
     )
-    outputs = _dense(cls, model.task_head)
+    outputs = cls
+    for layer in head_layers(model):
+        outputs = _dense(outputs, layer, _ACTIVATIONS[layer.activation])
     return tf.reshape(outputs, [-1]) if model.regression else outputs

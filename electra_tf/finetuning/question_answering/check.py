@@ -128,18 +128,19 @@ def python_answers(reference, pairs: list) -> tuple[dict, dict]:
 
 
 def python_scores(reference, inputs: dict) -> dict:
-    """Expected `token_ids` outputs: the Keras model's prediction mode and its logits."""
-    import tensorflow as tf
+    """Expected `token_ids` outputs: the Keras model's prediction mode and its logits.
 
+    The logits are the head's given the starts the model's own call chose
+    (end logits per start for the `electra` head, one row for `transformers`).
+    """
     from electra_tf.finetuning.question_answering.model import answer_mask
 
     model = reference.model
     outputs = {k: np.asarray(v) for k, v in model(inputs, training=False).items()}
     sequence = model.encoder(inputs, training=False)
     mask = answer_mask(inputs["input_mask"], inputs["segment_ids"])
-    states = tf.gather(sequence, outputs["start_top_index"], batch_dims=1)
-    outputs["start_logits"] = np.asarray(model.task_head.start_logits(sequence, mask))
-    outputs["end_logits"] = np.asarray(model.task_head.end_logits(sequence, states, mask))
+    logits = model.task_head.logits(sequence, mask, outputs["start_top_index"])
+    outputs.update({k: np.asarray(v) for k, v in logits.items()})
     if not reference.config["version_2"]:
         del outputs["answerable_logit"]
     return outputs

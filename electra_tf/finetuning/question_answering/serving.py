@@ -13,7 +13,9 @@
                  `NO_SPAN_SCORE` when there is no valid span;
     SQuAD 2.0 models also:
              `no_answer_score` float32 [B]: the answerability logit (the null
-                 odds of `squad_decoding`; higher = more likely unanswerable);
+                 odds of `squad_decoding`; higher = more likely unanswerable;
+                 for the `transformers` head, the null span's score minus the
+                 best span's, transformers' `null_score_diff`);
              `has_answer` bool [B]: `no_answer_score <= null_score_threshold`,
                  the threshold the model was fine-tuned with. `answer_text`
                  still holds the best span when it is False.
@@ -24,10 +26,14 @@ context [SEP]`, context in segment 1):
     outputs: `start_logits` float32 [B, L] (-1000 added outside the context
              and [CLS]); the beam of the model's prediction mode, K =
              min(beam_size, L): `start_top_index` int32 [B, K],
-             `start_top_log_probs` float32 [B, K], `end_logits` float32
-             [B, K, L] (end logits given each of those starts),
-             `end_top_index` int32 [B, K, K], `end_top_log_probs` float32
-             [B, K, K]; SQuAD 2.0 models also `answerable_logit` float32 [B].
+             `start_top_log_probs` float32 [B, K], `end_top_index` int32
+             [B, K, K], `end_top_log_probs` float32 [B, K, K]; `end_logits`:
+             float32 [B, K, L], the end logits given each of those starts
+             (the `electra` head), or [B, L], masked as `start_logits` (the
+             `transformers` head, whose end does not depend on the start;
+             `serving_config.json` names the head); SQuAD 2.0 models also
+             `answerable_logit` float32 [B] (the `transformers` head: the
+             null span's score minus the best span's).
 
 Only the first window of a context is searched: the question is cut to
 `max_query_length` pieces and the context to the
@@ -243,7 +249,7 @@ class QuestionAnsweringServing(tf.Module):
         self._type_vocab_size = int(encoder.type_vocab_size)
 
     def _scores(self, inputs: dict) -> dict:
-        """The model's prediction mode (`QAHead.call`), plus the logits it ranks.
+        """The model's prediction mode (its head's `call`), plus the logits it ranks.
 
         Returns:
             The `token_ids` outputs (with `answerable_logit` for every version).
@@ -251,22 +257,7 @@ class QuestionAnsweringServing(tf.Module):
         model_inputs = {k: inputs[k] for k in ("input_ids", "input_mask", "segment_ids")}
         sequence = self.model.encoder(model_inputs, training=False)
         mask = answer_mask(inputs["input_mask"], inputs["segment_ids"])
-        head = self.model.task_head
-        start_logits = head.start_logits(sequence, mask)
-        k = tf.minimum(head.beam_size, tf.shape(sequence)[1])
-        start_top_log_probs, start_top_index = tf.math.top_k(tf.nn.log_softmax(start_logits), k)
-        states = tf.gather(sequence, start_top_index, batch_dims=1)  # [B, K, H]
-        end_logits = head.end_logits(sequence, states, mask)  # [B, K, L]
-        end_top_log_probs, end_top_index = tf.math.top_k(tf.nn.log_softmax(end_logits), k)
-        return {
-            "start_logits": start_logits,
-            "start_top_index": start_top_index,
-            "start_top_log_probs": start_top_log_probs,
-            "end_logits": end_logits,
-            "end_top_index": end_top_index,
-            "end_top_log_probs": end_top_log_probs,
-            "answerable_logit": head.answerable_logit(sequence, start_logits),
-        }
+        return self.model.task_head.scores(sequence, mask)
 
     def _from_text(self, question, context) -> dict:
         question = text_ops.ensure_texts(question, "question")
