@@ -10,7 +10,10 @@ generator, masked_lm_positions (int [B, N]). outputs.npz: `disc_logits`
 [B, L] from ElectraForPreTraining(<hf_dir>) and, when <hf_dir>/generator
 exists, `gen_logits` [B, N, V] from ElectraForMaskedLM at those positions;
 for an ElectraForTokenClassification directory, `token_logits` [B, L, T]
-and `labels` (its id2label, in id order).
+and `labels` (its id2label, in id order); for an
+ElectraForSequenceClassification directory, `sequence_logits` [B, C],
+`labels` and `problem_type`; for an ElectraForQuestionAnswering directory,
+`start_logits` and `end_logits` [B, L].
 """
 
 import json
@@ -25,6 +28,8 @@ def run(hf_dir: str, inputs_file: str, outputs_file: str) -> None:
     from transformers import (
         ElectraForMaskedLM,
         ElectraForPreTraining,
+        ElectraForQuestionAnswering,
+        ElectraForSequenceClassification,
         ElectraForTokenClassification,
     )
 
@@ -37,6 +42,23 @@ def run(hf_dir: str, inputs_file: str, outputs_file: str) -> None:
     out = {}
     with open(os.path.join(hf_dir, "config.json"), encoding="utf-8") as f:
         architectures = json.load(f).get("architectures") or []
+    if "ElectraForSequenceClassification" in architectures:
+        with torch.no_grad():
+            classifier = ElectraForSequenceClassification.from_pretrained(hf_dir).eval()
+            out["sequence_logits"] = classifier(**kwargs).logits.numpy()
+        labels = classifier.config.id2label
+        out["labels"] = np.array([labels[i] for i in range(len(labels))])
+        out["problem_type"] = np.array(str(classifier.config.problem_type))
+        np.savez(outputs_file, **out)
+        return
+    if "ElectraForQuestionAnswering" in architectures:
+        with torch.no_grad():
+            qa = ElectraForQuestionAnswering.from_pretrained(hf_dir).eval()
+            outputs = qa(**kwargs)
+        out["start_logits"] = outputs.start_logits.numpy()
+        out["end_logits"] = outputs.end_logits.numpy()
+        np.savez(outputs_file, **out)
+        return
     if "ElectraForTokenClassification" in architectures:
         with torch.no_grad():
             tagger = ElectraForTokenClassification.from_pretrained(hf_dir).eval()

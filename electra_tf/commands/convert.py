@@ -7,6 +7,8 @@ keras-hub presets both ways.
     python -m electra_tf.commands.convert export-hf runs/small-wiki hf/small-wiki
     python -m electra_tf.commands.convert export-hf runs/finetune/ner-ko hf/ner-ko     # a tagger
     python -m electra_tf.commands.convert import-hf koelectra-ner/ models/koelectra-ner  # a tagger
+    python -m electra_tf.commands.convert import-hf electra-nli/ models/nli --text_pair  # a classifier
+    python -m electra_tf.commands.convert import-hf electra-squad2/ models/qa --squad_version=2.0
     python -m electra_tf.commands.convert export-keras-hub runs/small-wiki keras-hub/small-wiki
     python -m electra_tf.commands.convert import-keras-hub keras-hub/small-wiki runs/from-keras-hub
 
@@ -16,10 +18,13 @@ run of our own: `finetune.py --init_checkpoint=<run_dir>`,
 generator). Both scripts also accept the original checkpoints directly.
 
 Fine-tuned models of the task kinds that have a `transformers` class (a
-fine-tuning output directory, its best trial, or a trial directory; e.g.
-taggers, `finetune.py --task_type=tagging`, as `ElectraForTokenClassification`)
-are exported as that class; importing one of those writes a fine-tuned model
-directory that `python -m electra_tf.commands.export` serves (see
+fine-tuning output directory, its best trial, or a trial directory) are
+exported as that class: taggers as `ElectraForTokenClassification`,
+classifiers and regressors with transformers' head as
+`ElectraForSequenceClassification`, QA models with transformers' head as
+`ElectraForQuestionAnswering` (the paper's heads are refused, saying why).
+Importing one of those writes a fine-tuned model directory that
+`python -m electra_tf.commands.export` serves (see
 `electra_tf.interop.hf_finetuned`).
 """
 
@@ -44,7 +49,15 @@ SUBCOMMANDS = {
     ),
     "import-hf": (
         ("hf_dir", "run_dir"),
-        ("generator_dir", "vocab_file", "do_lower_case", "normalization", "max_seq_length"),
+        (
+            "generator_dir",
+            "vocab_file",
+            "do_lower_case",
+            "normalization",
+            "max_seq_length",
+            "text_pair",
+            "squad_version",
+        ),
     ),
     "export-hf": (("run_dir", "hf_dir"), ()),
     # keras-hub presets (electra_tf.interop.keras_hub_preset; needs keras-hub installed).
@@ -54,6 +67,8 @@ SUBCOMMANDS = {
         ("vocab_file", "do_lower_case", "normalization"),
     ),
 }
+# import-hf flags that only a fine-tuned model's import reads (which depends on its class).
+_FINETUNED_IMPORT_FLAGS = ("max_seq_length", "text_pair", "squad_version")
 # Every subcommand's flags: each subcommand reads them all (unset ones as
 # None) and rejects those given that are not its own.
 _FLAG_NAMES = tuple(dict.fromkeys(name for _, allowed in SUBCOMMANDS.values() for name in allowed))
@@ -105,9 +120,25 @@ def define_flags(flag_values: flags.FlagValues) -> None:
     flags.DEFINE_integer(
         "max_seq_length",
         None,
-        "import-hf of an "
-        "ElectraForTokenClassification: the served model's raw-text length "
-        "(default 128).",
+        "import-hf of a fine-tuned model: the served model's raw-text length (default 128; "
+        "384 for ElectraForQuestionAnswering; at most the model's positions).",
+        flag_values=flag_values,
+    )
+    flags.DEFINE_boolean(
+        "text_pair",
+        None,
+        "import-hf of an ElectraForSequenceClassification: the served model takes text "
+        "pairs (text, text_pair); --notext_pair: single texts (default: pairs when "
+        "config.json's finetuning_task is a GLUE pair task).",
+        flag_values=flag_values,
+    )
+    flags.DEFINE_enum(
+        "squad_version",
+        None,
+        ["1.1", "2.0"],
+        "import-hf of an ElectraForQuestionAnswering: 2.0 serves no_answer_score and "
+        "has_answer too (default: 2.0 when config.json's finetuning_task names SQuAD v2, "
+        "else 1.1).",
         flag_values=flag_values,
     )
     flags.DEFINE_boolean(
@@ -176,12 +207,17 @@ def _finetuned_conversion(args) -> Optional[int]:
             kind = hf_finetuned.kind_of_hf_config(json.load(f))
         if kind is None:
             return None
+        for name in _FINETUNED_IMPORT_FLAGS:
+            if getattr(args, name) is not None and name not in kind.HF_IMPORT_OPTIONS:
+                raise ValueError(f"--{name} does not apply to an {kind.HF_ARCHITECTURE}.")
         description = hf_finetuned.import_hf_finetuned(
             args.hf_dir,
             args.run_dir,
             args.max_seq_length,
             vocab_file=args.vocab_file,
             do_lower_case=args.do_lower_case,
+            text_pair=args.text_pair,
+            squad_version=args.squad_version,
         )
         print(
             f"Wrote {os.path.dirname(description)} (a fine-tuned {kind.KIND}). Serve it with "
@@ -260,6 +296,11 @@ def convert(arguments: list[str], flag_values: flags.FlagValues) -> int:
                     }[kind]
                     + "."
                 )
+            for name in _FINETUNED_IMPORT_FLAGS if args.command == "import-hf" else ():
+                if getattr(args, name) is not None:
+                    raise ValueError(
+                        f"--{name} applies to fine-tuned models; {source} is a pre-trained one."
+                    )
             loaded = checkpoints.load_checkpoint(
                 source, generator_dir=args.generator_dir, num_heads=args.num_heads
             )

@@ -31,6 +31,9 @@ DEFAULT_LEARNING_RATES = {"tiny": 3e-4, "small": 3e-4, "base": 1e-4, "large": 5e
 DEFAULT_LAYERWISE_DECAY = {"tiny": 0.8, "small": 0.8, "base": 0.8, "large": 0.9}
 # How the per-example losses of a batch become the loss (see `FinetuneSettings`).
 LOSS_REDUCTIONS = ("mean", "sum")
+# The heads of classifiers and QA models: the original code's, or transformers' (the
+# `head` of `ElectraClassifier` and `ElectraQA`).
+TASK_HEADS = ("electra", "transformers")
 
 # Settings a resumed run may change: they do not alter what a finished trial
 # means (accumulation and XLA compute the same update).
@@ -324,6 +327,16 @@ class FinetuneOptions:
         None,
         "Train on this many examples drawn from the training set (the same draw for "
         "every run; for quick comparisons).",
+    )
+    task_head: str = flag_field(
+        "electra",
+        "Classification, regression and squad: electra, the original code's head (one "
+        "dense layer on [CLS]; for squad the end conditioned on the start, and an "
+        "answerability classifier), or transformers, Hugging Face's "
+        "ElectraForSequenceClassification / ElectraForQuestionAnswering head (dense + GELU "
+        "+ out_proj on [CLS]; independent start and end logits), which `convert export-hf` "
+        "can write for transformers.",
+        choices=TASK_HEADS,
     )
     double_unordered: bool = flag_field(
         False,

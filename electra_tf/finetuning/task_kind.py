@@ -111,6 +111,7 @@ class TaskKind(abc.ABC):
             made with `config.flag_field`), or None.
         HF_ARCHITECTURE: the `transformers` class of a model of this kind
             (None: not converted).
+        HF_IMPORT_OPTIONS: the `options` its `from_hf` reads.
         console_keys: values of the train step shown on progress lines.
         evaluate_every_epoch: score the dev split at every epoch's end, not
             only after the last.
@@ -120,6 +121,7 @@ class TaskKind(abc.ABC):
     MODEL_CLASS: ClassVar[type]
     OPTIONS: ClassVar[Optional[type]] = None
     HF_ARCHITECTURE: ClassVar[Optional[str]] = None
+    HF_IMPORT_OPTIONS: ClassVar[tuple[str, ...]] = ("max_seq_length",)
     console_keys: ClassVar[tuple[str, ...]] = ("loss", "accuracy")
     evaluate_every_epoch: ClassVar[bool] = True
 
@@ -260,12 +262,17 @@ class TaskKind(abc.ABC):
     # Hugging Face `transformers` (kinds with an `HF_ARCHITECTURE`).
 
     @classmethod
-    def hf_head_state(cls, model) -> dict[str, np.ndarray]:
-        """The head's weights under `transformers`' names (PyTorch layout)."""
+    def hf_head_state(cls, model, info: dict) -> dict[str, np.ndarray]:
+        """The head's weights under `transformers`' names (PyTorch layout).
+
+        Raises:
+            RunError: this model's head is not the `transformers` class's (the
+                message says why and what to do instead).
+        """
         raise NotImplementedError(f"{cls.KIND} models are not converted to transformers.")
 
     @classmethod
-    def hf_config(cls, info: dict) -> dict:
+    def hf_config(cls, model, info: dict) -> dict:
         """The head's entries of a `transformers` config.json (labels, task name)."""
         return {}
 

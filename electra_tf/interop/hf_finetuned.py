@@ -68,13 +68,17 @@ def model_config_of(encoder) -> ModelConfig:
     return ModelConfig(**architecture(encoder))
 
 
-def finetuned_state(model) -> dict[str, np.ndarray]:
-    """The Hugging Face state dict of a fine-tuned model (float32 NumPy)."""
+def finetuned_state(model, info: dict) -> dict[str, np.ndarray]:
+    """The Hugging Face state dict of a fine-tuned model (float32 NumPy).
+
+    Raises:
+        RunError: the model's head has no `transformers` equivalent.
+    """
     state = {}
     for name, value in read_weights(_encoder_entries(model.encoder)).items():
         key, transpose = hf_key(name)
         state[key] = value.T if transpose else value
-    state.update(kind_of(model).hf_head_state(model))
+    state.update(kind_of(model).hf_head_state(model, info))
     return state
 
 
@@ -91,7 +95,8 @@ def export_hf_finetuned(model_dir: str, hf_dir: str) -> type[TaskKind]:
         The model's task kind (its `HF_ARCHITECTURE` is the class written).
 
     Raises:
-        HFConversionError: the model's kind has no `transformers` class, or
+        HFConversionError: the model's kind has no `transformers` class, its
+            head is not that class's (e.g. the paper's classifier head), or
             `model_dir` has no vocabulary.
     """
     model, info = load_finetuned(model_dir)
@@ -103,16 +108,20 @@ def export_hf_finetuned(model_dir: str, hf_dir: str) -> type[TaskKind]:
             + ", ".join(f"{k.KIND} models (as {k.HF_ARCHITECTURE})" for k in convertible)
             + " are written for transformers."
         )
+    try:
+        state = finetuned_state(model, info)
+    except RunError as error:
+        raise HFConversionError(f"{model_dir}: {error}") from None
     vocab_file = SavedModelDir(model_dir).vocab_file
     if not os.path.isfile(vocab_file):
         raise HFConversionError(f"{model_dir}: no vocab.txt beside the model.")
     tokenizer = TextPath.from_dict(info).tokenizer(vocab_file)
     config = huggingface.hf_config(model_config_of(model.encoder), False, tokenizer.pad_id)
-    config.update(architectures=[kind.HF_ARCHITECTURE], **kind.hf_config(info))
+    config.update(architectures=[kind.HF_ARCHITECTURE], **kind.hf_config(model, info))
     huggingface.write_model_dir(
         hf_dir,
         config,
-        finetuned_state(model),
+        state,
         vocab_file,
         tokenizer.do_lower_case,
         tokenizer.strip_accents,
@@ -138,7 +147,8 @@ def import_hf_finetuned(
             the kind's, at most the position embeddings).
         vocab_file: default `<hf_dir>/vocab.txt`.
         do_lower_case: default what tokenizer_config.json records, else True.
-        **options: the kind's own import settings (a tagger's `tag_format`).
+        **options: the kind's own import settings (a tagger's `tag_format`, a
+            classifier's `text_pair`, a QA model's `squad_version`).
 
     Returns:
         The path of the written description file (model.json).
@@ -181,7 +191,7 @@ def import_hf_finetuned(
     entries = _encoder_entries(model.encoder)
     names = [name for entry in entries for name in entry.names]
     arrays, unused = huggingface.canonical_from_hf(state, False, names)
-    head = kind.hf_head_state(model)
+    head = kind.hf_head_state(model, info)
     unused = [k for k in unused if k not in head]
     if unused:
         raise HFConversionError(

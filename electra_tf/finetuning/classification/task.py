@@ -4,12 +4,14 @@
 loop runs it (the tokenized splits, the classifier on the encoder, whose
 train step computes the loss, dev metrics and GLUE-format test
 predictions), and, as a class, what serves and checks a saved classifier
-or regressor (`serving`, `check`).
+or regressor (`serving`, `check`) and converts one with transformers' head
+from and to `ElectraForSequenceClassification`.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import os
 from typing import ClassVar, Optional
 
 import numpy as np
@@ -20,12 +22,36 @@ from electra_tf.artifacts.finetuning_dir import TrialDir
 from electra_tf.errors import RunError
 from electra_tf.finetuning import metrics
 from electra_tf.finetuning.classification import check, data, features
-from electra_tf.finetuning.classification.data import REGRESSION, Split, Task, TaskData
-from electra_tf.finetuning.classification.model import ElectraClassifier, build_classifier
+from electra_tf.finetuning.classification.data import (
+    CLASSIFICATION,
+    GLUE_SPECS,
+    REGRESSION,
+    Split,
+    Task,
+    TaskData,
+)
+from electra_tf.finetuning.classification.model import (
+    ELECTRA_HEAD,
+    HEADS,
+    TRANSFORMERS_HEAD,
+    ElectraClassifier,
+    build_classifier,
+)
 from electra_tf.finetuning.classification.serving import ClassifierServing
 from electra_tf.finetuning.settings import require_positive
 from electra_tf.finetuning.task_kind import TaskKind, TaskOptions
 from electra_tf.modeling import lean_forward
+
+# transformers' names of ElectraClassificationHead's weights.
+HF_DENSE = "classifier.dense"
+HF_OUT_PROJ = "classifier.out_proj"
+HF_HEAD_KEYS = tuple(
+    f"{layer}.{w}" for layer in (HF_DENSE, HF_OUT_PROJ) for w in ("weight", "bias")
+)
+# transformers' problem types a single-label classifier or a regressor computes.
+HF_PROBLEM_TYPES = ("single_label_classification", "regression")
+# The served length of an imported classifier when the import names none.
+DEFAULT_MAX_SEQ_LENGTH = 128
 
 
 @dataclasses.dataclass
@@ -141,6 +167,8 @@ class ClassificationTask(TaskKind):
         double_unordered: pair tasks: also train on every pair in the B, A order.
         max_train_examples: train on this many examples drawn from the training
             set, the same draw for every run (None: all of them).
+        head: the classifier's head, `electra` (the paper's) or
+            `transformers` (see `ElectraClassifier`).
     """
 
     definition: Task
@@ -148,8 +176,11 @@ class ClassificationTask(TaskKind):
     max_seq_length: int = 128
     double_unordered: bool = False
     max_train_examples: Optional[int] = None
+    head: str = ELECTRA_HEAD
     KIND: ClassVar[str] = "classifier"
     MODEL_CLASS: ClassVar[type] = ElectraClassifier
+    HF_ARCHITECTURE: ClassVar[Optional[str]] = "ElectraForSequenceClassification"
+    HF_IMPORT_OPTIONS: ClassVar[tuple[str, ...]] = ("max_seq_length", "text_pair")
     _encoded: Optional[_Encoded] = dataclasses.field(default=None, init=False, repr=False)
 
     def __post_init__(self):
@@ -158,6 +189,8 @@ class ClassificationTask(TaskKind):
             require_positive(max_train_examples=self.max_train_examples)
         if self.double_unordered and not self.definition.is_pair:
             raise RunError(f"--double_unordered: task {self.name} has single texts.")
+        if self.head not in HEADS:
+            raise RunError(f"--task_head={self.head}: choose one of {', '.join(HEADS)}.")
 
     @classmethod
     def selected_by(cls, options: TaskOptions) -> bool:
@@ -195,6 +228,7 @@ class ClassificationTask(TaskKind):
             run.max_seq_length or 128,
             run.double_unordered,
             run.max_train_examples,
+            head=run.task_head,
         )
 
     @property
@@ -218,6 +252,8 @@ class ClassificationTask(TaskKind):
         values = {"max_seq_length": self.max_seq_length, "double_unordered": self.double_unordered}
         if self.max_train_examples is not None:  # results written before the option still match
             values["max_train_examples"] = self.max_train_examples
+        if self.head != ELECTRA_HEAD:  # the same
+            values["task_head"] = self.head
         return values
 
     def model_info(self) -> dict:
@@ -280,7 +316,11 @@ class ClassificationTask(TaskKind):
     def build_model(self, encoder, seed: int):
         """The classifier (or regressor) with a fresh head seeded by `seed`."""
         return build_classifier(
-            encoder, self.definition.num_outputs, self.definition.task_type == REGRESSION, seed
+            encoder,
+            self.definition.num_outputs,
+            self.definition.task_type == REGRESSION,
+            seed,
+            head=self.head,
         )
 
     def evaluate(
@@ -336,10 +376,11 @@ class ClassificationTask(TaskKind):
 
     @classmethod
     def serving_config(cls, module, info: dict) -> dict:
-        """How the signatures compute (`forward`), the pairing, the labels or scale, the task."""
+        """How the signatures compute (`forward`, `head`), the pairing, the labels or scale, the task."""
         task = Task.from_dict(info["task"])
         return {
             "forward": module.forward,
+            "head": module.model.head,
             "is_pair": task.is_pair,
             "label_names": cls.label_names(info),
             "label_scale": info.get("regression_output_scale", 1.0),
@@ -354,3 +395,156 @@ class ClassificationTask(TaskKind):
     @classmethod
     def check_requests(cls, reference) -> tuple[list[dict], list[Optional[dict]], list[str]]:
         return check.build_requests(reference)
+
+    # ------------------------------------------------------------------
+    # transformers' ElectraForSequenceClassification: `electra.*` plus
+    # ElectraClassificationHead on [CLS] (dropout, dense H -> H, GELU, dropout,
+    # out_proj H -> C), which is our `transformers` head; num_labels == 1 is
+    # regression. The paper's one-layer head has no place in that class.
+
+    @classmethod
+    def hf_head_state(cls, model, info: dict) -> dict[str, np.ndarray]:
+        """`classifier.dense.*` and `classifier.out_proj.*` (kernels transposed).
+
+        A regressor's label scale (5 for STS-B) is folded into `out_proj`, so
+        that transformers' logits are the served `score`.
+
+        Raises:
+            RunError: the model has the paper's head.
+        """
+        if model.head != TRANSFORMERS_HEAD:
+            raise RunError(
+                "the classifier has the paper's head (one dense layer on [CLS]); "
+                "ElectraForSequenceClassification has transformers' two-layer head "
+                "(dense + GELU, then out_proj), which cannot compute it. Fine-tune with "
+                "--task_head=transformers to write a classifier for transformers."
+            )
+        head = model.task_head
+        scale = float(info.get("regression_output_scale", 1.0)) if model.regression else 1.0
+
+        def weights(layer, factor=1.0):
+            kernel = np.asarray(layer.kernel.numpy(), np.float32).T * np.float32(factor)
+            return kernel, np.asarray(layer.bias.numpy(), np.float32) * np.float32(factor)
+
+        dense_w, dense_b = weights(head.dense)
+        out_w, out_b = weights(head.out_proj, scale)
+        return {
+            f"{HF_DENSE}.weight": dense_w,
+            f"{HF_DENSE}.bias": dense_b,
+            f"{HF_OUT_PROJ}.weight": out_w,
+            f"{HF_OUT_PROJ}.bias": out_b,
+        }
+
+    @classmethod
+    def hf_config(cls, model, info: dict) -> dict:
+        """The labels (or regression), the task's name and the head's dropout."""
+        task = Task.from_dict(info["task"])
+        names = ["LABEL_0"] if task.task_type == REGRESSION else list(task.label_names)
+        return {
+            "finetuning_task": task.name,
+            "num_labels": len(names),
+            "problem_type": "regression"
+            if task.task_type == REGRESSION
+            else "single_label_classification",
+            "id2label": {str(i): name for i, name in enumerate(names)},
+            "label2id": {name: i for i, name in enumerate(names)},
+            "classifier_dropout": model.dropout_rate,
+        }
+
+    @classmethod
+    def from_hf(cls, encoder, hf_config: dict, state: dict, source: str, options: dict):
+        """The classifier (or regressor) of `state`'s `classifier.*` on `encoder`, and its info.
+
+        Args:
+            options: `max_seq_length` (default 128, at most the position
+                embeddings) and `text_pair` (whether the served model takes
+                text pairs; None: when `finetuning_task` names a GLUE pair task).
+
+        Raises:
+            RunError: no head, a head that does not fit the encoder, or a
+                problem type electra-tf's classifiers do not compute.
+        """
+        missing = [key for key in HF_HEAD_KEYS if key not in state]
+        if missing:
+            raise RunError(f"{source}: no {missing[0]}; not an {cls.HF_ARCHITECTURE}.")
+        hidden = encoder.hidden_size
+        num_labels = int(state[f"{HF_OUT_PROJ}.weight"].shape[0])
+        expected = {
+            f"{HF_DENSE}.weight": (hidden, hidden),
+            f"{HF_DENSE}.bias": (hidden,),
+            f"{HF_OUT_PROJ}.weight": (num_labels, hidden),
+            f"{HF_OUT_PROJ}.bias": (num_labels,),
+        }
+        for key, shape in expected.items():
+            if tuple(state[key].shape) != shape:
+                raise RunError(
+                    f"{source}: {key} has shape {tuple(state[key].shape)}, expected {shape}."
+                )
+        regression = _hf_regression(hf_config, num_labels, source)
+        name = hf_config.get("finetuning_task") or os.path.basename(os.path.normpath(source))
+        pair = options.get("text_pair")
+        if pair is None:
+            spec = GLUE_SPECS.get(str(name).lower().replace("-", ""))
+            pair = spec is not None and spec.text_b is not None
+        if regression:
+            task = Task(name, REGRESSION, None, ("pearson", "spearman"), "spearman", pair)
+        else:
+            labels = hf_config.get("id2label") or {}
+            names = [str(labels.get(str(i), f"LABEL_{i}")) for i in range(num_labels)]
+            if len(set(names)) != len(names):
+                raise RunError(f"{source}: id2label names a label twice: {names}.")
+            metrics = ("accuracy", "f1", "mcc") if num_labels == 2 else ("accuracy", "macro_f1")
+            task = Task(name, CLASSIFICATION, names, metrics, "accuracy", pair)
+        dropout = hf_config.get("classifier_dropout")
+        if dropout is None:
+            dropout = hf_config.get("hidden_dropout_prob", 0.1)
+        model = ElectraClassifier(
+            encoder,
+            num_labels,
+            regression=regression,
+            dropout_rate=float(dropout),
+            initializer_range=encoder.initializer_range,
+            head=TRANSFORMERS_HEAD,
+            name="classifier",
+        )
+        head = model.task_head
+        for layer, key in ((head.dense, HF_DENSE), (head.out_proj, HF_OUT_PROJ)):
+            layer.kernel.assign(state[f"{key}.weight"].T)
+            layer.bias.assign(state[f"{key}.bias"])
+        length = options.get("max_seq_length") or DEFAULT_MAX_SEQ_LENGTH
+        info = {
+            "task": task.to_dict(),
+            "regression_output_scale": 1.0,
+            "max_seq_length": min(length, encoder.max_position_embeddings),
+        }
+        return model, info
+
+
+def _hf_regression(hf_config: dict, num_labels: int, source: str) -> bool:
+    """Whether an ElectraForSequenceClassification regresses, as transformers decides it.
+
+    transformers regresses when `problem_type` is `regression`, or when it is
+    unset and there is one label.
+
+    Raises:
+        RunError: a problem type electra-tf's models do not compute (several
+            independent labels, several regression outputs, one class).
+    """
+    problem = hf_config.get("problem_type")
+    if problem not in (None,) + HF_PROBLEM_TYPES:
+        raise RunError(
+            f"{source}: problem_type={problem!r} (an independent sigmoid per label); "
+            "electra-tf's classifiers pick one label by softmax and regressors give one "
+            "number, so it is not imported."
+        )
+    regression = problem == "regression" or (problem is None and num_labels == 1)
+    if regression and num_labels != 1:
+        raise RunError(
+            f"{source}: regression with {num_labels} outputs; electra-tf's regressors "
+            "give one number."
+        )
+    if not regression and num_labels < 2:
+        raise RunError(
+            f"{source}: problem_type={problem!r} with one label; a classifier needs two."
+        )
+    return regression

@@ -4,7 +4,8 @@
 span head on the encoder (whose train step computes the loss), and, at the
 end of a trial, the answers to the questions predicted (written as the
 official scripts read them) with their scores. As a class, it serves and
-checks a saved QA model (`serving`, `check`).
+checks a saved QA model (`serving`, `check`) and converts one with
+transformers' head from and to `ElectraForQuestionAnswering`.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import dataclasses
 import os
 from typing import ClassVar, Optional
 
+import numpy as np
 import tensorflow as tf
 
 from electra_tf.artifacts.files import write_json
@@ -25,7 +27,13 @@ from electra_tf.finetuning.question_answering import decoding as squad_decoding
 from electra_tf.finetuning.question_answering import features as squad_features
 from electra_tf.finetuning.question_answering import metrics as qa_metrics
 from electra_tf.finetuning.question_answering.data import SquadSplit
-from electra_tf.finetuning.question_answering.model import ElectraQA, build_qa_model
+from electra_tf.finetuning.question_answering.model import (
+    ELECTRA_HEAD,
+    HEADS,
+    TRANSFORMERS_HEAD,
+    ElectraQA,
+    build_qa_model,
+)
 from electra_tf.finetuning.question_answering.serving import QuestionAnsweringServing
 from electra_tf.finetuning.settings import require_positive
 from electra_tf.finetuning.task_kind import TaskKind, TaskOptions
@@ -39,6 +47,17 @@ _HEADLINE = ("exact_match", "f1", "best_exact", "best_f1")
 _METRIC_NAMES = {"korquad": "KorQuAD 1.0", "cmrc2018": "CMRC 2018", "drcd": "DRCD"}
 # The describe() of a question-answering run, and the name of its task_type.
 QUESTION_ANSWERING = "question_answering"
+# transformers' names of ElectraForQuestionAnswering's head: one linear layer H -> 2.
+HF_HEAD_WEIGHT, HF_HEAD_BIAS = "qa_outputs.weight", "qa_outputs.bias"
+# An imported model's windows when the import names none: transformers' SQuAD
+# scripts' defaults (run_qa.py), each at most what the model's positions allow.
+HF_MAX_SEQ_LENGTH = 384
+HF_MAX_QUERY_LENGTH = 64
+HF_DOC_STRIDE = 128
+# transformers' SQuAD 2.0 rule (run_qa.py's null_score_diff_threshold, the
+# pipeline's handle_impossible_answer): no answer when the null span scores
+# above the best span.
+HF_NULL_SCORE_THRESHOLD = 0.0
 
 
 def describe_squad(version: str, train_data, predict_data, qa_metric: str = "squad") -> dict:
@@ -104,6 +123,8 @@ class SquadTask(TaskKind):
         null_score_threshold: SQuAD 2.0: null odds above it answer "".
         qa_metric: whose official scores are computed: squad, korquad,
             cmrc2018 or drcd (see `qa_metrics`).
+        head: the span head, `electra` (the original code's) or
+            `transformers` (see `ElectraQA`).
     """
 
     train: SquadSplit
@@ -117,8 +138,11 @@ class SquadTask(TaskKind):
     max_answer_length: int = squad_decoding.MAX_ANSWER_LENGTH
     null_score_threshold: float = squad_decoding.DEFAULT_NULL_THRESHOLD
     qa_metric: str = "squad"
+    head: str = ELECTRA_HEAD
     KIND: ClassVar[str] = QUESTION_ANSWERING
     MODEL_CLASS: ClassVar[type] = ElectraQA
+    HF_ARCHITECTURE: ClassVar[Optional[str]] = "ElectraForQuestionAnswering"
+    HF_IMPORT_OPTIONS: ClassVar[tuple[str, ...]] = ("max_seq_length", "squad_version")
     console_keys: ClassVar[tuple[str, ...]] = ("loss", "span_loss", "answerable_loss")
     # Decoding every question with the beam search is too slow to repeat every epoch.
     evaluate_every_epoch: ClassVar[bool] = False
@@ -136,6 +160,8 @@ class SquadTask(TaskKind):
             n_best_size=self.n_best_size,
             max_answer_length=self.max_answer_length,
         )
+        if self.head not in HEADS:
+            raise RunError(f"--task_head={self.head}: choose one of {', '.join(HEADS)}.")
         if self.qa_metric not in qa_metrics.METRICS:
             raise RunError(
                 f"--qa_metric={self.qa_metric}: choose one of {', '.join(qa_metrics.METRICS)}."
@@ -188,6 +214,9 @@ class SquadTask(TaskKind):
                 f"Scoring with {metric}'s official metric (the data's version field says "
                 f"{(evaluation or train).dataset_version!r}; --qa_metric overrides)."
             )
+        threshold = run.null_score_threshold
+        if run.task_head == TRANSFORMERS_HEAD and "null_score_threshold" not in options.given:
+            threshold = HF_NULL_SCORE_THRESHOLD  # its null odds are transformers' score diff
         return cls(
             train,
             evaluation,
@@ -199,7 +228,8 @@ class SquadTask(TaskKind):
             beam_size=run.beam_size,
             n_best_size=run.n_best_size,
             max_answer_length=run.max_answer_length,
-            null_score_threshold=run.null_score_threshold,
+            null_score_threshold=threshold,
+            head=run.task_head,
         )
 
     @property
@@ -230,6 +260,8 @@ class SquadTask(TaskKind):
             "n_best_size": self.n_best_size,
             "max_answer_length": self.max_answer_length,
             "null_score_threshold": self.null_score_threshold,
+            # Recorded only off the default, so that earlier results still match.
+            **({"task_head": self.head} if self.head != ELECTRA_HEAD else {}),
         }
 
     def model_info(self) -> dict:
@@ -302,7 +334,13 @@ class SquadTask(TaskKind):
 
     def build_model(self, encoder, seed: int):
         """The QA model with a fresh span head seeded by `seed`."""
-        return build_qa_model(encoder, self.beam_size, seed)
+        return build_qa_model(
+            encoder,
+            self.beam_size,
+            seed,
+            head=self.head,
+            max_answer_length=self.max_answer_length,
+        )
 
     def evaluate(
         self, model, batch_size: int, trial: Optional[TrialDir] = None
@@ -411,6 +449,7 @@ class SquadTask(TaskKind):
             "is_pair": True,
             "label_names": None,
             "beam_size": module.model.task_head.beam_size,
+            "head": module.model.head,
         }
 
     @classmethod
@@ -429,3 +468,94 @@ class SquadTask(TaskKind):
                 "context": base64.b64encode(check.BENCHMARK_CONTEXT.encode()).decode(),
             },
         )
+
+    # ------------------------------------------------------------------
+    # transformers' ElectraForQuestionAnswering: `electra.*` plus `qa_outputs`,
+    # one linear layer H -> 2 giving independent start and end logits: our
+    # `transformers` head. The original ELECTRA head (the end conditioned on
+    # the start, an answerability classifier) has no place in that class.
+
+    @classmethod
+    def hf_head_state(cls, model, info: dict) -> dict[str, np.ndarray]:
+        """`qa_outputs.weight` [2, H] and `qa_outputs.bias` [2].
+
+        Raises:
+            RunError: the model has the original ELECTRA head.
+        """
+        if model.head != TRANSFORMERS_HEAD:
+            raise RunError(
+                "the model has ELECTRA's span head (the end conditioned on the start, and an "
+                "answerability classifier); ElectraForQuestionAnswering scores start and end "
+                "independently with one linear layer and cannot compute it. Fine-tune with "
+                "--task_head=transformers to write a model for transformers."
+            )
+        head = model.task_head
+        return {
+            HF_HEAD_WEIGHT: np.asarray(head.kernel.numpy(), np.float32).T,
+            HF_HEAD_BIAS: np.asarray(head.bias.numpy(), np.float32),
+        }
+
+    @classmethod
+    def hf_config(cls, model, info: dict) -> dict:
+        """Two outputs (start, end) and the task's name."""
+        version = info.get("squad_version", "1.1")
+        return {"num_labels": 2, "finetuning_task": f"squad{'_v2' if version == '2.0' else ''}"}
+
+    @classmethod
+    def from_hf(cls, encoder, hf_config: dict, state: dict, source: str, options: dict):
+        """The QA model of `state`'s `qa_outputs.*` on `encoder`, and its info.
+
+        Args:
+            options: `max_seq_length` (default 384, at most the position
+                embeddings; the question keeps at most 64 pieces, and at
+                most half the window), `squad_version` ("1.1" or "2.0";
+                default "2.0" when `finetuning_task` names SQuAD v2, else
+                "1.1": whether the served model says when there is no answer).
+
+        Raises:
+            RunError: no head, or one that does not fit the encoder.
+        """
+        if HF_HEAD_WEIGHT not in state:
+            raise RunError(f"{source}: no {HF_HEAD_WEIGHT}; not an {cls.HF_ARCHITECTURE}.")
+        hidden = encoder.hidden_size
+        for key, shape in ((HF_HEAD_WEIGHT, (2, hidden)), (HF_HEAD_BIAS, (2,))):
+            actual = tuple(state[key].shape) if key in state else None
+            if actual != shape:
+                raise RunError(
+                    f"{source}: {key} has shape {actual}, expected {shape} "
+                    "(a start and an end logit per position)."
+                )
+        version = options.get("squad_version")
+        if version is None:
+            task_name = str(hf_config.get("finetuning_task") or "").lower()
+            version = "2.0" if "v2" in task_name or "squad2" in task_name else "1.1"
+        if version not in squad_data.VERSIONS:
+            raise RunError(
+                f"squad_version={version!r}: choose one of {', '.join(squad_data.VERSIONS)}."
+            )
+        length = min(
+            options.get("max_seq_length") or HF_MAX_SEQ_LENGTH, encoder.max_position_embeddings
+        )
+        if length < 8:
+            raise RunError(
+                f"max_seq_length={length}: a window of [CLS] question [SEP] context [SEP] "
+                "needs 8 pieces or more."
+            )
+        model = ElectraQA(
+            encoder,
+            head=TRANSFORMERS_HEAD,
+            max_answer_length=squad_decoding.MAX_ANSWER_LENGTH,
+            name="qa",
+        )
+        model.build_for()
+        model.task_head.kernel.assign(state[HF_HEAD_WEIGHT].T)
+        model.task_head.bias.assign(state[HF_HEAD_BIAS])
+        info = {
+            "squad_version": version,
+            "doc_stride": min(HF_DOC_STRIDE, length // 2),
+            "max_query_length": min(HF_MAX_QUERY_LENGTH, length // 2),
+            "max_answer_length": squad_decoding.MAX_ANSWER_LENGTH,
+            "null_score_threshold": HF_NULL_SCORE_THRESHOLD,
+            "max_seq_length": length,
+        }
+        return model, info

@@ -95,6 +95,7 @@ class TaggingTask(TaskKind):
     MODEL_CLASS: ClassVar[type] = ElectraTagger
     OPTIONS: ClassVar[Optional[type]] = TaggingFileOptions
     HF_ARCHITECTURE: ClassVar[Optional[str]] = "ElectraForTokenClassification"
+    HF_IMPORT_OPTIONS: ClassVar[tuple[str, ...]] = ("max_seq_length", "tag_format")
     _encoded: Optional[_Encoded] = dataclasses.field(default=None, init=False, repr=False)
 
     def __post_init__(self):
@@ -113,6 +114,11 @@ class TaggingTask(TaskKind):
         run = options.run
         if not run.train_file:
             raise RunError("--task_type=tagging needs --train_file (CoNLL columns or JSONL).")
+        if "task_head" in options.given and run.task_head != "electra":
+            raise RunError(
+                f"--task_head={run.task_head}: a tagger has one head (one dense layer on every "
+                "piece), which is already transformers' ElectraForTokenClassification head."
+            )
         options.refuse(
             "text_pair_column",
             "index_column",
@@ -319,14 +325,14 @@ class TaggingTask(TaskKind):
     # kernel transposed); config.json carries the tags as id2label / label2id.
 
     @classmethod
-    def hf_head_state(cls, model) -> dict[str, np.ndarray]:
+    def hf_head_state(cls, model, info: dict) -> dict[str, np.ndarray]:
         return {
             HF_HEAD_WEIGHT: np.asarray(model.task_head.kernel.numpy(), np.float32).T,
             HF_HEAD_BIAS: np.asarray(model.task_head.bias.numpy(), np.float32),
         }
 
     @classmethod
-    def hf_config(cls, info: dict) -> dict:
+    def hf_config(cls, model, info: dict) -> dict:
         definition = TaggingDefinition.from_dict(info["task"])
         return {
             "finetuning_task": definition.name,
