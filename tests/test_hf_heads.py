@@ -668,6 +668,45 @@ def test_a_tagger_has_no_other_head_to_choose():
         task_from_options(options)
 
 
+def test_the_task_head_flag_reaches_the_tasks_and_their_settings(tmp_path):
+    from electra_tf.finetuning.classification.data import FileTaskOptions
+    from electra_tf.finetuning.kinds import task_from_options
+    from electra_tf.finetuning.settings import FinetuneOptions
+    from electra_tf.finetuning.task_kind import TaskOptions
+
+    squad = tmp_path / "squad.json"
+    context = "the movie was very good"
+    qas = [{"id": "q", "question": "how?", "answers": [{"text": "good", "answer_start": 19}]}]
+    paragraphs = [{"context": context, "qas": qas}]
+    squad.write_text(json.dumps({"version": "1.1", "data": [{"paragraphs": paragraphs}]}))
+    rows = tmp_path / "train.tsv"
+    rows.write_text("text\tlabel\ngood\tpos\nbad\tneg\n")
+
+    def task(given=frozenset({"task_head"}), **run):
+        return task_from_options(
+            TaskOptions(FinetuneOptions(**run), FileTaskOptions(), given=given)
+        )
+
+    qa = task(task="squad", train_file=str(squad), task_head="transformers")
+    assert qa.head == "transformers" and qa.null_score_threshold == 0.0  # transformers' rule
+    assert qa.settings()["task_head"] == "transformers"
+    qa = task(
+        {"task_head", "null_score_threshold"},
+        task="squad",
+        train_file=str(squad),
+        task_head="transformers",
+        null_score_threshold=-1.5,
+    )
+    assert qa.null_score_threshold == -1.5
+    original = task(set(), task="squad", train_file=str(squad))
+    assert original.head == "electra" and original.null_score_threshold == -2.75
+    assert "task_head" not in original.settings()  # earlier runs' results still match
+    classifier = task(task="reviews", train_file=str(rows), task_head="transformers")
+    assert classifier.head == "transformers"
+    assert classifier.settings()["task_head"] == "transformers"
+    assert "task_head" not in task(set(), task="reviews", train_file=str(rows)).settings()
+
+
 @pytest.mark.slow
 def test_fine_tuning_with_transformers_heads_writes_models_transformers_reads(tmp_path):
     """finetune.py --task_head=transformers, then export-hf (and transformers, where it runs)."""
