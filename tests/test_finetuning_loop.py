@@ -70,9 +70,13 @@ def test_classifier_learns_the_toy_rule_and_later_trials_are_added(pretrained, t
     with open(tmp_path / "out" / "results.json", encoding="utf-8") as f:
         assert json.load(f)["trials"][0]["dev"] == trial["dev"]
 
-    # Test predictions in the GLUE format agree with the reloaded model.
+    # Test predictions in the GLUE format agree with the reloaded model; the
+    # dev split's are written beside the score.
     trial_dir = tmp_path / "out" / "trial_0"
-    assert trial["predictions"] == {"SST-2": str(trial_dir / "SST-2.tsv")}
+    assert trial["predictions"] == {
+        "dev": str(trial_dir / "dev_predictions.tsv"),
+        "SST-2": str(trial_dir / "SST-2.tsv"),
+    }
     with open(trial_dir / "SST-2.tsv", encoding="utf-8") as f:
         written = [line.rstrip("\n").split("\t") for line in f]
     assert written[0] == ["index", "prediction"]
