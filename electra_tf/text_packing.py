@@ -229,3 +229,37 @@ def check_token_ids(
         tf.debugging.assert_non_negative(input_mask, message="input_mask must be 0 or 1"),
         tf.debugging.assert_less_equal(input_mask, 1, message="input_mask must be 0 or 1"),
     ]
+
+
+def checked_token_ids(
+    encoder, input_ids: tf.Tensor, input_mask: tf.Tensor, segment_ids: tf.Tensor, pad_empty: bool
+) -> dict[str, tf.Tensor]:
+    """A token-id request's inputs, each behind the `check_token_ids` assertions.
+
+    Args:
+        encoder: the model's encoder, whose tables bound the ids (`vocab_size`,
+            `max_position_embeddings`, `type_vocab_size`).
+        input_ids, input_mask, segment_ids: int32 [B, L] each.
+        pad_empty: give a request of no tokens (B = 0) one padding column, for
+            models whose outputs need L >= 1 (every other row has a token: checked).
+
+    Returns:
+        {"input_ids", "input_mask", "segment_ids"}: int32 [B, L] (L >= 1 with `pad_empty`).
+    """
+    checks = check_token_ids(
+        input_ids,
+        input_mask,
+        segment_ids,
+        int(encoder.vocab_size),
+        int(encoder.max_position_embeddings),
+        int(encoder.type_vocab_size),
+    )
+    with tf.control_dependencies(checks):
+        inputs = {
+            "input_ids": tf.identity(input_ids),
+            "input_mask": tf.identity(input_mask),
+            "segment_ids": tf.identity(segment_ids),
+        }
+    if pad_empty:
+        inputs = {name: at_least_one_column(ids) for name, ids in inputs.items()}
+    return inputs

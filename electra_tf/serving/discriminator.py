@@ -62,10 +62,6 @@ class DiscriminatorServing(tf.Module):
         self.tokenizer = tokenizer
         self._max_seq_length = int(max_seq_length)
         self._electric = bool(electric)
-        encoder = model.encoder
-        self._vocab_size = int(encoder.vocab_size)
-        self._max_positions = int(encoder.max_position_embeddings)
-        self._type_vocab_size = int(encoder.type_vocab_size)
 
     def _scores(self, inputs: dict) -> dict:
         logits = tf.cast(self.model(inputs, training=False)["logits"], tf.float32)
@@ -107,20 +103,9 @@ class DiscriminatorServing(tf.Module):
 
         @tf.function(input_signature=TOKEN_ID_SPECS)
         def serve_ids(input_ids, input_mask, segment_ids):
-            checks = text_ops.check_token_ids(
-                input_ids,
-                input_mask,
-                segment_ids,
-                self._vocab_size,
-                self._max_positions,
-                self._type_vocab_size,
+            inputs = text_ops.checked_token_ids(
+                self.model.encoder, input_ids, input_mask, segment_ids, pad_empty=False
             )
-            with tf.control_dependencies(checks):
-                inputs = {
-                    "input_ids": tf.identity(input_ids),
-                    "input_mask": tf.identity(input_mask),
-                    "segment_ids": tf.identity(segment_ids),
-                }
             return self._scores(inputs)
 
         self.serve_text = serve_text

@@ -74,10 +74,6 @@ class ClassifierServing(tf.Module):
         self._regression = label_names is None
         self._label_names = self._no_dependency(list(label_names or []))
         self._label_scale = float(label_scale)
-        encoder = model.encoder
-        self._vocab_size = int(encoder.vocab_size)
-        self._max_positions = int(encoder.max_position_embeddings)
-        self._type_vocab_size = int(encoder.type_vocab_size)
 
     @property
     def forward(self) -> str:
@@ -129,24 +125,9 @@ class ClassifierServing(tf.Module):
         return text_ops.first_rows(self._outputs(inputs), count)
 
     def _from_ids(self, input_ids, input_mask, segment_ids) -> dict:
-        checks = text_ops.check_token_ids(
-            input_ids,
-            input_mask,
-            segment_ids,
-            self._vocab_size,
-            self._max_positions,
-            self._type_vocab_size,
+        inputs = text_ops.checked_token_ids(
+            self.model.encoder, input_ids, input_mask, segment_ids, pad_empty=True
         )
-        with tf.control_dependencies(checks):
-            # A row has a token at least (checked); only an empty request has none.
-            inputs = {
-                name: text_ops.at_least_one_column(tf.identity(ids))
-                for name, ids in (
-                    ("input_ids", input_ids),
-                    ("input_mask", input_mask),
-                    ("segment_ids", segment_ids),
-                )
-            }
         return self._outputs(inputs)
 
     def signatures(self) -> dict:

@@ -243,10 +243,6 @@ class QuestionAnsweringServing(tf.Module):
         self._max_answer_length = int(max_answer_length)
         self._version_2 = bool(version_2)
         self._null_score_threshold = float(null_score_threshold)
-        encoder = model.encoder
-        self._vocab_size = int(encoder.vocab_size)
-        self._max_positions = int(encoder.max_position_embeddings)
-        self._type_vocab_size = int(encoder.type_vocab_size)
 
     def _scores(self, inputs: dict) -> dict:
         """The model's prediction mode (its head's `call`), plus the logits it ranks.
@@ -318,24 +314,9 @@ class QuestionAnsweringServing(tf.Module):
         return text_ops.first_rows(outputs, count)
 
     def _from_ids(self, input_ids, input_mask, segment_ids) -> dict:
-        checks = text_ops.check_token_ids(
-            input_ids,
-            input_mask,
-            segment_ids,
-            self._vocab_size,
-            self._max_positions,
-            self._type_vocab_size,
+        inputs = text_ops.checked_token_ids(
+            self.model.encoder, input_ids, input_mask, segment_ids, pad_empty=True
         )
-        with tf.control_dependencies(checks):
-            # A row has a token at least (checked); only an empty request has none.
-            inputs = {
-                name: text_ops.at_least_one_column(tf.identity(ids))
-                for name, ids in (
-                    ("input_ids", input_ids),
-                    ("input_mask", input_mask),
-                    ("segment_ids", segment_ids),
-                )
-            }
         outputs = self._scores(inputs)
         if not self._version_2:
             del outputs["answerable_logit"]  # trained on all-answerable data: meaningless

@@ -133,10 +133,6 @@ class TaggerServing(tf.Module):
             self._tag_names.index(OUTSIDE) if OUTSIDE in self._tag_names else None
         )
         self._unseen_id = -1 if outside is None else outside
-        encoder = model.encoder
-        self._vocab_size = int(encoder.vocab_size)
-        self._max_positions = int(encoder.max_position_embeddings)
-        self._type_vocab_size = int(encoder.type_vocab_size)
 
     def _names(self, ids: tf.Tensor) -> tf.Tensor:
         return tf.gather(tf.constant(self._tag_names, tf.string), tf.maximum(ids, 0))
@@ -183,20 +179,9 @@ class TaggerServing(tf.Module):
         return self._tag_words(tf.ragged.boolean_mask(words, mask))
 
     def _from_ids(self, input_ids, input_mask, segment_ids) -> dict:
-        checks = text_ops.check_token_ids(
-            input_ids,
-            input_mask,
-            segment_ids,
-            self._vocab_size,
-            self._max_positions,
-            self._type_vocab_size,
+        inputs = text_ops.checked_token_ids(
+            self.model.encoder, input_ids, input_mask, segment_ids, pad_empty=False
         )
-        with tf.control_dependencies(checks):
-            inputs = {
-                "input_ids": tf.identity(input_ids),
-                "input_mask": tf.identity(input_mask),
-                "segment_ids": tf.identity(segment_ids),
-            }
         logits = self._logits(inputs)
         ids = tf.argmax(logits, axis=-1, output_type=tf.int32)
         return {
