@@ -13,7 +13,12 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from electra_tf.artifacts.check_requests import bytes_spec, ids_spec
+from electra_tf.artifacts.check_requests import (
+    add_rejections,
+    bytes_spec,
+    ids_spec,
+    malformed_id_requests,
+)
 from electra_tf.finetuning.classification import features
 from electra_tf.finetuning.classification.serving import IDS_SIGNATURE, TEXT_SIGNATURE
 
@@ -111,24 +116,12 @@ def sequence_requests(
         expected.append({k: np.asarray(v)[:0] for k, v in expected_single.items()})
         names.append(f"{TEXT_SIGNATURE}: no text (empty outputs)")
     # Malformed requests: each must come back as an error, not a crash.
-    bad_ids = dict(
-        encoded, input_ids=np.full_like(encoded["input_ids"], reference.tokenizer.vocab_size)
-    )
     wrong_text_dtype = {k: ids_spec(np.zeros(2)) for k in text_inputs}
     wrong_text_rank = {k: bytes_spec([[b"a", b"b"]]) for k in text_inputs}
     bad = [
         ("text as int32", TEXT_SIGNATURE, wrong_text_dtype),
         ("text of rank 2", TEXT_SIGNATURE, wrong_text_rank),
-        ("ids out of the vocabulary", IDS_SIGNATURE, {k: ids_spec(v) for k, v in bad_ids.items()}),
-        (
-            "ids with a [B, L+1] mask",
-            IDS_SIGNATURE,
-            {
-                "input_ids": ids_spec(encoded["input_ids"]),
-                "input_mask": ids_spec(np.pad(encoded["input_mask"], ((0, 0), (0, 1)))),
-                "segment_ids": ids_spec(encoded["segment_ids"]),
-            },
-        ),
+        *malformed_id_requests(encoded, reference.tokenizer.vocab_size, IDS_SIGNATURE),
         ("ids as strings", IDS_SIGNATURE, {k: bytes_spec([[b"1"]]) for k in encoded}),
     ]
     if pair:
@@ -139,10 +132,7 @@ def sequence_requests(
                 {"text": bytes_spec([b"a", b"b"]), "text_pair": bytes_spec([b"a"])},
             )
         )
-    for name, signature, inputs in bad:
-        requests.append({"signature": signature, "inputs": inputs, "expect_error": True})
-        expected.append(None)
-        names.append(f"{signature}: {name} (must be rejected)")
+    add_rejections(requests, expected, names, bad)
     return requests, expected, names
 
 

@@ -14,7 +14,12 @@ from typing import Optional
 
 import numpy as np
 
-from electra_tf.artifacts.check_requests import bytes_spec, ids_spec
+from electra_tf.artifacts.check_requests import (
+    add_rejections,
+    bytes_spec,
+    ids_spec,
+    malformed_id_requests,
+)
 from electra_tf.finetuning.classification.serving import IDS_SIGNATURE, TEXT_SIGNATURE
 
 SAMPLE_QA = [
@@ -175,9 +180,6 @@ def build_requests(reference) -> tuple[list[dict], list[Optional[dict]], list[st
         f"{TEXT_SIGNATURE}: a question with invalid UTF-8",
         f"{IDS_SIGNATURE}: the same pairs as token ids (first windows)",
     ]
-    bad_ids = dict(
-        inputs, input_ids=np.full_like(inputs["input_ids"], reference.tokenizer.vocab_size)
-    )
     bad = [
         (
             "question as int32",
@@ -186,19 +188,7 @@ def build_requests(reference) -> tuple[list[dict], list[Optional[dict]], list[st
         ),
         ("texts of rank 2", TEXT_SIGNATURE, text_inputs([[b"a", b"b"]], [[b"a", b"b"]])),
         ("context of another batch size", TEXT_SIGNATURE, text_inputs([b"a", b"b"], [b"a"])),
-        ("ids out of the vocabulary", IDS_SIGNATURE, {k: ids_spec(v) for k, v in bad_ids.items()}),
-        (
-            "ids with a [B, L+1] mask",
-            IDS_SIGNATURE,
-            {
-                "input_ids": ids_spec(inputs["input_ids"]),
-                "input_mask": ids_spec(np.pad(inputs["input_mask"], ((0, 0), (0, 1)))),
-                "segment_ids": ids_spec(inputs["segment_ids"]),
-            },
-        ),
+        *malformed_id_requests(inputs, reference.tokenizer.vocab_size, IDS_SIGNATURE),
     ]
-    for name, signature, request in bad:
-        requests.append({"signature": signature, "inputs": request, "expect_error": True})
-        expected.append(None)
-        names.append(f"{signature}: {name} (must be rejected)")
+    add_rejections(requests, expected, names, bad)
     return requests, expected, names

@@ -12,7 +12,12 @@ from typing import Optional
 
 import numpy as np
 
-from electra_tf.artifacts.check_requests import bytes_spec, ids_spec
+from electra_tf.artifacts.check_requests import (
+    add_rejections,
+    bytes_spec,
+    ids_spec,
+    malformed_id_requests,
+)
 from electra_tf.finetuning.classification.serving import IDS_SIGNATURE, TEXT_SIGNATURE
 from electra_tf.finetuning.tagging.serving import WORDS_SIGNATURE
 
@@ -140,9 +145,6 @@ def build_requests(reference) -> tuple[list[dict], list[Optional[dict]], list[st
         f"{WORDS_SIGNATURE}: {len(given)} sentences as words (one empty)",
         f"{IDS_SIGNATURE}: the sample texts as token ids",
     ]
-    bad_ids = dict(
-        inputs, input_ids=np.full_like(inputs["input_ids"], reference.tokenizer.vocab_size)
-    )
     bad = [
         ("text as int32", TEXT_SIGNATURE, {"text": ids_spec([1, 2])}),
         ("text of rank 2", TEXT_SIGNATURE, {"text": bytes_spec([[b"a", b"b"]])}),
@@ -156,10 +158,7 @@ def build_requests(reference) -> tuple[list[dict], list[Optional[dict]], list[st
             WORDS_SIGNATURE,
             {"words": bytes_spec([["a"], ["b"]]), "num_words": ids_spec([1])},
         ),
-        ("ids out of the vocabulary", IDS_SIGNATURE, {k: ids_spec(v) for k, v in bad_ids.items()}),
+        *malformed_id_requests(inputs, reference.tokenizer.vocab_size, IDS_SIGNATURE),
     ]
-    for name, signature, request in bad:
-        requests.append({"signature": signature, "inputs": request, "expect_error": True})
-        expected.append(None)
-        descriptions.append(f"{signature}: {name} (must be rejected)")
+    add_rejections(requests, expected, descriptions, bad)
     return requests, expected, descriptions
