@@ -1,4 +1,4 @@
-"""The loss of every fine-tuning model, for the shared train step.
+"""The loss of every fine-tuning model, for the shared train step, and its saved config.
 
 `FinetuningLoss` is mixed into `ElectraClassifier`, `ElectraQA` and
 `ElectraTagger`. A model supplies its per-example losses
@@ -7,10 +7,13 @@
 divided by the number of examples of the *global* batch
 (`loss_reduction="mean"`), or not divided (`"sum"`, the original code's). The
 train step does the rest (replicas, accumulation, loss scaling, XLA).
+Every such model is an encoder with a head: its Keras config holds the
+encoder's (`config_with_encoder`, `from_config`).
 """
 
 from __future__ import annotations
 
+import keras
 import tensorflow as tf
 
 from electra_tf.finetuning.settings import LOSS_REDUCTIONS
@@ -74,3 +77,18 @@ class FinetuningLoss(TrainStep):
 
     def zero_sums(self):
         return {name: tf.zeros([]) for name in self.log_names}
+
+    def config_with_encoder(self, **fields) -> dict:
+        """`get_config()` of a fine-tuning model: its name, its encoder's config and `fields`."""
+        return {
+            "name": self.name,
+            "trainable": self.trainable,
+            "encoder": keras.saving.serialize_keras_object(self.encoder),
+            **fields,
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        config["encoder"] = keras.saving.deserialize_keras_object(config["encoder"])
+        return cls(**config)

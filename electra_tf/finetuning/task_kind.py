@@ -287,3 +287,39 @@ class TaskKind(abc.ABC):
             options: the import's settings (e.g. `max_seq_length`, `tag_format`).
         """
         raise NotImplementedError(f"{cls.KIND} models are not converted from transformers.")
+
+
+class DefinedTask:
+    """Mix in before `TaskKind`: a task described by a `definition` dataclass.
+
+    The definition has a `name`, a `primary_metric`, `num_train_epochs` and
+    `to_dict()` (results.json's `task`); the task has `max_seq_length` and
+    `max_train_examples`.
+    """
+
+    @property
+    def name(self) -> str:
+        return self.definition.name
+
+    @property
+    def primary_metric(self) -> str:
+        return self.definition.primary_metric
+
+    @property
+    def default_epochs(self) -> float:
+        return self.definition.num_train_epochs
+
+    def describe(self) -> dict:
+        """The task's entry in results.json: its definition."""
+        return self.definition.to_dict()
+
+    def settings(self) -> dict:
+        """The task's own settings in results.json: its length, and the draw if any.
+
+        Options added after results.json existed are recorded only when set,
+        so that the results of earlier runs still match.
+        """
+        values = {"max_seq_length": self.max_seq_length}
+        if self.max_train_examples is not None:
+            values["max_train_examples"] = self.max_train_examples
+        return values

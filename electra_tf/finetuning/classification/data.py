@@ -69,6 +69,11 @@ class Task:
     label_scale: float = 1.0
 
     @property
+    def primary_metric(self) -> str:
+        """The metric trials are compared by: the one the paper reports."""
+        return self.glue_score_metric
+
+    @property
     def num_outputs(self) -> int:
         return 1 if self.task_type == REGRESSION else len(self.label_names)
 

@@ -232,22 +232,13 @@ class ElectraClassifier(FinetuningLoss, keras.Model):
         return values
 
     def get_config(self):
-        return {
-            "name": self.name,
-            "trainable": self.trainable,
-            "encoder": keras.saving.serialize_keras_object(self.encoder),
-            "num_outputs": self.num_outputs,
-            "regression": self.regression,
-            "dropout_rate": self.dropout_rate,
-            "initializer_range": self.initializer_range,
-            "head": self.head,
-        }
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        config["encoder"] = keras.saving.deserialize_keras_object(config["encoder"])
-        return cls(**config)
+        return self.config_with_encoder(
+            num_outputs=self.num_outputs,
+            regression=self.regression,
+            dropout_rate=self.dropout_rate,
+            initializer_range=self.initializer_range,
+            head=self.head,
+        )
 
 
 def build_classifier(

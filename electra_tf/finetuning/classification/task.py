@@ -39,7 +39,7 @@ from electra_tf.finetuning.classification.model import (
 )
 from electra_tf.finetuning.classification.serving import ClassifierServing
 from electra_tf.finetuning.settings import require_positive
-from electra_tf.finetuning.task_kind import TaskKind, TaskOptions
+from electra_tf.finetuning.task_kind import DefinedTask, TaskKind, TaskOptions
 from electra_tf.modeling import lean_forward
 
 # transformers' names of ElectraClassificationHead's weights.
@@ -157,7 +157,7 @@ class _Encoded:
 
 
 @dataclasses.dataclass
-class ClassificationTask(TaskKind):
+class ClassificationTask(DefinedTask, TaskKind):
     """A classification or regression task (GLUE or the user's files), and the classifier kind.
 
     Attributes:
@@ -231,28 +231,10 @@ class ClassificationTask(TaskKind):
             head=run.task_head,
         )
 
-    @property
-    def name(self) -> str:
-        return self.definition.name
-
-    @property
-    def primary_metric(self) -> str:
-        return self.definition.glue_score_metric
-
-    @property
-    def default_epochs(self) -> float:
-        return self.definition.num_train_epochs
-
-    def describe(self) -> dict:
-        """The task's entry in results.json."""
-        return self.definition.to_dict()
-
     def settings(self) -> dict:
-        """The task's own settings in results.json."""
-        values = {"max_seq_length": self.max_seq_length, "double_unordered": self.double_unordered}
-        if self.max_train_examples is not None:  # results written before the option still match
-            values["max_train_examples"] = self.max_train_examples
-        if self.head != ELECTRA_HEAD:  # the same
+        """The task's own settings in results.json (the head only when not the paper's)."""
+        values = {**super().settings(), "double_unordered": self.double_unordered}
+        if self.head != ELECTRA_HEAD:
             values["task_head"] = self.head
         return values
 

@@ -486,23 +486,18 @@ class ElectraQA(FinetuningLoss, keras.Model):
         }
 
     def get_config(self):
-        return {
-            "name": self.name,
-            "trainable": self.trainable,
-            "encoder": keras.saving.serialize_keras_object(self.encoder),
-            "beam_size": self.task_head.beam_size,
-            "hidden_units": self.hidden_units,
-            "answerable_weight": self.answerable_weight,
-            "head": self.head,
-            "max_answer_length": self.max_answer_length,
-        }
+        return self.config_with_encoder(
+            beam_size=self.task_head.beam_size,
+            hidden_units=self.hidden_units,
+            answerable_weight=self.answerable_weight,
+            head=self.head,
+            max_answer_length=self.max_answer_length,
+        )
 
     @classmethod
     def from_config(cls, config):
-        config = dict(config)
-        config["encoder"] = keras.saving.deserialize_keras_object(config["encoder"])
-        model = cls(**config)
-        model.build_for()
+        model = super().from_config(config)
+        model.build_for()  # a subclassed model: built here, so that its weights load
         return model
 
 

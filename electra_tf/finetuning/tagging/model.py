@@ -87,19 +87,10 @@ class ElectraTagger(FinetuningLoss, keras.Model):
         return tagging_losses(self(inputs, training=training), labels)
 
     def get_config(self):
-        return {
-            "name": self.name,
-            "trainable": self.trainable,
-            "encoder": keras.saving.serialize_keras_object(self.encoder),
-            "num_tags": self.num_tags,
-            "initializer_range": self.initializer_range,
-        }
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        config["encoder"] = keras.saving.deserialize_keras_object(config["encoder"])
-        return cls(**config)
+        return self.config_with_encoder(
+            num_tags=self.num_tags,
+            initializer_range=self.initializer_range,
+        )
 
 
 def build_tagger(encoder: ElectraEncoder, num_tags: int, seed: int = 0) -> ElectraTagger:

@@ -47,6 +47,7 @@ from electra_tf.finetuning.tagging.data import (
 from electra_tf.finetuning.tagging.model import ElectraTagger, build_tagger
 from electra_tf.finetuning.tagging.serving import WORD_SPLITTING, TaggerServing
 from electra_tf.finetuning.task_kind import (
+    DefinedTask,
     TaskKind,
     TaskOptions,
     format_table,
@@ -76,7 +77,7 @@ def tag_strings(definition: TaggingDefinition, ids: list[list[int]]) -> list[lis
 
 
 @dataclasses.dataclass
-class TaggingTask(TaskKind):
+class TaggingTask(DefinedTask, TaskKind):
     """A tagging task for the trial loop, and the tagger kind.
 
     Attributes:
@@ -142,29 +143,6 @@ class TaggingTask(TaskKind):
         if data.dev is None:
             options.print_fn("No dev set: training only (give --dev_file to score every epoch).")
         return cls(definition, data, run.max_seq_length or 128, run.max_train_examples)
-
-    @property
-    def name(self) -> str:
-        return self.definition.name
-
-    @property
-    def primary_metric(self) -> str:
-        return self.definition.primary_metric
-
-    @property
-    def default_epochs(self) -> float:
-        return self.definition.num_train_epochs
-
-    def describe(self) -> dict:
-        """The task's entry in results.json."""
-        return self.definition.to_dict()
-
-    def settings(self) -> dict:
-        """The task's own settings in results.json."""
-        values = {"max_seq_length": self.max_seq_length}
-        if self.max_train_examples is not None:
-            values["max_train_examples"] = self.max_train_examples
-        return values
 
     def model_info(self) -> dict:
         """What serving needs beside the model and its text path: the tags."""
