@@ -413,6 +413,28 @@ def test_suite_logic_with_a_stand_in_trial_loop(tmp_path, pretrained_dir, monkey
     ]
 
 
+def test_a_suite_without_files_says_what_it_looked_for(tmp_path, pretrained_dir):
+    out = tmp_path / "out"
+    options = SuiteOptions(suite="chinese-electra", data_dir=str(tmp_path), output_dir=str(out))
+    said = []
+    summary = run_suite(
+        options,
+        resolve_pretrained(pretrained_dir),
+        FinetuneSettings(output_dir=str(out)),
+        print_fn=said.append,
+    )
+    assert summary["tasks"] == {} and list(summary["skipped"]) == [
+        t.name for t in CHINESE_ELECTRA.tasks
+    ]
+    assert summary["skipped"]["xnli"]["missing"] == [
+        str(tmp_path / "xnli" / f"{split}.tsv") for split in ("train", "dev", "test")
+    ]
+    assert json.loads((out / "suite.json").read_text())["skipped"] == summary["skipped"]
+    table = (out / "suite.md").read_text()
+    assert "No task was run." in table and f"- drcd: {tmp_path / 'drcd' / 'train.json'}" in table
+    assert said[0].startswith("Chinese-ELECTRA (ymcui/Chinese-ELECTRA): 0 of 6 task(s) to run")
+
+
 # ---------------------------------------------------------------------------
 # The command line.
 

@@ -13,7 +13,7 @@
   random-init baseline, again from freshly drawn weights into
   `<output_dir>/random_init/<task>/`;
 * after every task, suite.json and suite.md are rewritten
-  (`artifacts.suite_dir`, `benchmarks.table`).
+  (`artifacts.suite_dir`, `benchmarks.table`) with the tasks done so far.
 
 Resuming comes from the trial loop: a task whose results.json lists every
 trial is passed over without tokenizing its data, an unfinished one resumes
@@ -171,8 +171,6 @@ def run_suite(
         )
     for name, entry in skipped.items():
         say(f"  {name}: skipped (no {', '.join(entry['missing'])})")
-    if chief:
-        write_suite(output, summary, render_table(suite, summary))
 
     for number, benchmark in enumerate(present, 1):
         place = f"[{number}/{len(present)} {benchmark.name}]"
@@ -228,6 +226,8 @@ def run_suite(
                 f"{entry['trials']} trial(s)) in {format_duration(time.perf_counter() - started)}"
                 + (f"; published: {published}" if published else "")
             )
+    if chief:  # (a suite with nothing to run writes its skipped tasks)
+        write_suite(output, summary, render_table(suite, summary))
     return summary
 
 
