@@ -140,8 +140,10 @@ def run_suite(
     selected = select_tasks(suite, options.tasks)
     model_size = pretrained.config.model_size
     recipe = recipe_size(model_size)
-    output = SuiteDir(options.output_dir)
-    present, skipped = plan_tasks(suite, selected, options.data_dir)
+    # Paths on record (suite.json, results.json) hold wherever the suite is run from.
+    output = SuiteDir(os.path.abspath(options.output_dir))
+    data_dir = os.path.abspath(options.data_dir)
+    present, skipped = plan_tasks(suite, selected, data_dir)
     chosen = {t.name for t in selected}
     summary = {
         "suite": suite.name,
@@ -151,7 +153,7 @@ def run_suite(
         "model_name": run_name(pretrained.model_file),
         "model_size": model_size,
         "recipe": recipe,
-        "data_dir": os.path.abspath(suite_data_dir(suite, options.data_dir)),
+        "data_dir": suite_data_dir(suite, data_dir),
         "num_trials": base.num_trials,
         "tasks": {},
         "skipped": skipped,
@@ -177,7 +179,7 @@ def run_suite(
         built = build_task(
             suite,
             benchmark.name,
-            options.data_dir,
+            data_dir,
             recipe,
             max_seq_length=options.max_seq_length,
             max_train_examples=options.max_train_examples,
