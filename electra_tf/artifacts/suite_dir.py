@@ -42,7 +42,7 @@ import dataclasses
 import os
 from typing import Optional
 
-from electra_tf.artifacts.files import atomic_open, read_json, write_json
+from electra_tf.artifacts.files import Within, atomic_open, read_json, write_json
 
 SUITE_FORMAT = 1
 SUITE_FILE = "suite.json"
@@ -57,17 +57,9 @@ class SuiteDir:
 
     path: str
 
-    @property
-    def suite_file(self) -> str:
-        return os.path.join(self.path, SUITE_FILE)
-
-    @property
-    def table_file(self) -> str:
-        return os.path.join(self.path, TABLE_FILE)
-
-    @property
-    def imported_checkpoint(self) -> str:
-        return os.path.join(self.path, "imported_checkpoint")
+    suite_file = Within(SUITE_FILE)
+    table_file = Within(TABLE_FILE)
+    imported_checkpoint = Within("imported_checkpoint")
 
     def task_dir(self, task: str, baseline: Optional[str] = None) -> str:
         """The fine-tuning output directory of `task` (of a baseline's run, if given)."""
