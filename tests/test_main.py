@@ -26,7 +26,7 @@ def _on_disk() -> dict:
 
 def test_no_arguments_and_help_list_every_command_with_its_description(capsys):
     commands = _on_disk()
-    assert len(commands) == 14 and {"pretrain", "finetune", "convert", "flops"} <= set(commands)
+    assert len(commands) == 15 and {"pretrain", "finetune", "convert", "flops"} <= set(commands)
     for argv in ([], ["--help"], ["-h"]):
         assert entry.main(argv) == 0
         out = capsys.readouterr().out

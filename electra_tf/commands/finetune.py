@@ -73,17 +73,8 @@ def _imported_if_foreign(path: str) -> str:
     import hashlib
 
     from electra_tf.artifacts.finetuning_dir import FinetuningDir
-    from electra_tf.artifacts.run_dir import RunDir, read_import_source, write_import_source
-    from electra_tf.interop import checkpoints
+    from electra_tf.interop.imported_runs import import_if_foreign
 
-    try:
-        kind = checkpoints.detect_format(path)
-    except checkpoints.CheckpointError as error:
-        if os.path.isfile(path):  # a .keras file: resolve_pretrained handles it
-            return path
-        raise checkpoints.CheckpointError(f"--init_checkpoint: {error}")
-    if kind == "electra-tf":
-        return path
     source = os.path.abspath(path)
     digest = hashlib.sha256(source.encode()).hexdigest()[:8]
     target = (
@@ -93,22 +84,7 @@ def _imported_if_foreign(path: str) -> str:
             WORKING_DIR, "runs", "imported", f"{os.path.basename(source.rstrip('/'))}-{digest}"
         )
     )
-    imported = RunDir(target)
-    previous = read_import_source(imported)
-    if os.path.exists(imported.config_file) and previous is not None:
-        if previous != source:
-            raise checkpoints.CheckpointError(
-                f"{target} holds a conversion of {previous}, not of --init_checkpoint={source}; "
-                "use another --output_dir."
-            )
-        _say(f"--init_checkpoint: using {target}, converted earlier from {source}")
-        return target
-    _say(f"--init_checkpoint: converting the {kind} checkpoint {source} into {target} ...")
-    checkpoints.write_run_dir(
-        checkpoints.load_checkpoint(source), target, vocab_file=FLAGS.vocab_file, print_fn=_say
-    )
-    write_import_source(imported, source)
-    return target
+    return import_if_foreign(path, target, FLAGS.vocab_file, _say)
 
 
 def _default(value, fallback):

@@ -428,6 +428,37 @@ def check_vocab(encoder, tokenizer: WordPieceTokenizer, vocab_flag_given: bool) 
         )
 
 
+def run_identity(task: TaskKind, pretrained: Pretrained, settings: FinetuneSettings) -> dict:
+    """What results.json says the run is (`results.IDENTITY_KEYS`); `settings` resolved."""
+    return {
+        "task": task.describe(),
+        "init_checkpoint": pretrained.model_file,
+        "vocab_file": os.path.abspath(pretrained.vocab_file),
+        "settings": {**settings.identity(), **task.settings()},
+    }
+
+
+def pending_trials(task: TaskKind, pretrained: Pretrained, settings: FinetuneSettings) -> list[int]:
+    """The numbers of the trials `run_trials` would still train: none once the run is complete.
+
+    Reads results.json only (the task need not be prepared), so a caller can
+    pass over a finished run without tokenizing its data.
+
+    Raises:
+        RunError: an impossible setting, or the output directory holds
+            results of another run (as `run_trials` would).
+    """
+    settings = settings.resolve(pretrained.config.model_size, task.default_epochs)
+    finished = finished_trials(
+        FinetuningDir(settings.output_dir).results_file,
+        run_identity(task, pretrained, settings),
+        settings.num_trials,
+        task.upgrade_description,
+    )
+    done = {t["trial"] for t in finished}
+    return [number for number in range(settings.num_trials) if number not in done]
+
+
 def run_trials(
     task: TaskKind,
     pretrained: Pretrained,
@@ -513,12 +544,7 @@ def _run_trials(
     print_fn = worker_print(print_fn, strategy)
     tokenizer = checkpoint_tokenizer(pretrained, task.max_seq_length, vocab_flag_given)
     output = FinetuningDir(settings.output_dir)
-    identity = {
-        "task": task.describe(),
-        "init_checkpoint": pretrained.model_file,
-        "vocab_file": os.path.abspath(pretrained.vocab_file),
-        "settings": {**settings.identity(), **task.settings()},
-    }
+    identity = run_identity(task, pretrained, settings)
     trials = finished_trials(
         output.results_file, identity, settings.num_trials, task.upgrade_description
     )

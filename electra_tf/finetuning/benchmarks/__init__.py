@@ -4,6 +4,10 @@
 * `koelectra`: KoELECTRA's eight Korean tasks (`KOELECTRA`).
 * `chinese_electra`: Chinese-ELECTRA's six Chinese tasks (`CHINESE_ELECTRA`).
 * `building`: a suite task's files read into the trial loop's task object.
+* `options`: a suite run's options, and a task's settings from its recipe.
+* `table`: our scores in the tables' units; suite.md beside the published rows.
+
+`electra_tf.training.suite_run` runs a whole suite (`commands/suite`).
 """
 
 from electra_tf.finetuning.benchmarks.chinese_electra import CHINESE_ELECTRA

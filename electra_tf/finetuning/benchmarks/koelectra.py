@@ -266,4 +266,8 @@ KOELECTRA = Suite(
     tasks=(NSMC, NAVER_NER, PAWS, KORNLI, KORSTS, QUESTION_PAIR, KORQUAD, HATE_SPEECH),
     source=SOURCE,
     models=(SMALL, BASE),
+    published_as=(
+        "one fine-tuning run per task with the config's settings, on the full files KoELECTRA "
+        "distributes"
+    ),
 )

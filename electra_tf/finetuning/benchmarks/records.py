@@ -172,6 +172,8 @@ class Suite:
         tasks: the tasks, in the table's order.
         source: the page the scores and settings were copied from (with commit).
         models: the models whose scores are recorded, in the table's order.
+        published_as: how the published numbers were obtained, in words
+            (runs per task, which number of them is printed).
     """
 
     name: str
@@ -181,6 +183,7 @@ class Suite:
     source: str
     models: tuple[str, ...]
     data_subdirectory: Optional[str] = None
+    published_as: str = ""
 
     def task(self, name: str) -> BenchmarkTask:
         """The task called `name`.
