@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import time
@@ -12,7 +11,7 @@ import keras
 import tensorflow as tf
 
 from electra_tf.artifacts import checkpoint_dir
-from electra_tf.artifacts.files import append_line
+from electra_tf.artifacts.files import append_line, json_line
 from electra_tf.errors import RunError
 from electra_tf.finiteness import NonFiniteError, NonFiniteRecord
 
@@ -101,7 +100,7 @@ class ProgressMonitor(keras.callbacks.Callback):
                 tf.summary.scalar(name, value)
         self.writer.flush()
         if self.log_file:
-            append_line(self.log_file, json.dumps({"step": step, **values}))
+            append_line(self.log_file, json_line({"step": step, **values}))
         eta = (self.total_steps - step) / steps_per_sec
         parts = [f"step {step}/{self.total_steps} ({100.0 * step / self.total_steps:.1f}%)"]
         parts += [f"{k} {values[k]:.4f}" for k in self.console_keys if k in values]
@@ -312,7 +311,7 @@ class HeldOutEvaluation(keras.callbacks.Callback):
         if self.log_file:
             append_line(
                 self.log_file,
-                json.dumps({"step": step, **{f"eval/{k}": v for k, v in result.metrics.items()}}),
+                json_line({"step": step, **{f"eval/{k}": v for k, v in result.metrics.items()}}),
             )
         self.print_fn(
             f"eval at step {step} ({result.num_examples:,} held-out sequences, "

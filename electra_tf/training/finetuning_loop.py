@@ -500,7 +500,7 @@ def run_trials(
     if chief:
         try:
             lock = RunLock(settings.output_dir, worker_print(print_fn, strategy)).acquire()
-        except RunLocked as error:
+        except RunError as error:  # held by another process, or a full disk
             refused = error
     if in_multi_worker_mode(strategy) and not true_on_all_workers(strategy, refused is None):
         refused = refused or RunLocked(
