@@ -371,6 +371,15 @@ def test_a_config_json_that_is_not_json_is_named_in_one_line(work):
         f"{run.path}/export/config.json, once the run has exported), or "
         "choose another --output_dir."
     )
+    # The same file read as --init_checkpoint (a run directory with checkpoints/).
+    os.makedirs(run.checkpoints)
+    with pytest.raises(RunError) as refused:
+        planned(request(work, overrides={"init_checkpoint": run.path}, output_dir=str(work / "b")))
+    message = str(refused.value)
+    assert message.startswith(
+        f"--init_checkpoint: {run.config_file}: cannot read the pre-training config ("
+    )
+    assert "(Unterminated string starting at: line " in message and "\n" not in message
 
 
 def test_a_run_directory_in_use_is_refused_before_any_data_is_built(work):
