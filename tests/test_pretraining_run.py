@@ -20,6 +20,7 @@ from electra_tf.training.pretraining_run import (
     PretrainingRequest,
     plan,
 )
+from electra_tf.vocab_learning import VocabOptions
 
 WORDS = "the cat sat on a mat and the dog ran to the park".split()
 SPECIAL = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
@@ -279,6 +280,7 @@ def test_a_run_knows_its_vocabulary_by_content_and_refuses_a_swapped_one(work):
         "do_lower_case": True,
         "strip_accents": True,
         "normalization": first.config.normalization,
+        "learned_with": None,  # given as a file
     }
     # vocab.txt lost; the same tokens in another order (the same size) are refused.
     os.remove(run.vocab_file)
@@ -393,3 +395,48 @@ def test_a_run_directory_in_use_is_refused_before_any_data_is_built(work):
         assert os.listdir(first.run_dir) == [".lock"]
     # No shards, no corpus digests beyond the plan's: the refusal came first.
     assert not os.path.exists(first.data_dir)
+
+
+def test_a_learned_vocabulary_records_its_flags_and_a_resume_that_asks_for_others_is_refused(
+    work, monkeypatch
+):
+    """The run learns its vocabulary (fewer tokens than --vocab_size asks: a small corpus);
+    the same command resumes; a --vocab_* flag or --vocab_size that asks for another is refused."""
+    from electra_tf.training import pretraining_run
+
+    def start(config, run_dir, shard_dir, vocab_file, special_ids, **options):
+        # What the loop writes when it starts, with what `run` passes it.
+        write_run_files(RunDir(run_dir), config, vocab_file, options["vocab_learned_with"])
+
+    monkeypatch.setattr(pretraining_run, "run_pretraining", start)
+    asked = {"overrides": {"vocab_size": 60}, "eval_fraction": 0.0}
+    first = planned(request(work, **asked))
+    assert first.vocab_file is None and first.vocab_options.vocab_size == 60
+    pretraining_run.run(first, print_fn=lambda _: None)
+    run = RunDir(first.run_dir)
+    identity = json.load(open(run.identity_file))
+    learned = sum(1 for _ in open(run.vocab_file, encoding="utf-8"))
+    assert learned < 60 and identity["vocab_size"] == learned
+    assert identity["learned_with"] == {
+        "vocab_size": 60,
+        "vocab_alphabet_size": None,
+        "vocab_max_bytes": None,
+        "vocab_unused": 0,
+        "vocab_presegment": "none",
+    }
+    # The same command resumes, although the vocabulary holds fewer than 60 tokens.
+    again = planned(request(work, **asked))
+    assert again.resuming and again.vocab_file == run.vocab_file
+    with pytest.raises(RunError) as refused:
+        planned(request(work, overrides={"vocab_size": 3000}, eval_fraction=0.0))
+    assert str(refused.value) == (
+        f"--vocab_size=3000 but {run.path} learned its vocabulary with --vocab_size=60 "
+        f"({learned} tokens, {run.identity_file}); drop the flag to resume, or choose "
+        "another --output_dir."
+    )
+    with pytest.raises(RunError) as refused:
+        planned(request(work, vocab_options=VocabOptions(num_unused=2), **asked))
+    assert str(refused.value) == (
+        f"--vocab_unused=2 but {run.path} learned its vocabulary with --vocab_unused=0 "
+        f"({run.identity_file}); drop the flag to resume, or choose another --output_dir."
+    )

@@ -4,6 +4,7 @@
     vocab.txt          the vocabulary the run was trained with
     identity.json      what the weights' token ids mean, written once: the
                        vocabulary's SHA-256 and size, casing and normalization
+                       (and the --vocab_* flags of a vocabulary the run learned)
     checkpoints/       tf.train checkpoints (model, optimizer, data position), last K kept
     tensorboard/       scalars (`tensorboard --logdir <run_dir>/tensorboard`)
     metrics.jsonl      progress and held-out reports, one JSON object per line
@@ -68,6 +69,10 @@ class RunIdentity:
         do_lower_case: casing.
         strip_accents: accent stripping (resolved: never None).
         normalization: `bert` or `casefold`.
+        learned_with: for a vocabulary the run learned, the flags it was
+            learned with, by name (`--vocab_size` as asked: a corpus with
+            few pieces gives fewer tokens); None for one given as a file
+            (or learned by an earlier version, which did not record them).
     """
 
     vocab_sha256: str
@@ -75,15 +80,19 @@ class RunIdentity:
     do_lower_case: bool
     strip_accents: bool
     normalization: str
+    learned_with: Optional[dict] = None
 
     @classmethod
-    def of(cls, config: PretrainingConfig, vocab_file: str) -> "RunIdentity":
+    def of(
+        cls, config: PretrainingConfig, vocab_file: str, learned_with: Optional[dict] = None
+    ) -> "RunIdentity":
         return cls(
             vocab_fingerprint(vocab_file),
             len(load_vocab(vocab_file)),
             config.do_lower_case,
             config.resolved_strip_accents,
             config.normalization,
+            learned_with,
         )
 
     def tokenization(self) -> dict:
@@ -95,18 +104,25 @@ class RunIdentity:
         }
 
 
-def write_run_files(run: RunDir, config: PretrainingConfig, vocab_file: str) -> None:
+def write_run_files(
+    run: RunDir,
+    config: PretrainingConfig,
+    vocab_file: str,
+    vocab_learned_with: Optional[dict] = None,
+) -> None:
     """Writes a copy of the vocabulary and identity.json (once), then config.json (always).
 
     The caller has checked that `vocab_file` is the run's vocabulary
     (`read_identity`): a missing vocab.txt is restored from it. config.json
     comes last, so that a run directory with one has the other two.
+    `vocab_learned_with` is `RunIdentity.learned_with`.
     """
     os.makedirs(run.path, exist_ok=True)
     if not os.path.exists(run.vocab_file):
         copy_file(vocab_file, run.vocab_file)
     if not os.path.exists(run.identity_file):
-        write_json(run.identity_file, dataclasses.asdict(RunIdentity.of(config, run.vocab_file)))
+        identity = RunIdentity.of(config, run.vocab_file, vocab_learned_with)
+        write_json(run.identity_file, dataclasses.asdict(identity))
     config.save_json(run.config_file)
 
 

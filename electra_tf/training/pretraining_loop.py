@@ -305,6 +305,7 @@ def run_pretraining(
     restart: bool = False,
     change_hyperparameters: bool = False,
     run_dir_held: bool = False,
+    vocab_learned_with: Optional[dict] = None,
 ) -> PretrainingResult:
     """Pre-trains (or resumes pre-training), exports at the end, writes result.json.
 
@@ -329,6 +330,9 @@ def run_pretraining(
             differ from the run's config.json (which then records the new values).
         run_dir_held: the caller holds the run directory (`hold_run_dir`), as
             `pretraining_run.run` does before it builds the data.
+        vocab_learned_with: the flags `vocab_file` was learned with, by name,
+            for the run's identity.json (`RunIdentity.learned_with`; None: a
+            vocabulary given as a file).
 
     Raises:
         RunError: the run cannot start or go on, in one line naming the flag,
@@ -367,6 +371,7 @@ def run_pretraining(
             restart,
             change_hyperparameters,
             started,
+            vocab_learned_with,
         )
         if chief:  # the other workers write nothing to the run directory
             write_result(
@@ -436,6 +441,7 @@ def _run_locked(
     restart: bool,
     change_hyperparameters: bool,
     started: float,
+    vocab_learned_with: Optional[dict],
 ) -> PretrainingResult:
     """`run_pretraining` once the run directory is held (the same arguments)."""
     replicas = strategy.num_replicas_in_sync
@@ -528,7 +534,7 @@ def _run_locked(
             config, **{name: getattr(previous, name) for name in HYPERPARAMETER_FIELDS}
         )
     if chief:
-        write_run_files(run, config, vocab_file)
+        write_run_files(run, config, vocab_file, vocab_learned_with)
 
     steps_done = int(optimizer.iterations.numpy())
     interrupted = False

@@ -450,17 +450,54 @@ def _given_vocab(
             )
     else:
         raise lost_vocabulary(run)
-    if "vocab_size" in overrides and overrides["vocab_size"] != size:
-        raise RunError(
-            f"--vocab_size={overrides['vocab_size']} but {run_dir} was trained with a "
-            f"vocabulary of {size} tokens ({run.vocab_file}); drop the flag to resume, "
-            "or choose another --output_dir."
-        )
+    _check_vocab_flags(request, overrides, run, identity, size)
     if own == run.vocab_file:
         print_fn(f"Vocabulary: {own} (the run's own)")
     else:
         print_fn(f"Vocabulary: {own} (the run's, by its hash; restored as {run.vocab_file})")
     return own
+
+
+def _check_vocab_flags(
+    request: PretrainingRequest,
+    overrides: dict,
+    run: RunDir,
+    identity: Optional[RunIdentity],
+    size: int,
+) -> None:
+    """Refuses vocabulary flags that a resumed run would ignore, naming both values.
+
+    A resumed run keeps its vocabulary; a flag that asks for another one
+    (at a value other than its default) and is not the value the run's
+    vocabulary was learned with is refused rather than ignored.
+    """
+    learned_with = identity.learned_with if identity is not None else None
+    if "vocab_size" in overrides:
+        given = overrides["vocab_size"]
+        if learned_with is not None and given != learned_with["vocab_size"]:
+            raise RunError(
+                f"--vocab_size={given} but {run.path} learned its vocabulary with "
+                f"--vocab_size={learned_with['vocab_size']} ({size} tokens, "
+                f"{run.identity_file}); drop the flag to resume, or choose another --output_dir."
+            )
+        if learned_with is None and given != size:
+            raise RunError(
+                f"--vocab_size={given} but {run.path} was trained with a "
+                f"vocabulary of {size} tokens ({run.vocab_file}); drop the flag to resume, "
+                "or choose another --output_dir."
+            )
+    if learned_with is None:
+        return
+    defaults = VocabOptions().flag_values()
+    for name, given in request.vocab_options.flag_values().items():
+        if name == "vocab_size" or given == defaults[name] or name not in learned_with:
+            continue  # vocab_size: from the model's flags (above); a default: not asked for
+        if given != learned_with[name]:
+            raise RunError(
+                f"--{name}={given} but {run.path} learned its vocabulary with "
+                f"--{name}={learned_with[name]} ({run.identity_file}); drop the flag to "
+                "resume, or choose another --output_dir."
+            )
 
 
 def _recorded_vocab(identity: RunIdentity, data_dir: str) -> Optional[str]:
@@ -642,6 +679,8 @@ def run(
             restart=request.restart,
             change_hyperparameters=request.change_hyperparameters,
             run_dir_held=True,
+            # A vocabulary learned now: its flags go into the run's identity.json.
+            vocab_learned_with=plan.vocab_options.flag_values() if plan.vocab_options else None,
         )
     finally:
         if lock is not None:
