@@ -270,6 +270,48 @@ def test_unterminated_quote_suggests_quoting_none(tmp_path):
         tasks.load_user_files("t", FileTaskOptions(), path)
 
 
+@pytest.mark.parametrize("quoting", ["none", "csv"])
+def test_a_row_longer_than_the_limit_is_refused_with_its_line(tmp_path, quoting):
+    row = "a b c d\t1\n"  # 10 characters with its line end
+    text = "text\tlabel\n" + row * 3 + "e f g h i\t0\n" + row
+    path = _write(tmp_path / "t.tsv", text)
+    _, data = tasks.load_user_files("t", FileTaskOptions(quoting=quoting, max_row_chars=12), path)
+    assert data.train.texts_a == ["a b c d"] * 3 + ["e f g h i", "a b c d"]
+    with pytest.raises(TaskDataError) as refused:
+        tasks.load_user_files("t", FileTaskOptions(quoting=quoting, max_row_chars=11), path)
+    message = str(refused.value)
+    assert message.startswith(
+        f"{path}, line 5: the row is longer than --max_row_chars=11 characters"
+    ) and message.endswith("; shorten that text or raise the limit.")
+    assert ("--quoting=none" in message) == (quoting == "csv")
+    # A quoted field over several lines counts as one row, from the line it starts on.
+    path = _write(tmp_path / "q.tsv", 'text\tlabel\nx\t1\n"one\ntwo\nthree"\t0\n')
+    _, data = tasks.load_user_files("t", FileTaskOptions(max_row_chars=18), path)
+    assert data.train.texts_a == ["x", "one\ntwo\nthree"]
+    with pytest.raises(TaskDataError, match=r"q\.tsv, line 3: the row is longer than"):
+        tasks.load_user_files("t", FileTaskOptions(max_row_chars=17), path)
+
+
+def test_an_enormous_field_is_refused_without_reading_it_whole(tmp_path):
+    import tracemalloc
+
+    path = tmp_path / "big.csv"
+    with open(path, "w") as f:
+        f.write("text,label\nshort,1\n")
+        f.write('"' + "word " * 4_000_000 + '",0\n')  # a 20 MB field
+        f.write("short,0\n")
+    tracemalloc.start()
+    try:
+        with pytest.raises(TaskDataError, match=r"big\.csv, line 3: the row is longer than "):
+            tasks.load_user_files("t", FileTaskOptions(), str(path))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    # The default limit is 1 Mi characters: a few times that, not the field's 20 MB
+    # (read whole, the field took 140 MiB here).
+    assert tasks.MAX_ROW_CHARS == 1 << 20 and peak < 16 * 2**20, peak
+
+
 def test_single_label_is_refused(tmp_path):
     path = _write(tmp_path / "t.tsv", "text\tlabel\na\t1\nb\t1\n")
     with pytest.raises(TaskDataError, match="only one label"):

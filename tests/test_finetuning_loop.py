@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 
 import keras
 import numpy as np
@@ -652,3 +653,50 @@ def test_dev_predictions_are_written_beside_the_score_and_give_it_back(tmp_path,
         accuracy = np.mean([r[1] == r[2] for r in rows])
         assert accuracy == pytest.approx(scores["accuracy"])
     assert set(files) == {"dev"} | set(task.data.test)
+
+
+class _PoisonAfter(keras.callbacks.Callback):
+    """Sets one weight to NaN once step `at` is done: its update overflowed, its loss was finite."""
+
+    def __init__(self, at):
+        super().__init__()
+        self.at = at
+
+    def on_train_batch_end(self, batch, logs=None):
+        if int(self.model.optimizer.iterations.numpy()) == self.at:
+            weight = self.model.trainable_weights[0]
+            weight.assign(np.full(weight.shape, np.nan, np.float32))
+
+
+@pytest.mark.parametrize(
+    "poison, bad_step, message",
+    [
+        (_PoisonWeights(2), 3, r"step 3: the loss is nan \(not finite\)"),
+        (_PoisonAfter(4), 4, r"step 4: the weights after it are not finite"),
+        (_PoisonAfter(8), 8, r"step 8: the weights after it are not finite"),
+    ],
+)
+def test_a_trial_stopped_by_nan_reports_no_score(pretrained, tmp_path, poison, bad_step, message):
+    """A NaN before an epoch's end (step 4) or at the last step (8): the NaN model gets no score."""
+    settings = FinetuneSettings(
+        output_dir=str(tmp_path / "out"),
+        train_batch_size=4,
+        learning_rate=3e-3,
+        num_train_epochs=2,
+        log_every_steps=100,
+        save_checkpoints_steps=100,
+    )
+    lines = []
+    with pytest.raises(NonFiniteError, match=rf"^Training stopped at {message}.* no checkpoint"):
+        run_trials(
+            _toy_task(16), pretrained, settings, print_fn=lines.append, extra_callbacks=[poison]
+        )
+    scored = [
+        int(re.search(r"\(step (\d+)\) dev:", line).group(1)) for line in lines if "dev:" in line
+    ]
+    assert all(step < bad_step for step in scored), lines
+    trial = tmp_path / "out" / "trial_0"
+    assert not (tmp_path / "out" / "results.json").exists()
+    assert not os.path.exists(trial / "checkpoints") or not os.listdir(trial / "checkpoints")
+    recorded = json.load(open(trial / "history.json")) if (trial / "history.json").exists() else []
+    assert all(entry["step"] < bad_step for entry in recorded)

@@ -397,3 +397,75 @@ def test_a_run_killed_with_sigkill_resumes_to_the_straight_result(tmp_path):
     assert a.keys() == b.keys()
     for key in a:
         np.testing.assert_allclose(b[key], a[key], rtol=1e-5, atol=1e-7, err_msg=key)
+
+
+@pytest.mark.slow
+def test_a_shard_damaged_in_place_stops_the_run_and_the_rebuilt_run_ends_as_a_straight_one(
+    tmp_path,
+):
+    """16 bytes flipped in the middle of a shard, its modification time kept (the builder
+    trusts it): the run stops in one line, the shard is deleted and rebuilt, and the resumed
+    run ends with every tensor of a run that never stopped."""
+    import numpy as np
+    import tensorflow as tf
+
+    words = "the cat sat on a mat and the dog ran to the park".split()
+    lines = []
+    for doc in range(40):
+        lines += [" ".join(words[(doc + i) % 12 :] + words[: (doc + i) % 12]) for i in range(3)]
+        lines.append("")
+    (tmp_path / "corpus.txt").write_text("\n".join(lines) + "\n")
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *sorted(set(words))]))
+    common = [
+        f"--corpus={tmp_path}/corpus.txt",
+        f"--vocab_file={vocab}",
+        f"--data_dir={tmp_path}/data",
+        *TINY_MODEL,
+        "--max_seq_length=16",
+        "--train_batch_size=4",
+        "--num_train_steps=24",
+        "--num_warmup_steps=2",
+        "--log_every_steps=4",
+        "--save_checkpoints_steps=8",
+        "--shuffle_buffer_size=4",
+        "--num_shards=1",
+        "--eval_fraction=0",
+        "--dropout_rate=0.1",
+    ]
+    straight = run_cli(*common, f"--output_dir={tmp_path}/straight")
+    assert straight.returncode == 0, straight.stdout + straight.stderr
+    (shard_dir,) = [p for p in (tmp_path / "data").iterdir() if p.name.startswith("shards-")]
+    (shard,) = [p for p in shard_dir.iterdir() if p.name.endswith("-of-00001")]
+    times = os.stat(shard)
+    data = bytearray(shard.read_bytes())
+    middle = len(data) // 2
+    data[middle : middle + 16] = bytes(b ^ 0xA5 for b in data[middle : middle + 16])
+    shard.write_bytes(bytes(data))
+    os.utime(shard, ns=(times.st_atime_ns, times.st_mtime_ns))
+    stopped = run_cli(*common, f"--output_dir={tmp_path}/stopped")
+    output = stopped.stdout + stopped.stderr
+    assert stopped.returncode == 2, output
+    match = re.search(
+        rf"error: Shard {shard} is corrupt \(corrupted record at byte \d+\); training stopped "
+        rf"at step (\d+), saved in {tmp_path}/stopped/checkpoints/ckpt-(\d+)\. Delete that file",
+        output,
+    )
+    assert match and match.group(1) == match.group(2) and 8 < int(match.group(1)) < 24, output
+    os.remove(shard)
+    resumed = run_cli(*common, f"--output_dir={tmp_path}/stopped")
+    output = resumed.stdout + resumed.stderr
+    assert resumed.returncode == 0, output
+    assert f"Resumed from {tmp_path}/stopped/checkpoints/ckpt-{match.group(1)} " in output
+
+    def final(name):
+        reader = tf.train.load_checkpoint(str(tmp_path / name / "checkpoints" / "ckpt-24"))
+        return {
+            key: reader.get_tensor(key)
+            for key in reader.get_variable_to_shape_map()
+            if "OBJECT_GRAPH" not in key and not key.startswith("save_counter")
+        }
+
+    a, b = final("straight"), final("stopped")
+    assert a.keys() == b.keys()
+    assert [key for key in a if not np.allclose(b[key], a[key], rtol=1e-5, atol=1e-7)] == []

@@ -480,13 +480,70 @@ def test_after_a_nan_the_run_resumes_from_the_last_good_checkpoint_with_a_lower_
         "learning_rate: 0.001 -> 0.0002."
     ) in lines
     assert json.load(open(run_dir / "config.json"))["learning_rate"] == 2e-4
-    logged = [json.loads(line) for line in open(run_dir / "metrics.jsonl")]
-    # The NaN step is on record; the resumed steps follow the new schedule, 2e-4 * (1 - 4/8)
-    # at step 4.
+    # Strict JSON: the NaN step is on record, its loss as the string "nan"; the resumed
+    # steps follow the new schedule, 2e-4 * (1 - 4/8) at step 4.
+    logged = [json.loads(line, parse_constant=_refuse) for line in open(run_dir / "metrics.jsonl")]
     step_4 = [e for e in logged if e["step"] == 4]
-    assert np.isnan(step_4[0]["total_loss"]) and step_4[0]["learning_rate"] == pytest.approx(5e-4)
+    assert step_4[0]["total_loss"] == "nan" and step_4[0]["learning_rate"] == pytest.approx(5e-4)
     assert step_4[-1]["learning_rate"] == pytest.approx(1e-4)
     assert np.isfinite(step_4[-1]["total_loss"])
+
+
+def _refuse(constant):
+    raise ValueError(f"{constant} is not JSON")
+
+
+@pytest.mark.slow
+def test_a_nan_after_changed_hyperparameters_leaves_the_runs_config_as_it_was(corpus, tmp_path):
+    vocab, shard_dir, tokenizer = corpus
+    run_dir = tmp_path / "run"
+    quiet = dict(export=False, print_fn=lambda _: None)
+    settings = dict(save_checkpoints_steps=2, log_every_steps=2)
+    run_pretraining(
+        tiny(num_train_steps=4, **settings),
+        str(run_dir),
+        shard_dir,
+        vocab,
+        tokenizer.special_ids,
+        **quiet,
+    )
+    before = (run_dir / "config.json").read_text()
+    lines = []
+    with pytest.raises(NonFiniteError, match="the last checkpoint, .*/ckpt-4, is finite"):
+        run_pretraining(
+            tiny(num_train_steps=8, learning_rate=1e30, **settings),
+            str(run_dir),
+            shard_dir,
+            vocab,
+            tokenizer.special_ids,
+            change_hyperparameters=True,
+            export=False,
+            print_fn=lines.append,
+        )
+    # No checkpoint holds a step of the new rate: config.json is the one of the checkpoints.
+    assert json.loads((run_dir / "config.json").read_text()) == {
+        **json.loads(before),
+        "num_train_steps": 8,
+    }
+    assert (
+        f"{run_dir}/config.json keeps the run's previous hyperparameters: no checkpoint was "
+        "saved with the new ones (learning_rate: 0.001 -> 1e+30)."
+    ) in lines
+    # metrics.jsonl is strict JSON although the losses were not finite.
+    logged = [json.loads(line, parse_constant=_refuse) for line in open(run_dir / "metrics.jsonl")]
+    assert {e["total_loss"] for e in logged if e["step"] > 4} <= {"nan", "inf"}
+    # The original command (longer) resumes from the last good checkpoint.
+    again = []
+    result = run_pretraining(
+        tiny(num_train_steps=8, **settings),
+        str(run_dir),
+        shard_dir,
+        vocab,
+        tokenizer.special_ids,
+        export=False,
+        print_fn=again.append,
+    )
+    assert result.finished and f"Resumed from {run_dir}/checkpoints/ckpt-4 (step 4)." in again
 
 
 @pytest.mark.slow
@@ -706,6 +763,7 @@ def test_a_full_disk_stops_with_one_line_and_leaves_no_temporary_files(
     assert sorted(os.listdir(run_dir)) == [
         "checkpoints",
         "config.json",
+        "identity.json",
         "metrics.jsonl",
         "tensorboard",
         "vocab.txt",
@@ -930,3 +988,178 @@ def test_held_out_evaluation_is_logged_and_summarised(corpus, tmp_path):
     )
     assert again.evaluation == pytest.approx(result.evaluation)
     assert not any(line.startswith("step ") for line in lines)
+
+
+def _damage_keeping_mtime(path, offset):
+    """Flips 16 bytes of `path` at `offset` and gives the file back its times (silent damage)."""
+    times = os.stat(path)
+    data = bytearray(open(path, "rb").read())
+    for i in range(offset, offset + 16):
+        data[i] ^= 0xA5
+    with open(path, "wb") as f:
+        f.write(bytes(data))
+    os.utime(path, ns=(times.st_atime_ns, times.st_mtime_ns))
+
+
+def _full_disk_from(step):
+    """A `CheckpointManager.save` that fails with ENOSPC from checkpoint `step` on."""
+    original = tf.train.CheckpointManager.save
+
+    def save(manager, checkpoint_number=None, **kwargs):
+        if checkpoint_number >= step:
+            raise OSError(errno.ENOSPC, "No space left on device", manager.directory)
+        return original(manager, checkpoint_number=checkpoint_number, **kwargs)
+
+    return save
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "fault, per_execution",
+    [("damaged shard", 1), ("damaged shard", 3), ("nan", 1), ("signal", 1), ("full disk", 1)],
+)
+def test_a_run_stopped_by_any_fault_resumes_to_the_uninterrupted_result(
+    corpus, tmp_path, monkeypatch, fault, per_execution
+):
+    """Stop, repair, resume: every tensor of the run equals the uninterrupted run's.
+
+    The stop's checkpoint (or, when it saves none, the last one before it)
+    holds one moment: weights, optimizer moments and step, batches seen and
+    dropout seeds. A damaged shard is found while a step's batch is read; no
+    part of that step may reach the checkpoint.
+    """
+    vocab, shard_dir, tokenizer = corpus
+    config = tiny(
+        num_train_steps=9,
+        save_checkpoints_steps=3,
+        keep_checkpoint_max=5,
+        log_every_steps=per_execution,
+        steps_per_execution=per_execution,
+    )
+    straight_dir, stopped_dir = str(tmp_path / "straight"), str(tmp_path / "stopped")
+    quiet = dict(export=False, print_fn=lambda _: None)
+    run_pretraining(config, straight_dir, shard_dir, vocab, tokenizer.special_ids, **quiet)
+    shards = str(tmp_path / "shards")
+    shutil.copytree(shard_dir, shards)
+    extra = []
+    with monkeypatch.context() as patch:
+        if fault == "damaged shard":
+            # The last records of a shard: read for the second window of 16
+            # records, the batch of step 5 (after 4 steps of the first window).
+            last = os.path.join(
+                shards, sorted(p for p in os.listdir(shards) if p.endswith("-of-00002"))[1]
+            )
+            _damage_keeping_mtime(last, os.path.getsize(last) - 60)
+        elif fault == "nan":
+            patch.setattr(ElectraPretrainer, "_loss", _from_step_4(lambda loss: loss * np.nan))
+        elif fault == "signal":
+            extra = [_Interrupt(5)]
+        else:
+            patch.setattr(tf.train.CheckpointManager, "save", _full_disk_from(6))
+        try:
+            first = run_pretraining(
+                config,
+                stopped_dir,
+                shards,
+                vocab,
+                tokenizer.special_ids,
+                extra_callbacks=extra,
+                **quiet,
+            )
+            stop = "interrupted" if first.interrupted else "finished"
+        except RunError as error:
+            stop = str(error)
+    saved = (
+        f"saved in {stopped_dir}/checkpoints/ckpt-4"
+        if per_execution == 1
+        else rf"inside a group of --steps_per_execution=3 steps, so the run resumes from "
+        rf"{stopped_dir}/checkpoints/ckpt-3"
+    )
+    expected_stop = {
+        "damaged shard": rf"^Shard {shards}/\S+ is corrupt .*; training stopped at step 4, "
+        rf"{saved}\. ",
+        "nan": r"^Training stopped at step 4: the loss is nan .* the last checkpoint, "
+        rf"{stopped_dir}/checkpoints/ckpt-3, is finite",
+        "signal": "^interrupted$",
+        "full disk": rf"^Could not write the checkpoint of step 6 in {stopped_dir}/checkpoints: ",
+    }[fault]
+    assert re.search(expected_stop, stop), stop
+    # The shard is rebuilt (the same bytes), and the same command resumes.
+    shutil.rmtree(shards)
+    shutil.copytree(shard_dir, shards)
+    lines = []
+    second = run_pretraining(
+        config,
+        stopped_dir,
+        shards,
+        vocab,
+        tokenizer.special_ids,
+        export=False,
+        print_fn=lines.append,
+    )
+    assert second.finished and second.steps_done == 9
+    resumed_from = {"damaged shard": 4 if per_execution == 1 else 3, "nan": 3, "signal": 5}.get(
+        fault, 3
+    )
+    assert any(f"(step {resumed_from})." in line for line in lines if "Resumed" in line), lines
+    path_a, straight = _checkpoint_values(straight_dir)
+    path_b, resumed = _checkpoint_values(stopped_dir)
+    assert os.path.basename(path_a) == os.path.basename(path_b) == "ckpt-9"
+    assert straight.keys() == resumed.keys()
+    different = [
+        name
+        for name in straight
+        if not np.allclose(resumed[name], straight[name], rtol=1e-5, atol=1e-7)
+    ]
+    assert different == []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("writer", ["savedmodel", "keras"])
+def test_a_full_disk_while_exporting_is_one_line_and_the_next_run_exports(
+    corpus, tmp_path, monkeypatch, writer
+):
+    vocab, shard_dir, tokenizer = corpus
+    run_dir = tmp_path / "run"
+    config = tiny(num_train_steps=2, save_checkpoints_steps=2)
+
+    def no_room(self, path, *args, **kwargs):
+        # What TensorFlow's and Python's writes raise on a full disk (seen on a full tmpfs).
+        if writer == "savedmodel":
+            raise tf.errors.ResourceExhaustedError(
+                None, None, f"{path}/saved_model.pb.tmp0123; No space left on device"
+            )
+        raise OSError(errno.ENOSPC, "No space left on device", str(path))
+
+    with monkeypatch.context() as patch:
+        patch.setattr(keras.Model, "export" if writer == "savedmodel" else "save", no_room)
+        with pytest.raises(RunError) as stopped:
+            run_pretraining(
+                config,
+                str(run_dir),
+                shard_dir,
+                vocab,
+                tokenizer.special_ids,
+                print_fn=lambda _: None,
+            )
+    assert str(stopped.value) == (
+        f"Could not write the export {run_dir}/export: No space left on device. Training is "
+        "done and its checkpoints are intact (nothing of the export was left); free some "
+        "space and re-run the same command to export."
+    )
+    assert sorted(os.listdir(run_dir)) == [
+        "checkpoints",
+        "config.json",
+        "identity.json",
+        "metrics.jsonl",
+        "tensorboard",
+        "vocab.txt",
+    ]
+    lines = []
+    result = run_pretraining(
+        config, str(run_dir), shard_dir, vocab, tokenizer.special_ids, print_fn=lines.append
+    )
+    assert result.export_dir == str(run_dir / "export") and not any(
+        line.startswith("step ") for line in lines
+    )
+    assert (run_dir / "export" / "discriminator_savedmodel" / "saved_model.pb").exists()

@@ -4,6 +4,8 @@
 themselves are in tests/test_pretrain_cli.py (the command is `plan` then `run`).
 """
 
+import hashlib
+import json
 import os
 import shutil
 
@@ -12,11 +14,13 @@ import pytest
 from electra_tf.artifacts.run_dir import RunDir, write_run_files
 from electra_tf.data.shard_build import write_shards
 from electra_tf.errors import RunError
+from electra_tf.training.pretraining_loop import check_run_dir
 from electra_tf.training.pretraining_run import (
     BUILTIN_SCHEDULE,
     PretrainingRequest,
     plan,
 )
+from electra_tf.vocab_learning import VocabOptions
 
 WORDS = "the cat sat on a mat and the dog ran to the park".split()
 SPECIAL = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
@@ -235,14 +239,14 @@ def test_a_run_directory_of_another_run_is_refused_before_anything_is_built(work
     with pytest.raises(RunError, match="hidden_size"):
         planned(request(work, overrides={"hidden_size": 64}, change_hyperparameters=True))
     (work / "other.txt").write_text("\n".join(SPECIAL + sorted(set(WORDS)) + ["zebra"]) + "\n")
-    with pytest.raises(RunError, match="vocab_size"):
+    with pytest.raises(RunError, match=r"17 tokens\) is not the vocabulary .* 16 tokens"):
         planned(request(work, vocab_file=str(work / "other.txt")))
     shuffled = SPECIAL + sorted(set(WORDS), reverse=True)
     (work / "shuffled.txt").write_text("\n".join(shuffled) + "\n")
-    with pytest.raises(RunError, match="was trained with the vocabulary"):
+    with pytest.raises(RunError, match="is not the vocabulary .* was trained with"):
         planned(request(work, vocab_file=str(work / "shuffled.txt")))
     assert (sorted(os.listdir(data)) if os.path.exists(data) else []) == before
-    assert sorted(os.listdir(first.run_dir)) == ["config.json", "vocab.txt"]
+    assert sorted(os.listdir(first.run_dir)) == ["config.json", "identity.json", "vocab.txt"]
 
 
 def test_a_renamed_corpus_finds_its_run_and_data(work):
@@ -258,3 +262,181 @@ def test_a_renamed_corpus_finds_its_run_and_data(work):
     assert os.path.islink(renamed.run_dir) and os.path.islink(renamed.data_dir)
     assert os.path.realpath(renamed.run_dir) == os.path.realpath(first.run_dir)
     assert os.path.realpath(renamed.data_dir) == os.path.realpath(first.data_dir)
+
+
+def _sha256(path) -> str:
+    return hashlib.sha256(open(path, "rb").read()).hexdigest()
+
+
+def test_a_run_knows_its_vocabulary_by_content_and_refuses_a_swapped_one(work):
+    vocab = work / "vocab.txt"
+    first = planned(request(work, vocab_file=str(vocab)))
+    run = RunDir(first.run_dir)
+    write_run_files(run, first.config, first.vocab_file)
+    # The identity: the vocabulary's SHA-256 and size, casing and normalization.
+    assert json.load(open(run.identity_file)) == {
+        "vocab_sha256": _sha256(vocab),
+        "vocab_size": 16,
+        "do_lower_case": True,
+        "strip_accents": True,
+        "normalization": first.config.normalization,
+        "learned_with": None,  # given as a file
+    }
+    # vocab.txt lost; the same tokens in another order (the same size) are refused.
+    os.remove(run.vocab_file)
+    shuffled = work / "shuffled.txt"
+    shuffled.write_text("\n".join(SPECIAL + sorted(set(WORDS), reverse=True)) + "\n")
+    with pytest.raises(RunError) as refused:
+        planned(request(work, vocab_file=str(shuffled)))
+    assert str(refused.value) == (
+        f"--vocab_file={shuffled} (sha256 {_sha256(shuffled)[:16]}, 16 tokens) is not the "
+        f"vocabulary {run.path} was trained with (sha256 {_sha256(vocab)[:16]}, 16 tokens, "
+        f"recorded in {run.identity_file}). Pass that vocabulary, or choose another --output_dir."
+    )
+    # The loop, called directly, refuses it too.
+    with pytest.raises(RunError, match="is not the vocabulary"):
+        check_run_dir(first.config, run.path, str(shuffled))
+    # Without --vocab_file, only a cached vocabulary of the recorded hash stands in for it.
+    with pytest.raises(RunError) as refused:
+        planned(request(work))
+    assert str(refused.value).startswith(
+        f"{run.vocab_file} is missing and no file of its hash (sha256 {_sha256(vocab)[:16]}, "
+    )
+    assert str(refused.value).endswith(
+        "pass the run's vocabulary as --vocab_file, or choose another --output_dir."
+    )
+    os.makedirs(first.data_dir)
+    shutil.copy(shuffled, os.path.join(first.data_dir, "vocab-uncased-16-aaaa.txt"))
+    cached = os.path.join(first.data_dir, "vocab-uncased-16-bbbb.txt")
+    shutil.copy(vocab, cached)
+    lines = []
+    again = planned(request(work), lines)
+    assert again.resuming and again.vocab_file == cached
+    assert lines == [f"Vocabulary: {cached} (the run's, by its hash; restored as {run.vocab_file})"]
+    write_run_files(run, again.config, again.vocab_file)
+    assert open(run.vocab_file, "rb").read() == open(vocab, "rb").read()
+    # The run's own vocab.txt, edited in place, is refused as well.
+    shutil.copy(shuffled, run.vocab_file)
+    with pytest.raises(RunError, match=rf"^{run.vocab_file} \(sha256 {_sha256(shuffled)[:16]}\)"):
+        planned(request(work))
+    shutil.copy(vocab, run.vocab_file)
+    # Another vocabulary size or casing on the existing run: refused, naming both values.
+    with pytest.raises(RunError) as refused:
+        planned(request(work, overrides={"vocab_size": 3000}))
+    assert str(refused.value) == (
+        f"--vocab_size=3000 but {run.path} was trained with a vocabulary of 16 tokens "
+        f"({run.vocab_file}); drop the flag to resume, or choose another --output_dir."
+    )
+    with pytest.raises(RunError) as refused:
+        planned(request(work, overrides={"do_lower_case": False}))
+    assert str(refused.value).startswith(
+        f"--do_lower_case=False but {run.path} was trained with do_lower_case=True "
+    )
+
+
+def test_a_run_of_an_earlier_version_resumes_and_records_its_vocabulary(work):
+    first = planned(request(work, vocab_file=str(work / "vocab.txt")))
+    run = RunDir(first.run_dir)
+    write_run_files(run, first.config, first.vocab_file)
+    os.remove(run.identity_file)  # as an earlier version wrote it
+    again = planned(request(work))
+    assert again.resuming and again.vocab_file == run.vocab_file
+    write_run_files(run, again.config, again.vocab_file)
+    assert json.load(open(run.identity_file))["vocab_sha256"] == _sha256(work / "vocab.txt")
+    # Such a run that lost its vocab.txt has nothing to check another file against.
+    os.remove(run.identity_file)
+    os.remove(run.vocab_file)
+    for fields in ({}, {"vocab_file": str(work / "vocab.txt")}):
+        with pytest.raises(RunError) as refused:
+            planned(request(work, **fields))
+        assert str(refused.value) == (
+            f"{run.vocab_file} is missing and {run.path} records no hash of its vocabulary "
+            "(a run of an earlier version), so no file can be checked against it: put the "
+            f"run's vocabulary back as {run.vocab_file}, or choose another --output_dir."
+        )
+
+
+def test_a_config_json_that_is_not_json_is_named_in_one_line(work):
+    first = planned(request(work, vocab_file=str(work / "vocab.txt")))
+    run = RunDir(first.run_dir)
+    write_run_files(run, first.config, first.vocab_file)
+    text = open(run.config_file).read()
+    with open(run.config_file, "w") as f:
+        f.write(text[: len(text) // 2])  # cut short, as by a crash of an editor
+    with pytest.raises(RunError) as refused:
+        planned(request(work))
+    message = str(refused.value)
+    assert message.startswith(f"{run.config_file} is not a run's configuration (") and (
+        "line " in message and "\n" not in message
+    )
+    assert message.endswith(
+        f"{run.path}/export/config.json, once the run has exported), or "
+        "choose another --output_dir."
+    )
+    # The same file read as --init_checkpoint (a run directory with checkpoints/).
+    os.makedirs(run.checkpoints)
+    with pytest.raises(RunError) as refused:
+        planned(request(work, overrides={"init_checkpoint": run.path}, output_dir=str(work / "b")))
+    message = str(refused.value)
+    assert message.startswith(
+        f"--init_checkpoint: {run.config_file}: cannot read the pre-training config ("
+    )
+    assert "(Unterminated string starting at: line " in message and "\n" not in message
+
+
+def test_a_run_directory_in_use_is_refused_before_any_data_is_built(work):
+    from electra_tf.artifacts.run_lock import RunLock, RunLocked
+    from electra_tf.training.pretraining_run import run
+
+    first = planned(request(work, vocab_file=str(work / "vocab.txt")))
+    with RunLock(first.run_dir):
+        with pytest.raises(RunLocked, match=rf"^--output_dir={first.run_dir} is in use by pid "):
+            run(first, print_fn=lambda _: None)
+        assert os.listdir(first.run_dir) == [".lock"]
+    # No shards, no corpus digests beyond the plan's: the refusal came first.
+    assert not os.path.exists(first.data_dir)
+
+
+def test_a_learned_vocabulary_records_its_flags_and_a_resume_that_asks_for_others_is_refused(
+    work, monkeypatch
+):
+    """The run learns its vocabulary (fewer tokens than --vocab_size asks: a small corpus);
+    the same command resumes; a --vocab_* flag or --vocab_size that asks for another is refused."""
+    from electra_tf.training import pretraining_run
+
+    def start(config, run_dir, shard_dir, vocab_file, special_ids, **options):
+        # What the loop writes when it starts, with what `run` passes it.
+        write_run_files(RunDir(run_dir), config, vocab_file, options["vocab_learned_with"])
+
+    monkeypatch.setattr(pretraining_run, "run_pretraining", start)
+    asked = {"overrides": {"vocab_size": 60}, "eval_fraction": 0.0}
+    first = planned(request(work, **asked))
+    assert first.vocab_file is None and first.vocab_options.vocab_size == 60
+    pretraining_run.run(first, print_fn=lambda _: None)
+    run = RunDir(first.run_dir)
+    identity = json.load(open(run.identity_file))
+    learned = sum(1 for _ in open(run.vocab_file, encoding="utf-8"))
+    assert learned < 60 and identity["vocab_size"] == learned
+    assert identity["learned_with"] == {
+        "vocab_size": 60,
+        "vocab_alphabet_size": None,
+        "vocab_max_bytes": None,
+        "vocab_unused": 0,
+        "vocab_presegment": "none",
+    }
+    # The same command resumes, although the vocabulary holds fewer than 60 tokens.
+    again = planned(request(work, **asked))
+    assert again.resuming and again.vocab_file == run.vocab_file
+    with pytest.raises(RunError) as refused:
+        planned(request(work, overrides={"vocab_size": 3000}, eval_fraction=0.0))
+    assert str(refused.value) == (
+        f"--vocab_size=3000 but {run.path} learned its vocabulary with --vocab_size=60 "
+        f"({learned} tokens, {run.identity_file}); drop the flag to resume, or choose "
+        "another --output_dir."
+    )
+    with pytest.raises(RunError) as refused:
+        planned(request(work, vocab_options=VocabOptions(num_unused=2), **asked))
+    assert str(refused.value) == (
+        f"--vocab_unused=2 but {run.path} learned its vocabulary with --vocab_unused=0 "
+        f"({run.identity_file}); drop the flag to resume, or choose another --output_dir."
+    )

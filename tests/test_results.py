@@ -72,6 +72,22 @@ def test_round_trip_and_summary(tmp_path):
     assert on_disk["best_trial"] == 1
 
 
+def test_a_metric_that_is_not_finite_is_written_as_strict_json_and_read_back(tmp_path):
+    trials = [_trial(0, pearson=float("nan")), _trial(1, pearson=0.5), _trial(2, pearson=0.7)]
+    path = str(tmp_path / "results.json")
+    write_results(path, make_results(IDENTITY, {}, "pearson", trials))
+
+    def refuse(constant):
+        raise ValueError(f"{constant} is not JSON")
+
+    on_disk = json.loads(open(path).read(), parse_constant=refuse)
+    assert on_disk["all"] == {"pearson": ["nan", 0.5, 0.7]}
+    # Read back (a later trial added), the string is the number again.
+    again = finished_trials(path, IDENTITY, 4)
+    summary = make_results(IDENTITY, {}, "pearson", [*again, _trial(3, pearson=0.6)])
+    assert np.isnan(summary["median"]["pearson"])
+
+
 def test_best_trial_ties_go_to_the_lower_number_and_no_dev_data_to_trial_zero():
     tied = make_results(
         IDENTITY, {}, "f1", [_trial(3, f1=80.0), _trial(1, f1=80.0), _trial(2, f1=79.0)]

@@ -140,3 +140,30 @@ def test_a_local_file_system_without_flock_falls_back_to_the_file(tmp_path, monk
         RunLock(str(tmp_path / "run")).acquire()
     lock.release()
     assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("fails", ["pwrite", "makedirs"])
+def test_a_full_disk_is_one_line_and_leaves_neither_a_lock_file_nor_a_directory(
+    tmp_path, monkeypatch, fails
+):
+    def no_room(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    # On a full disk an empty file can still be created; writing into it fails.
+    monkeypatch.setattr(run_lock.os if fails == "pwrite" else run_lock.fileio, fails, no_room)
+    directory = tmp_path / "runs" / "run"
+    with pytest.raises(run_lock.RunError) as refused:
+        RunLock(str(directory)).acquire()
+    assert str(refused.value) == (
+        f"Could not write {directory / LOCK_FILE}: No space left on device. Nothing was written in "
+        f"{directory}; free some space and re-run the same command."
+    )
+    assert os.listdir(tmp_path) == []
+    # An existing directory is kept as it was (and a dead holder's lock file is not left empty).
+    monkeypatch.undo()
+    directory.mkdir(parents=True)
+    (directory / "config.json").write_text("{}")
+    monkeypatch.setattr(run_lock.os, "pwrite", no_room)
+    with pytest.raises(run_lock.RunError):
+        RunLock(str(directory)).acquire()
+    assert os.listdir(directory) == ["config.json"]

@@ -894,8 +894,11 @@ def plot(rows: list[dict], spec: dict, output_dir: str) -> list[str]:
     figure, axes = plt.subplots(1, len(panels), figsize=(11, 4))
     for axis, (key, title) in zip(axes, panels):
         for cell, records in curves.items():
+            # float(): metrics.jsonl writes a value that is not finite as "nan" or "inf".
             points = [
-                (r["train_flops"], r[key]) for r in records if key in r and "train_flops" in r
+                (float(r["train_flops"]), float(r[key]))
+                for r in records
+                if key in r and "train_flops" in r
             ]
             if points:
                 axis.plot(*zip(*points), label=cell)

@@ -3,14 +3,20 @@ sees half of one (a temporary sibling, then a rename).
 
 A write that fails (a full disk) removes its temporary file and leaves the
 previous version of the file as it was.
+
+JSON written here is strict JSON, which has no NaN or infinity: a float that
+is not finite is written as the string "nan", "inf" or "-inf" (`json_safe`;
+`float()` reads each back).
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import shutil
+from typing import Any
 
 
 class Within:
@@ -43,10 +49,26 @@ def atomic_open(path: str):
             os.remove(tmp)
 
 
+def json_safe(value: Any) -> Any:
+    """`value` with every float that is not finite replaced by "nan", "inf" or "-inf"."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    if isinstance(value, dict):
+        return {key: json_safe(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(item) for item in value]
+    return value
+
+
+def json_line(record: dict) -> str:
+    """One line of a JSON-lines log: strict JSON (see `json_safe`)."""
+    return json.dumps(json_safe(record), allow_nan=False)
+
+
 def write_json(path: str, data) -> None:
-    """Writes `data` as indented UTF-8 JSON, atomically."""
+    """Writes `data` as indented UTF-8 JSON (strict, see `json_safe`), atomically."""
     with atomic_open(path) as f:
-        json.dump(data, f, indent=2, ensure_ascii=False)
+        json.dump(json_safe(data), f, indent=2, ensure_ascii=False, allow_nan=False)
         f.write("\n")
 
 

@@ -76,7 +76,8 @@ def summarize(trials: list[dict], primary_metric: str) -> dict:
     values = {name: [t["dev"][name] for t in trials if name in t["dev"]] for name in names}
     best = best_trial(trials, primary_metric)
     return {
-        "median": {name: float(np.median(v)) for name, v in values.items()},
+        # float(): a value that is not finite is stored as a string ("nan", see files.json_safe).
+        "median": {name: float(np.median([float(x) for x in v])) for name, v in values.items()},
         "all": values,
         "best_trial": None if best is None else best["trial"],
     }
@@ -86,7 +87,9 @@ def best_trial(trials: list[dict], primary_metric: str) -> Optional[dict]:
     """The trial with the highest primary metric; ties and trials without it: lowest number."""
     if not trials:
         return None
-    return max(trials, key=lambda t: (t["dev"].get(primary_metric, float("-inf")), -t["trial"]))
+    return max(
+        trials, key=lambda t: (float(t["dev"].get(primary_metric, float("-inf"))), -t["trial"])
+    )
 
 
 def make_results(identity: dict, data: dict, primary_metric: str, trials: list[dict]) -> dict:

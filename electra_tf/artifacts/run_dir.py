@@ -2,9 +2,14 @@
 
     config.json        the resolved `PretrainingConfig` (rewritten on every start)
     vocab.txt          the vocabulary the run was trained with
+    identity.json      what the weights' token ids mean, written once: the
+                       vocabulary's SHA-256 and size, casing and normalization
+                       (and the --vocab_* flags of a vocabulary the run learned)
     checkpoints/       tf.train checkpoints (model, optimizer, data position), last K kept
     tensorboard/       scalars (`tensorboard --logdir <run_dir>/tensorboard`)
     metrics.jsonl      progress and held-out reports, one JSON object per line
+                       (a value that is not finite is the string "nan", "inf"
+                       or "-inf": JSON has no such numbers)
     .lock              while a process runs in the directory: who (see `run_lock`)
     result.json        how the run ended: steps_done, finished, metrics, evaluation, seconds
     export/            the pre-trained models (see `export_dir`)
@@ -13,6 +18,11 @@
 A directory holding config.json plus export/ or checkpoints/ is a run; the
 export directory, which carries copies of config.json and vocab.txt, is
 accepted wherever a run is (see `pretrained`).
+
+identity.json is how a resumed run knows its vocabulary when vocab.txt is
+gone or another file is offered: only a file of the recorded hash may stand
+in for it. Runs of earlier versions have none; it is written, from their
+vocab.txt, when they resume.
 """
 
 from __future__ import annotations
@@ -22,10 +32,13 @@ import os
 from typing import Optional
 
 from electra_tf.artifacts.files import Within, copy_file, read_json, write_json
-from electra_tf.config import PretrainingConfig
+from electra_tf.config import ConfigError, PretrainingConfig
+from electra_tf.errors import RunError
+from electra_tf.tokenization import load_vocab, vocab_fingerprint
 
 CONFIG_FILE = "config.json"
 VOCAB_FILE = "vocab.txt"
+IDENTITY_FILE = "identity.json"
 EXPORT_DIR = "export"
 
 
@@ -37,6 +50,7 @@ class RunDir:
 
     config_file = Within(CONFIG_FILE)
     vocab_file = Within(VOCAB_FILE)
+    identity_file = Within(IDENTITY_FILE)
     checkpoints = Within("checkpoints")
     tensorboard = Within("tensorboard")
     metrics_log = Within("metrics.jsonl")
@@ -45,19 +59,107 @@ class RunDir:
     import_source_file = Within("imported_from.txt")
 
 
-def write_run_files(run: RunDir, config: PretrainingConfig, vocab_file: str) -> None:
-    """Writes config.json (always the latest resolved config) and a copy of the vocabulary."""
+@dataclasses.dataclass(frozen=True)
+class RunIdentity:
+    """What a run's token ids mean: its vocabulary (by content) and how text becomes tokens.
+
+    Attributes:
+        vocab_sha256: SHA-256 of vocab.txt's bytes (`tokenization.vocab_fingerprint`).
+        vocab_size: its tokens.
+        do_lower_case: casing.
+        strip_accents: accent stripping (resolved: never None).
+        normalization: `bert` or `casefold`.
+        learned_with: for a vocabulary the run learned, the flags it was
+            learned with, by name (`--vocab_size` as asked: a corpus with
+            few pieces gives fewer tokens); None for one given as a file
+            (or learned by an earlier version, which did not record them).
+    """
+
+    vocab_sha256: str
+    vocab_size: int
+    do_lower_case: bool
+    strip_accents: bool
+    normalization: str
+    learned_with: Optional[dict] = None
+
+    @classmethod
+    def of(
+        cls, config: PretrainingConfig, vocab_file: str, learned_with: Optional[dict] = None
+    ) -> "RunIdentity":
+        return cls(
+            vocab_fingerprint(vocab_file),
+            len(load_vocab(vocab_file)),
+            config.do_lower_case,
+            config.resolved_strip_accents,
+            config.normalization,
+            learned_with,
+        )
+
+    def tokenization(self) -> dict:
+        """The casing and normalization, by the name of their flags."""
+        return {
+            "do_lower_case": self.do_lower_case,
+            "strip_accents": self.strip_accents,
+            "normalization": self.normalization,
+        }
+
+
+def write_run_files(
+    run: RunDir,
+    config: PretrainingConfig,
+    vocab_file: str,
+    vocab_learned_with: Optional[dict] = None,
+) -> None:
+    """Writes a copy of the vocabulary and identity.json (once), then config.json (always).
+
+    The caller has checked that `vocab_file` is the run's vocabulary
+    (`read_identity`): a missing vocab.txt is restored from it. config.json
+    comes last, so that a run directory with one has the other two.
+    `vocab_learned_with` is `RunIdentity.learned_with`.
+    """
     os.makedirs(run.path, exist_ok=True)
-    config.save_json(run.config_file)
     if not os.path.exists(run.vocab_file):
         copy_file(vocab_file, run.vocab_file)
+    if not os.path.exists(run.identity_file):
+        identity = RunIdentity.of(config, run.vocab_file, vocab_learned_with)
+        write_json(run.identity_file, dataclasses.asdict(identity))
+    config.save_json(run.config_file)
+
+
+def read_identity(run: RunDir) -> Optional[RunIdentity]:
+    """identity.json, or None (a run of an earlier version, or none yet).
+
+    Raises:
+        RunError: the file is not an identity record, in one line.
+    """
+    try:
+        data = read_json(run.identity_file)
+        return None if data is None else RunIdentity(**data)
+    except (ValueError, TypeError) as error:
+        raise RunError(
+            f"{run.identity_file} is not a run's identity record ({error}); delete it to "
+            f"record it again from {run.vocab_file}, if that is the run's vocabulary."
+        ) from None
 
 
 def read_config(run: RunDir) -> Optional[PretrainingConfig]:
-    """The run's config.json, or None before the run has written one."""
+    """The run's config.json, or None before the run has written one.
+
+    Raises:
+        RunError: config.json is not valid JSON or not a configuration, in one line.
+    """
     if not os.path.exists(run.config_file):
         return None
-    return PretrainingConfig.load_json(run.config_file)
+    try:
+        return PretrainingConfig.load_json(run.config_file)
+    except (ValueError, TypeError, ConfigError) as error:
+        # json.JSONDecodeError is a ValueError; its message gives line and column.
+        raise RunError(
+            f"{run.config_file} is not a run's configuration ({error}). It is the record "
+            "of what the checkpoints hold: put back a good copy (the export holds one, "
+            f"{os.path.join(run.export, CONFIG_FILE)}, once the run has exported), or "
+            "choose another --output_dir."
+        ) from None
 
 
 def write_result(run: RunDir, result: dict) -> None:

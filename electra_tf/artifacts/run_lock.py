@@ -122,7 +122,7 @@ class RunLock:
         self.flag = flag
         self.me = this_process()
         self._fd: Optional[int] = None
-        self._created = False
+        self._created: list[str] = []  # directories made for the lock, innermost first
         self._heartbeat: Optional[threading.Thread] = None
         self._stop = threading.Event()
         self._beat = self.me.heartbeat
@@ -133,15 +133,24 @@ class RunLock:
 
         Raises:
             RunLocked: a live process holds it (nothing is changed).
+            RunError: the lock file cannot be written (a full disk): nothing
+                is left behind, neither the file nor a directory created for it.
         """
-        self._created = not fileio.exists(self.directory)
-        fileio.makedirs(self.directory)
+        self._created = _missing_directories(self.directory)
         try:
+            fileio.makedirs(self.directory)
             if fileio.is_url(self.path) or not self._acquire_flock():
                 self._acquire_file()
         except RunLocked:
             self._remove_created_directory()
             raise
+        except OSError as error:
+            self._remove_created_directory()
+            raise RunError(
+                f"Could not write {error.filename or self.path}: {error.strerror or error}. "
+                f"Nothing was written in {self.directory}; free some space and re-run the "
+                "same command."
+            ) from None
         return self
 
     def release(self) -> None:
@@ -212,10 +221,17 @@ class RunLock:
                 os.close(fd)
                 continue
             previous = Holder.parse(os.pread(fd, 4096, 0).decode("utf-8", "replace"))
+            try:
+                os.ftruncate(fd, 0)
+                os.pwrite(fd, self.me.to_json().encode(), 0)
+                os.fsync(fd)
+            except OSError as error:
+                # Held, but unwritable (a full disk): the file goes, before the
+                # lock is let go (see release), an empty file with it.
+                os.remove(self.path)
+                os.close(fd)
+                raise OSError(error.errno, error.strerror, self.path) from None
             self._take_over(previous, "which ended without releasing it")
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, self.me.to_json().encode(), 0)
-            os.fsync(fd)
             self._fd = fd
             return True
 
@@ -268,11 +284,24 @@ class RunLock:
                 pass
 
     def _remove_created_directory(self) -> None:
-        if self._created and fileio.isdir(self.directory) and not fileio.listdir(self.directory):
+        """Removes the directories the lock created, if they are still empty."""
+        for directory in self._created:
+            if not fileio.isdir(directory) or fileio.listdir(directory):
+                break
             try:
-                os.rmdir(self.directory) if not fileio.is_url(self.directory) else fileio.remove(
-                    self.directory
-                )
+                os.rmdir(directory) if not fileio.is_url(directory) else fileio.remove(directory)
             except OSError:
-                pass
-        self._created = False
+                break
+        self._created = []
+
+
+def _missing_directories(directory: str) -> list[str]:
+    """`directory` and those of its parents that do not exist, innermost first."""
+    missing = []
+    while directory and not fileio.exists(directory):
+        missing.append(directory)
+        parent = os.path.dirname(directory.rstrip("/"))
+        if parent == directory or fileio.is_url(directory):
+            break
+        directory = parent
+    return missing

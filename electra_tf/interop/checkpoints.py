@@ -294,7 +294,12 @@ def load_run_models(path: str):
         raise CheckpointError(
             f"{path}: not an electra-tf run directory (config.json with export/ or checkpoints/)."
         )
-    config = PretrainingConfig.load_json(files.config_file)
+    try:
+        config = PretrainingConfig.load_json(files.config_file)
+    except (ValueError, TypeError) as error:  # not JSON (a ValueError), or not a config
+        raise CheckpointError(
+            f"{files.config_file}: cannot read the pre-training config ({error})."
+        ) from None
     if files.discriminator_file is not None:
         discriminator = keras.saving.load_model(files.discriminator_file)
         generator = files.generator_file and keras.saving.load_model(files.generator_file)

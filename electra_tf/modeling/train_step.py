@@ -124,6 +124,16 @@ class TrainStep(PrebuiltModel):
         return self._gradients(batch, denominators)
 
     def train_step(self, data):
+        # Keras calls this step inside a function that also takes the batch
+        # from the input iterator. TensorFlow inlines the step, and an inlined
+        # op starts as soon as its own inputs are ready: the step counter,
+        # the batch counter and the dropout seeds, which read no input, would
+        # advance even when taking the batch fails (a damaged shard), leaving
+        # the state of no step. Every op of the step waits for the batch.
+        with tf.control_dependencies(tf.nest.flatten(data)):
+            return self._train_step(data)
+
+    def _train_step(self, data):
         variables = self.trainable_variables
         denominators = replica_sum(self.step_denominators(data))
         # Every micro-batch's loss is divided by the denominators of the whole

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import time
@@ -12,7 +11,7 @@ import keras
 import tensorflow as tf
 
 from electra_tf.artifacts import checkpoint_dir
-from electra_tf.artifacts.files import append_line
+from electra_tf.artifacts.files import append_line, json_line
 from electra_tf.errors import RunError
 from electra_tf.finiteness import NonFiniteError, NonFiniteRecord
 
@@ -101,7 +100,7 @@ class ProgressMonitor(keras.callbacks.Callback):
                 tf.summary.scalar(name, value)
         self.writer.flush()
         if self.log_file:
-            append_line(self.log_file, json.dumps({"step": step, **values}))
+            append_line(self.log_file, json_line({"step": step, **values}))
         eta = (self.total_steps - step) / steps_per_sec
         parts = [f"step {step}/{self.total_steps} ({100.0 * step / self.total_steps:.1f}%)"]
         parts += [f"{k} {values[k]:.4f}" for k in self.console_keys if k in values]
@@ -182,28 +181,51 @@ class CheckpointSaver(keras.callbacks.Callback):
         first = self.nonfinite.first() if self.nonfinite is not None else None
         if first is None:
             return
+        raise NonFiniteError(
+            f"Training stopped at {first.describe()} (not finite); nothing "
+            f"after it was saved: {self._kept()}."
+        )
+
+    def check_finite_weights(self) -> None:
+        """Raises NonFiniteError if the weights are not finite (an update that overflowed).
+
+        A step's loss and gradients can be finite and its update not (a huge
+        learning rate): the record sees it only at the next step.
+        """
+        # Reduced where the weights live: one boolean per tensor comes to the host.
+        bad = [
+            weight.path
+            for weight in self.model.trainable_weights
+            if not bool(tf.reduce_all(tf.math.is_finite(weight)))
+        ]
+        if bad:
+            step = int(self.model.optimizer.iterations.numpy())
+            raise NonFiniteError(
+                f"Training stopped at step {step}: the weights after it are not finite "
+                f"(e.g. {bad[0]}); nothing after it was saved: {self._kept()}."
+            )
+
+    def _kept(self) -> str:
         latest = self.manager.latest_checkpoint
-        kept = (
+        return (
             f"the last checkpoint, {latest}, is finite and intact"
             if latest
             else "no checkpoint had been saved"
-        )
-        raise NonFiniteError(
-            f"Training stopped at {first.describe()} (not finite); nothing "
-            f"after it was saved: {kept}."
         )
 
     def save(self) -> str:
         """Saves unless the latest checkpoint already holds this step.
 
         Raises:
-            NonFiniteError: a step since the last save was not finite.
+            NonFiniteError: a step since the last save was not finite, or
+                the weights are not.
             CheckpointWriteError: the checkpoint could not be written.
         """
         step = int(self.model.optimizer.iterations.numpy())
         if self.manager.latest_checkpoint and self.manager.latest_checkpoint.endswith(f"-{step}"):
             return self.manager.latest_checkpoint
         self.check_finite()
+        self.check_finite_weights()
         try:
             return self.manager.save(checkpoint_number=step)
         except (tf.errors.OpError, OSError) as error:
@@ -312,7 +334,7 @@ class HeldOutEvaluation(keras.callbacks.Callback):
         if self.log_file:
             append_line(
                 self.log_file,
-                json.dumps({"step": step, **{f"eval/{k}": v for k, v in result.metrics.items()}}),
+                json_line({"step": step, **{f"eval/{k}": v for k, v in result.metrics.items()}}),
             )
         self.print_fn(
             f"eval at step {step} ({result.num_examples:,} held-out sequences, "

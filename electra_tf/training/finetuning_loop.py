@@ -151,6 +151,8 @@ class _EpochEnds(keras.callbacks.Callback):
         evaluate: () -> (dev metrics, prediction files), as `_evaluate`.
         history_trial: where the history is written (None: nowhere, on
             workers other than the chief).
+        check_finite: raises `NonFiniteError` if a step so far, or the
+            weights, were not finite (called before an epoch is recorded).
     """
 
     def __init__(
@@ -163,8 +165,10 @@ class _EpochEnds(keras.callbacks.Callback):
         history_trial: Optional[TrialDir],
         writer,
         print_fn,
+        check_finite=lambda: None,
     ):
         super().__init__()
+        self.check_finite = check_finite
         self.task = task
         self.evaluate = evaluate
         self.steps_per_epoch = steps_per_epoch
@@ -180,6 +184,8 @@ class _EpochEnds(keras.callbacks.Callback):
             return  # (step 0: a first float16 step skipped for overflow ends no epoch)
         if self.history and self.history[-1]["step"] == step:
             return  # a float16 step skipped for overflow: this step is recorded
+        # A model that is no longer finite gets no score and no record: it stops the trial.
+        self.check_finite()
         entry = {
             "epoch": math.ceil(step / self.steps_per_epoch),
             "step": step,
@@ -353,6 +359,13 @@ def run_trial(
                 print_fn=print_fn,
                 console_keys=task.console_keys,
             )
+            saver = CheckpointSaver(
+                manager,
+                settings.save_checkpoints_steps,
+                print_fn=print_fn,
+                nonfinite=model.nonfinite_record,
+                check_every=settings.log_every_steps,
+            )
             epoch_ends = _EpochEnds(
                 task,
                 lambda: _evaluate(task, model, evaluation_model, settings.eval_batch_size),
@@ -362,13 +375,7 @@ def run_trial(
                 trial if chief else None,
                 writer,
                 print_fn,
-            )
-            saver = CheckpointSaver(
-                manager,
-                settings.save_checkpoints_steps,
-                print_fn=print_fn,
-                nonfinite=model.nonfinite_record,
-                check_every=settings.log_every_steps,
+                check_finite=lambda: (saver.check_finite(), saver.check_finite_weights()),
             )
             try:
                 _, interrupted, _ = fit_until(
@@ -500,7 +507,7 @@ def run_trials(
     if chief:
         try:
             lock = RunLock(settings.output_dir, worker_print(print_fn, strategy)).acquire()
-        except RunLocked as error:
+        except RunError as error:  # held by another process, or a full disk
             refused = error
     if in_multi_worker_mode(strategy) and not true_on_all_workers(strategy, refused is None):
         refused = refused or RunLocked(

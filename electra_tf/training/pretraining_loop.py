@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import dataclasses
 import errno
-import filecmp
 import os
 import shutil
 import sys
@@ -24,7 +23,14 @@ import keras
 import tensorflow as tf
 
 from electra_tf.artifacts.export_dir import export_pretrained
-from electra_tf.artifacts.run_dir import RunDir, read_config, write_result, write_run_files
+from electra_tf.artifacts.run_dir import (
+    RunDir,
+    RunIdentity,
+    read_config,
+    read_identity,
+    write_result,
+    write_run_files,
+)
 from electra_tf.artifacts.run_lock import RunLock, RunLocked
 from electra_tf.config import ConfigError, PretrainingConfig, config_differences
 from electra_tf.data.pipeline import dummy_batch, make_pretraining_dataset
@@ -112,7 +118,11 @@ class PretrainingResult:
 
 
 def check_run_dir(
-    config: PretrainingConfig, run_dir: str, vocab_file: str, change_hyperparameters: bool = False
+    config: PretrainingConfig,
+    run_dir: str,
+    vocab_file: str,
+    change_hyperparameters: bool = False,
+    vocab_label: Optional[str] = None,
 ) -> tuple[bool, list[str]]:
     """Checks that `run_dir` is empty or holds this same run.
 
@@ -121,6 +131,8 @@ def check_run_dir(
         run_dir: the run directory.
         vocab_file: the run's vocabulary.
         change_hyperparameters: allow `HYPERPARAMETER_FIELDS` to differ.
+        vocab_label: how messages name `vocab_file` (e.g. `--vocab_file=...`;
+            default: its path).
 
     Returns:
         (whether the directory holds this run, the hyperparameters that
@@ -129,8 +141,10 @@ def check_run_dir(
     Raises:
         RunConfigMismatch: the directory holds a run with another configuration
             or vocabulary (nothing in it is modified).
+        RunError: its config.json or identity.json cannot be read.
     """
     run = RunDir(run_dir)
+    check_vocabulary(run, config, vocab_file, vocab_label or vocab_file)
     previous = read_config(run)
     if previous is None:
         return False, []
@@ -150,14 +164,61 @@ def check_run_dir(
             + "\n  ".join(differences)
             + f"\n{hint}."
         )
-    if os.path.exists(run.vocab_file) and not filecmp.cmp(
-        run.vocab_file, vocab_file, shallow=False
-    ):
-        raise RunConfigMismatch(
-            f"{run_dir} was trained with the vocabulary {run.vocab_file}, which differs from "
-            f"{vocab_file}. Use another --output_dir or the same --vocab_file."
-        )
     return True, changeable
+
+
+def lost_vocabulary(run: RunDir) -> RunConfigMismatch:
+    """The refusal of a run of an earlier version (no identity.json) that lost its vocab.txt."""
+    return RunConfigMismatch(
+        f"{run.vocab_file} is missing and {run.path} records no hash of its vocabulary "
+        "(a run of an earlier version), so no file can be checked against it: put "
+        f"the run's vocabulary back as {run.vocab_file}, or choose another --output_dir."
+    )
+
+
+def check_vocabulary(run: RunDir, config: PretrainingConfig, vocab_file: str, label: str) -> None:
+    """Refuses a vocabulary, casing or normalization other than the run's (identity.json).
+
+    A run of an earlier version records no identity: its vocab.txt stands for
+    it, and a lost one cannot be replaced (nothing says what it held).
+
+    Raises:
+        RunConfigMismatch: naming the recorded value and the one given.
+    """
+    recorded = read_identity(run)
+    if recorded is None and not os.path.exists(run.vocab_file):
+        if os.path.exists(run.config_file):
+            raise lost_vocabulary(run)
+        return  # a new run
+    if recorded is not None:
+        given_tokenization = RunIdentity.of(config, vocab_file).tokenization()
+        for name, value in recorded.tokenization().items():
+            if given_tokenization[name] != value:
+                raise RunConfigMismatch(
+                    f"--{name}={given_tokenization[name]} but {run.path} was trained with "
+                    f"{name}={value} ({run.identity_file}); drop the flag to resume, or "
+                    "choose another --output_dir."
+                )
+        expected = recorded.vocab_sha256
+        source = f"{recorded.vocab_size:,} tokens, recorded in {run.identity_file}"
+        if os.path.exists(run.vocab_file):
+            own = vocab_fingerprint(run.vocab_file)
+            if own != expected:
+                raise RunConfigMismatch(
+                    f"{run.vocab_file} (sha256 {own[:16]}) is not the vocabulary {run.path} "
+                    f"was trained with (sha256 {expected[:16]}, {source}): put back the "
+                    "run's vocabulary, or choose another --output_dir."
+                )
+    else:
+        expected = vocab_fingerprint(run.vocab_file)
+        source = f"{len(load_vocab(run.vocab_file)):,} tokens, {run.vocab_file}"
+    given = vocab_fingerprint(vocab_file)
+    if given != expected:
+        raise RunConfigMismatch(
+            f"{label} (sha256 {given[:16]}, {len(load_vocab(vocab_file)):,} tokens) is not "
+            f"the vocabulary {run.path} was trained with (sha256 {expected[:16]}, {source}). "
+            "Pass that vocabulary, or choose another --output_dir."
+        )
 
 
 def resolve_steps(
@@ -243,6 +304,8 @@ def run_pretraining(
     eval_only: bool = False,
     restart: bool = False,
     change_hyperparameters: bool = False,
+    run_dir_held: bool = False,
+    vocab_learned_with: Optional[dict] = None,
 ) -> PretrainingResult:
     """Pre-trains (or resumes pre-training), exports at the end, writes result.json.
 
@@ -265,6 +328,11 @@ def run_pretraining(
             checkpoints (they are moved aside, not deleted).
         change_hyperparameters: resume although `HYPERPARAMETER_FIELDS`
             differ from the run's config.json (which then records the new values).
+        run_dir_held: the caller holds the run directory (`hold_run_dir`), as
+            `pretraining_run.run` does before it builds the data.
+        vocab_learned_with: the flags `vocab_file` was learned with, by name,
+            for the run's identity.json (`RunIdentity.learned_with`; None: a
+            vocabulary given as a file).
 
     Raises:
         RunError: the run cannot start or go on, in one line naming the flag,
@@ -285,20 +353,7 @@ def run_pretraining(
     chief = is_chief(strategy)
     # Progress lines of other workers are labelled; their files go nowhere.
     print_fn = worker_print(print_fn, strategy)
-    # The chief holds the run directory; the other workers stop with it when
-    # it cannot, instead of waiting for it in the collectives.
-    lock, refused = None, None
-    if chief:
-        try:
-            lock = RunLock(run_dir, print_fn).acquire()
-        except RunLocked as error:
-            refused = error
-    if in_multi_worker_mode(strategy) and not true_on_all_workers(strategy, refused is None):
-        refused = refused or RunLocked(
-            f"The chief could not lock --output_dir={run_dir} (see its message)."
-        )
-    if refused is not None:
-        raise refused
+    lock = None if run_dir_held else hold_run_dir(run_dir, strategy, print_fn)
     try:
         result = _run_locked(
             config,
@@ -316,6 +371,7 @@ def run_pretraining(
             restart,
             change_hyperparameters,
             started,
+            vocab_learned_with,
         )
         if chief:  # the other workers write nothing to the run directory
             write_result(
@@ -342,6 +398,33 @@ def run_pretraining(
             lock.release()
 
 
+def hold_run_dir(
+    run_dir: str, strategy: tf.distribute.Strategy, print_fn: Callable[[str], None] = print
+) -> Optional[RunLock]:
+    """Takes the run directory's lock on the chief (None on the other workers).
+
+    The other workers stop with the chief when it cannot take it, instead of
+    waiting for it in the collectives; every worker calls this.
+
+    Raises:
+        RunLocked: another live process holds it.
+        RunError: the lock file cannot be written (a full disk).
+    """
+    lock, refused = None, None
+    if is_chief(strategy):
+        try:
+            lock = RunLock(run_dir, print_fn).acquire()
+        except RunError as error:
+            refused = error
+    if in_multi_worker_mode(strategy) and not true_on_all_workers(strategy, refused is None):
+        refused = refused or RunLocked(
+            f"The chief could not lock --output_dir={run_dir} (see its message)."
+        )
+    if refused is not None:
+        raise refused
+    return lock
+
+
 def _run_locked(
     config: PretrainingConfig,
     run_dir: str,
@@ -358,6 +441,7 @@ def _run_locked(
     restart: bool,
     change_hyperparameters: bool,
     started: float,
+    vocab_learned_with: Optional[dict],
 ) -> PretrainingResult:
     """`run_pretraining` once the run directory is held (the same arguments)."""
     replicas = strategy.num_replicas_in_sync
@@ -440,8 +524,17 @@ def _run_locked(
     )
     # Only now that the model and optimizer exist is the run directory written,
     # so a configuration that fails to build never locks it.
+    # With --change_hyperparameters, config.json records the new values; until
+    # a checkpoint is saved with them it is the previous one that describes
+    # the checkpoints, and is put back if the run stops before.
+    before_change = None
+    if chief and changed:
+        previous = read_config(run)
+        before_change = dataclasses.replace(
+            config, **{name: getattr(previous, name) for name in HYPERPARAMETER_FIELDS}
+        )
     if chief:
-        write_run_files(run, config, vocab_file)
+        write_run_files(run, config, vocab_file, vocab_learned_with)
 
     steps_done = int(optimizer.iterations.numpy())
     interrupted = False
@@ -493,19 +586,31 @@ def _run_locked(
             f"TensorBoard: tensorboard --logdir {run.tensorboard}"
         )
         callbacks = [*extra_callbacks, monitor, saver] + ([evaluation] if evaluation else [])
+        resumed_from = manager.latest_checkpoint
         try:
             steps_done, interrupted, metrics = _train_stages(
                 config, model, shard_dir, special_ids, steps_done, print_fn, callbacks, saver
             )
             saver.save()
-        except NonFiniteError as error:
-            raise NonFiniteError(
-                f"{error} To go on from there with other hyperparameters, e.g. a lower "
-                "learning rate, re-run the same command with --learning_rate=<lower> "
-                "--change_hyperparameters (docs/pretraining.md, 'After a NaN')."
-            ) from None
-        except tf.errors.DataLossError as error:
-            raise _corrupt_data_error(error, shard_dir, eval_shard_dir, saver) from None
+        except BaseException as error:
+            stop: BaseException = error
+            if isinstance(error, NonFiniteError):
+                stop = NonFiniteError(
+                    f"{error} To go on from there with other hyperparameters, e.g. a lower "
+                    "learning rate, re-run the same command with --learning_rate=<lower> "
+                    "--change_hyperparameters (docs/pretraining.md, 'After a NaN')."
+                )
+            elif isinstance(error, tf.errors.DataLossError):
+                stop = _corrupt_data_error(error, shard_dir, eval_shard_dir, saver)
+            if before_change is not None and manager.latest_checkpoint == resumed_from:
+                before_change.save_json(run.config_file)
+                print_fn(
+                    f"{run.config_file} keeps the run's previous hyperparameters: no "
+                    "checkpoint was saved with the new ones (" + "; ".join(changed) + ")."
+                )
+            if stop is error:
+                raise
+            raise stop from None
         finally:
             writer.flush()
 
@@ -520,9 +625,20 @@ def _run_locked(
         shutil.rmtree(own_checkpoint_dir, ignore_errors=True)
     export_dir = None
     if finished and export and chief and not eval_only:
-        export_dir = export_pretrained(
-            model.generator, model.discriminator, run.export, vocab_file, run.config_file
-        )
+        try:
+            export_dir = export_pretrained(
+                model.generator, model.discriminator, run.export, vocab_file, run.config_file
+            )
+        except (OSError, tf.errors.ResourceExhaustedError) as error:
+            # TensorFlow's writes (the SavedModel) fail with ResourceExhaustedError
+            # on a full disk, Python's (the .keras files) with OSError.
+            cause = getattr(error, "strerror", None) or getattr(error, "message", None) or error
+            cause = str(cause).strip().splitlines()[0].split("; ")[-1]
+            raise RunError(
+                f"Could not write the export {run.export}: {cause}. Training is done and "
+                "its checkpoints are intact (nothing of the export was left); free some "
+                "space and re-run the same command to export."
+            ) from None
     seconds = time.perf_counter() - started
     if interrupted:
         print_fn(f"Stopped at step {steps_done}. Re-run the same command to resume.")
@@ -578,10 +694,27 @@ def _corrupt_data_error(
     eval_shard_dir: Optional[str],
     saver: CheckpointSaver,
 ) -> RunError:
-    """The one line for a shard found corrupt while training (after saving a checkpoint)."""
+    """The one line for a shard found corrupt while training (after saving a checkpoint).
+
+    The batch that could not be read left no trace of its step (see
+    `TrainStep.train_step`): the model holds the last whole step, which is
+    saved, unless it falls inside a group of `steps_per_execution` steps,
+    from which a resumed run could not keep the groups of an uninterrupted
+    one; it then resumes from the last checkpoint.
+    """
     step = int(saver.model.optimizer.iterations.numpy())
+    group = saver.model.steps_per_execution
+    latest = saver.manager.latest_checkpoint
     try:
-        stopped = f"training stopped at step {step}, saved in {saver.save()}"
+        if step % group == 0:
+            stopped = f"training stopped at step {step}, saved in {saver.save()}"
+        else:
+            saver.check_finite()
+            kept = f"resumes from {latest}" if latest else "starts again from step 0"
+            stopped = (
+                f"training stopped at step {step}, inside a group of --steps_per_execution="
+                f"{group} steps, so the run {kept}"
+            )
     except RunError as save_error:
         stopped = f"training stopped at step {step} ({save_error})"
     damaged = find_damaged_shard(shard_dir) or (

@@ -14,15 +14,18 @@ configuration (the size preset, the values set, the demo's schedule,
 --init_checkpoint's casing, --shard_dir's length and casing), the corpus
 files (globs, directories, `tfds:` splits), the data and run directories
 (named after the corpus's content), the vocabulary (given, the checkpoint's,
-the resumed run's, or one to learn) and, once the vocabulary is known, the
+the resumed run's, or one to learn; a resumed run's by the hash its
+identity.json records) and, once the vocabulary is known, the
 architecture against --init_checkpoint's and the configuration against the
 run the run directory holds. It reads --init_checkpoint, and writes only
 caches: a `tfds:` split's text, the corpus files' digests and the links that
 let a renamed corpus find its folders (`corpus_path`). Call it once the
 strategy exists: reading a checkpoint or a `tfds:` split is TensorFlow work.
 
-`run` builds (or finds cached) the vocabulary and shards, then pre-trains,
-evaluates on the held-out text and exports (`run_pretraining`). In a
+`run` takes the run directory's lock (a second process on it is refused
+before it builds anything), builds (or finds cached) the vocabulary and
+shards, then pre-trains, evaluates on the held-out text and exports
+(`run_pretraining`). In a
 multi-worker run every worker plans the same run; the chief builds the data
 in `data_dir`, every other worker its own copy in `data_dir/.<task>`, so
 that concurrent builds never share files (the run checks that every worker
@@ -45,7 +48,7 @@ from typing import Any, Callable, Optional, Sequence
 import tensorflow as tf
 
 from electra_tf import tokenization
-from electra_tf.artifacts.run_dir import RunDir
+from electra_tf.artifacts.run_dir import RunDir, RunIdentity, read_identity
 from electra_tf.config import (
     BERT_VOCAB_SIZE,
     DEFAULT_NORMALIZATION,
@@ -69,6 +72,8 @@ from electra_tf.errors import RunError
 from electra_tf.training.pretraining_loop import (
     PretrainingResult,
     check_run_dir,
+    hold_run_dir,
+    lost_vocabulary,
     resolve_steps,
     run_pretraining,
 )
@@ -341,7 +346,7 @@ def plan(request: PretrainingRequest, print_fn: Callable[[str], None] = print) -
         )
 
     init = _load_init_checkpoint(config, overrides, request, print_fn)
-    vocab_file = _given_vocab(request, init, overrides, run_dir, print_fn)
+    vocab_file = _given_vocab(request, init, overrides, run_dir, data_dir, print_fn)
     if request.eval_corpus:
         held_out = 0.0
     elif request.eval_fraction is None:
@@ -392,20 +397,27 @@ def _resumes(config: PretrainingConfig, run_dir: str, vocab_file: Optional[str],
     """Whether `run_dir` holds this run; raises `RunConfigMismatch` if it holds another.
 
     `run_pretraining` checks the same again; checked here, a resumed run with
-    other flags stops before any shard is built. Without the vocabulary
-    (one still to learn) the model is not known yet and the check waits.
+    other flags or another vocabulary stops before any shard is built.
+    Without the vocabulary (one still to learn: the directory holds no run)
+    the model is not known yet and the check waits.
     """
     if vocab_file is None:
         return False
     # The steps a --max_train_flops budget buys (and the two-stage boundary)
     # are part of the run's config.json; the loop announces them, not the plan.
     resolved = resolve_steps(config, run_dir, _quiet)
-    holds_it, _ = check_run_dir(resolved, run_dir, vocab_file, request.change_hyperparameters)
+    holds_it, _ = check_run_dir(
+        resolved,
+        run_dir,
+        vocab_file,
+        request.change_hyperparameters,
+        vocab_label=f"--vocab_file={vocab_file}" if vocab_file == request.vocab_file else None,
+    )
     return holds_it
 
 
 def _given_vocab(
-    request: PretrainingRequest, init, overrides: dict, run_dir: str, print_fn
+    request: PretrainingRequest, init, overrides: dict, run_dir: str, data_dir: str, print_fn
 ) -> Optional[str]:
     """--vocab_file, the checkpoint's or the resumed run's vocabulary; None: learn one."""
     if request.vocab_file or init is not None:
@@ -421,10 +433,78 @@ def _given_vocab(
             )
         return vocab_file
     run = RunDir(run_dir)
-    if os.path.isfile(run.config_file) and os.path.isfile(run.vocab_file):
-        # Resuming: the run's vocabulary, whatever the vocabulary flags learn today.
-        print_fn(f"Vocabulary: {run.vocab_file} (the run's own)")
-        return run.vocab_file
+    if not os.path.isfile(run.config_file):
+        return None
+    # Resuming: the run's vocabulary, whatever the vocabulary flags learn today.
+    identity = read_identity(run)
+    if os.path.isfile(run.vocab_file):
+        own, size = run.vocab_file, len(tokenization.load_vocab(run.vocab_file))
+    elif identity is not None:
+        own, size = _recorded_vocab(identity, data_dir), identity.vocab_size
+        if own is None:
+            raise RunError(
+                f"{run.vocab_file} is missing and no file of its hash (sha256 "
+                f"{identity.vocab_sha256[:16]}, recorded in {run.identity_file}) is cached "
+                f"in {data_dir}: pass the run's vocabulary as --vocab_file, or choose "
+                "another --output_dir."
+            )
+    else:
+        raise lost_vocabulary(run)
+    _check_vocab_flags(request, overrides, run, identity, size)
+    if own == run.vocab_file:
+        print_fn(f"Vocabulary: {own} (the run's own)")
+    else:
+        print_fn(f"Vocabulary: {own} (the run's, by its hash; restored as {run.vocab_file})")
+    return own
+
+
+def _check_vocab_flags(
+    request: PretrainingRequest,
+    overrides: dict,
+    run: RunDir,
+    identity: Optional[RunIdentity],
+    size: int,
+) -> None:
+    """Refuses vocabulary flags that a resumed run would ignore, naming both values.
+
+    A resumed run keeps its vocabulary; a flag that asks for another one
+    (at a value other than its default) and is not the value the run's
+    vocabulary was learned with is refused rather than ignored.
+    """
+    learned_with = identity.learned_with if identity is not None else None
+    if "vocab_size" in overrides:
+        given = overrides["vocab_size"]
+        if learned_with is not None and given != learned_with["vocab_size"]:
+            raise RunError(
+                f"--vocab_size={given} but {run.path} learned its vocabulary with "
+                f"--vocab_size={learned_with['vocab_size']} ({size} tokens, "
+                f"{run.identity_file}); drop the flag to resume, or choose another --output_dir."
+            )
+        if learned_with is None and given != size:
+            raise RunError(
+                f"--vocab_size={given} but {run.path} was trained with a "
+                f"vocabulary of {size} tokens ({run.vocab_file}); drop the flag to resume, "
+                "or choose another --output_dir."
+            )
+    if learned_with is None:
+        return
+    defaults = VocabOptions().flag_values()
+    for name, given in request.vocab_options.flag_values().items():
+        if name == "vocab_size" or given == defaults[name] or name not in learned_with:
+            continue  # vocab_size: from the model's flags (above); a default: not asked for
+        if given != learned_with[name]:
+            raise RunError(
+                f"--{name}={given} but {run.path} learned its vocabulary with "
+                f"--{name}={learned_with[name]} ({run.identity_file}); drop the flag to "
+                "resume, or choose another --output_dir."
+            )
+
+
+def _recorded_vocab(identity: RunIdentity, data_dir: str) -> Optional[str]:
+    """A vocabulary learned into `data_dir` whose hash is the run's, or None."""
+    for candidate in sorted(glob.glob(os.path.join(glob.escape(data_dir), "vocab-*.txt"))):
+        if tokenization.vocab_fingerprint(candidate) == identity.vocab_sha256:
+            return candidate
     return None
 
 
@@ -576,25 +656,35 @@ def run(
     strategy = strategy or tf.distribute.get_strategy()
     own_copy = "" if is_chief(strategy) else f".{task_name(strategy)}"
     config = copy.deepcopy(plan.config)
-    if plan.shard_dir:
-        data = _prebuilt_data(plan, config, own_copy, print_fn)
-    else:
-        data = _prepared_data(plan, config, own_copy, print_fn)
-    request = plan.request
-    return run_pretraining(
-        config,
-        plan.run_dir,
-        data.shard_dir,
-        data.vocab_file,
-        data.tokenizer.special_ids,
-        strategy=strategy,
-        print_fn=print_fn,
-        init_weights=plan.init,
-        eval_shard_dir=data.eval_shard_dir,
-        eval_only=request.eval_only,
-        restart=request.restart,
-        change_hyperparameters=request.change_hyperparameters,
-    )
+    # The run directory is held before any data is built: a second process
+    # on it is refused before it spends anything.
+    lock = hold_run_dir(plan.run_dir, strategy, print_fn)
+    try:
+        if plan.shard_dir:
+            data = _prebuilt_data(plan, config, own_copy, print_fn)
+        else:
+            data = _prepared_data(plan, config, own_copy, print_fn)
+        request = plan.request
+        return run_pretraining(
+            config,
+            plan.run_dir,
+            data.shard_dir,
+            data.vocab_file,
+            data.tokenizer.special_ids,
+            strategy=strategy,
+            print_fn=print_fn,
+            init_weights=plan.init,
+            eval_shard_dir=data.eval_shard_dir,
+            eval_only=request.eval_only,
+            restart=request.restart,
+            change_hyperparameters=request.change_hyperparameters,
+            run_dir_held=True,
+            # A vocabulary learned now: its flags go into the run's identity.json.
+            vocab_learned_with=plan.vocab_options.flag_values() if plan.vocab_options else None,
+        )
+    finally:
+        if lock is not None:
+            lock.release()
 
 
 def _shard_workers(request: PretrainingRequest) -> int:

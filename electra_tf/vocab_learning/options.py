@@ -94,6 +94,13 @@ class VocabOptions:
                 f"--vocab_presegment={self.presegment!r}: choose one of {', '.join(PRESEGMENTERS)}."
             )
 
+    def flag_values(self) -> dict:
+        """The options by their flags' names (`vocab_size` included), as a run records them."""
+        return {
+            field.metadata.get("flag") or field.name: getattr(self, field.name)
+            for field in dataclasses.fields(self)
+        }
+
     def cache_key(self, text_settings: dict) -> str:
         """A short name for these options and text settings (cached vocabulary files)."""
         data = json.dumps({**dataclasses.asdict(self), **text_settings}, sort_keys=True)

@@ -357,8 +357,52 @@ def _utf8_error(path: str) -> "TaskDataError":
     return TaskDataError(f"{path}: not valid UTF-8.")
 
 
+# The longest row `read_delimited` accepts, in characters (all its fields and
+# line ends). Reading holds one row at a time beyond the rows kept, so a
+# longer one (a quote that never closes, a document pasted into a cell) is
+# refused before it takes memory: about 12 bytes per character at most
+# (the line's text, the csv module's 4-byte field buffer, the fields).
+MAX_ROW_CHARS = 1 << 20
+
+
+class _RowTooLong(Exception):
+    pass
+
+
+class _BoundedLines:
+    """The lines of a text file for `csv.reader`, at most `limit` characters per row.
+
+    A line is read only up to the row's remaining budget, so an over-long
+    line never reaches memory whole. `new_row` starts the next row's budget.
+    """
+
+    def __init__(self, file, limit: int):
+        self.file = file
+        self.limit = limit
+        self.used = 0
+
+    def new_row(self) -> None:
+        self.used = 0
+
+    def __iter__(self):
+        return self
+
+    def __next__(self) -> str:
+        line = self.file.readline(self.limit - self.used + 1)
+        if not line:
+            raise StopIteration
+        self.used += len(line)
+        if self.used > self.limit:
+            raise _RowTooLong
+        return line
+
+
 def read_delimited(
-    path: str, delimiter: str = "\t", quoting: str = "none", has_header: bool = True
+    path: str,
+    delimiter: str = "\t",
+    quoting: str = "none",
+    has_header: bool = True,
+    max_row_chars: int = MAX_ROW_CHARS,
 ) -> tuple[Optional[list[str]], list[tuple[int, list[str]]]]:
     """Reads a delimited text file.
 
@@ -368,6 +412,9 @@ def read_delimited(
         quoting: `none` (every character is literal, the GLUE convention) or
             `csv` (standard CSV quoting with doubled quotes).
         has_header: whether the first non-blank row names the columns.
+        max_row_chars: the longest row accepted, in characters (its fields,
+            delimiters and line ends; `MAX_ROW_CHARS`): memory stays within
+            the rows kept plus about 12 bytes per character of one row.
 
     Returns:
         (header or None, rows), each row as (1-based line number where it
@@ -375,7 +422,7 @@ def read_delimited(
 
     Raises:
         TaskDataError: missing file, invalid UTF-8, an unterminated quoted
-            field, or no rows at all.
+            field, a row longer than `max_row_chars`, or no rows at all.
     """
     if not os.path.isfile(path):
         raise TaskDataError(f"{path}: no such file.")
@@ -387,12 +434,15 @@ def read_delimited(
     rows: list[tuple[int, list[str]]] = []
     header = None
     line = 1
-    # A few GLUE / user fields exceed the csv module's default 128 KB limit.
+    # The csv module's own limit (128 KB by default) would refuse rows that
+    # `max_row_chars` accepts; the lines it is given are bounded instead.
     csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
     try:
         with _open_text(path) as f:
-            reader = csv.reader(f, strict=quoting == "csv", **options)
+            lines = _BoundedLines(f, max_row_chars)
+            reader = csv.reader(lines, strict=quoting == "csv", **options)
             for fields in reader:
+                lines.new_row()
                 start, line = line, reader.line_num + 1
                 if not fields or (len(fields) == 1 and not fields[0].strip()):
                     continue
@@ -402,6 +452,17 @@ def read_delimited(
                 rows.append((start, fields))
     except UnicodeDecodeError:
         raise _utf8_error(path) from None
+    except _RowTooLong:
+        hint = (
+            " (if a quote character opens a field that never closes, and quotes are plain "
+            "text in this file, pass --quoting=none)"
+            if quoting == "csv"
+            else ""
+        )
+        raise TaskDataError(
+            f"{path}, line {line}: the row is longer than --max_row_chars={max_row_chars:,} "
+            f"characters{hint}; shorten that text or raise the limit."
+        ) from None
     except csv.Error as error:
         raise TaskDataError(
             f"{path}, line {line}: {error}. A quote character opens a field "
@@ -631,6 +692,7 @@ class FileTaskOptions:
             original code does for STS-B).
         quoting: `csv` or `none` for CSV / TSV files.
         delimiter: None picks by extension (`.csv` comma, else tab).
+        max_row_chars: the longest CSV / TSV row accepted (see `read_delimited`).
     """
 
     text_column: str = flag_field(
@@ -667,6 +729,12 @@ class FileTaskOptions:
     )
     delimiter: Optional[str] = flag_field(
         None, "None: by extension (.csv comma, else tab).", flag=False
+    )
+    max_row_chars: int = flag_field(
+        MAX_ROW_CHARS,
+        "CSV/TSV files: the longest row accepted, in characters; a longer one is "
+        "refused with its line number (reading holds one row at a time beyond the rows "
+        "kept: about 12 bytes per character).",
     )
 
 
@@ -707,7 +775,9 @@ def _read_records(path: str, options: FileTaskOptions) -> tuple[list[str], list[
             raise TaskDataError(f"{path}: the file has no rows.")
         return columns, records
     delimiter = options.delimiter or ("," if path.lower().endswith(".csv") else "\t")
-    header, rows = read_delimited(path, delimiter, options.quoting, has_header=True)
+    header, rows = read_delimited(
+        path, delimiter, options.quoting, has_header=True, max_row_chars=options.max_row_chars
+    )
     records = []
     for line, fields in rows:
         if len(fields) != len(header):
