@@ -96,6 +96,17 @@ class ShardPlan:
         """Bytes of text in the shards still to build."""
         return sum(e - s for job in self.jobs for _, s, e in job["segments"])
 
+    def announce(self, say: Callable[[str], None], building: str) -> None:
+        """Tells `say` of damaged shards and the work ahead; `building` says how it runs."""
+        for path, problem in self.damaged.items():
+            say(f"Shard {path} is damaged ({problem}): rebuilding it.")
+        say(
+            f"{len(self.sources)} input file(s), {self.total_bytes / 1e6:,.1f} MB -> "
+            f"{self.num_shards} shard(s) in {self.output_dir}"
+            + (f"; reusing {len(self.reused)} finished shard(s)" if self.reused else "")
+            + (f"; building {len(self.jobs)} {building}" if self.jobs else "")
+        )
+
 
 def _as_int(flag: str, value, minimum: int) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
@@ -400,14 +411,7 @@ def write_shards(
         progress=say,
     )
     jobs, num_shards, todo_bytes = plan.jobs, plan.num_shards, plan.todo_bytes
-    for path, problem in plan.damaged.items():
-        say(f"Shard {path} is damaged ({problem}): rebuilding it.")
-    say(
-        f"{len(plan.sources)} input file(s), {plan.total_bytes / 1e6:,.1f} MB -> "
-        f"{num_shards} shard(s) in {plan.output_dir}"
-        + (f"; reusing {len(plan.reused)} finished shard(s)" if plan.reused else "")
-        + (f"; building {len(jobs)} with {min(num_workers, len(jobs))} process(es)" if jobs else "")
-    )
+    plan.announce(say, f"with {min(num_workers, len(jobs))} process(es)")
 
     sidecars = []
     build_start = time.monotonic()
