@@ -26,14 +26,7 @@ class ElectraGenerator(BuiltOnEncoder, keras.Model):
     def __init__(self, encoder: ElectraEncoder, **kwargs):
         # === Layers ===
         self.encoder = encoder
-        self.mlm_head = MaskedLMHead(
-            encoder.embeddings,
-            encoder.initializer_range,
-            encoder.layer_norm_epsilon,
-            kernels=encoder.kernels,
-            dtype=encoder.dtype_policy,
-            name="generator_predictions",
-        )
+        self.mlm_head = MaskedLMHead.tied_to(encoder, "generator_predictions")
         # === Functional graph ===
         inputs = token_inputs("masked_lm_positions")
         sequence = encoder({name: inputs[name] for name in INPUT_NAMES})
@@ -56,13 +49,7 @@ class ElectraDiscriminator(BuiltOnEncoder, keras.Model):
     def __init__(self, encoder: ElectraEncoder, **kwargs):
         # === Layers ===
         self.encoder = encoder
-        self.rtd_head = ReplacedTokenDetectionHead(
-            encoder.hidden_size,
-            encoder.initializer_range,
-            kernels=encoder.kernels,
-            dtype=encoder.dtype_policy,
-            name="discriminator_predictions",
-        )
+        self.rtd_head = ReplacedTokenDetectionHead.on(encoder, "discriminator_predictions")
         # === Functional graph ===
         inputs = token_inputs()
         sequence = encoder(inputs)
@@ -96,15 +83,7 @@ class ElectraClozeGenerator(keras.Model):
         # === Layers ===
         self.left_to_right = left_to_right
         self.right_to_left = right_to_left
-        embeddings = left_to_right.embeddings
-        self.cloze_head = MaskedLMHead(
-            embeddings,
-            left_to_right.initializer_range,
-            left_to_right.layer_norm_epsilon,
-            kernels=left_to_right.kernels,
-            dtype=left_to_right.dtype_policy,
-            name="cloze_predictions",
-        )
+        self.cloze_head = MaskedLMHead.tied_to(left_to_right, "cloze_predictions")
         # === Functional graph ===
         inputs = token_inputs()
         forward, backward = left_to_right(inputs), right_to_left(inputs)
