@@ -281,7 +281,7 @@ def run(
 
     absl prints the whole flag listing before a usage error's message; a user
     looking for what went wrong should see the message. A bad flag is
-    reported the same way.
+    reported the same way, and Ctrl-C ends the process with status 130.
 
     Args:
         main: the command's main(argv).
@@ -311,7 +311,11 @@ def run(
             _usage_error(program, str(error))
             sys.exit(2)
 
-    app.run(checked, flags_parser=parse)
+    try:
+        app.run(checked, flags_parser=parse)
+    except KeyboardInterrupt:
+        # Ctrl-C is the user's choice, not a fault: no traceback, the shell's code.
+        sys.exit(130)
 
 
 def call(

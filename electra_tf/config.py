@@ -571,51 +571,21 @@ class PretrainingConfig:
 
 # Values from the paper's Table 6 and the original code's commented-out block
 # for larger models. `tiny` is ours: a CPU-sized model for tests and smoke runs.
-_PRESETS: dict[str, dict[str, Any]] = {
-    "tiny": dict(
-        model=dict(
-            hidden_size=128, num_layers=4, embedding_size=128, generator_hidden_fraction=0.25
-        ),
-        max_seq_length=128,
-        mask_rate=0.15,
-        learning_rate=5e-4,
-        train_batch_size=32,
-        num_train_steps=10_000,
-        num_warmup_steps=1000,
-    ),
-    "small": dict(
-        model=dict(
-            hidden_size=256, num_layers=12, embedding_size=128, generator_hidden_fraction=0.25
-        ),
-        max_seq_length=128,
-        mask_rate=0.15,
-        learning_rate=5e-4,
-        train_batch_size=128,
-        num_train_steps=1_000_000,
-        num_warmup_steps=10_000,
-    ),
-    "base": dict(
-        model=dict(
-            hidden_size=768, num_layers=12, embedding_size=768, generator_hidden_fraction=1.0 / 3.0
-        ),
-        max_seq_length=512,
-        mask_rate=0.15,
-        learning_rate=2e-4,
-        train_batch_size=256,
-        num_train_steps=766_000,
-        num_warmup_steps=10_000,
-    ),
-    "large": dict(
-        model=dict(
-            hidden_size=1024, num_layers=24, embedding_size=1024, generator_hidden_fraction=0.25
-        ),
-        max_seq_length=512,
-        mask_rate=0.25,
-        learning_rate=2e-4,
-        train_batch_size=2048,
-        num_train_steps=400_000,
-        num_warmup_steps=10_000,
-    ),
+# Model columns (ModelConfig), then run columns (PretrainingConfig).
+_MODEL_COLUMNS = ("hidden_size", "num_layers", "embedding_size", "generator_hidden_fraction")
+_RUN_COLUMNS = (
+    "max_seq_length",
+    "mask_rate",
+    "learning_rate",
+    "train_batch_size",
+    "num_train_steps",
+    "num_warmup_steps",
+)
+_PRESET_ROWS: dict[str, tuple] = {
+    "tiny": (128, 4, 128, 0.25, 128, 0.15, 5e-4, 32, 10_000, 1000),
+    "small": (256, 12, 128, 0.25, 128, 0.15, 5e-4, 128, 1_000_000, 10_000),
+    "base": (768, 12, 768, 1.0 / 3.0, 512, 0.15, 2e-4, 256, 766_000, 10_000),
+    "large": (1024, 24, 1024, 0.25, 512, 0.25, 2e-4, 2048, 400_000, 10_000),
 }
 
 
@@ -625,10 +595,11 @@ def preset(model_size: str, **overrides: Any) -> PretrainingConfig:
     Overrides may name fields of either dataclass (`hidden_size=...` is routed
     into `model`). Unknown names raise ConfigError.
     """
-    if model_size not in _PRESETS:
+    if model_size not in _PRESET_ROWS:
         raise ConfigError(f"--model_size={model_size!r}: choose one of {', '.join(MODEL_SIZES)}.")
-    values = dict(_PRESETS[model_size])
-    model_values = dict(values.pop("model"))
+    row = _PRESET_ROWS[model_size]
+    model_values = dict(zip(_MODEL_COLUMNS, row))
+    values = dict(zip(_RUN_COLUMNS, row[len(_MODEL_COLUMNS) :]))
     model_fields = {f.name for f in dataclasses.fields(ModelConfig)}
     run_fields = {f.name for f in dataclasses.fields(PretrainingConfig)} - {"model"}
     for name, value in overrides.items():

@@ -68,6 +68,26 @@ SEP_TOKEN = "[SEP]"
 MASK_TOKEN = "[MASK]"
 SPECIAL_TOKENS = (PAD_TOKEN, UNK_TOKEN, CLS_TOKEN, SEP_TOKEN, MASK_TOKEN)
 
+# The code points BERT's tokenizer treats as CJK ideographs (`_is_chinese_char`):
+# each is a word of its own, whatever surrounds it.
+CJK_RANGES = (
+    (0x4E00, 0x9FFF),
+    (0x3400, 0x4DBF),
+    (0x20000, 0x2A6DF),
+    (0x2A700, 0x2B73F),
+    (0x2B740, 0x2B81F),
+    (0x2B820, 0x2CEAF),
+    (0xF900, 0xFAFF),
+    (0x2F800, 0x2FA1F),
+)
+
+
+def is_cjk_ideograph(char: str) -> bool:
+    """Whether a character is one of BERT's CJK ideographs (a word of its own)."""
+    code = ord(char)
+    return any(low <= code <= high for low, high in CJK_RANGES)
+
+
 # The original BERT WordPiece gives up on words longer than 200 characters;
 # TensorFlow Text counts bytes.
 MAX_BYTES_PER_WORD = 200

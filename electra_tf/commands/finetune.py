@@ -37,7 +37,6 @@ trial writes dev_predictions.txt in the conlleval layout.
 from __future__ import annotations
 
 import os
-import sys
 import warnings
 
 from absl import app, flags, logging
@@ -181,10 +180,7 @@ def main(argv):
 
 def run() -> None:
     """The `finetune.py` / `electra-finetune` command."""
-    try:
-        cli.run(main, __name__)
-    except KeyboardInterrupt:
-        sys.exit(130)
+    cli.run(main, __name__)
 
 
 if __name__ == "__main__":

@@ -17,7 +17,6 @@ trial; re-running with the same flags reuses it.
 from __future__ import annotations
 
 import os
-import sys
 import time
 
 import numpy as np
@@ -183,10 +182,7 @@ def main(argv):
 
 def run() -> None:
     """`python -m electra_tf.commands.probe`."""
-    try:
-        cli.run(main, __name__)
-    except KeyboardInterrupt:
-        sys.exit(130)
+    cli.run(main, __name__)
 
 
 if __name__ == "__main__":

@@ -27,7 +27,6 @@ an interrupted one.
 
 from __future__ import annotations
 
-import sys
 import warnings
 
 from absl import app, flags, logging
@@ -120,7 +119,4 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    try:
-        cli.run_command(define_flags, run, __name__)
-    except KeyboardInterrupt:
-        sys.exit(130)
+    cli.run_command(define_flags, run, __name__)

@@ -133,19 +133,7 @@ def write_shards(
     plan, _ = plan_build(
         input_patterns, output_dir, tokenizer_config, progress=report, **build_args
     )
-    for path, problem in plan.damaged.items():
-        report(f"Shard {path} is damaged ({problem}): rebuilding it.")
-    report(
-        f"{len(plan.sources)} input file(s), {plan.total_bytes / 1e6:,.1f} MB -> "
-        f"{plan.num_shards} shard(s) in {plan.output_dir}"
-        + (f"; reusing {len(plan.reused)} finished shard(s)" if plan.reused else "")
-        + (
-            f"; building {len(plan.jobs)} on Beam's "
-            f"{options.view_as(StandardOptions).runner or 'DirectRunner'}"
-            if plan.jobs
-            else ""
-        )
-    )
+    plan.announce(report, f"on Beam's {options.view_as(StandardOptions).runner or 'DirectRunner'}")
 
     with beam.Pipeline(options=options) as pipeline:
         _ = (

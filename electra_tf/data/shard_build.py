@@ -96,6 +96,17 @@ class ShardPlan:
         """Bytes of text in the shards still to build."""
         return sum(e - s for job in self.jobs for _, s, e in job["segments"])
 
+    def announce(self, say: Callable[[str], None], building: str) -> None:
+        """Tells `say` of damaged shards and the work ahead; `building` says how it runs."""
+        for path, problem in self.damaged.items():
+            say(f"Shard {path} is damaged ({problem}): rebuilding it.")
+        say(
+            f"{len(self.sources)} input file(s), {self.total_bytes / 1e6:,.1f} MB -> "
+            f"{self.num_shards} shard(s) in {self.output_dir}"
+            + (f"; reusing {len(self.reused)} finished shard(s)" if self.reused else "")
+            + (f"; building {len(self.jobs)} {building}" if self.jobs else "")
+        )
+
 
 def _as_int(flag: str, value, minimum: int) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
@@ -323,16 +334,9 @@ def write_shards(
     output_dir: str,
     tokenizer_config: dict,
     *,
-    max_seq_length: int,
-    num_shards: Optional[int] = None,
     num_workers: int = 1,
-    seed: int = 12345,
-    single_segment_prob: float = 0.1,
-    short_seq_prob: float = 0.05,
-    invalid_utf8: str = "error",
-    text_range: tuple[float, float] = (0.0, 1.0),
-    digest_cache: Optional[str] = None,
     progress: Optional[Callable[[str], None]] = None,
+    **build_args,
 ) -> dict:
     """Builds packed pre-training examples from raw text into TFRecord shards.
 
@@ -349,26 +353,27 @@ def write_shards(
             `.json` sidecars and `metadata.json`.
         tokenizer_config: `WordPieceTokenizer(**tokenizer_config)` arguments
             (`vocab_file`, `do_lower_case`, `strip_accents`, `normalization`).
-        max_seq_length: L, tokens per example (>= 5).
-        num_shards: number of output shards; default one per 8 MiB of text,
-            between 1 and 1000.
         num_workers: processes building shards in parallel ("spawn" context;
             each imports TensorFlow, about 3 s). The output does not depend
             on it. As always with "spawn", a calling script must guard its
             entry point with `if __name__ == "__main__":`.
-        seed: base seed; shard i uses a generator derived from (seed, i).
-        single_segment_prob: probability of a single-segment example.
-        short_seq_prob: probability of a random target length in [5, L].
-        invalid_utf8: "error" (raise, naming file, line and byte offset) or
-            "replace" (U+FFFD; the number of affected lines is reported).
-        text_range: `(start, end)` fractions of the concatenated input bytes
-            to build from, each end moved to a document boundary (see
-            `text_span`); e.g. (0, 0.99) and (0.99, 1) split a corpus into
-            training and held-out text that share no document.
-        digest_cache: the JSON file caching the input files' SHA-256 (see
-            `electra_tf.data.corpus_digest`); default `corpus-digests.json`
-            in `output_dir`.
         progress: called with short human-readable status lines.
+        **build_args: what the shards hold (`plan_build`'s keyword arguments):
+            max_seq_length: L, tokens per example (>= 5).
+            num_shards: number of output shards; default one per 8 MiB of text,
+                between 1 and 1000.
+            seed: base seed; shard i uses a generator derived from (seed, i).
+            single_segment_prob: probability of a single-segment example.
+            short_seq_prob: probability of a random target length in [5, L].
+            invalid_utf8: "error" (raise, naming file, line and byte offset) or
+                "replace" (U+FFFD; the number of affected lines is reported).
+            text_range: `(start, end)` fractions of the concatenated input bytes
+                to build from, each end moved to a document boundary (see
+                `text_span`); e.g. (0, 0.99) and (0.99, 1) split a corpus into
+                training and held-out text that share no document.
+            digest_cache: the JSON file caching the input files' SHA-256 (see
+                `electra_tf.data.corpus_digest`); default `corpus-digests.json`
+                in `output_dir`.
 
     Returns:
         The metadata dict also written to `output_dir/metadata.json`.
@@ -386,28 +391,10 @@ def write_shards(
 
     num_workers = _as_int("num_workers", num_workers, 1)
     plan, tokenizer = plan_build(
-        input_patterns,
-        output_dir,
-        tokenizer_config,
-        max_seq_length=max_seq_length,
-        num_shards=num_shards,
-        seed=seed,
-        single_segment_prob=single_segment_prob,
-        short_seq_prob=short_seq_prob,
-        invalid_utf8=invalid_utf8,
-        text_range=text_range,
-        digest_cache=digest_cache,
-        progress=say,
+        input_patterns, output_dir, tokenizer_config, progress=say, **build_args
     )
     jobs, num_shards, todo_bytes = plan.jobs, plan.num_shards, plan.todo_bytes
-    for path, problem in plan.damaged.items():
-        say(f"Shard {path} is damaged ({problem}): rebuilding it.")
-    say(
-        f"{len(plan.sources)} input file(s), {plan.total_bytes / 1e6:,.1f} MB -> "
-        f"{num_shards} shard(s) in {plan.output_dir}"
-        + (f"; reusing {len(plan.reused)} finished shard(s)" if plan.reused else "")
-        + (f"; building {len(jobs)} with {min(num_workers, len(jobs))} process(es)" if jobs else "")
-    )
+    plan.announce(say, f"with {min(num_workers, len(jobs))} process(es)")
 
     sidecars = []
     build_start = time.monotonic()

@@ -13,14 +13,14 @@ encoder's (`config_with_encoder`, `from_config`).
 
 from __future__ import annotations
 
-import keras
 import tensorflow as tf
 
 from electra_tf.finetuning.settings import LOSS_REDUCTIONS
+from electra_tf.modeling.encoder import BuiltOnEncoder
 from electra_tf.modeling.train_step import TrainStep
 
 
-class FinetuningLoss(TrainStep):
+class FinetuningLoss(TrainStep, BuiltOnEncoder):
     """Mix in before `keras.Model`: a fine-tuning model's loss and logs for `TrainStep`.
 
     A model defines `log_names` (the values a step logs, "loss" first) and
@@ -77,18 +77,3 @@ class FinetuningLoss(TrainStep):
 
     def zero_sums(self):
         return {name: tf.zeros([]) for name in self.log_names}
-
-    def config_with_encoder(self, **fields) -> dict:
-        """`get_config()` of a fine-tuning model: its name, its encoder's config and `fields`."""
-        return {
-            "name": self.name,
-            "trainable": self.trainable,
-            "encoder": keras.saving.serialize_keras_object(self.encoder),
-            **fields,
-        }
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        config["encoder"] = keras.saving.deserialize_keras_object(config["encoder"])
-        return cls(**config)

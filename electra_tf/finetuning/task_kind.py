@@ -30,7 +30,7 @@ from electra_tf.artifacts.finetuning_dir import TrialDir, holds_saved_model, loa
 from electra_tf.artifacts.serving_dir import VersionDir
 from electra_tf.errors import RunError
 from electra_tf.finetuning.classification.data import FileTaskOptions
-from electra_tf.finetuning.settings import FinetuneOptions
+from electra_tf.finetuning.settings import FinetuneOptions, require_positive
 from electra_tf.tokenization import WordPieceTokenizer
 
 
@@ -312,6 +312,12 @@ class DefinedTask:
     def describe(self) -> dict:
         """The task's entry in results.json: its definition."""
         return self.definition.to_dict()
+
+    def check_sizes(self) -> None:
+        """Refuses a length or a draw that is not positive (RunError naming the flag)."""
+        require_positive(max_seq_length=self.max_seq_length)
+        if self.max_train_examples is not None:
+            require_positive(max_train_examples=self.max_train_examples)
 
     def settings(self) -> dict:
         """The task's own settings in results.json: its length, and the draw if any.

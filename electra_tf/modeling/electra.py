@@ -5,31 +5,14 @@ from __future__ import annotations
 import keras
 
 from electra_tf.config import ModelConfig
-from electra_tf.modeling.encoder import INPUT_NAMES, ElectraEncoder
+from electra_tf.modeling.encoder import INPUT_NAMES, BuiltOnEncoder, ElectraEncoder, token_inputs
 from electra_tf.modeling.heads import MaskedLMHead, ReplacedTokenDetectionHead
 from electra_tf.modeling.kernels import resolve_kernels
 from electra_tf.modeling.layers import DisentangledEmbeddings, ElectraEmbeddings
 
 
-class _EncoderWithHead(keras.Model):
-    """Serialises a model built as `cls(encoder)`: the config is the encoder's."""
-
-    def get_config(self):
-        return {
-            "name": self.name,
-            "trainable": self.trainable,
-            "encoder": keras.saving.serialize_keras_object(self.encoder),
-        }
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        config["encoder"] = keras.saving.deserialize_keras_object(config["encoder"])
-        return cls(**config)
-
-
 @keras.saving.register_keras_serializable(package="electra_tf")
-class ElectraGenerator(_EncoderWithHead):
+class ElectraGenerator(BuiltOnEncoder, keras.Model):
     """The small masked language model that proposes replacement tokens.
 
     Inputs: `input_ids`, `input_mask`, `segment_ids` (int32 [B, L]) and
@@ -43,28 +26,16 @@ class ElectraGenerator(_EncoderWithHead):
     def __init__(self, encoder: ElectraEncoder, **kwargs):
         # === Layers ===
         self.encoder = encoder
-        self.mlm_head = MaskedLMHead(
-            encoder.embeddings,
-            encoder.initializer_range,
-            encoder.layer_norm_epsilon,
-            kernels=encoder.kernels,
-            dtype=encoder.dtype_policy,
-            name="generator_predictions",
-        )
+        self.mlm_head = MaskedLMHead.tied_to(encoder, "generator_predictions")
         # === Functional graph ===
-        inputs = {
-            name: keras.Input(shape=(None,), dtype="int32", name=name) for name in INPUT_NAMES
-        }
-        inputs["masked_lm_positions"] = keras.Input(
-            shape=(None,), dtype="int32", name="masked_lm_positions"
-        )
+        inputs = token_inputs("masked_lm_positions")
         sequence = encoder({name: inputs[name] for name in INPUT_NAMES})
         logits = self.mlm_head(sequence, inputs["masked_lm_positions"])
         super().__init__(inputs=inputs, outputs=logits, **kwargs)
 
 
 @keras.saving.register_keras_serializable(package="electra_tf")
-class ElectraDiscriminator(_EncoderWithHead):
+class ElectraDiscriminator(BuiltOnEncoder, keras.Model):
     """The encoder that is kept: per-token "was this replaced?" logits.
 
     Inputs: `input_ids`, `input_mask`, `segment_ids` (int32 [B, L]).
@@ -78,17 +49,9 @@ class ElectraDiscriminator(_EncoderWithHead):
     def __init__(self, encoder: ElectraEncoder, **kwargs):
         # === Layers ===
         self.encoder = encoder
-        self.rtd_head = ReplacedTokenDetectionHead(
-            encoder.hidden_size,
-            encoder.initializer_range,
-            kernels=encoder.kernels,
-            dtype=encoder.dtype_policy,
-            name="discriminator_predictions",
-        )
+        self.rtd_head = ReplacedTokenDetectionHead.on(encoder, "discriminator_predictions")
         # === Functional graph ===
-        inputs = {
-            name: keras.Input(shape=(None,), dtype="int32", name=name) for name in INPUT_NAMES
-        }
+        inputs = token_inputs()
         sequence = encoder(inputs)
         logits = self.rtd_head(sequence)
         super().__init__(
@@ -120,19 +83,9 @@ class ElectraClozeGenerator(keras.Model):
         # === Layers ===
         self.left_to_right = left_to_right
         self.right_to_left = right_to_left
-        embeddings = left_to_right.embeddings
-        self.cloze_head = MaskedLMHead(
-            embeddings,
-            left_to_right.initializer_range,
-            left_to_right.layer_norm_epsilon,
-            kernels=left_to_right.kernels,
-            dtype=left_to_right.dtype_policy,
-            name="cloze_predictions",
-        )
+        self.cloze_head = MaskedLMHead.tied_to(left_to_right, "cloze_predictions")
         # === Functional graph ===
-        inputs = {
-            name: keras.Input(shape=(None,), dtype="int32", name=name) for name in INPUT_NAMES
-        }
+        inputs = token_inputs()
         forward, backward = left_to_right(inputs), right_to_left(inputs)
         states = keras.layers.Lambda(_cloze_states, name="cloze_states")([forward, backward])
         every_position = keras.layers.Lambda(_every_position, name="every_position")(

@@ -18,6 +18,14 @@ from electra_tf.modeling.layers import (
 INPUT_NAMES = ("input_ids", "input_mask", "segment_ids")
 
 
+def token_inputs(*extra_names: str) -> dict:
+    """Symbolic int32 [B, L] inputs named `INPUT_NAMES` and then `extra_names`."""
+    return {
+        name: keras.Input(shape=(None,), dtype="int32", name=name)
+        for name in INPUT_NAMES + extra_names
+    }
+
+
 # What an encoder is, besides its weights: the `ModelConfig` fields it was built with.
 ARCHITECTURE_FIELDS = (
     "vocab_size",
@@ -38,6 +46,32 @@ ARCHITECTURE_FIELDS = (
 def architecture(encoder) -> dict:
     """{field: value} of `ARCHITECTURE_FIELDS` for an `ElectraEncoder` (`ModelConfig(**...)`)."""
     return {name: getattr(encoder, name) for name in ARCHITECTURE_FIELDS}
+
+
+class BuiltOnEncoder:
+    """Serialises a Keras model built as `cls(encoder, **fields)`.
+
+    Its config is its name, its encoder's config and `fields`
+    (`config_with_encoder`); `from_config` builds the encoder again first.
+    """
+
+    def config_with_encoder(self, **fields) -> dict:
+        """`get_config()` of the model: its name, its encoder's config and `fields`."""
+        return {
+            "name": self.name,
+            "trainable": self.trainable,
+            "encoder": keras.saving.serialize_keras_object(self.encoder),
+            **fields,
+        }
+
+    def get_config(self):
+        return self.config_with_encoder()
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        config["encoder"] = keras.saving.deserialize_keras_object(config["encoder"])
+        return cls(**config)
 
 
 @keras.saving.register_keras_serializable(package="electra_tf")
@@ -133,9 +167,7 @@ class ElectraEncoder(keras.Model):
         ]
 
         # === Functional graph ===
-        inputs = {
-            name: keras.Input(shape=(None,), dtype="int32", name=name) for name in INPUT_NAMES
-        }
+        inputs = token_inputs()
         x = self.embeddings(inputs["input_ids"], inputs["segment_ids"])
         if self.embeddings_project is not None:
             x = self.embeddings_project(x)

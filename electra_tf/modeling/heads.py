@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Optional
+
 import keras
 from keras import ops
 
@@ -48,6 +50,19 @@ class MaskedLMHead(keras.layers.Layer):
         )
         self.layer_norm = keras.layers.LayerNormalization(
             epsilon=layer_norm_epsilon, dtype=self.dtype_policy, name="layer_norm"
+        )
+
+    @classmethod
+    def tied_to(cls, encoder, name: str, kernels: Optional[str] = None) -> "MaskedLMHead":
+        """A head tied to `encoder`'s word table, with its initializer, epsilon, dtype
+        policy and (unless `kernels` is given) kernel set."""
+        return cls(
+            encoder.embeddings,
+            encoder.initializer_range,
+            encoder.layer_norm_epsilon,
+            kernels=kernels or encoder.kernels,
+            dtype=encoder.dtype_policy,
+            name=name,
         )
 
     def build(self, sequence_output_shape, masked_lm_positions_shape=None):
@@ -112,6 +127,17 @@ class ReplacedTokenDetectionHead(keras.layers.Layer):
         # The original's final logit layer uses tf.layers.dense's default (Glorot uniform).
         self.logit = keras.layers.Dense(
             1, kernel_initializer="glorot_uniform", dtype=self.dtype_policy, name="logit"
+        )
+
+    @classmethod
+    def on(cls, encoder, name: str) -> "ReplacedTokenDetectionHead":
+        """A head for `encoder`'s states, with its width, initializer, dtype policy and kernels."""
+        return cls(
+            encoder.hidden_size,
+            encoder.initializer_range,
+            kernels=encoder.kernels,
+            dtype=encoder.dtype_policy,
+            name=name,
         )
 
     def build(self, sequence_shape):

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import html
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -89,13 +89,27 @@ def percent(probability: float) -> str:
     return str(min(99, max(0, int(round(100 * probability)))))
 
 
-def _join(parts: Sequence[str], tokens: Sequence[Token]) -> str:
+def _render(tokens: Sequence[Token], token_text: Callable[[Token], str]) -> str:
+    """Each token as `token_text` writes it, words separated by a space (no space before `##`)."""
     out = []
-    for part, token in zip(parts, tokens):
+    for token in tokens:
         if out and not token.continuation:
             out.append(" ")
-        out.append(part)
+        out.append(token_text(token))
     return "".join(out)
+
+
+def _emphasized(token: Token, text: str, original: str, strong: str, was_gap: str) -> str:
+    """`text` wrapped in `strong` if replaced (`_` if only masked), with P(replaced) as a
+    superscript and, after a replacement, the original token."""
+    if token.replaced:
+        text = f"{strong}{text}{strong}"
+    elif token.masked:
+        text = f"_{text}_"
+    text += percent(token.probability).translate(_SUPERSCRIPT)
+    if token.replaced:
+        text += f"{was_gap}(was {original})"
+    return text
 
 
 def to_markdown(tokens: Sequence[Token]) -> str:
@@ -104,24 +118,16 @@ def to_markdown(tokens: Sequence[Token]) -> str:
     def escape(text):
         return "".join("\\" + c if c in "\\`*_{}[]()#+-.!|<>~" else c for c in text)
 
-    parts = []
-    for token in tokens:
-        text = escape(token.text)
-        if token.replaced:
-            text = f"**{text}**"
-        elif token.masked:
-            text = f"_{text}_"
-        text += percent(token.probability).translate(_SUPERSCRIPT)
-        if token.replaced:
-            text += f" (was {escape(token.original)})"
-        parts.append(text)
-    return _join(parts, tokens)
+    return _render(
+        tokens,
+        lambda token: _emphasized(token, escape(token.text), escape(token.original), "**", " "),
+    )
 
 
 def to_ansi(tokens: Sequence[Token]) -> str:
     """Terminal text: background from white (0%) to red (100%), replacements underlined."""
-    parts = []
-    for token in tokens:
+
+    def coloured(token):
         # 256-colour cube: red fixed at 5, green and blue fall with the probability.
         level = 5 - int(round(5 * min(1.0, max(0.0, token.probability))))
         colour = 16 + 36 * 5 + 6 * level + level
@@ -132,24 +138,14 @@ def to_ansi(tokens: Sequence[Token]) -> str:
         )
         if token.replaced:
             text += f"\x1b[2m(was {token.original})\x1b[0m"
-        parts.append(text)
-    return _join(parts, tokens)
+        return text
+
+    return _render(tokens, coloured)
 
 
 def to_plain(tokens: Sequence[Token]) -> str:
     """Uncoloured text in the Markdown notation (for logs and non-terminals)."""
-    parts = []
-    for token in tokens:
-        text = token.text
-        if token.replaced:
-            text = f"*{text}*"
-        elif token.masked:
-            text = f"_{text}_"
-        text += percent(token.probability).translate(_SUPERSCRIPT)
-        if token.replaced:
-            text += f"(was {token.original})"
-        parts.append(text)
-    return _join(parts, tokens)
+    return _render(tokens, lambda token: _emphasized(token, token.text, token.original, "*", ""))
 
 
 HTML_LEGEND = (
@@ -169,8 +165,8 @@ HTML_STYLE = """<style>
 
 def to_html(tokens: Sequence[Token]) -> str:
     """An HTML fragment: background alpha = P(replaced), replacements outlined (hover for details)."""
-    parts = []
-    for token in tokens:
+
+    def span(token):
         classes = (
             "t" + (" replaced" if token.replaced else "") + (" masked" if token.masked else "")
         )
@@ -190,8 +186,9 @@ def to_html(tokens: Sequence[Token]) -> str:
         )
         if token.replaced:
             text += f'<span class="was">{html.escape(token.original)}</span>'
-        parts.append(text)
-    return '<p class="rtd">' + _join(parts, tokens) + "</p>"
+        return text
+
+    return '<p class="rtd">' + _render(tokens, span) + "</p>"
 
 
 def html_page(sections: Sequence[tuple], title: str = "What the discriminator sees") -> str:

@@ -51,7 +51,6 @@ from electra_tf.artifacts.finetuning_dir import (
 )
 from electra_tf.artifacts.pretrained import Pretrained, load_discriminator
 from electra_tf.artifacts.results import finished_trials, make_results, write_results
-from electra_tf.artifacts.run_lock import RunLock, RunLocked
 from electra_tf.distribute import (
     check_batch_split,
     check_same_on_all_workers,
@@ -72,6 +71,7 @@ from electra_tf.tokenization import TextPath, VocabError, WordPieceTokenizer
 from electra_tf.training import resuming as resume
 from electra_tf.training.callbacks import CheckpointSaver, ProgressMonitor, format_duration
 from electra_tf.training.fitting import fit_until
+from electra_tf.training.run_holding import holding_run_dir
 
 
 def checkpoint_tokenizer(
@@ -500,147 +500,115 @@ def run_trials(
             step are not finite (`NonFiniteError`).
     """
     strategy = strategy or tf.distribute.get_strategy()
-    chief = is_chief(strategy)
-    # The chief holds the output directory; the other workers stop with it
-    # when it cannot, instead of waiting for it in the collectives.
-    lock, refused = None, None
-    if chief:
+    with holding_run_dir(settings.output_dir, strategy, worker_print(print_fn, strategy)):
+        config = pretrained.config
+        settings = settings.resolve(config.model_size, task.default_epochs)
+        check_batch_split(strategy, settings.train_batch_size, settings.gradient_accumulation_steps)
+        replicas = strategy.num_replicas_in_sync
+        chief = is_chief(strategy)
+        print_fn = worker_print(print_fn, strategy)
+        tokenizer = checkpoint_tokenizer(pretrained, task.max_seq_length, vocab_flag_given)
+        output = FinetuningDir(settings.output_dir)
+        identity = run_identity(task, pretrained, settings)
+        trials = finished_trials(
+            output.results_file, identity, settings.num_trials, task.upgrade_description
+        )
+        finished = {t["trial"] for t in trials}
+        if in_multi_worker_mode(strategy):
+            check_same_on_all_workers(
+                strategy,
+                {
+                    "the trials already finished (put --output_dir on storage all workers share)": zlib.crc32(
+                        json.dumps(sorted(finished)).encode()
+                    )
+                },
+            )
+        if chief:
+            os.makedirs(output.path, exist_ok=True)
+        data = task.prepare(tokenizer, print_fn)
+        _, total_steps = trial_steps(task, settings)
+        print_fn(
+            f"{settings.model_size} model"
+            + (
+                " with freshly drawn weights (--random_init: no pre-training)"
+                if settings.random_init
+                else ""
+            )
+            + f", lr {settings.learning_rate:g}, layer-wise decay "
+            f"{settings.layerwise_lr_decay:g}"
+            + (" (original code's top-layer decay^2)" if settings.layerwise_lr_decay_quirk else "")
+            + f", weight decay {settings.weight_decay_rate:g}, batch {settings.train_batch_size}"
+            + (" (summed loss, as the original code)" if settings.loss_reduction == "sum" else "")
+            + f", {settings.num_train_epochs:g} epochs = {total_steps} steps, "
+            f"{settings.num_trials} trial(s); {replicas} replica(s)"
+            + (f", {settings.mixed_precision}" if settings.mixed_precision != "none" else "")
+            + "."
+        )
+        info = {
+            "kind": task.KIND,
+            **task.model_info(),
+            **TextPath.of(tokenizer, task.max_seq_length).to_dict(),
+        }
+        # Each trial trains in the run's precision; the caller's policy is restored after.
+        policy = keras.config.dtype_policy()
         try:
-            lock = RunLock(settings.output_dir, worker_print(print_fn, strategy)).acquire()
-        except RunError as error:  # held by another process, or a full disk
-            refused = error
-    if in_multi_worker_mode(strategy) and not true_on_all_workers(strategy, refused is None):
-        refused = refused or RunLocked(
-            f"The chief could not lock --output_dir={settings.output_dir} (see its message)."
-        )
-    if refused is not None:
-        raise refused
-    try:
-        return _run_trials(
-            task,
-            pretrained,
-            settings,
-            vocab_flag_given,
-            print_fn,
-            extra_callbacks,
-            strategy,
-            restart,
-        )
-    finally:
-        if lock is not None:
-            lock.release()
-
-
-def _run_trials(
-    task: TaskKind,
-    pretrained: Pretrained,
-    settings: FinetuneSettings,
-    vocab_flag_given: bool = False,
-    print_fn=print,
-    extra_callbacks=(),
-    strategy: Optional[tf.distribute.Strategy] = None,
-    restart: bool = False,
-) -> dict:
-    """`run_trials` once the output directory is held (the same arguments)."""
-    config = pretrained.config
-    settings = settings.resolve(config.model_size, task.default_epochs)
-    strategy = strategy or tf.distribute.get_strategy()
-    check_batch_split(strategy, settings.train_batch_size, settings.gradient_accumulation_steps)
-    replicas = strategy.num_replicas_in_sync
-    chief = is_chief(strategy)
-    print_fn = worker_print(print_fn, strategy)
-    tokenizer = checkpoint_tokenizer(pretrained, task.max_seq_length, vocab_flag_given)
-    output = FinetuningDir(settings.output_dir)
-    identity = run_identity(task, pretrained, settings)
-    trials = finished_trials(
-        output.results_file, identity, settings.num_trials, task.upgrade_description
-    )
-    finished = {t["trial"] for t in trials}
-    if in_multi_worker_mode(strategy):
-        check_same_on_all_workers(
-            strategy,
-            {
-                "the trials already finished (put --output_dir on storage all workers share)": zlib.crc32(
-                    json.dumps(sorted(finished)).encode()
+            for number in range(settings.num_trials):
+                if number in finished:
+                    print_fn(
+                        f"Trial {number}: already finished (in {output.results_file}), skipped."
+                    )
+                    continue
+                seed = settings.seed + number
+                trial = output.trial(number)
+                print_fn(f"--- Trial {number + 1}/{settings.num_trials} (seed {seed}) ---")
+                keras.backend.clear_session()  # which also resets the precision policy
+                set_precision_policy(settings.mixed_precision)
+                keras.utils.set_random_seed(seed)
+                with strategy.scope():
+                    encoder = load_discriminator(pretrained.model_file).encoder
+                    if settings.random_init:  # the same architecture, weights drawn afresh
+                        encoder = copy_encoder(encoder, settings.kernels, with_weights=False)
+                    else:
+                        check_finite_weights(encoder.weights, pretrained.model_file)
+                    # The run's kernel set (a loaded encoder runs the reference kernels).
+                    encoder = with_kernels(encoder, settings.kernels)
+                    check_vocab(encoder, tokenizer, vocab_flag_given)
+                    model = task.build_model(encoder, seed)
+                record = {
+                    "trial": number,
+                    **run_trial(
+                        model,
+                        task,
+                        settings,
+                        trial,
+                        seed,
+                        print_fn,
+                        extra_callbacks,
+                        strategy,
+                        restart,
+                    ),
+                }
+                trials.append(record)
+                if not chief:
+                    continue
+                if settings.save_models:
+                    record["model"] = save_finetuned(model, trial.path, info, pretrained.vocab_file)
+                if number == 0:
+                    for name in task.run_files:
+                        if name in record["predictions"]:
+                            copy_file(record["predictions"][name], output.file(name))
+                write_results(
+                    output.results_file, make_results(identity, data, task.primary_metric, trials)
                 )
-            },
-        )
-    if chief:
-        os.makedirs(output.path, exist_ok=True)
-    data = task.prepare(tokenizer, print_fn)
-    _, total_steps = trial_steps(task, settings)
-    print_fn(
-        f"{settings.model_size} model"
-        + (
-            " with freshly drawn weights (--random_init: no pre-training)"
-            if settings.random_init
-            else ""
-        )
-        + f", lr {settings.learning_rate:g}, layer-wise decay "
-        f"{settings.layerwise_lr_decay:g}"
-        + (" (original code's top-layer decay^2)" if settings.layerwise_lr_decay_quirk else "")
-        + f", weight decay {settings.weight_decay_rate:g}, batch {settings.train_batch_size}"
-        + (" (summed loss, as the original code)" if settings.loss_reduction == "sum" else "")
-        + f", {settings.num_train_epochs:g} epochs = {total_steps} steps, "
-        f"{settings.num_trials} trial(s); {replicas} replica(s)"
-        + (f", {settings.mixed_precision}" if settings.mixed_precision != "none" else "")
-        + "."
-    )
-    info = {
-        "kind": task.KIND,
-        **task.model_info(),
-        **TextPath.of(tokenizer, task.max_seq_length).to_dict(),
-    }
-    # Each trial trains in the run's precision; the caller's policy is restored after.
-    policy = keras.config.dtype_policy()
-    try:
-        for number in range(settings.num_trials):
-            if number in finished:
-                print_fn(f"Trial {number}: already finished (in {output.results_file}), skipped.")
-                continue
-            seed = settings.seed + number
-            trial = output.trial(number)
-            print_fn(f"--- Trial {number + 1}/{settings.num_trials} (seed {seed}) ---")
-            keras.backend.clear_session()  # which also resets the precision policy
-            set_precision_policy(settings.mixed_precision)
-            keras.utils.set_random_seed(seed)
-            with strategy.scope():
-                encoder = load_discriminator(pretrained.model_file).encoder
-                if settings.random_init:  # the same architecture, weights drawn afresh
-                    encoder = copy_encoder(encoder, settings.kernels, with_weights=False)
-                else:
-                    check_finite_weights(encoder.weights, pretrained.model_file)
-                # The run's kernel set (a loaded encoder runs the reference kernels).
-                encoder = with_kernels(encoder, settings.kernels)
-                check_vocab(encoder, tokenizer, vocab_flag_given)
-                model = task.build_model(encoder, seed)
-            record = {
-                "trial": number,
-                **run_trial(
-                    model, task, settings, trial, seed, print_fn, extra_callbacks, strategy, restart
-                ),
-            }
-            trials.append(record)
-            if not chief:
-                continue
-            if settings.save_models:
-                record["model"] = save_finetuned(model, trial.path, info, pretrained.vocab_file)
-            if number == 0:
-                for name in task.run_files:
-                    if name in record["predictions"]:
-                        copy_file(record["predictions"][name], output.file(name))
-            write_results(
-                output.results_file, make_results(identity, data, task.primary_metric, trials)
-            )
-            # Only once the trial is on record: a crash before this point resumes it.
-            clear_progress(trial)
-            print_fn(
-                f"Trial {number}: trained in {format_duration(record['train_seconds'])}; "
-                f"results in {output.results_file}"
-            )
-    finally:
-        keras.config.set_dtype_policy(policy)
-    results = make_results(identity, data, task.primary_metric, trials)
-    if trials and chief:
-        write_results(output.results_file, results)
-    return results
+                # Only once the trial is on record: a crash before this point resumes it.
+                clear_progress(trial)
+                print_fn(
+                    f"Trial {number}: trained in {format_duration(record['train_seconds'])}; "
+                    f"results in {output.results_file}"
+                )
+        finally:
+            keras.config.set_dtype_policy(policy)
+        results = make_results(identity, data, task.primary_metric, trials)
+        if trials and chief:
+            write_results(output.results_file, results)
+        return results

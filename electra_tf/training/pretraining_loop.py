@@ -31,7 +31,6 @@ from electra_tf.artifacts.run_dir import (
     write_result,
     write_run_files,
 )
-from electra_tf.artifacts.run_lock import RunLock, RunLocked
 from electra_tf.config import ConfigError, PretrainingConfig, config_differences
 from electra_tf.data.pipeline import dummy_batch, make_pretraining_dataset
 from electra_tf.data.shard_verification import find_damaged_shard
@@ -65,6 +64,7 @@ from electra_tf.training.callbacks import (
     format_duration,
 )
 from electra_tf.training.fitting import fit_until
+from electra_tf.training.run_holding import hold_run_dir
 
 # Fields a resumed run may change: they do not alter what a checkpoint means.
 RESUMABLE_FIELDS = (
@@ -396,33 +396,6 @@ def run_pretraining(
     finally:
         if lock is not None:
             lock.release()
-
-
-def hold_run_dir(
-    run_dir: str, strategy: tf.distribute.Strategy, print_fn: Callable[[str], None] = print
-) -> Optional[RunLock]:
-    """Takes the run directory's lock on the chief (None on the other workers).
-
-    The other workers stop with the chief when it cannot take it, instead of
-    waiting for it in the collectives; every worker calls this.
-
-    Raises:
-        RunLocked: another live process holds it.
-        RunError: the lock file cannot be written (a full disk).
-    """
-    lock, refused = None, None
-    if is_chief(strategy):
-        try:
-            lock = RunLock(run_dir, print_fn).acquire()
-        except RunError as error:
-            refused = error
-    if in_multi_worker_mode(strategy) and not true_on_all_workers(strategy, refused is None):
-        refused = refused or RunLocked(
-            f"The chief could not lock --output_dir={run_dir} (see its message)."
-        )
-    if refused is not None:
-        raise refused
-    return lock
 
 
 def _run_locked(

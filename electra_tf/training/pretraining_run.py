@@ -72,11 +72,11 @@ from electra_tf.errors import RunError
 from electra_tf.training.pretraining_loop import (
     PretrainingResult,
     check_run_dir,
-    hold_run_dir,
     lost_vocabulary,
     resolve_steps,
     run_pretraining,
 )
+from electra_tf.training.run_holding import hold_run_dir
 from electra_tf.vocab_learning import VocabLearningError, VocabOptions
 
 # The built-in run is a demonstration that finishes in about ten minutes on a

@@ -89,6 +89,27 @@ class Task:
         return cls(**data)
 
 
+def draw_rows(split, count: int, seed: int, fields: Sequence[str]):
+    """`split` (a dataclass with `len`) with `count` of its rows drawn without replacement.
+
+    The rows keep their order, and the draw depends only on `seed` and the
+    split's size. Each of `fields` (a list, a NumPy array or None) keeps
+    the drawn rows; a split of at most `count` rows is returned as it is.
+    """
+    if count >= len(split):
+        return split
+    keep = np.sort(np.random.default_rng(seed).choice(len(split), size=count, replace=False))
+
+    def pick(values):
+        if values is None:
+            return None
+        if isinstance(values, np.ndarray):
+            return values[keep]
+        return [values[i] for i in keep]
+
+    return dataclasses.replace(split, **{name: pick(getattr(split, name)) for name in fields})
+
+
 @dataclasses.dataclass
 class Split:
     """The examples of one file or TFDS split.
@@ -119,17 +140,7 @@ class Split:
         The draw depends only on `seed` and the split's size, so runs that
         compare pre-trained models fine-tune on the same examples.
         """
-        if count >= len(self):
-            return self
-        keep = np.sort(np.random.default_rng(seed).choice(len(self), size=count, replace=False))
-        pick = lambda values: [values[i] for i in keep]  # noqa: E731
-        return dataclasses.replace(
-            self,
-            texts_a=pick(self.texts_a),
-            texts_b=None if self.texts_b is None else pick(self.texts_b),
-            labels=None if self.labels is None else self.labels[keep],
-            indices=pick(self.indices),
-        )
+        return draw_rows(self, count, seed, ("texts_a", "texts_b", "labels", "indices"))
 
 
 @dataclasses.dataclass
@@ -535,6 +546,26 @@ def _glue_tsv(
     )
 
 
+def _evaluation_splits(task: Task, spec: _GlueSpec) -> tuple[dict, dict]:
+    """Our names of a GLUE task's dev and test splits -> (GLUE file, TFDS split).
+
+    MNLI has matched and mismatched halves of each; the test names are the
+    submission files' (`MNLI-m`, `SST-2`, ...).
+    """
+    if task.name == "mnli":
+        return (
+            {
+                "dev": ("dev_matched.tsv", "validation_matched"),
+                "dev_mismatched": ("dev_mismatched.tsv", "validation_mismatched"),
+            },
+            {
+                "MNLI-m": ("test_matched.tsv", "test_matched"),
+                "MNLI-mm": ("test_mismatched.tsv", "test_mismatched"),
+            },
+        )
+    return {"dev": ("dev.tsv", "validation")}, {spec.submission: ("test.tsv", "test")}
+
+
 def load_glue_dir(task: Task, data_dir: str, warn=print) -> TaskData:
     """Reads a task from a directory in the GLUE layout.
 
@@ -547,19 +578,14 @@ def load_glue_dir(task: Task, data_dir: str, warn=print) -> TaskData:
     spec = GLUE_SPECS[task.name]
     folder = _glue_folder(spec, data_dir, "train.tsv")
     train = _glue_tsv(task, spec, os.path.join(folder, "train.tsv"), "train", True, warn)
-    if task.name == "mnli":
-        dev_files = {"dev": "dev_matched.tsv", "dev_mismatched": "dev_mismatched.tsv"}
-        test_files = {"MNLI-m": "test_matched.tsv", "MNLI-mm": "test_mismatched.tsv"}
-    else:
-        dev_files = {"dev": "dev.tsv"}
-        test_files = {spec.submission: "test.tsv"}
+    dev_splits, test_splits = _evaluation_splits(task, spec)
     dev = {
         name: _glue_tsv(task, spec, os.path.join(folder, file), name, True, warn)
-        for name, file in dev_files.items()
+        for name, (file, _) in dev_splits.items()
     }
     test = {
         name: _glue_tsv(task, spec, os.path.join(folder, file), "test", False, warn)
-        for name, file in test_files.items()
+        for name, (file, _) in test_splits.items()
         if os.path.isfile(os.path.join(folder, file))
     }
     return TaskData(train, dev, test)
@@ -604,13 +630,11 @@ def load_tfds(task: Task, tfds_data_dir: Optional[str] = None) -> TaskData:
     import tensorflow_datasets as tfds
 
     spec = GLUE_SPECS[task.name]
-    if task.name == "mnli":
-        dev_splits = {"dev": "validation_matched", "dev_mismatched": "validation_mismatched"}
-        test_splits = {"MNLI-m": "test_matched", "MNLI-mm": "test_mismatched"}
-    else:
-        dev_splits = {"dev": "validation"}
-        test_splits = {spec.submission: "test"}
-    wanted = {"train": "train", **dev_splits, **test_splits}
+    dev_splits, test_splits = _evaluation_splits(task, spec)
+    wanted = {
+        "train": "train",
+        **{name: tfds_split for name, (_, tfds_split) in {**dev_splits, **test_splits}.items()},
+    }
     try:
         loaded, info = tfds.load(
             spec.tfds_name,

@@ -8,10 +8,12 @@ and padded per batch by `make_dataset`, so short sentences do not pay for
 from __future__ import annotations
 
 import itertools
-from typing import Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 import tensorflow as tf
+
+from electra_tf.modeling.encoder import INPUT_NAMES
 
 # Texts per tokenizer call: large enough to amortise the op dispatch, small
 # enough to keep the ragged intermediate tensors modest.
@@ -139,25 +141,51 @@ def make_dataset(
     columns = {"input_ids": ids, "segment_ids": segments}
     if labels is not None:
         columns["label"] = tf.convert_to_tensor(labels)
-    dataset = tf.data.Dataset.from_tensor_slices(columns)
-    if shuffle_seed is not None:
-        dataset = dataset.shuffle(len(encoded), seed=shuffle_seed, reshuffle_each_iteration=True)
-    if repeat:
-        dataset = dataset.repeat()
-
-    def to_dense(row):
-        row = dict(row)
-        row["input_mask"] = tf.ones_like(row["input_ids"])
-        return row
-
-    dataset = dataset.map(to_dense)
     padding = {"input_ids": pad_id, "segment_ids": 0, "input_mask": 0}
     if labels is not None:
         padding["label"] = tf.zeros([], dtype=columns["label"].dtype)
-    dataset = dataset.padded_batch(batch_size, padding_values=padding)
 
     def split(batch):
-        inputs = {k: batch[k] for k in ("input_ids", "input_mask", "segment_ids")}
+        inputs = {k: batch[k] for k in INPUT_NAMES}
         return (inputs, batch["label"]) if labels is not None else inputs
 
+    return padded_batches(columns, len(encoded), batch_size, padding, split, shuffle_seed, repeat)
+
+
+def padded_batches(
+    columns: dict,
+    num_rows: int,
+    batch_size: int,
+    padding: dict,
+    split: Callable[[dict], Any],
+    shuffle_seed: Optional[int] = None,
+    repeat: bool = False,
+) -> tf.data.Dataset:
+    """Rows of ragged `columns` as batches padded to their longest row.
+
+    Args:
+        columns: name -> ragged [N, None] tensor (or [N] per-row values); at
+            least `input_ids`. Each row gets `input_mask` (ones) and, when
+            it has none, `segment_ids` (zeros).
+        num_rows: N (the shuffle buffer holds them all).
+        batch_size: rows per batch (the last batch may be smaller).
+        padding: column name -> padding value.
+        split: a padded batch (a dict) -> what the dataset yields.
+        shuffle_seed: if set, shuffle with this seed, differently each epoch.
+        repeat: repeat forever (training).
+    """
+    dataset = tf.data.Dataset.from_tensor_slices(columns)
+    if shuffle_seed is not None:
+        dataset = dataset.shuffle(num_rows, seed=shuffle_seed, reshuffle_each_iteration=True)
+    if repeat:
+        dataset = dataset.repeat()
+
+    def complete(row):
+        row = dict(row)
+        row["input_mask"] = tf.ones_like(row["input_ids"])
+        if "segment_ids" not in row:
+            row["segment_ids"] = tf.zeros_like(row["input_ids"])
+        return row
+
+    dataset = dataset.map(complete).padded_batch(batch_size, padding_values=padding)
     return dataset.map(split).prefetch(tf.data.AUTOTUNE)

@@ -17,7 +17,7 @@ import keras
 import tensorflow as tf
 
 from electra_tf.finetuning.loss import FinetuningLoss
-from electra_tf.modeling.encoder import INPUT_NAMES, ElectraEncoder
+from electra_tf.modeling.encoder import ElectraEncoder, token_inputs
 from electra_tf.modeling.layers import ReplicaDropout, truncated_normal
 
 HEAD_NAME = "task_head"
@@ -174,9 +174,7 @@ class ElectraClassifier(FinetuningLoss, keras.Model):
                 num_outputs, kernel_initializer=truncated_normal(initializer_range), name=HEAD_NAME
             )
         # === Functional graph ===
-        inputs = {
-            name: keras.Input(shape=(None,), dtype="int32", name=name) for name in INPUT_NAMES
-        }
+        inputs = token_inputs()
         cls_vector = self.head_dropout(self.first_token(encoder(inputs)))
         outputs = self.task_head(cls_vector)
         if regression:

@@ -38,7 +38,6 @@ from electra_tf.finetuning.classification.model import (
     build_classifier,
 )
 from electra_tf.finetuning.classification.serving import ClassifierServing
-from electra_tf.finetuning.settings import require_positive
 from electra_tf.finetuning.task_kind import DefinedTask, TaskKind, TaskOptions
 from electra_tf.modeling import lean_forward
 
@@ -184,9 +183,7 @@ class ClassificationTask(DefinedTask, TaskKind):
     _encoded: Optional[_Encoded] = dataclasses.field(default=None, init=False, repr=False)
 
     def __post_init__(self):
-        require_positive(max_seq_length=self.max_seq_length)
-        if self.max_train_examples is not None:
-            require_positive(max_train_examples=self.max_train_examples)
+        self.check_sizes()
         if self.double_unordered and not self.definition.is_pair:
             raise RunError(f"--double_unordered: task {self.name} has single texts.")
         if self.head not in HEADS:

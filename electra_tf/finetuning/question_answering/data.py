@@ -208,14 +208,12 @@ def _check_top_level(document, path: str) -> None:
     )
 
 
-def read_squad_json(path: str, version: str, is_training: bool, warn=None) -> SquadSplit:
-    """Reads a SQuAD-format JSON file (SQuAD 1.1/2.0, KorQuAD, ...).
+def _read_document(path: str) -> dict:
+    """A SQuAD-format file's JSON document, its top level checked.
 
     Raises:
-        SquadDataError: missing file, invalid JSON or not SQuAD's schema.
+        SquadDataError: missing file, invalid JSON, or a top level that is not SQuAD's.
     """
-    if version not in VERSIONS:
-        raise SquadDataError(f"--squad_version={version}: must be one of {', '.join(VERSIONS)}.")
     if not os.path.isfile(path):
         raise SquadDataError(f"{path}: no such file.")
     try:
@@ -224,6 +222,18 @@ def read_squad_json(path: str, version: str, is_training: bool, warn=None) -> Sq
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
         raise SquadDataError(f"{path}: not a UTF-8 JSON file ({error}).") from None
     _check_top_level(document, path)
+    return document
+
+
+def read_squad_json(path: str, version: str, is_training: bool, warn=None) -> SquadSplit:
+    """Reads a SQuAD-format JSON file (SQuAD 1.1/2.0, KorQuAD, ...).
+
+    Raises:
+        SquadDataError: missing file, invalid JSON or not SQuAD's schema.
+    """
+    if version not in VERSIONS:
+        raise SquadDataError(f"--squad_version={version}: must be one of {', '.join(VERSIONS)}.")
+    document = _read_document(path)
     split = examples_from_articles(document["data"], path, version, is_training, warn)
     if not split.examples:
         raise SquadDataError(f"{path}: no usable questions ({split.skipped} skipped).")
@@ -253,14 +263,7 @@ def read_gold_answers(path: str) -> GoldAnswers:
     Raises:
         SquadDataError: missing file, invalid JSON or not SQuAD's schema.
     """
-    if not os.path.isfile(path):
-        raise SquadDataError(f"{path}: no such file.")
-    try:
-        with open(path, encoding="utf-8-sig") as f:
-            document = json.load(f)
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise SquadDataError(f"{path}: not a UTF-8 JSON file ({error}).") from None
-    _check_top_level(document, path)
+    document = _read_document(path)
     impossible = False
     for article in document["data"] if isinstance(document["data"], list) else []:
         for paragraph in article.get("paragraphs", []) if isinstance(article, dict) else []:

@@ -37,18 +37,8 @@ import numpy as np
 import tensorflow as tf
 
 from electra_tf.finetuning.classification.features import tokenize_texts
+from electra_tf.tokenization import is_cjk_ideograph
 
-# The CJK ideograph blocks the tokenizer puts in tokens of their own (as BERT).
-_CJK_RANGES = (
-    (0x4E00, 0x9FFF),
-    (0x3400, 0x4DBF),
-    (0x20000, 0x2A6DF),
-    (0x2A700, 0x2B73F),
-    (0x2B740, 0x2B81F),
-    (0x2B820, 0x2CEAF),
-    (0xF900, 0xFAFF),
-    (0x2F800, 0x2FA1F),
-)
 _CHUNK = 4096
 
 
@@ -64,7 +54,7 @@ def is_own_unit(char: str) -> bool:
         return True
     if unicodedata.category(char).startswith("P"):
         return True
-    return any(low <= code <= high for low, high in _CJK_RANGES)
+    return is_cjk_ideograph(char)
 
 
 def split_units(text: str) -> list[tuple[int, int]]:

@@ -45,6 +45,7 @@ from electra_tf.finetuning.tagging.layouts import (  # noqa: F401 (re-exported)
     read_tagged_file,
 )
 from electra_tf.finetuning.tagging.sentences import TaggedSplit  # noqa: F401 (re-exported)
+from electra_tf.tokenization import is_cjk_ideograph
 
 PREFIX = "prefix"
 SUFFIX = "suffix"
@@ -65,28 +66,11 @@ NO_TYPE = "_"
 # serving graph uses the same set as a RE2 class.
 _ASCII_SPACES = "\t\n\v\f\r"
 _SPACE_CATEGORIES = ("Zs", "Zl", "Zp")
-# The code points BERT's tokenizer treats as CJK ideographs (`_is_chinese_char`).
-CJK_RANGES = (
-    (0x4E00, 0x9FFF),
-    (0x3400, 0x4DBF),
-    (0x20000, 0x2A6DF),
-    (0x2A700, 0x2B73F),
-    (0x2B740, 0x2B81F),
-    (0x2B820, 0x2CEAF),
-    (0xF900, 0xFAFF),
-    (0x2F800, 0x2FA1F),
-)
 # Layouts with one word per line (the others keep a sentence on one line).
 _WORD_PER_LINE = ("conll", NAVER_ORIGINAL)
 # Tags with the position after "_" (the Naver NLP Challenge's PER_B) fit no
 # format: read as plain classes they would be scored by accuracy, silently.
 _UNDERSCORE_POSITION = re.compile(rf"^(.+_[{_POSITIONS}]|[{_POSITIONS}]_.+)$", re.DOTALL)
-
-
-def is_cjk_ideograph(char: str) -> bool:
-    """Whether a character is one of BERT's CJK ideographs (a word of its own in raw text)."""
-    code = ord(char)
-    return any(low <= code <= high for low, high in CJK_RANGES)
 
 
 def is_word_space(char: str) -> bool:

@@ -22,7 +22,8 @@ from typing import Optional, Sequence
 import numpy as np
 import tensorflow as tf
 
-from electra_tf.finetuning.classification.features import tokenize_texts
+from electra_tf.finetuning.classification.features import padded_batches, tokenize_texts
+from electra_tf.modeling.encoder import INPUT_NAMES
 
 
 @dataclasses.dataclass
@@ -133,30 +134,17 @@ def make_dataset(
         ids, masks = position_labels(features, tag_ids)
         columns["tag_ids"] = tf.ragged.constant(ids, tf.int32, ragged_rank=1)
         columns["tag_mask"] = tf.ragged.constant(masks, tf.float32, ragged_rank=1)
-    dataset = tf.data.Dataset.from_tensor_slices(columns)
-    if shuffle_seed is not None:
-        dataset = dataset.shuffle(len(features), seed=shuffle_seed, reshuffle_each_iteration=True)
-    if repeat:
-        dataset = dataset.repeat()
-
-    def complete(row):
-        row = dict(row)
-        row["input_mask"] = tf.ones_like(row["input_ids"])
-        row["segment_ids"] = tf.zeros_like(row["input_ids"])
-        return row
-
     padding = {"input_ids": pad_id, "input_mask": 0, "segment_ids": 0}
     if tag_ids is not None:
         padding.update(tag_ids=0, tag_mask=0.0)
-    dataset = dataset.map(complete).padded_batch(batch_size, padding_values=padding)
 
     def split(batch):
-        inputs = {k: batch[k] for k in ("input_ids", "input_mask", "segment_ids")}
+        inputs = {k: batch[k] for k in INPUT_NAMES}
         if tag_ids is None:
             return inputs
         return inputs, {"tag_ids": batch["tag_ids"], "tag_mask": batch["tag_mask"]}
 
-    return dataset.map(split).prefetch(tf.data.AUTOTUNE)
+    return padded_batches(columns, len(features), batch_size, padding, split, shuffle_seed, repeat)
 
 
 def word_logits(

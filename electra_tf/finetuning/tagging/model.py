@@ -16,7 +16,7 @@ import keras
 import tensorflow as tf
 
 from electra_tf.finetuning.loss import FinetuningLoss
-from electra_tf.modeling.encoder import INPUT_NAMES, ElectraEncoder
+from electra_tf.modeling.encoder import ElectraEncoder, token_inputs
 from electra_tf.modeling.layers import truncated_normal
 
 HEAD_NAME = "task_head"  # places the head at the top of the layer-wise decay
@@ -70,9 +70,7 @@ class ElectraTagger(FinetuningLoss, keras.Model):
             num_tags, kernel_initializer=truncated_normal(initializer_range), name=HEAD_NAME
         )
         # === Functional graph ===
-        inputs = {
-            name: keras.Input(shape=(None,), dtype="int32", name=name) for name in INPUT_NAMES
-        }
+        inputs = token_inputs()
         outputs = self.task_head(encoder(inputs))
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)
         # === Config ===

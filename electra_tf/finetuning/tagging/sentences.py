@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Optional
 
-from electra_tf.finetuning.classification.data import TaskDataError
+from electra_tf.finetuning.classification.data import TaskDataError, draw_rows
 
 # Longer "sentences" are refused: the file is not in the layout it was read as.
 MAX_SENTENCE_WORDS = 500
@@ -51,18 +51,7 @@ class TaggedSplit:
 
     def sample(self, count: int, seed: int = 0) -> "TaggedSplit":
         """`count` sentences drawn without replacement (in their original order)."""
-        import numpy as np
-
-        if count >= len(self):
-            return self
-        keep = np.sort(np.random.default_rng(seed).choice(len(self), size=count, replace=False))
-        pick = lambda values: [values[i] for i in keep]  # noqa: E731
-        return dataclasses.replace(
-            self,
-            sentences=pick(self.sentences),
-            tags=None if self.tags is None else pick(self.tags),
-            lines=pick(self.lines),
-        )
+        return draw_rows(self, count, seed, ("sentences", "tags", "lines"))
 
 
 def read_text_lines(path: str) -> list[str]:

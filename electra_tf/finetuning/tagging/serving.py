@@ -45,7 +45,8 @@ from electra_tf.finetuning.classification.serving import (
     TEXT_SIGNATURE,
     TOKEN_ID_SPECS,
 )
-from electra_tf.finetuning.tagging.data import CJK_RANGES, OUTSIDE
+from electra_tf.finetuning.tagging.data import OUTSIDE
+from electra_tf.tokenization import CJK_RANGES
 
 WORDS_SIGNATURE = "words"
 # How raw text is cut into words (recorded in a tagger's serving_config.json).

@@ -27,7 +27,6 @@ from electra_tf.artifacts.tagged_predictions import (
 )
 from electra_tf.errors import RunError
 from electra_tf.finetuning.classification.data import TAGGING
-from electra_tf.finetuning.settings import require_positive
 from electra_tf.finetuning.tagging import check
 from electra_tf.finetuning.tagging import features as tagging_features
 from electra_tf.finetuning.tagging import metrics as tagging_metrics
@@ -100,9 +99,7 @@ class TaggingTask(DefinedTask, TaskKind):
     _encoded: Optional[_Encoded] = dataclasses.field(default=None, init=False, repr=False)
 
     def __post_init__(self):
-        require_positive(max_seq_length=self.max_seq_length)
-        if self.max_train_examples is not None:
-            require_positive(max_train_examples=self.max_train_examples)
+        self.check_sizes()
 
     @classmethod
     def selected_by(cls, options: TaskOptions) -> bool:

@@ -171,16 +171,8 @@ def scaled_dot_product_attention(qkv, attention_bias, keep=None, keep_probabilit
     XLA:CPU runs that form about 2.5x slower than the others. Here they are
     computed transposed, dV^T = dC^T P and dK^T = Q^T dS, from transposed
     copies of the small [L, d] operands; the transposes back fold into the
-    copy that assembles the QKV gradient. The maths is autodiff's.
-
-    Args:
-        qkv: [B, L, 3, heads, d], the query, key and value projections.
-        attention_bias: float [B, 1, 1, L] (or [B, 1, L, L]), added to the float32 scores.
-        keep: bool [B, heads, L, L] dropout keep mask, or None for no dropout.
-        keep_probability: the mask's keep probability.
-
-    Returns:
-        Context vectors [B, L, heads, d] in qkv's dtype.
+    copy that assembles the QKV gradient. The maths is autodiff's. Arguments
+    and result: `reference.scaled_dot_product_attention`'s.
     """
     dtype = qkv.dtype
     scale = 1.0 / float(qkv.shape[-1]) ** 0.5
@@ -273,14 +265,7 @@ def inverse_cdf_sample(scores, uniforms):
     `SAMPLING_BLOCK` probabilities locate the block, then the cumulative sum
     within that one block locates the token. Same result as one cumulative
     sum over the vocabulary, without its cost (a scan over V per row is slow
-    under XLA on CPU).
-
-    Args:
-        scores: float32 [M, V], without gradient.
-        uniforms: float32 [M] in [0, 1).
-
-    Returns:
-        int32 [M].
+    under XLA on CPU). Arguments and result: `reference.inverse_cdf_sample`'s.
     """
     vocab_size = scores.shape[-1] or tf.shape(scores)[-1]
     blocks, _, row_max, block_sums = _softmax_blocks(scores)

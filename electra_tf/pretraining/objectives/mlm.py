@@ -15,15 +15,7 @@ from electra_tf.pretraining.pretrainer import Pretrainer
 
 def full_size_mlm_head(discriminator, kernels: str) -> MaskedLMHead:
     """The full-size model's masked-LM output, tied to its (shared) token table."""
-    encoder = discriminator.encoder
-    return MaskedLMHead(
-        encoder.embeddings,
-        encoder.initializer_range,
-        encoder.layer_norm_epsilon,
-        kernels=kernels,
-        dtype=encoder.dtype_policy,
-        name="mlm_predictions",
-    )
+    return MaskedLMHead.tied_to(discriminator.encoder, "mlm_predictions", kernels=kernels)
 
 
 class FullSizeMLM:
