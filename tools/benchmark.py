@@ -39,6 +39,7 @@ from absl import app, flags, logging  # noqa: E402
 
 from electra_tf.config import (  # noqa: E402
     BERT_VOCAB_SIZE,
+    DEFAULT_KERNELS,
     KERNELS,
     KERNELS_HELP,
     MIXED_PRECISION_POLICIES,
@@ -64,7 +65,7 @@ flags.DEFINE_integer("steps", 10, "Measured training steps (after warm-up).")
 flags.DEFINE_integer("warmup_steps", 3, "Unmeasured steps first (tracing, allocation).")
 flags.DEFINE_enum("mixed_precision", "none", MIXED_PRECISION_POLICIES, "Precision.")
 flags.DEFINE_boolean("jit_compile", False, "Compile the train step with XLA.")
-flags.DEFINE_enum("kernels", "reference", KERNELS, KERNELS_HELP)
+flags.DEFINE_enum("kernels", DEFAULT_KERNELS, KERNELS, KERNELS_HELP)
 flags.DEFINE_integer(
     "steps_per_execution",
     1,
