@@ -42,18 +42,21 @@ TRAINING_ALGORITHMS = ("joint", "two_stage", "adversarial")
 # the discriminator's token table is the generator's, without gradient, plus a
 # residual of its own.
 WEIGHT_SHARING = ("none", "embeddings", "all", "gdes")
-# The kernel sets a model can run (electra_tf.modeling.kernels): reference
-# (Keras layers and plain ops, the default), cpu_fast (hand-written gradients
-# for XLA on a CPU), or auto (cpu_fast when TensorFlow sees no GPU or TPU).
+# The kernel sets a model can run (electra_tf.modeling.kernels): auto (the
+# default: cpu_fast when TensorFlow sees no GPU or TPU, else reference),
+# reference (Keras layers and plain ops, what a reader checks against the
+# paper) or cpu_fast (hand-written gradients for XLA on a CPU).
 KERNELS = ("auto", "reference", "cpu_fast")
+DEFAULT_KERNELS = "auto"
 # The --kernels help of every command that builds a model.
 KERNELS_HELP = (
-    "The model's kernels: reference (the default: Keras layers, standard "
-    "TensorFlow ops and autodiff), cpu_fast (opt-in: hand-written gradients and "
-    "layouts, about 1.3x the training tokens/s under --jit_compile on a CPU; see "
-    "docs/performance.md) or auto (cpu_fast when no GPU or TPU is visible, else "
-    "reference). Weights, checkpoints and exports are the same under each, so a run "
-    "may resume with another; exports always trace with reference."
+    "The model's kernels: auto (the default: cpu_fast when TensorFlow sees no GPU or "
+    "TPU, else reference), reference (Keras layers, standard TensorFlow ops and "
+    "autodiff: the code to read against the paper) or cpu_fast (hand-written "
+    "gradients and layouts, about 1.3x the training tokens/s of reference under "
+    "--jit_compile on a CPU; see docs/performance.md). Weights, checkpoints and exports "
+    "are the same under each, so a run may resume with another; exports always trace "
+    "with reference."
 )
 # How text is normalized before WordPiece (electra_tf.tokenization): `bert`,
 # the original BERT/ELECTRA BasicTokenizer (Hangul kept whole), or `casefold`
@@ -294,7 +297,7 @@ class PretrainingConfig:
         False, "Compile the training step with XLA (see docs/performance.md)."
     )
     # The same weights and maths under each kernel set, so a run may resume with another.
-    kernels: str = flag_field("reference", KERNELS_HELP, choices=KERNELS)
+    kernels: str = flag_field(DEFAULT_KERNELS, KERNELS_HELP, choices=KERNELS)
     seed: int = flag_field(0, "Seed for data order, masking and sampling.")
     # Bookkeeping.
     save_checkpoints_steps: int = flag_field(1000, "Checkpoint interval in steps.")

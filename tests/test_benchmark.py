@@ -1,3 +1,4 @@
+import os
 import time
 
 import pytest
@@ -181,23 +182,39 @@ def test_finetune_step_throughput_is_work_over_the_measured_window():
     assert result["tokens_per_second"] == pytest.approx(3 * 4 * 16 / result["seconds"])
 
 
+FAKE_INFERENCE_PEER = (
+    "import argparse, json, sys\n"
+    "p = argparse.ArgumentParser()\n"
+    "for name in ('--vocab_file', '--texts', '--size', '--seq', '--batch', '--requests',\n"
+    "             '--batches', '--threads'): p.add_argument(name)\n"
+    "a = p.parse_args()\n"
+    "texts = open(a.texts).read().splitlines()\n"
+    "vocab = open(a.vocab_file).read().splitlines()\n"
+    "latency, rate = (float(x) for x in open(sys.argv[0] + '.timings').readline().split())\n"
+    "rest = open(sys.argv[0] + '.timings').read().splitlines()[1:]\n"
+    "open(sys.argv[0] + '.timings', 'w').write('\\n'.join(rest))\n"
+    "print(json.dumps({'peer': NAME, 'latency_ms_batch1_median': latency,\n"
+    "                  'texts_per_second_batched': rate, 'texts': len(texts),\n"
+    "                  'vocab': len(vocab), 'batch': int(a.batch), 'threads': int(a.threads)}))\n"
+)
+
+
+def fake_inference_peer(directory, name: str, timings: list) -> str:
+    """A peer script reporting `timings` (latency ms, texts/s), one pair per run, in turn."""
+    script = directory / f"{name}.py"
+    script.write_text(f"NAME = {name!r}\n" + FAKE_INFERENCE_PEER)
+    (directory / f"{name}.py.timings").write_text(
+        "\n".join(f"{latency} {rate}" for latency, rate in timings)
+    )
+    return str(script)
+
+
 @pytest.mark.slow
-def test_inference_sends_the_same_texts_and_vocabulary_to_the_peer(tmp_path):
+def test_inference_sends_the_same_texts_and_vocabulary_to_every_peer_in_rounds(tmp_path):
     import sys
 
-    script = tmp_path / "peer.py"
-    script.write_text(
-        "import argparse, json\n"
-        "p = argparse.ArgumentParser()\n"
-        "for name in ('--vocab_file', '--texts', '--size', '--seq', '--batch', '--requests',\n"
-        "             '--batches', '--threads'): p.add_argument(name)\n"
-        "a = p.parse_args()\n"
-        "texts = open(a.texts).read().splitlines()\n"
-        "vocab = open(a.vocab_file).read().splitlines()\n"
-        "print(json.dumps({'latency_ms_batch1_median': 5.0, 'texts_per_second_batched': 9.0,\n"
-        "                  'texts': len(texts), 'vocab': len(vocab), 'batch': int(a.batch),\n"
-        "                  'threads': int(a.threads)}))\n"
-    )
+    torch = fake_inference_peer(tmp_path, "torch", [(5.0, 90.0), (7.0, 80.0), (6.0, 100.0)])
+    ort = fake_inference_peer(tmp_path, "ort", [(4.0, 50.0), (2.0, 70.0), (3.0, 60.0)])
     config = preset(
         "tiny",
         hidden_size=32,
@@ -211,26 +228,67 @@ def test_inference_sends_the_same_texts_and_vocabulary_to_the_peer(tmp_path):
         config,
         requests=3,
         batches=2,
-        peer_python=sys.executable,
-        peer_script=str(script),
+        peers=[(sys.executable, torch), (sys.executable, ort)],
         size="tiny",
         threads=1,
+        rounds=3,
     )
     vocab, texts = benchmark.synthetic_texts(64)
-    # Ours was timed in a fresh process with the same thread count as the peer.
-    assert result["latency_ms_batch1_median"] > 0 and result["texts_per_second_batched"] > 0
+    # Ours was timed in a fresh process, once per round, with the peers' thread count.
+    assert len(result["runs"]) == 3
+    assert all(run["signature"] == "serving_default" for run in result["runs"])
+    ours = sorted(run["latency_ms_batch1_median"] for run in result["runs"])
+    assert result["latency_ms_batch1_median"] == ours[1] > 0
     assert (result["threads"], result["requests"], result["batch"]) == (1, 3, 4)
     assert result["forward"] == "lean"
-    assert (
-        result["peer"]["texts"],
-        result["peer"]["vocab"],
-        result["peer"]["batch"],
-        result["peer"]["threads"],
-    ) == (len(texts), len(vocab), 4, 1)
+    assert set(result["peers"]) == {"torch", "ort"}
+    for name, latency, rate in (("torch", 6.0, 90.0), ("ort", 3.0, 60.0)):
+        peer = result["peers"][name]
+        assert len(peer["runs"]) == 3
+        assert (peer["texts"], peer["vocab"], peer["batch"], peer["threads"]) == (
+            len(texts),
+            len(vocab),
+            4,
+            1,
+        )
+        # The medians over the rounds, and the ratios of the medians.
+        assert (peer["latency_ms_batch1_median"], peer["texts_per_second_batched"]) == (
+            latency,
+            rate,
+        )
+        assert peer["latency_ratio_peer_over_ours"] == pytest.approx(
+            latency / result["latency_ms_batch1_median"]
+        )
+        assert peer["throughput_ratio_vs_peer"] == pytest.approx(
+            result["texts_per_second_batched"] / rate
+        )
+
+
+def test_inference_peers_add_onnxruntime_when_the_peer_interpreter_has_it(tmp_path, capsys):
+    import sys
+
+    assert benchmark.inference_peers(None, None) == []
+    assert benchmark.inference_peers("/peer/python", "mine.py") == [("/peer/python", "mine.py")]
+    torch_peer = os.path.join(benchmark.PEERS, benchmark.PEER_SCRIPTS["inference"])
+    ort_peer = os.path.join(benchmark.PEERS, benchmark.ONNXRUNTIME_PEER)
+    # An interpreter without onnxruntime (this one: it is no requirement) gets PyTorch alone.
+    assert benchmark.inference_peers(sys.executable, None) == [(sys.executable, torch_peer)]
+    assert "has no onnxruntime" in capsys.readouterr().out
+    # One that can import both modules gets both peers.
+    modules = tmp_path / "modules"
+    modules.mkdir()
+    for name in ("onnx", "onnxruntime"):
+        (modules / f"{name}.py").write_text("")
+    python = tmp_path / "python"
+    python.write_text(f'#!/bin/sh\nPYTHONPATH={modules} exec {sys.executable} "$@"\n')
+    python.chmod(0o755)
+    assert benchmark.inference_peers(str(python), None) == [
+        (str(python), torch_peer),
+        (str(python), ort_peer),
+    ]
 
 
 def test_python_m_tools_benchmark_runs_from_the_repository_root():
-    import os
     import subprocess
     import sys
 
@@ -248,5 +306,52 @@ def test_python_m_tools_benchmark_runs_from_the_repository_root():
     assert os.path.isfile(benchmark.LATENCY_SCRIPT)
     assert all(
         os.path.isfile(os.path.join(benchmark.PEERS, name))
-        for name in benchmark.PEER_SCRIPTS.values()
+        for name in [*benchmark.PEER_SCRIPTS.values(), benchmark.ONNXRUNTIME_PEER]
     )
+
+
+def _peer_python(*modules: str):
+    """ELECTRA_TF_HF_PYTHON if that interpreter can import `modules`, else None."""
+    import subprocess
+
+    python = os.environ.get("ELECTRA_TF_HF_PYTHON")
+    if not python:
+        return None
+    probe = subprocess.run([python, "-c", f"import {', '.join(modules)}"], capture_output=True)
+    return python if probe.returncode == 0 else None
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    _peer_python("torch", "transformers", "onnx", "onnxruntime") is None,
+    reason="needs ELECTRA_TF_HF_PYTHON naming an interpreter with torch, transformers, onnx "
+    "and onnxruntime",
+)
+def test_the_peers_classify_the_same_texts_with_pytorch_and_onnxruntime(tmp_path):
+    import json
+    import subprocess
+
+    vocab, texts = benchmark.synthetic_texts(64)
+    (tmp_path / "vocab.txt").write_text("\n".join(vocab) + "\n")
+    (tmp_path / "texts.txt").write_text("\n".join(texts) + "\n")
+    common = ["--vocab_file", str(tmp_path / "vocab.txt"), "--texts", str(tmp_path / "texts.txt")]
+    common += ["--size", "tiny", "--batch", "4", "--requests", "3", "--batches", "2"]
+    common += ["--threads", "1"]
+    reports = {}
+    for script in (benchmark.PEER_SCRIPTS["inference"], benchmark.ONNXRUNTIME_PEER):
+        done = subprocess.run(
+            [_peer_python("onnxruntime"), os.path.join(benchmark.PEERS, script), *common],
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+        reports[script] = json.loads(done.stdout.splitlines()[-1])
+    ort = reports[benchmark.ONNXRUNTIME_PEER]
+    assert ort["peer"] == "hf-onnxruntime" and ort["threads"] == 1
+    # ONNX Runtime ran the fused graph (one Attention op per layer: tiny has 4)...
+    assert ort["fused_ops"]["Attention"] == 4
+    # ... and it gave PyTorch's probabilities, which the script checked before timing.
+    assert ort["max_abs_difference_vs_torch"] <= 1e-4
+    for report in reports.values():
+        assert report["latency_ms_batch1_median"] > 0 and report["texts_per_second_batched"] > 0

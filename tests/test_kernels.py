@@ -12,6 +12,7 @@ from conftest import make_batch
 from tensorflow.core.protobuf import saved_model_pb2
 
 from electra_tf.config import KERNELS, preset
+from electra_tf.modeling.electra import build_generator_and_discriminator
 from electra_tf.modeling.encoder import ElectraEncoder, copy_encoder, with_kernels
 from electra_tf.modeling.kernels import KERNEL_SETS, cpu_fast, reference, resolve_kernels
 from electra_tf.pretraining.objectives import make_pretrainer
@@ -81,9 +82,16 @@ def test_choices_and_what_auto_stands_for(monkeypatch):
         resolve_kernels("gpu_fast")
 
 
-def test_the_reference_set_is_the_default_and_every_layer_takes_its_models_set():
+def test_commands_default_to_auto_layers_to_reference_and_every_layer_takes_its_models_set():
     config = tiny_config(dropout_rate=0.1, attention_dropout_rate=0.1)
-    assert tiny_config().kernels == "reference"
+    # A command's config asks for auto (cpu_fast on a CPU); a model built without a set,
+    # as exports and converted checkpoints are, runs the reference kernels.
+    assert tiny_config().kernels == "auto"
+    _, plain = build_generator_and_discriminator(config.model, with_generator=False)
+    plain_layers = [
+        layer for layer in plain._flatten_layers(include_self=False) if hasattr(layer, "kernels")
+    ]
+    assert len(plain_layers) > 5 and {layer.kernels for layer in plain_layers} == {"reference"}
     for name in KERNEL_SETS:
         model = make_pretrainer(dataclasses.replace(config, kernels=name))
         with_set = [

@@ -6,6 +6,7 @@ import shutil
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from electra_tf.finetuning.classification.check import SAMPLE_TEXTS
@@ -34,10 +35,13 @@ def test_classifier_export_agrees_in_a_fresh_process(serving_exports):
     assert report.result["unsupported_ops"] == []
     assert "signature_def['serving_default']" in report.result["listing"]
     assert "inputs['text_pair'] tensor_info" in report.result["listing"]
-    # Every well-formed request agreed within the tolerance, every malformed one was an error.
+    # Every well-formed request agreed within the tolerance, every malformed one was an error:
+    # four through the float32 signatures, the sample texts and one text through bfloat16's.
     responses = report.result["responses"]
-    assert sum("outputs" in r for r in responses) == 4
-    assert sum("error" in r for r in responses) == len(responses) - 4
+    assert sum("outputs" in r for r in responses) == 6
+    assert sum("error" in r for r in responses) == len(responses) - 6
+    bfloat16 = [line for line in report.lines if line.startswith("ok   serving_bfloat16")]
+    assert len(bfloat16) == 2 and all("0.01 + 0.02 of the value" in line for line in bfloat16)
     assert sum(line.startswith("ok ") for line in report.lines) == len(responses)
     assert any(
         line.startswith("ok   serving_default: no text (empty outputs)") for line in report.lines
@@ -128,3 +132,17 @@ def test_weights_that_are_not_finite_fail_the_check(serving_exports, tmp_path):
         f"FAIL 1 of {len(model.weights)} weight tensors of "
         f"{diverged} hold NaN or infinite values (e.g. "
     )
+
+
+def test_a_relative_allowance_grows_with_the_value_and_still_refuses_beyond_it():
+    def served(values):  # as the fresh process returns an output
+        return {"logits": {"dtype": "float32", "values": values, "shape": [1, 2]}}
+
+    want = {"logits": np.array([[10.0, -0.5]], np.float32)}
+    # 0.01 + 2% of the value: 0.21 at 10.0, 0.02 at -0.5.
+    assert check.compare(want, served([[10.2, -0.515]]), 0.01, 0.02)[0] == []
+    for outside in ([[10.25, -0.5]], [[10.0, -0.53]]):
+        problems, _ = check.compare(want, served(outside), 0.01, 0.02)
+        assert problems and "+ 0.02 of the value" in problems[0]
+    # Without the relative share, 10.2 is far outside 0.01.
+    assert check.compare(want, served([[10.2, -0.515]]), 0.01)[0]

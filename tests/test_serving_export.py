@@ -25,9 +25,11 @@ def test_classifier_signatures_dtypes_shapes_and_assets(serving_exports):
     version_dir = serving_exports["pair"]
     assert os.path.basename(version_dir) == "1"
     loaded = tf.saved_model.load(version_dir)
-    assert set(loaded.signatures) == {"serving_default", "token_ids"}
+    assert set(loaded.signatures) == {"serving_default", "token_ids", "serving_bfloat16"}
     text_in, text_out = _signature_io(loaded.signatures["serving_default"])
     ids_in, ids_out = _signature_io(loaded.signatures["token_ids"])
+    # The bfloat16 signature takes and returns what serving_default does.
+    assert _signature_io(loaded.signatures["serving_bfloat16"]) == (text_in, text_out)
     assert text_in == {"text": (tf.string, [None]), "text_pair": (tf.string, [None])}
     assert ids_in == {
         name: (tf.int32, [None, None]) for name in ("input_ids", "input_mask", "segment_ids")
@@ -48,6 +50,7 @@ def test_classifier_signatures_dtypes_shapes_and_assets(serving_exports):
         config = json.load(f)
     assert config["kind"] == "classifier" and config["is_pair"] and config["max_seq_length"] == 16
     assert config["model"]["hidden_size"] == 32 and config["label_names"] == ["neg", "pos"]
+    assert config["signatures"] == ["serving_default", "token_ids", "serving_bfloat16"]
     assert os.path.isfile(os.path.join(version_dir, "assets.extra", "model.json"))
 
 

@@ -152,3 +152,46 @@ def test_an_encoder_without_layers_is_left_to_the_keras_forward():
         max_position_embeddings=24,
     )
     assert not forward.supports(build_classifier(encoder, 2, False, seed=0))
+
+
+def _round_to_bfloat16(values: np.ndarray) -> np.ndarray:
+    """float32 -> the nearest bfloat16 (ties to even), as float32: NumPy bit arithmetic."""
+    bits = values.astype(np.float32).view(np.uint32).astype(np.uint64)
+    rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16 << 16
+    return rounded.astype(np.uint32).view(np.float32)
+
+
+def test_bfloat16_weights_are_the_dense_layers_rounded_to_nearest_even():
+    model = _classifier()
+    weights = forward.BfloatWeights(model.encoder)
+    layers = forward.encoder_dense_layers(model.encoder)
+    assert len(layers) == 1 + 4 * 3  # the embedding projection, four per layer
+    for layer in layers:
+        kernel, bias = weights.of(layer)
+        assert kernel.dtype == tf.bfloat16 and bias.dtype == tf.bfloat16
+        np.testing.assert_array_equal(
+            tf.cast(kernel, tf.float32).numpy(), _round_to_bfloat16(layer.kernel.numpy())
+        )
+        np.testing.assert_array_equal(
+            tf.cast(bias, tf.float32).numpy(), _round_to_bfloat16(layer.bias.numpy())
+        )
+    assert weights.of(model.encoder.embeddings.layer_norm) is None  # not a dense layer
+
+
+@pytest.mark.parametrize("regression", [False, True])
+def test_bfloat16_products_stay_within_bfloat16_rounding_of_the_keras_model(regression):
+    from electra_tf.finetuning.classification.check import (
+        BFLOAT16_RELATIVE_TOLERANCE,
+        BFLOAT16_TOLERANCE,
+    )
+
+    model = _classifier(regression)
+    inputs = _inputs()
+    expected = model(inputs, training=False).numpy()
+    weights = forward.BfloatWeights(model.encoder)
+    got = tf.function(lambda x: forward.classifier_outputs(model, x, weights))(inputs).numpy()
+    error = np.abs(got - expected)
+    # Products in bfloat16 (8 significant bits) move the outputs beyond float32's rounding...
+    assert error.max() > 1e-5
+    # ... by about bfloat16's own: within what the export check allows the signature.
+    assert np.all(error <= BFLOAT16_TOLERANCE + BFLOAT16_RELATIVE_TOLERANCE * np.abs(expected))

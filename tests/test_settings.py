@@ -99,3 +99,12 @@ def test_identity_records_the_precision_and_reduction_only_away_from_their_defau
     )
     # Accumulation and XLA compute the same update: a run may resume with others.
     assert changed == {**default, "mixed_precision": "bfloat16", "loss_reduction": "sum"}
+
+
+def test_the_default_kernels_are_the_fast_ones_and_no_part_of_a_run_s_identity():
+    """Runs made when reference was the default resume, and match, under the new default."""
+    default = FinetuneSettings(output_dir="out").resolve("small", 3.0)
+    assert default.kernels == "auto"
+    for kernels in ("reference", "cpu_fast"):
+        former = FinetuneSettings(output_dir="out", kernels=kernels).resolve("small", 3.0)
+        assert former.identity() == default.identity()

@@ -23,7 +23,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Optional
+from typing import Optional, Sequence
 
 if __name__ == "__main__":  # before TensorFlow (and electra_tf, which imports it) is imported
     from tools.huge_pages import reexec_for_huge_pages
@@ -39,6 +39,7 @@ from absl import app, flags, logging  # noqa: E402
 
 from electra_tf.config import (  # noqa: E402
     BERT_VOCAB_SIZE,
+    DEFAULT_KERNELS,
     KERNELS,
     KERNELS_HELP,
     MIXED_PRECISION_POLICIES,
@@ -64,7 +65,7 @@ flags.DEFINE_integer("steps", 10, "Measured training steps (after warm-up).")
 flags.DEFINE_integer("warmup_steps", 3, "Unmeasured steps first (tracing, allocation).")
 flags.DEFINE_enum("mixed_precision", "none", MIXED_PRECISION_POLICIES, "Precision.")
 flags.DEFINE_boolean("jit_compile", False, "Compile the train step with XLA.")
-flags.DEFINE_enum("kernels", "reference", KERNELS, KERNELS_HELP)
+flags.DEFINE_enum("kernels", DEFAULT_KERNELS, KERNELS, KERNELS_HELP)
 flags.DEFINE_integer(
     "steps_per_execution",
     1,
@@ -89,7 +90,13 @@ flags.DEFINE_integer(
     "Inference mode: intra-op and inter-op threads "
     "of the process serving the export (TF Serving's "
     "--tensorflow_intra_op_parallelism / --tensorflow_inter_op_parallelism) "
-    "and of the peer's PyTorch; 0: each library's default (one per core).",
+    "and of the peers' PyTorch and ONNX Runtime; 0: each library's default (one per core).",
+)
+flags.DEFINE_integer(
+    "inference_rounds",
+    1,
+    "Inference mode: rounds of ours then each peer, every "
+    "run a fresh process (the medians over the rounds are compared).",
 )
 flags.DEFINE_enum(
     "serving_forward",
@@ -97,6 +104,11 @@ flags.DEFINE_enum(
     ["lean", "keras"],
     "Inference mode: the export's "
     "forward pass (electra_tf.modeling.lean_forward); default: the exporter's.",
+)
+flags.DEFINE_string(
+    "serving_signature",
+    "serving_default",
+    "Inference mode: the export's raw-text signature timed.",
 )
 flags.DEFINE_integer("pipeline_batches", 200, "Batches timed for the input pipeline (0: skip).")
 flags.DEFINE_float("shard_megabytes", 4.0, "Text size for the shard-building benchmark (0: skip).")
@@ -108,7 +120,8 @@ flags.DEFINE_string(
     "run in the same session, printing JSON (pretrain and finetune: taking "
     "--size/--batch/--seq/--steps, reporting tokens_per_second). Default for the "
     "finetune and inference modes: the scripts in tools/peers/ (Hugging Face "
-    "transformers on PyTorch), when --peer_python is given.",
+    "transformers on PyTorch; for inference also ONNX Runtime when --peer_python "
+    "has it), when --peer_python is given.",
 )
 flags.DEFINE_string(
     "peer_python",
@@ -381,11 +394,12 @@ def benchmark_inference(
     config,
     requests: int,
     batches: int,
-    peer_python: Optional[str] = None,
-    peer_script: Optional[str] = None,
+    peers: Sequence[tuple[str, str]] = (),
     size: str = "small",
     threads: int = 1,
     forward: Optional[str] = None,
+    signature: str = "serving_default",
+    rounds: int = 1,
 ) -> dict:
     """Latency and throughput of the exported raw-text classifier: text in, probabilities out.
 
@@ -393,10 +407,19 @@ def benchmark_inference(
     Serving version (`electra_tf.serving.exporter`, with `forward`; None: the
     exporter's default), loaded in a fresh process that has only TensorFlow
     and TensorFlow Text (`tools/latency.py`, `threads` intra-op
-    and inter-op threads) and called through its `serving_default`
-    signature: `requests` single texts one at a time (their median latency),
-    then `batches` batches of `config.train_batch_size` texts (texts per
-    second). A peer script gets the same texts, vocabulary and thread count.
+    and inter-op threads) and called through its raw-text `signature`:
+    `requests` single texts one at a time (their median latency), then
+    `batches` batches of `config.train_batch_size` texts (texts per second).
+    Each peer, a (python, script) pair, gets the same texts, vocabulary and
+    thread count. A round runs ours, then each peer, each in a fresh process;
+    `rounds` rounds alternate them so that a drift of the machine meets all.
+
+    Returns:
+        Ours: `forward`, `signature`, `runs` (one report per round) and the
+        medians over the rounds (`latency_ms_batch1_median`,
+        `texts_per_second_batched`, with the last run's other keys);
+        `peers`: {the peer's name: the same, plus `latency_ratio_peer_over_ours`
+        and `throughput_ratio_vs_peer` of the medians}.
     """
     from electra_tf.artifacts.serving_dir import read_serving_config
     from electra_tf.serving.exporter import export_finetuned
@@ -434,6 +457,7 @@ def benchmark_inference(
             model, info, vocab_file, os.path.join(tmp, "export"), "bench", forward=forward
         )
         results["forward"] = read_serving_config(version)["forward"]
+        results["signature"] = signature
         counts = [
             "--batch",
             str(batch),
@@ -444,26 +468,65 @@ def benchmark_inference(
             "--threads",
             str(threads),
         ]
-        results.update(
-            _run_peer([sys.executable, "-I", LATENCY_SCRIPT, version, texts_file, *counts])
+        ours = [sys.executable, "-I", LATENCY_SCRIPT, version, texts_file, *counts]
+        ours += ["--signature", signature]
+        runs = {"ours": []}
+        for _ in range(rounds):
+            runs["ours"].append(_run_peer(ours))
+            for python, script in peers:
+                command = [python, script, "--vocab_file", vocab_file, "--texts", texts_file]
+                command += ["--size", size, "--seq", str(config.max_seq_length), *counts]
+                report = _run_peer(command)
+                runs.setdefault(report.get("peer", os.path.basename(script)), []).append(report)
+    results.update(_medians(runs.pop("ours")))
+    results["peers"] = {}
+    for name, reports in runs.items():
+        peer = _medians(reports)
+        peer["latency_ratio_peer_over_ours"] = (
+            peer["latency_ms_batch1_median"] / results["latency_ms_batch1_median"]
         )
-        if peer_python and peer_script:
-            results["peer"] = _run_peer(
-                [
-                    peer_python,
-                    peer_script,
-                    "--vocab_file",
-                    vocab_file,
-                    "--texts",
-                    texts_file,
-                    "--size",
-                    size,
-                    "--seq",
-                    str(config.max_seq_length),
-                    *counts,
-                ]
-            )
+        peer["throughput_ratio_vs_peer"] = (
+            results["texts_per_second_batched"] / peer["texts_per_second_batched"]
+        )
+        results["peers"][name] = peer
     return results
+
+
+def _medians(reports: list) -> dict:
+    """The last report's keys, its two timings replaced by their medians over `reports`."""
+    return {
+        **reports[-1],
+        "runs": reports,
+        **{
+            key: float(np.median([report[key] for report in reports]))
+            for key in ("latency_ms_batch1_median", "texts_per_second_batched")
+        },
+    }
+
+
+def inference_peers(peer_python: Optional[str], peer_script: Optional[str]) -> list:
+    """The (python, script) peers of the inference mode.
+
+    `peer_script` alone if given; else, with `peer_python`, transformers on
+    PyTorch (tools/peers) and, if that interpreter has onnxruntime and onnx,
+    the same classifier on ONNX Runtime; else none.
+    """
+    python = peer_python or sys.executable
+    if peer_script:
+        return [(python, peer_script)]
+    if not peer_python:
+        return []
+    peers = [(python, os.path.join(PEERS, PEER_SCRIPTS["inference"]))]
+    probe = subprocess.run(
+        [python, "-c", "import onnx, onnxruntime"], capture_output=True, text=True
+    )
+    if probe.returncode == 0:
+        peers.append((python, os.path.join(PEERS, ONNXRUNTIME_PEER)))
+    else:
+        print(
+            f"{python} has no onnxruntime (or onnx): the ONNX Runtime peer is left out", flush=True
+        )
+    return peers
 
 
 def bracketing_peak(before: float, after: float) -> dict:
@@ -755,15 +818,17 @@ PEER_SCRIPTS = {
     "finetune": "hf_finetune_step.py",
     "inference": "hf_text_classification_inference.py",
 }
+# The inference mode's second default peer, when the peer's interpreter has onnxruntime.
+ONNXRUNTIME_PEER = "hf_onnxruntime_inference.py"
 
 
 def _finetune_or_inference(config) -> dict:
-    """The finetune and inference modes, with the peer beside them and the ratios printed."""
-    peer_script = FLAGS.peer_script or (
-        os.path.join(PEERS, PEER_SCRIPTS[FLAGS.mode]) if FLAGS.peer_python else None
-    )
-    peer_python = FLAGS.peer_python or sys.executable
+    """The finetune and inference modes, with the peers beside them and the ratios printed."""
     if FLAGS.mode == "finetune":
+        peer_script = FLAGS.peer_script or (
+            os.path.join(PEERS, PEER_SCRIPTS["finetune"]) if FLAGS.peer_python else None
+        )
+        peer_python = FLAGS.peer_python or sys.executable
         results = benchmark_finetune_step(
             config, FLAGS.steps, FLAGS.warmup_steps, FLAGS.jit_compile
         )
@@ -791,33 +856,28 @@ def _finetune_or_inference(config) -> dict:
         config,
         FLAGS.inference_requests,
         FLAGS.inference_batches,
-        peer_python if peer_script else None,
-        peer_script,
+        inference_peers(FLAGS.peer_python, FLAGS.peer_script),
         FLAGS.model_size,
         FLAGS.inference_threads,
         FLAGS.serving_forward,
+        FLAGS.serving_signature,
+        FLAGS.inference_rounds,
     )
     threads = FLAGS.inference_threads or "default"
+    rounds = f", median of {FLAGS.inference_rounds} rounds" if FLAGS.inference_rounds > 1 else ""
     print(
-        f"exported classifier ({results['forward']} forward, {threads} intra-/inter-op "
-        f"threads, fresh process): median latency {results['latency_ms_batch1_median']:.1f} "
-        f"ms at batch 1; {results['texts_per_second_batched']:.1f} texts/s at batch "
-        f"{config.train_batch_size}",
+        f"exported classifier ({results['forward']} forward, signature {results['signature']}, "
+        f"{threads} intra-/inter-op threads, fresh process{rounds}): median latency "
+        f"{results['latency_ms_batch1_median']:.2f} ms at batch 1; "
+        f"{results['texts_per_second_batched']:.1f} texts/s at batch {config.train_batch_size}",
         flush=True,
     )
-    if "peer" in results:
-        peer = results["peer"]
-        results["latency_ratio_peer_over_ours"] = (
-            peer["latency_ms_batch1_median"] / results["latency_ms_batch1_median"]
-        )
-        results["throughput_ratio_vs_peer"] = (
-            results["texts_per_second_batched"] / peer["texts_per_second_batched"]
-        )
+    for name, peer in results["peers"].items():
         print(
-            f"peer ({os.path.basename(peer_script)}): median latency "
-            f"{peer['latency_ms_batch1_median']:.1f} ms, {peer['texts_per_second_batched']:.1f} "
-            f"texts/s; the peer's latency is {results['latency_ratio_peer_over_ours']:.2f}x "
-            f"ours, our throughput {results['throughput_ratio_vs_peer']:.2f}x its",
+            f"peer {name}: median latency {peer['latency_ms_batch1_median']:.2f} ms, "
+            f"{peer['texts_per_second_batched']:.1f} texts/s; its latency is "
+            f"{peer['latency_ratio_peer_over_ours']:.2f}x ours, our throughput "
+            f"{peer['throughput_ratio_vs_peer']:.2f}x its",
             flush=True,
         )
     return results

@@ -10,14 +10,15 @@ starts and nothing of the exporting process (its graphs, caches, threads) is
 shared:
 
     python -I tools/latency.py <version_dir> <texts.txt> [--threads N] [--batch 32] \\
-        [--requests 100] [--batches 20]
+        [--requests 100] [--batches 20] [--signature serving_default]
 
 `--threads N` sets TensorFlow's intra-op and inter-op thread pools to N each
 (TF Serving's `--tensorflow_intra_op_parallelism` and
 `--tensorflow_inter_op_parallelism`); 0 keeps TensorFlow's default (one per
 core). Prints one JSON line: the median latency of `requests` single texts
 (one at a time, after 5 warm-up calls) and the texts per second over
-`batches` batches, through the `serving_default` signature.
+`batches` batches, through the raw-text signature `--signature` (by default
+`serving_default`).
 """
 
 import json
@@ -31,6 +32,7 @@ flags.DEFINE_integer("threads", 0, "TensorFlow's intra-op and inter-op threads (
 flags.DEFINE_integer("batch", 32, "Texts per batch of the throughput part.")
 flags.DEFINE_integer("requests", 100, "Single-text requests timed one at a time.")
 flags.DEFINE_integer("batches", 20, "Batches timed.")
+flags.DEFINE_string("signature", "serving_default", "The raw-text signature (one `text` input).")
 FLAGS = flags.FLAGS
 
 
@@ -48,7 +50,7 @@ def main(argv):
     tf.config.threading.set_inter_op_parallelism_threads(FLAGS.threads)
     with open(texts_file, encoding="utf-8") as f:
         texts = [line.rstrip("\n") for line in f if line.strip()]
-    predict = tf.saved_model.load(version_dir, tags=["serve"]).signatures["serving_default"]
+    predict = tf.saved_model.load(version_dir, tags=["serve"]).signatures[FLAGS.signature]
 
     def call(some):
         outputs = predict(text=tf.constant(some))
@@ -81,6 +83,7 @@ def main(argv):
                 "requests": FLAGS.requests,
                 "batches": FLAGS.batches,
                 "batch": batch,
+                "signature": FLAGS.signature,
                 "tensorflow": tf.__version__,
             }
         )

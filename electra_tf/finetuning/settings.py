@@ -14,6 +14,7 @@ import dataclasses
 from typing import Optional
 
 from electra_tf.config import (
+    DEFAULT_KERNELS,
     KERNELS,
     KERNELS_HELP,
     MIXED_PRECISION_POLICIES,
@@ -168,7 +169,7 @@ class FinetuneSettings:
         "replicas: each replica's forward and backward pass).",
     )
     # The kernel set the model runs (electra_tf.modeling.kernels).
-    kernels: str = flag_field("reference", KERNELS_HELP, choices=KERNELS)
+    kernels: str = flag_field(DEFAULT_KERNELS, KERNELS_HELP, choices=KERNELS)
     # A no-pre-training baseline: the checkpoint's encoder with fresh weights.
     random_init: bool = flag_field(
         False,

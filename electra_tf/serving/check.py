@@ -149,8 +149,14 @@ def _short_error(message: str) -> str:
     return (lines[0] if lines else message)[:200]
 
 
-def compare(expected: dict, outputs: dict, tolerance: float) -> tuple[list[str], float]:
-    """(problems, largest float difference) between expected and served outputs."""
+def compare(
+    expected: dict, outputs: dict, tolerance: float, relative: float = 0.0
+) -> tuple[list[str], float]:
+    """(problems, largest float difference) between expected and served outputs.
+
+    A float output may differ from its expected value by `tolerance` +
+    `relative` x |value| + `ULPS` float32 ulps of the value.
+    """
     problems, largest = [], 0.0
     missing = sorted(set(expected) - set(outputs))
     if missing:
@@ -166,11 +172,13 @@ def compare(expected: dict, outputs: dict, tolerance: float) -> tuple[list[str],
             largest = max(largest, difference)
             # Large values (the -1000 added at masked positions of QA logits) also get a
             # few float32 ulps of their own magnitude.
-            allowed = tolerance + ULPS * np.spacing(np.abs(want).astype(np.float32))
+            magnitude = np.abs(want).astype(np.float32)
+            allowed = tolerance + relative * magnitude + ULPS * np.spacing(magnitude)
             if not np.all(error <= allowed):
                 worst = float(np.max(error - allowed))
+                share = f" + {relative:g} of the value" if relative else ""
                 problems.append(
-                    f"{name}: max |difference| {difference:.3g} exceeds {tolerance:g} "
+                    f"{name}: max |difference| {difference:.3g} exceeds {tolerance:g}{share} "
                     f"(+ {ULPS} ulps of the value) by {worst:.3g}"
                 )
         elif not np.array_equal(want.astype(got.dtype) if want.dtype.kind != "O" else want, got):
@@ -232,7 +240,7 @@ def check_export(
     if not wanted <= set(result["signatures"]):
         ok = False
         lines.append(f"FAIL signatures {sorted(wanted - set(result['signatures']))} missing")
-    for name, want, response in zip(names, expected, result["responses"]):
+    for name, request, want, response in zip(names, requests, expected, result["responses"]):
         if want is None:
             if "error" in response:
                 lines.append(f"ok   {name}: {_short_error(response['error'])}")
@@ -244,12 +252,18 @@ def check_export(
             ok = False
             lines.append(f"FAIL {name}: {response['error']}")
             continue
-        problems, largest = compare(want, response["outputs"], tolerance)
+        # A request may carry its own allowance (bfloat16 signatures: bfloat16's rounding).
+        allowance = max(tolerance, request.get("tolerance", 0.0))
+        relative = request.get("relative_tolerance", 0.0)
+        problems, largest = compare(want, response["outputs"], allowance, relative)
         if problems:
             ok = False
             lines.append(f"FAIL {name}: " + "; ".join(problems))
         else:
-            lines.append(f"ok   {name}: max |difference| {largest:.2g} (tolerance {tolerance:g})")
+            share = f" + {relative:g} of the value" if relative else ""
+            lines.append(
+                f"ok   {name}: max |difference| {largest:.2g} (tolerance {allowance:g}{share})"
+            )
     if "latency" in result:
         lines.append(f"first call {result['first_call_seconds'] * 1000:.0f} ms")
         for batch, timing in result["latency"].items():

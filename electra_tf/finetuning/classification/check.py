@@ -20,7 +20,11 @@ from electra_tf.artifacts.check_requests import (
     malformed_id_requests,
 )
 from electra_tf.finetuning.classification import features
-from electra_tf.finetuning.classification.serving import IDS_SIGNATURE, TEXT_SIGNATURE
+from electra_tf.finetuning.classification.serving import (
+    BFLOAT16_SIGNATURE,
+    IDS_SIGNATURE,
+    TEXT_SIGNATURE,
+)
 
 SAMPLE_TEXTS = [
     "The movie was very good.",
@@ -32,6 +36,12 @@ SAMPLE_TEXTS = [
 ]
 SAMPLE_PAIRS = ["Was it fun?", "", "영화", "plot twist " * 30, "naïve", "x"]
 INVALID_UTF8 = b"bad \xff\xfe bytes \xc3"
+# What the bfloat16 signature may differ from the float32 Keras model by, in its float
+# outputs: bfloat16 keeps 8 bits of each product's inputs (2^-8 relative), and the
+# encoder's 12 or 24 layers add up their rounding. Its labels are not compared: where two
+# classes' logits are within that rounding of each other, either may win.
+BFLOAT16_TOLERANCE = 1e-2
+BFLOAT16_RELATIVE_TOLERANCE = 2e-2
 
 
 def encode(reference, texts_a: list, texts_b: Optional[list]) -> dict:
@@ -137,5 +147,24 @@ def sequence_requests(
 
 
 def build_requests(reference) -> tuple[list[dict], list[Optional[dict]], list[str]]:
-    """The classifier's requests: raw text, one text, token ids, no text, malformed ones."""
-    return sequence_requests(reference, classifier_outputs, empty_batch=True)
+    """The classifier's requests: raw text, one text, token ids, no text, malformed ones;
+    the sample texts and one text through the bfloat16 signature, if the export has it."""
+    requests, expected, names = sequence_requests(reference, classifier_outputs, empty_batch=True)
+    if BFLOAT16_SIGNATURE in reference.config.get("signatures", ()):
+        for position in (0, 1):  # the sample texts, one text
+            floats = {
+                name: value
+                for name, value in expected[position].items()
+                if np.asarray(value).dtype.kind == "f"
+            }
+            requests.append(
+                {
+                    **requests[position],
+                    "signature": BFLOAT16_SIGNATURE,
+                    "tolerance": BFLOAT16_TOLERANCE,
+                    "relative_tolerance": BFLOAT16_RELATIVE_TOLERANCE,
+                }
+            )
+            expected.append(floats)
+            names.append(names[position].replace(TEXT_SIGNATURE, BFLOAT16_SIGNATURE, 1))
+    return requests, expected, names

@@ -11,6 +11,10 @@
 `token_ids` (for clients that tokenize themselves):
     inputs:  `input_ids`, `input_mask`, `segment_ids` int32 [B, L]
     outputs: the same as `serving_default`.
+
+`serving_bfloat16` (exports with the lean forward pass): `serving_default`
+with the encoder's dense layers multiplied in bfloat16
+(`lean_forward.BfloatWeights`), for CPUs with AVX512-BF16 or AMX.
 """
 
 from __future__ import annotations
@@ -24,6 +28,8 @@ from electra_tf.modeling import lean_forward as forwards
 
 TEXT_SIGNATURE = "serving_default"
 IDS_SIGNATURE = "token_ids"
+# Raw text with bfloat16 products (lean exports only).
+BFLOAT16_SIGNATURE = "serving_bfloat16"
 # Inputs of every token-id signature: int32 [B, L] each.
 TOKEN_ID_SPECS = [
     tf.TensorSpec([None, None], tf.int32, name=name)
@@ -68,6 +74,8 @@ class ClassifierServing(tf.Module):
             )
         self._forward = forward
         self.model = model
+        # bfloat16 copies of the encoder's dense weights, saved with the export.
+        self.bfloat16_weights = forwards.BfloatWeights(model.encoder) if forward == "lean" else None
         self.tokenizer = tokenizer
         self._max_seq_length = int(max_seq_length)
         self._is_pair = bool(is_pair)
@@ -80,9 +88,15 @@ class ClassifierServing(tf.Module):
         """How the signatures compute the model: "lean" or "keras"."""
         return self._forward
 
-    def _outputs(self, inputs: dict) -> dict:
+    @property
+    def signature_names(self) -> list:
+        """The names of the signatures `signatures()` returns."""
+        names = [TEXT_SIGNATURE, IDS_SIGNATURE]
+        return names + ([BFLOAT16_SIGNATURE] if self.bfloat16_weights is not None else [])
+
+    def _outputs(self, inputs: dict, bfloat=None) -> dict:
         if self._forward == "lean":
-            raw = forwards.classifier_outputs(self.model, inputs)
+            raw = forwards.classifier_outputs(self.model, inputs, bfloat)
         else:
             raw = tf.cast(self.model(inputs, training=False), tf.float32)
         if self._regression:
@@ -95,7 +109,7 @@ class ClassifierServing(tf.Module):
             "label": tf.gather(tf.constant(self._label_names, tf.string), label_id),
         }
 
-    def _from_text(self, text, text_pair=None) -> dict:
+    def _from_text(self, text, text_pair=None, bfloat=None) -> dict:
         pieces_b = None
         text = text_ops.ensure_texts(text, "text")
         count = tf.size(text)
@@ -122,7 +136,7 @@ class ClassifierServing(tf.Module):
             self.tokenizer.sep_id,
             self.tokenizer.pad_id,
         )
-        return text_ops.first_rows(self._outputs(inputs), count)
+        return text_ops.first_rows(self._outputs(inputs, bfloat), count)
 
     def _from_ids(self, input_ids, input_mask, segment_ids) -> dict:
         inputs = text_ops.checked_token_ids(
@@ -130,8 +144,8 @@ class ClassifierServing(tf.Module):
         )
         return self._outputs(inputs)
 
-    def signatures(self) -> dict:
-        """`{signature name: concrete function}` for `tf.saved_model.save`."""
+    def _text_function(self, bfloat=None):
+        """The raw-text signature's function (`bfloat`: see `lean_forward.classifier_outputs`)."""
         if self._is_pair:
 
             @tf.function(
@@ -141,20 +155,29 @@ class ClassifierServing(tf.Module):
                 ]
             )
             def serve_text(text, text_pair):
-                return self._from_text(text, text_pair)
+                return self._from_text(text, text_pair, bfloat)
         else:
 
             @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text")])
             def serve_text(text):
-                return self._from_text(text)
+                return self._from_text(text, bfloat=bfloat)
+
+        return serve_text
+
+    def signatures(self) -> dict:
+        """`{signature name: concrete function}` for `tf.saved_model.save`."""
 
         @tf.function(input_signature=TOKEN_ID_SPECS)
         def serve_ids(input_ids, input_mask, segment_ids):
             return self._from_ids(input_ids, input_mask, segment_ids)
 
-        self.serve_text = serve_text
+        self.serve_text = self._text_function()
         self.serve_ids = serve_ids
-        return {
-            TEXT_SIGNATURE: serve_text.get_concrete_function(),
+        signatures = {
+            TEXT_SIGNATURE: self.serve_text.get_concrete_function(),
             IDS_SIGNATURE: serve_ids.get_concrete_function(),
         }
+        if self.bfloat16_weights is not None:
+            self.serve_text_bfloat16 = self._text_function(self.bfloat16_weights)
+            signatures[BFLOAT16_SIGNATURE] = self.serve_text_bfloat16.get_concrete_function()
+        return signatures

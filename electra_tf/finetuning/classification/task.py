@@ -355,10 +355,12 @@ class ClassificationTask(DefinedTask, TaskKind):
 
     @classmethod
     def serving_config(cls, module, info: dict) -> dict:
-        """How the signatures compute (`forward`, `head`), the pairing, the labels or scale, the task."""
+        """How the signatures compute (`forward`, `head`), their names, the pairing, the labels or
+        scale, the task."""
         task = Task.from_dict(info["task"])
         return {
             "forward": module.forward,
+            "signatures": module.signature_names,
             "head": module.model.head,
             "is_pair": task.is_pair,
             "label_names": cls.label_names(info),
