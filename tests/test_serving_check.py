@@ -41,7 +41,9 @@ def test_classifier_export_agrees_in_a_fresh_process(serving_exports):
     assert sum("outputs" in r for r in responses) == 6
     assert sum("error" in r for r in responses) == len(responses) - 6
     bfloat16 = [line for line in report.lines if line.startswith("ok   serving_bfloat16")]
-    assert len(bfloat16) == 2 and all("0.01 + 0.02 of the value" in line for line in bfloat16)
+    assert len(bfloat16) == 2 and all(
+        "0.01 + 0.02 of its row's largest value" in line for line in bfloat16
+    )
     assert sum(line.startswith("ok ") for line in report.lines) == len(responses)
     assert any(
         line.startswith("ok   serving_default: no text (empty outputs)") for line in report.lines
@@ -134,15 +136,25 @@ def test_weights_that_are_not_finite_fail_the_check(serving_exports, tmp_path):
     )
 
 
-def test_a_relative_allowance_grows_with_the_value_and_still_refuses_beyond_it():
+def test_a_relative_allowance_grows_with_the_rows_largest_value_and_refuses_beyond_it():
     def served(values):  # as the fresh process returns an output
-        return {"logits": {"dtype": "float32", "values": values, "shape": [1, 2]}}
+        shape = list(np.shape(values))
+        return {"logits": {"dtype": "float32", "values": values, "shape": shape}}
 
-    want = {"logits": np.array([[10.0, -0.5]], np.float32)}
-    # 0.01 + 2% of the value: 0.21 at 10.0, 0.02 at -0.5.
-    assert check.compare(want, served([[10.2, -0.515]]), 0.01, 0.02)[0] == []
-    for outside in ([[10.25, -0.5]], [[10.0, -0.53]]):
+    want = {"logits": np.array([[10.0, -0.5], [1.0, 0.0]], np.float32)}
+    # 0.01 + 2% of each row's largest |value|: 0.21 for both values of the first row
+    # (-0.5 too), 0.03 for both of the second.
+    assert check.compare(want, served([[10.2, -0.7], [1.029, 0.029]]), 0.01, 0.02)[0] == []
+    for outside in (
+        [[10.25, -0.5], [1.0, 0.0]],
+        [[10.0, -0.75], [1.0, 0.0]],
+        [[10.0, -0.5], [1.0, 0.035]],
+    ):
         problems, _ = check.compare(want, served(outside), 0.01, 0.02)
-        assert problems and "+ 0.02 of the value" in problems[0]
+        assert problems and "+ 0.02 of its row's largest value" in problems[0]
+    # A one-dimensional output (a score per example) scales with each value itself.
+    scores = {"logits": np.array([10.0, -0.5], np.float32)}
+    assert check.compare(scores, served([10.2, -0.515]), 0.01, 0.02)[0] == []
+    assert check.compare(scores, served([10.0, -0.53]), 0.01, 0.02)[0]
     # Without the relative share, 10.2 is far outside 0.01.
-    assert check.compare(want, served([[10.2, -0.515]]), 0.01)[0]
+    assert check.compare(want, served([[10.2, -0.5], [1.0, 0.0]]), 0.01)[0]
