@@ -130,6 +130,10 @@ class TrainStep(PrebuiltModel):
         # the batch counter and the dropout seeds, which read no input, would
         # advance even when taking the batch fails (a damaged shard), leaving
         # the state of no step. Every op of the step waits for the batch.
+        # The optimizer's variables are made first, outside that dependency: a
+        # variable created under it cannot be lifted out of an XLA-compiled step.
+        if not self.optimizer.built:
+            self.optimizer.build(self.trainable_variables)
         with tf.control_dependencies(tf.nest.flatten(data)):
             return self._train_step(data)
 
