@@ -162,6 +162,27 @@ def ensure_texts(texts: tf.Tensor, name: str) -> tf.Tensor:
     return tf.ensure_shape(texts, [None], name=f"check_{name}_shape")
 
 
+def ensure_text_pairs(first: tf.Tensor, second: tf.Tensor, names: tuple) -> tuple:
+    """`ensure_texts` of both inputs; `second` checked at run time to be as long as `first`.
+
+    Args:
+        first, second: string [B] inputs of one signature.
+        names: their input names, for the error messages.
+
+    Returns:
+        (first, second), `second` depending on the length check.
+    """
+    first = ensure_texts(first, names[0])
+    second = ensure_texts(second, names[1])
+    same = tf.debugging.assert_equal(
+        tf.size(first),
+        tf.size(second),
+        message=f"{names[0]} and {names[1]} must have the same batch size",
+    )
+    with tf.control_dependencies([same]):
+        return first, tf.identity(second)
+
+
 def at_least_one_row(texts: tf.Tensor) -> tf.Tensor:
     """`texts` [B] with one empty string appended when B is 0 (otherwise unchanged).
 

@@ -3,6 +3,7 @@
 import json
 import math
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -279,7 +280,11 @@ def test_export_reports_the_measured_difference(run_and_preset, tmp_path, capsys
     run_dir, _, _ = run_and_preset
     assert convert(["export-keras-hub", run_dir, str(tmp_path / "p")]) == 0
     out = capsys.readouterr().out
-    assert "max |difference|" in out and "0.00e+00 with the exact GELU" in out
+    measured = re.search(r"max \|difference\| (\S+) .*; (\S+) with the exact GELU", out)
+    assert measured, out
+    # The tanh GELU alone separates the two; with the exact one left, only float32 rounding
+    # (bit for bit on some CPUs, a few ulps where oneDNN orders the sums otherwise).
+    assert float(measured[1]) > 1e-4 and float(measured[2]) <= 1e-5
     assert "the same ids as electra-tf on a mixed sample" in out
 
 

@@ -83,6 +83,40 @@ class LoadedCheckpoint:
     notes: list = dataclasses.field(default_factory=list)
 
 
+def inferred_checkpoint(
+    source: str, format: str, weights: dict, notes: list, shapes_as: dict, **recorded
+) -> LoadedCheckpoint:
+    """A `LoadedCheckpoint` whose architecture is read off its weights' shapes.
+
+    Args:
+        source: the path read (it prefixes an error about the shapes).
+        format: one of FORMATS.
+        weights: canonical name -> float32 array.
+        notes: what the reader skipped or filled in.
+        shapes_as: `infer_model_config`'s keyword arguments (heads, recorded rates).
+        **recorded: the other fields of `LoadedCheckpoint` the reader found
+            (vocab_file, casing, normalization).
+    """
+    try:
+        model, has_generator = infer_model_config(weights, **shapes_as)
+    except CheckpointError as error:
+        raise CheckpointError(f"{source}: {error}")
+    return LoadedCheckpoint(
+        source=source,
+        format=format,
+        model=model,
+        weights=weights,
+        has_generator=has_generator,
+        model_size=guess_model_size(model),
+        notes=notes,
+        **recorded,
+    )
+
+
+def _existing(path: str) -> Optional[str]:
+    return path if os.path.isfile(path) else None
+
+
 def detect_format(path: str) -> str:
     """The format of the checkpoint at `path` (see FORMATS).
 
@@ -384,21 +418,14 @@ def _load_tf1(path: str, num_heads: Optional[int]) -> LoadedCheckpoint:
         + (f", and {', '.join(skipped[:5])}" if skipped else "")
         + ")"
     )
-    try:
-        model, has_generator = infer_model_config(weights, num_heads=num_heads)
-    except CheckpointError as error:
-        raise CheckpointError(f"{path}: {error}")
     directory = path if os.path.isdir(path) else os.path.dirname(path)
-    vocab = os.path.join(directory, tf1.VOCAB_FILE)
-    return LoadedCheckpoint(
-        source=path,
-        format="tf1",
-        model=model,
-        weights=weights,
-        has_generator=has_generator,
-        vocab_file=vocab if os.path.isfile(vocab) else None,
-        model_size=guess_model_size(model),
-        notes=notes,
+    return inferred_checkpoint(
+        path,
+        "tf1",
+        weights,
+        notes,
+        {"num_heads": num_heads},
+        vocab_file=_existing(os.path.join(directory, tf1.VOCAB_FILE)),
     )
 
 
@@ -470,45 +497,29 @@ def _load_hf(path: str, generator_dir: Optional[str]) -> LoadedCheckpoint:
         notes.append(
             "no replaced-token-detection head (a bare ElectraModel): it is initialised afresh"
         )
-    try:
-        model, has_generator = infer_model_config(
-            weights,
-            num_heads=num_heads,
-            generator_num_heads=generator_heads,
-            **{
-                k: v
-                for k, v in fields.items()
-                if k
-                in (
-                    "dropout_rate",
-                    "attention_dropout_rate",
-                    "initializer_range",
-                    "layer_norm_epsilon",
-                )
-            },
-        )
-    except CheckpointError as error:
-        raise CheckpointError(f"{path}: {error}")
-    for key in ("hidden_size", "num_layers", "vocab_size", "embedding_size"):
-        if getattr(model, key) != fields[key]:
-            raise CheckpointError(
-                f"{path}: config.json says {key}={fields[key]} but the weights "
-                f"have {getattr(model, key)}."
-            )
+    recorded = ("dropout_rate", "attention_dropout_rate", "initializer_range", "layer_norm_epsilon")
     do_lower_case, strip_accents = huggingface.read_casing(path)
-    vocab = os.path.join(path, huggingface.VOCAB_FILE)
-    return LoadedCheckpoint(
-        source=path,
-        format="huggingface",
-        model=model,
-        weights=weights,
-        has_generator=has_generator,
-        vocab_file=vocab if os.path.isfile(vocab) else None,
+    loaded = inferred_checkpoint(
+        path,
+        "huggingface",
+        weights,
+        notes,
+        {
+            "num_heads": num_heads,
+            "generator_num_heads": generator_heads,
+            **{k: v for k, v in fields.items() if k in recorded},
+        },
+        vocab_file=_existing(os.path.join(path, huggingface.VOCAB_FILE)),
         do_lower_case=do_lower_case,
         strip_accents=strip_accents if strip_accents is not None else do_lower_case,
-        model_size=guess_model_size(model),
-        notes=notes,
     )
+    for key in ("hidden_size", "num_layers", "vocab_size", "embedding_size"):
+        if getattr(loaded.model, key) != fields[key]:
+            raise CheckpointError(
+                f"{path}: config.json says {key}={fields[key]} but the weights "
+                f"have {getattr(loaded.model, key)}."
+            )
+    return loaded
 
 
 def _canonical_names(state: dict, scope: str) -> list[str]:

@@ -53,8 +53,7 @@ from electra_tf.interop import keras_hub_fidelity as fidelity_of
 from electra_tf.interop.checkpoints import (
     CheckpointError,
     LoadedCheckpoint,
-    guess_model_size,
-    infer_model_config,
+    inferred_checkpoint,
 )
 
 BACKBONE_CLASS = "keras_hub>ElectraBackbone"
@@ -467,16 +466,6 @@ def load_preset(preset_dir: str) -> LoadedCheckpoint:
         "no replaced-token-detection head and no generator in a keras-hub backbone: the "
         "head is initialised afresh; continued pre-training starts a fresh generator",
     ]
-    try:
-        model, _ = infer_model_config(
-            weights,
-            num_heads=config["num_heads"],
-            dropout_rate=float(config.get("dropout", 0.1)),
-            attention_dropout_rate=float(config.get("dropout", 0.1)),
-            layer_norm_epsilon=KERAS_HUB_EPSILON,
-        )
-    except CheckpointError as error:
-        raise CheckpointError(f"{preset_dir}: {error}")
     if tokenizer is None:
         notes.append("no tokenizer.json: pass --vocab_file and --do_lower_case")
     elif not tokenizer["lowercase"] and tokenizer["strip_accents"]:
@@ -484,18 +473,22 @@ def load_preset(preset_dir: str) -> LoadedCheckpoint:
             "keras-hub's tokenizer (strip_accents=True, lowercase=False) leaves Hangul "
             "decomposed; electra-tf recomposes it"
         )
-    return LoadedCheckpoint(
-        source=preset_dir,
-        format="keras-hub",
-        model=model,
-        weights=weights,
-        has_generator=False,
+    dropout = float(config.get("dropout", 0.1))
+    return inferred_checkpoint(
+        preset_dir,
+        "keras-hub",
+        weights,
+        notes,
+        {
+            "num_heads": config["num_heads"],
+            "dropout_rate": dropout,
+            "attention_dropout_rate": dropout,
+            "layer_norm_epsilon": KERAS_HUB_EPSILON,
+        },
         vocab_file=tokenizer and tokenizer["vocab_file"],
         do_lower_case=tokenizer and tokenizer["lowercase"],
         strip_accents=tokenizer and tokenizer["strip_accents"],
         normalization=PRESET_NORMALIZATION,
-        model_size=guess_model_size(model),
-        notes=notes,
     )
 
 

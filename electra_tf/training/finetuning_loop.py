@@ -57,7 +57,6 @@ from electra_tf.distribute import (
     in_multi_worker_mode,
     is_chief,
     set_precision_policy,
-    true_on_all_workers,
     worker_print,
 )
 from electra_tf.errors import RunError
@@ -317,10 +316,8 @@ def run_trial(
         else tempfile.TemporaryDirectory(prefix="electra-ckpt-")
     )
     with own_checkpoints as checkpoint_dir:
-        if restart and chief:
-            resume.restart(trial.checkpoints, print_fn)
-        if restart and in_multi_worker_mode(strategy):
-            true_on_all_workers(strategy, True)  # the others look for checkpoints after the move
+        if restart:
+            resume.restart_on_all_workers(trial.checkpoints, strategy, print_fn)
         resumption = resume.restore_newest_usable(checkpoint, trial.checkpoints)
         latest = resumption.restored.prefix if resumption.restored else None
         if latest:
@@ -330,15 +327,15 @@ def run_trial(
             name.startswith("seen_batches/") for name, _ in tf.train.list_variables(latest)
         ):
             seen_batches.assign(done)  # saved before batches were counted: one batch per step
-        if in_multi_worker_mode(strategy):
-            check_same_on_all_workers(
-                strategy,
-                {
-                    "the step the trial resumed from (put --output_dir on storage all workers share)": done
-                },
-            )
-        if chief:  # every worker has restored: the damaged checkpoints can move aside
-            resume.tidy_after_resuming(trial.checkpoints, resumption, print_fn)
+        resume.settle_resumption(
+            trial.checkpoints,
+            resumption,
+            strategy,
+            {
+                "the step the trial resumed from (put --output_dir on storage all workers share)": done
+            },
+            print_fn,
+        )
         manager = tf.train.CheckpointManager(checkpoint, checkpoint_dir, max_to_keep=1)
         # Entries recorded after the checkpoint are recorded again.
         history = [entry for entry in read_history(trial) if entry["step"] <= done]

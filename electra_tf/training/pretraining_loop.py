@@ -37,11 +37,8 @@ from electra_tf.data.shard_verification import find_damaged_shard
 from electra_tf.data.token_counts import count_tokens
 from electra_tf.distribute import (
     check_batch_split,
-    check_same_on_all_workers,
-    in_multi_worker_mode,
     is_chief,
     set_precision_policy,
-    true_on_all_workers,
     worker_print,
 )
 from electra_tf.errors import RunError
@@ -422,10 +419,8 @@ def _run_locked(
     chief = is_chief(strategy)
     run = RunDir(run_dir)
     checkpoint_dir = run.checkpoints
-    if restart and chief:
-        resume.restart(checkpoint_dir, print_fn)
-    if restart and in_multi_worker_mode(strategy):
-        true_on_all_workers(strategy, True)  # the others look for checkpoints after the move
+    if restart:
+        resume.restart_on_all_workers(checkpoint_dir, strategy, print_fn)
     # Every worker takes part in saving (the variables are read collectively);
     # only the chief's copy is kept. The others write to a scratch directory.
     own_checkpoint_dir = checkpoint_dir if chief else tempfile.mkdtemp(prefix="electra-ckpt-")
@@ -478,18 +473,18 @@ def _run_locked(
                     else "the discriminator (the generator is new)"
                 )
                 print_fn(f"Initialised {which} from {init_weights.source} ({init_weights.format}).")
-    if in_multi_worker_mode(strategy):
-        check_same_on_all_workers(
-            strategy,
-            {
-                "the step resumed from (put the run directory on storage all workers share)": int(
-                    optimizer.iterations.numpy()
-                ),
-                "the vocabulary (fingerprint)": int(vocab_fingerprint(vocab_file)[:12], 16),
-            },
-        )
-    if chief:  # every worker has restored: the damaged checkpoints can move aside
-        resume.tidy_after_resuming(checkpoint_dir, resumption, print_fn)
+    resume.settle_resumption(
+        checkpoint_dir,
+        resumption,
+        strategy,
+        {
+            "the step resumed from (put the run directory on storage all workers share)": int(
+                optimizer.iterations.numpy()
+            ),
+            "the vocabulary (fingerprint)": int(vocab_fingerprint(vocab_file)[:12], 16),
+        },
+        print_fn,
+    )
     manager = tf.train.CheckpointManager(
         checkpoint,
         own_checkpoint_dir,

@@ -18,6 +18,12 @@ import tensorflow as tf
 
 from electra_tf.artifacts import checkpoint_dir
 from electra_tf.artifacts.checkpoint_dir import CheckpointFiles
+from electra_tf.distribute import (
+    check_same_on_all_workers,
+    in_multi_worker_mode,
+    is_chief,
+    true_on_all_workers,
+)
 from electra_tf.errors import RunError
 
 
@@ -112,3 +118,36 @@ def restart(directory: str, print_fn: Callable[[str], None] = print) -> None:
         f"Warning: --restart: training starts again from step 0; the previous checkpoints "
         f"are kept in {kept}."
     )
+
+
+def restart_on_all_workers(
+    directory: str, strategy: tf.distribute.Strategy, print_fn: Callable[[str], None] = print
+) -> None:
+    """`restart` on the chief; every other worker waits until it has moved the checkpoints."""
+    if is_chief(strategy):
+        restart(directory, print_fn)
+    if in_multi_worker_mode(strategy):
+        true_on_all_workers(strategy, True)
+
+
+def settle_resumption(
+    directory: str,
+    resumption: Resumption,
+    strategy: tf.distribute.Strategy,
+    agreed: dict,
+    print_fn: Callable[[str], None] = print,
+) -> None:
+    """Once every worker has restored: they agree on `agreed`, then the chief tidies.
+
+    Args:
+        directory: the checkpoint directory restored from.
+        resumption: what `restore_newest_usable` found there.
+        strategy: the run's strategy.
+        agreed: {what, named for the user: an integer every worker must hold}
+            (the step resumed from, a fingerprint); checked only with several workers.
+        print_fn: where the chief's lines go.
+    """
+    if in_multi_worker_mode(strategy):
+        check_same_on_all_workers(strategy, agreed)
+    if is_chief(strategy):  # every worker has restored: the damaged checkpoints can move aside
+        tidy_after_resuming(directory, resumption, print_fn)

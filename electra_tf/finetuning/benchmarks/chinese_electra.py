@@ -111,67 +111,93 @@ def _published(rows: dict, splits: tuple[str, ...], qa: bool) -> tuple[Published
     return tuple(entries)
 
 
-CMRC2018 = BenchmarkTask(
-    name="cmrc2018",
-    title="CMRC 2018",
-    kind=QUESTION_ANSWERING,
-    directory="cmrc2018",
-    files={TRAIN: "train.json", DEV: "dev.json"},
-    scored_split=DEV,
-    metric="f1",
-    unit="EM / F1 (CMRC 2018's official script)",
-    qa_metric="cmrc2018",
-    recipes=_qa_recipes(example_for_small=True),
-    published=_published(
-        {
-            SMALL: (
-                ((63.4, 62.9), (80.8, 80.2)),
-                ((67.8, 67.4), (83.4, 83.0)),
-                ((16.3, 15.4), (37.2, 35.8)),
-            ),
-            SMALL_180G: (
-                ((63.8, None), (82.7, None)),
-                ((68.5, None), (85.2, None)),
-                ((15.1, None), (35.8, None)),
-            ),
-            BASE: (
-                ((68.4, 68.0), (84.8, 84.6)),
-                ((73.1, 72.7), (87.1, 86.9)),
-                ((22.6, 21.7), (45.0, 43.8)),
-            ),
-            BASE_180G: (
-                ((69.3, None), (87.0, None)),
-                ((73.1, None), (88.6, None)),
-                ((24.0, None), (48.6, None)),
-            ),
-        },
-        (DEV, TEST, CHALLENGE),
-        qa=True,
-    ),
+def _reading_comprehension(
+    name: str, title: str, splits: tuple, published: dict, stated: bool, notes: str
+) -> BenchmarkTask:
+    """A SQuAD-format task: <split>.json for `splits` (train first, then the published ones
+    that are distributed), scored by dev F1 with its official script (`qa_metric` = name)."""
+    return BenchmarkTask(
+        name=name,
+        title=title,
+        kind=QUESTION_ANSWERING,
+        directory=name,
+        files={split: f"{split}.json" for split in splits},
+        scored_split=DEV,
+        metric="f1",
+        unit="EM / F1 (CMRC 2018's official script)",
+        qa_metric=name,
+        recipes=_qa_recipes(example_for_small=stated),
+        published=_published(published, (DEV, TEST, CHALLENGE)[: len(published[SMALL])], qa=True),
+        notes=notes,
+    )
+
+
+def _classification(
+    name: str, title: str, labels: tuple, tables: dict, published: dict, notes: str = ""
+) -> BenchmarkTask:
+    """A task of train/dev/test.tsv, scored by dev accuracy, published on dev and test."""
+    return BenchmarkTask(
+        name=name,
+        title=title,
+        kind=CLASSIFICATION,
+        directory=name,
+        files={split: f"{split}.tsv" for split in (TRAIN, DEV, TEST)},
+        scored_split=DEV,
+        metric="accuracy",
+        unit="accuracy x 100",
+        labels=labels,
+        tables=tables,
+        recipes=_classification_recipes(),
+        published=_published(published, (DEV, TEST), qa=False),
+        notes=notes,
+    )
+
+
+def _every_split(layout: TableLayout) -> dict[str, TableLayout]:
+    return {split: layout for split in (TRAIN, DEV, TEST)}
+
+
+CMRC2018 = _reading_comprehension(
+    "cmrc2018",
+    "CMRC 2018",
+    (TRAIN, DEV),
+    {
+        SMALL: (
+            ((63.4, 62.9), (80.8, 80.2)),
+            ((67.8, 67.4), (83.4, 83.0)),
+            ((16.3, 15.4), (37.2, 35.8)),
+        ),
+        SMALL_180G: (
+            ((63.8, None), (82.7, None)),
+            ((68.5, None), (85.2, None)),
+            ((15.1, None), (35.8, None)),
+        ),
+        BASE: (
+            ((68.4, 68.0), (84.8, 84.6)),
+            ((73.1, 72.7), (87.1, 86.9)),
+            ((22.6, 21.7), (45.0, 43.8)),
+        ),
+        BASE_180G: (
+            ((69.3, None), (87.0, None)),
+            ((73.1, None), (88.6, None)),
+            ((24.0, None), (48.6, None)),
+        ),
+    },
+    stated=True,
     notes="The SQuAD-style files of ymcui/cmrc2018 (squad-style-data/); its test and challenge sets are not public.",
 )
 
-DRCD = BenchmarkTask(
-    name="drcd",
-    title="DRCD",
-    kind=QUESTION_ANSWERING,
-    directory="drcd",
-    files={TRAIN: "train.json", DEV: "dev.json", TEST: "test.json"},
-    scored_split=DEV,
-    metric="f1",
-    unit="EM / F1 (CMRC 2018's official script)",
-    qa_metric="drcd",
-    recipes=_qa_recipes(example_for_small=False),
-    published=_published(
-        {
-            SMALL: (((79.8, 79.4), (86.7, 86.4)), ((79.0, 78.5), (85.8, 85.6))),
-            SMALL_180G: (((83.5, None), (89.2, None)), ((82.9, None), (88.7, None))),
-            BASE: (((87.5, 87.0), (92.5, 92.3)), ((86.9, 86.6), (91.8, 91.7))),
-            BASE_180G: (((89.6, None), (94.2, None)), ((88.9, None), (93.7, None))),
-        },
-        (DEV, TEST),
-        qa=True,
-    ),
+DRCD = _reading_comprehension(
+    "drcd",
+    "DRCD",
+    (TRAIN, DEV, TEST),
+    {
+        SMALL: (((79.8, 79.4), (86.7, 86.4)), ((79.0, 78.5), (85.8, 85.6))),
+        SMALL_180G: (((83.5, None), (89.2, None)), ((82.9, None), (88.7, None))),
+        BASE: (((87.5, 87.0), (92.5, 92.3)), ((86.9, 86.6), (91.8, 91.7))),
+        BASE_180G: (((89.6, None), (94.2, None)), ((88.9, None), (93.7, None))),
+    },
+    stated=False,
     notes="DRCKnowledgeTeam/DRCD's DRCD_training.json, DRCD_dev.json and DRCD_test.json, renamed.",
 )
 
@@ -193,28 +219,17 @@ _XNLI_EVALUATION = TableLayout(
     keep=(0, "zh"),
     label_aliases=(("contradiction", "contradictory"),),
 )
-XNLI = BenchmarkTask(
-    name="xnli",
-    title="XNLI",
-    kind=CLASSIFICATION,
-    directory="xnli",
-    files={TRAIN: "train.tsv", DEV: "dev.tsv", TEST: "test.tsv"},
-    scored_split=DEV,
-    metric="accuracy",
-    unit="accuracy x 100",
-    labels=("contradictory", "entailment", "neutral"),
-    tables={TRAIN: _XNLI_TRAIN, DEV: _XNLI_EVALUATION, TEST: _XNLI_EVALUATION},
-    recipes=_classification_recipes(),
-    published=_published(
-        {
-            SMALL: ((73.3, 72.5), (73.1, 72.6)),
-            SMALL_180G: ((74.6, None), (74.6, None)),
-            BASE: ((77.9, 77.0), (78.4, 77.8)),
-            BASE_180G: ((79.6, None), (79.5, None)),
-        },
-        (DEV, TEST),
-        qa=False,
-    ),
+XNLI = _classification(
+    "xnli",
+    "XNLI",
+    ("contradictory", "entailment", "neutral"),
+    {TRAIN: _XNLI_TRAIN, DEV: _XNLI_EVALUATION, TEST: _XNLI_EVALUATION},
+    {
+        SMALL: ((73.3, 72.5), (73.1, 72.6)),
+        SMALL_180G: ((74.6, None), (74.6, None)),
+        BASE: ((77.9, 77.0), (78.4, 77.8)),
+        BASE_180G: ((79.6, None), (79.5, None)),
+    },
     notes=(
         "Chinese-ELECTRA's labels are contradictory, entailment, neutral (XNLI-MT's training "
         "spelling); XNLI 1.0's dev and test files say contradiction, read as the same class. "
@@ -223,93 +238,63 @@ XNLI = BenchmarkTask(
     ),
 )
 
-_CHNSENTICORP = TableLayout(
-    description="label<TAB>text_a under that header",
-    text=1,
-    text_pair=None,
-    label=0,
-    header=("label", "text_a"),
-)
-CHNSENTICORP = BenchmarkTask(
-    name="chnsenticorp",
-    title="ChnSentiCorp",
-    kind=CLASSIFICATION,
-    directory="chnsenticorp",
-    files={TRAIN: "train.tsv", DEV: "dev.tsv", TEST: "test.tsv"},
-    scored_split=DEV,
-    metric="accuracy",
-    unit="accuracy x 100",
-    labels=("0", "1"),
-    tables={TRAIN: _CHNSENTICORP, DEV: _CHNSENTICORP, TEST: _CHNSENTICORP},
-    recipes=_classification_recipes(),
-    published=_published(
-        {
-            SMALL: ((92.8, 92.5), (94.3, 93.5)),
-            SMALL_180G: ((94.1, None), (93.6, None)),
-            BASE: ((93.8, 93.0), (94.5, 93.5)),
-            BASE_180G: ((94.3, None), (94.8, None)),
-        },
-        (DEV, TEST),
-        qa=False,
+CHNSENTICORP = _classification(
+    "chnsenticorp",
+    "ChnSentiCorp",
+    ("0", "1"),
+    _every_split(
+        TableLayout(
+            description="label<TAB>text_a under that header",
+            text=1,
+            text_pair=None,
+            label=0,
+            header=("label", "text_a"),
+        )
     ),
+    {
+        SMALL: ((92.8, 92.5), (94.3, 93.5)),
+        SMALL_180G: ((94.1, None), (93.6, None)),
+        BASE: ((93.8, 93.0), (94.5, 93.5)),
+        BASE_180G: ((94.3, None), (94.8, None)),
+    },
 )
 
 
-def _sentence_pair(source: str) -> TableLayout:
-    return TableLayout(
-        description=f"text_a<TAB>text_b<TAB>label (0/1) after a header row ({source})",
-        text=0,
-        text_pair=1,
-        label=2,
+def _sentence_pair(source: str) -> dict[str, TableLayout]:
+    return _every_split(
+        TableLayout(
+            description=f"text_a<TAB>text_b<TAB>label (0/1) after a header row ({source})",
+            text=0,
+            text_pair=1,
+            label=2,
+        )
     )
 
 
-LCQMC = BenchmarkTask(
-    name="lcqmc",
-    title="LCQMC",
-    kind=CLASSIFICATION,
-    directory="lcqmc",
-    files={TRAIN: "train.tsv", DEV: "dev.tsv", TEST: "test.tsv"},
-    scored_split=DEV,
-    metric="accuracy",
-    unit="accuracy x 100",
-    labels=("0", "1"),
-    tables={split: _sentence_pair("LCQMC") for split in (TRAIN, DEV, TEST)},
-    recipes=_classification_recipes(),
-    published=_published(
-        {
-            SMALL: ((86.7, 86.3), (85.9, 85.6)),
-            SMALL_180G: ((86.6, None), (85.8, None)),
-            BASE: ((90.2, 89.8), (87.6, 87.3)),
-            BASE_180G: ((90.2, None), (87.1, None)),
-        },
-        (DEV, TEST),
-        qa=False,
-    ),
+LCQMC = _classification(
+    "lcqmc",
+    "LCQMC",
+    ("0", "1"),
+    _sentence_pair("LCQMC"),
+    {
+        SMALL: ((86.7, 86.3), (85.9, 85.6)),
+        SMALL_180G: ((86.6, None), (85.8, None)),
+        BASE: ((90.2, 89.8), (87.6, 87.3)),
+        BASE_180G: ((90.2, None), (87.1, None)),
+    },
 )
 
-BQ_CORPUS = BenchmarkTask(
-    name="bqcorpus",
-    title="BQ Corpus",
-    kind=CLASSIFICATION,
-    directory="bqcorpus",
-    files={TRAIN: "train.tsv", DEV: "dev.tsv", TEST: "test.tsv"},
-    scored_split=DEV,
-    metric="accuracy",
-    unit="accuracy x 100",
-    labels=("0", "1"),
-    tables={split: _sentence_pair("BQ Corpus") for split in (TRAIN, DEV, TEST)},
-    recipes=_classification_recipes(),
-    published=_published(
-        {
-            SMALL: ((83.5, 83.0), (82.0, 81.7)),
-            SMALL_180G: ((83.3, None), (82.1, None)),
-            BASE: ((84.8, 84.7), (84.5, 84.0)),
-            BASE_180G: ((85.8, None), (84.5, None)),
-        },
-        (DEV, TEST),
-        qa=False,
-    ),
+BQ_CORPUS = _classification(
+    "bqcorpus",
+    "BQ Corpus",
+    ("0", "1"),
+    _sentence_pair("BQ Corpus"),
+    {
+        SMALL: ((83.5, 83.0), (82.0, 81.7)),
+        SMALL_180G: ((83.3, None), (82.1, None)),
+        BASE: ((84.8, 84.7), (84.5, 84.0)),
+        BASE_180G: ((85.8, None), (84.5, None)),
+    },
 )
 
 CHINESE_ELECTRA = Suite(

@@ -69,33 +69,58 @@ def _published(metric: str, split: str, small, base) -> tuple[Published, ...]:
 
 _BINARY = ("0", "1")
 
-NSMC = BenchmarkTask(
-    name="nsmc",
-    title="NSMC",
-    kind=CLASSIFICATION,
-    directory="nsmc",
-    files={TRAIN: "ratings_train.txt", TEST: "ratings_test.txt"},
-    scored_split=TEST,
-    metric="accuracy",
-    unit="accuracy x 100",
-    labels=_BINARY,
-    tables={
-        split: TableLayout(
-            description=(
-                "id<TAB>document<TAB>label under that header, a document holding a double "
-                "quote wrapped in CSV quotes"
-            ),
-            text=1,
-            text_pair=None,
-            label=2,
-            header=("id", "document", "label"),
-            quoting="csv",
-            index=0,
-        )
-        for split in (TRAIN, TEST)
-    },
-    recipes=_recipes("nsmc", (5e-5, 32, 10.0, 128), (5e-5, 32, 10.0, 128)),
-    published=_published("accuracy", TEST, 89.36, 90.63),
+
+def _accuracy(
+    name: str,
+    title: str,
+    files: dict,
+    layout: TableLayout,
+    labels: tuple,
+    recipes: tuple,
+    published: tuple,
+    notes: str = "",
+) -> BenchmarkTask:
+    """A classification task in <name>/, every file in one `layout`, scored by test accuracy.
+
+    recipes: the small and base configs' (learning rate, batch, epochs, length);
+    published: the small and base models' test accuracy.
+    """
+    return BenchmarkTask(
+        name=name,
+        title=title,
+        kind=CLASSIFICATION,
+        directory=name,
+        files=files,
+        scored_split=TEST,
+        metric="accuracy",
+        unit="accuracy x 100",
+        labels=labels,
+        tables={split: layout for split in files},
+        recipes=_recipes(name, *recipes),
+        published=_published("accuracy", TEST, *published),
+        notes=notes,
+    )
+
+
+NSMC = _accuracy(
+    "nsmc",
+    "NSMC",
+    {TRAIN: "ratings_train.txt", TEST: "ratings_test.txt"},
+    TableLayout(
+        description=(
+            "id<TAB>document<TAB>label under that header, a document holding a double "
+            "quote wrapped in CSV quotes"
+        ),
+        text=1,
+        text_pair=None,
+        label=2,
+        header=("id", "document", "label"),
+        quoting="csv",
+        index=0,
+    ),
+    _BINARY,
+    ((5e-5, 32, 10.0, 128), (5e-5, 32, 10.0, 128)),
+    (89.36, 90.63),
     notes=(
         "KoELECTRA cuts the lines at tabs and keeps the CSV quotes of the reviews that hold "
         "a double quote (233 of the 50,000 test reviews) as text; they are read here as the "
@@ -117,52 +142,40 @@ NAVER_NER = BenchmarkTask(
     published=_published("f1", TEST, 85.40, 88.11),
 )
 
-_PAWS = TableLayout(
-    description="id<TAB>sentence1<TAB>sentence2<TAB>label under that header",
-    text=1,
-    text_pair=2,
-    label=3,
-    header=("id", "sentence1", "sentence2", "label"),
-    index=0,
-    skip_empty_texts=True,
-)
-PAWS = BenchmarkTask(
-    name="paws",
-    title="PAWS",
-    kind=CLASSIFICATION,
-    directory="paws",
-    files={TRAIN: "translated_train.tsv", DEV: "dev_2k.tsv", TEST: "test_2k.tsv"},
-    scored_split=TEST,
-    metric="accuracy",
-    unit="accuracy x 100",
-    labels=_BINARY,
-    tables={TRAIN: _PAWS, DEV: _PAWS, TEST: _PAWS},
-    recipes=_recipes("paws", (3e-5, 64, 15.0, 128), (3e-5, 32, 15.0, 128)),
-    published=_published("accuracy", TEST, 77.45, 84.45),
+PAWS = _accuracy(
+    "paws",
+    "PAWS",
+    {TRAIN: "translated_train.tsv", DEV: "dev_2k.tsv", TEST: "test_2k.tsv"},
+    TableLayout(
+        description="id<TAB>sentence1<TAB>sentence2<TAB>label under that header",
+        text=1,
+        text_pair=2,
+        label=3,
+        header=("id", "sentence1", "sentence2", "label"),
+        index=0,
+        skip_empty_texts=True,
+    ),
+    _BINARY,
+    ((3e-5, 64, 15.0, 128), (3e-5, 32, 15.0, 128)),
+    (77.45, 84.45),
 )
 
-_KORNLI = TableLayout(
-    description=(
-        "sentence1<TAB>sentence2<TAB>gold_label under that header, double quotes plain text"
+KORNLI = _accuracy(
+    "kornli",
+    "KorNLI",
+    {TRAIN: "multinli.train.ko.tsv", DEV: "xnli.dev.ko.tsv", TEST: "xnli.test.ko.tsv"},
+    TableLayout(
+        description=(
+            "sentence1<TAB>sentence2<TAB>gold_label under that header, double quotes plain text"
+        ),
+        text=0,
+        text_pair=1,
+        label=2,
+        header=("sentence1", "sentence2", "gold_label"),
     ),
-    text=0,
-    text_pair=1,
-    label=2,
-    header=("sentence1", "sentence2", "gold_label"),
-)
-KORNLI = BenchmarkTask(
-    name="kornli",
-    title="KorNLI",
-    kind=CLASSIFICATION,
-    directory="kornli",
-    files={TRAIN: "multinli.train.ko.tsv", DEV: "xnli.dev.ko.tsv", TEST: "xnli.test.ko.tsv"},
-    scored_split=TEST,
-    metric="accuracy",
-    unit="accuracy x 100",
-    labels=("contradiction", "entailment", "neutral"),
-    tables={TRAIN: _KORNLI, DEV: _KORNLI, TEST: _KORNLI},
-    recipes=_recipes("kornli", (5e-5, 128, 15.0, 128), (5e-5, 64, 15.0, 128)),
-    published=_published("accuracy", TEST, 78.60, 82.24),
+    ("contradiction", "entailment", "neutral"),
+    ((5e-5, 128, 15.0, 128), (5e-5, 64, 15.0, 128)),
+    (78.60, 82.24),
 )
 
 _KORSTS = TableLayout(
@@ -196,27 +209,21 @@ KORSTS = BenchmarkTask(
     ),
 )
 
-_QUESTION_PAIR = TableLayout(
-    description="question1<TAB>question2<TAB>is_duplicate under that header",
-    text=0,
-    text_pair=1,
-    label=2,
-    header=("question1", "question2", "is_duplicate"),
-    skip_empty_texts=True,
-)
-QUESTION_PAIR = BenchmarkTask(
-    name="question-pair",
-    title="Question Pair",
-    kind=CLASSIFICATION,
-    directory="question-pair",
-    files={TRAIN: "train.tsv", DEV: "dev.tsv", TEST: "test.tsv"},
-    scored_split=TEST,
-    metric="accuracy",
-    unit="accuracy x 100",
-    labels=_BINARY,
-    tables={TRAIN: _QUESTION_PAIR, DEV: _QUESTION_PAIR, TEST: _QUESTION_PAIR},
-    recipes=_recipes("question-pair", (5e-5, 32, 10.0, 128), (5e-5, 32, 10.0, 128)),
-    published=_published("accuracy", TEST, 94.85, 95.25),
+QUESTION_PAIR = _accuracy(
+    "question-pair",
+    "Question Pair",
+    {TRAIN: "train.tsv", DEV: "dev.tsv", TEST: "test.tsv"},
+    TableLayout(
+        description="question1<TAB>question2<TAB>is_duplicate under that header",
+        text=0,
+        text_pair=1,
+        label=2,
+        header=("question1", "question2", "is_duplicate"),
+        skip_empty_texts=True,
+    ),
+    _BINARY,
+    ((5e-5, 32, 10.0, 128), (5e-5, 32, 10.0, 128)),
+    (94.85, 95.25),
 )
 
 KORQUAD = BenchmarkTask(

@@ -111,22 +111,12 @@ class ClassifierServing(tf.Module):
 
     def _from_text(self, text, text_pair=None, bfloat=None) -> dict:
         pieces_b = None
-        text = text_ops.ensure_texts(text, "text")
+        if text_pair is None:
+            text = text_ops.ensure_texts(text, "text")
+        else:
+            text, text_pair = text_ops.ensure_text_pairs(text, text_pair, ("text", "text_pair"))
+            pieces_b = self.tokenizer.tokenize_flat(text_ops.at_least_one_row(text_pair))
         count = tf.size(text)
-        if text_pair is not None:
-            text_pair = text_ops.ensure_texts(text_pair, "text_pair")
-            with tf.control_dependencies(
-                [
-                    tf.debugging.assert_equal(
-                        tf.size(text),
-                        tf.size(text_pair),
-                        message="text and text_pair must have the same batch size",
-                    )
-                ]
-            ):
-                pieces_b = self.tokenizer.tokenize_flat(
-                    text_ops.at_least_one_row(tf.identity(text_pair))
-                )
         pieces_a = self.tokenizer.tokenize_flat(text_ops.at_least_one_row(text))
         inputs = text_ops.pack_flat(
             pieces_a,

@@ -256,18 +256,7 @@ class QuestionAnsweringServing(tf.Module):
         return self.model.task_head.scores(sequence, mask)
 
     def _from_text(self, question, context) -> dict:
-        question = text_ops.ensure_texts(question, "question")
-        context = text_ops.ensure_texts(context, "context")
-        with tf.control_dependencies(
-            [
-                tf.debugging.assert_equal(
-                    tf.size(question),
-                    tf.size(context),
-                    message="question and context must have the same batch size",
-                )
-            ]
-        ):
-            context = tf.identity(context)
+        question, context = text_ops.ensure_text_pairs(question, context, ("question", "context"))
         # An empty request runs one empty pair and answers no row.
         count = tf.size(question)
         question = text_ops.at_least_one_row(question)
