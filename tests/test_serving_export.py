@@ -52,6 +52,71 @@ def test_classifier_signatures_dtypes_shapes_and_assets(serving_exports):
     assert config["model"]["hidden_size"] == 32 and config["label_names"] == ["neg", "pos"]
     assert config["signatures"] == ["serving_default", "token_ids", "serving_bfloat16"]
     assert os.path.isfile(os.path.join(version_dir, "assets.extra", "model.json"))
+    with open(os.path.join(version_dir, "batching_params.pbtxt"), encoding="utf-8") as f:
+        batching = _batching_parameters(f.read())
+    assert batching.max_batch_size.value == 32 and batching.batch_timeout_micros.value == 1000
+    assert batching.max_enqueued_batches.value == 4 and not batching.pad_variable_length_inputs
+    assert not batching.HasField("num_batch_threads")  # the server's, not the model's
+
+
+def _batching_parameters(text: str):
+    """`text` parsed as TF Serving's BatchingParameters (a strict parse: unknown fields fail).
+
+    The message is built here from its definition in TF Serving's
+    tensorflow_serving/servables/tensorflow/session_bundle_config.proto (field
+    names, numbers and wrapper types), which no pip package ships.
+    """
+    from google.protobuf import (
+        descriptor_pb2,
+        descriptor_pool,
+        message_factory,
+        text_format,
+        wrappers_pb2,
+    )
+
+    pool = descriptor_pool.DescriptorPool()
+    wrappers = descriptor_pb2.FileDescriptorProto()
+    wrappers_pb2.DESCRIPTOR.CopyToProto(wrappers)
+    pool.Add(wrappers)
+    proto = descriptor_pb2.FileDescriptorProto(
+        name="session_bundle_config.proto",
+        package="tensorflow.serving",
+        dependency=["google/protobuf/wrappers.proto"],
+        syntax="proto3",
+    )
+    message = proto.message_type.add(name="BatchingParameters")
+    wrapped = {
+        "max_batch_size": (1, "Int64Value"),
+        "batch_timeout_micros": (2, "Int64Value"),
+        "max_enqueued_batches": (3, "Int64Value"),
+        "num_batch_threads": (4, "Int64Value"),
+        "thread_pool_name": (5, "StringValue"),
+    }
+    for name, (number, kind) in wrapped.items():
+        message.field.add(
+            name=name,
+            number=number,
+            type=descriptor_pb2.FieldDescriptorProto.TYPE_MESSAGE,
+            type_name=f".google.protobuf.{kind}",
+            label=descriptor_pb2.FieldDescriptorProto.LABEL_OPTIONAL,
+        )
+    message.field.add(
+        name="allowed_batch_sizes",
+        number=6,
+        type=descriptor_pb2.FieldDescriptorProto.TYPE_INT64,
+        label=descriptor_pb2.FieldDescriptorProto.LABEL_REPEATED,
+    )
+    message.field.add(
+        name="pad_variable_length_inputs",
+        number=7,
+        type=descriptor_pb2.FieldDescriptorProto.TYPE_BOOL,
+        label=descriptor_pb2.FieldDescriptorProto.LABEL_OPTIONAL,
+    )
+    pool.Add(proto)
+    cls = message_factory.GetMessageClass(
+        pool.FindMessageTypeByName("tensorflow.serving.BatchingParameters")
+    )
+    return text_format.Parse(text, cls())
 
 
 def test_regression_signature_returns_scaled_scores(serving_exports):

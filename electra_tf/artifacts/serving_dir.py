@@ -6,12 +6,14 @@ A version directory is a SavedModel:
     assets/vocab.txt                    the WordPiece vocabulary
     assets/labels.txt                   class names, one per line (classifiers)
     assets/serving_config.json          model kind, tokenizer flags, task, model config
+    batching_params.pbtxt               TF Serving's batching of this model (read only with
+                                        --enable_batching --enable_per_model_batching_parameters)
     assets.extra/                       the Keras model, for `electra_tf.serving.check`:
                                         model.keras (a discriminator), or a
                                         fine-tuned model saved as in its trial
                                         directory (see `finetuning_dir`)
 
-TF Serving loads only the first three; `assets.extra/` is the conventional
+TF Serving loads the first three, and the batching parameters when asked; `assets.extra/` is the conventional
 place for files beside a SavedModel that the graph does not read.
 
 TF Serving's file-system source treats every child of `--model_base_path`
@@ -37,6 +39,8 @@ from electra_tf.artifacts.run_dir import VOCAB_FILE
 STAGING_PREFIX = ".staging-"
 SERVING_CONFIG = "serving_config.json"
 LABELS_FILE = "labels.txt"
+# The name TF Serving looks for in a version directory (saved_model_bundle_factory).
+BATCHING_PARAMS = "batching_params.pbtxt"
 
 
 class ExportLayoutError(ValueError):
@@ -54,8 +58,44 @@ class VersionDir:
     vocab_file = Within("assets", VOCAB_FILE)
     serving_config_file = Within("assets", SERVING_CONFIG)
     extra = Within("assets.extra")
+    batching_params_file = Within(BATCHING_PARAMS)
     # The discriminator in `assets.extra/`.
     keras_file = Within("assets.extra", "model.keras")
+
+
+@dataclasses.dataclass(frozen=True)
+class BatchingParams:
+    """TF Serving's `BatchingParameters` for one model, written as `batching_params.pbtxt`.
+
+    A server started with `--enable_batching --enable_per_model_batching_parameters`
+    merges concurrent requests to one signature into a batch of at most
+    `max_batch_size` rows; without those flags the file is ignored. The
+    batch threads are the server's (`num_batch_threads` of its
+    `--batching_parameters_file`), not the model's.
+
+    Attributes:
+        max_batch_size: rows per merged batch (32: a 2-core CPU's texts per
+            second stop growing about there; docs/serving.md).
+        batch_timeout_micros: how long a batch waits for more requests (TF
+            Serving's guide: slightly above zero, such as 1 ms).
+        max_enqueued_batches: batches queued before a request is refused, a
+            bound on the time a request waits (the guide, for online serving:
+            about the number of batch threads).
+    """
+
+    max_batch_size: int = 32
+    batch_timeout_micros: int = 1000
+    max_enqueued_batches: int = 4
+
+    def text(self) -> str:
+        """The protobuf text format of the fields, with pad_variable_length_inputs off.
+
+        Padding stays off: TF Serving would pad token-id inputs with their
+        first value ([CLS], mask 1), so token-id requests of different
+        lengths are refused from one batch rather than answered wrongly.
+        """
+        lines = [f"{f.name} {{ value: {getattr(self, f.name)} }}" for f in dataclasses.fields(self)]
+        return "\n".join([*lines, "pad_variable_length_inputs: false"]) + "\n"
 
 
 def read_serving_config(version_dir: str) -> dict:

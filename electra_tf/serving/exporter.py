@@ -28,6 +28,7 @@ from electra_tf.artifacts.run_dir import VOCAB_FILE
 from electra_tf.artifacts.serving_dir import (
     LABELS_FILE,
     SERVING_CONFIG,
+    BatchingParams,
     VersionDir,
     publish_version,
 )
@@ -70,7 +71,8 @@ def _write(
     `module` holds a `float32_copy` of the model, which runs the reference
     kernels (`electra_tf.modeling.kernels`) whichever set the model was
     trained with, so the SavedModel is plain TensorFlow on any hardware.
-    `save_extra(version)` writes the Keras model into `version.extra`.
+    `save_extra(version)` writes the Keras model into `version.extra`. The
+    version also gets TF Serving's per-model batching parameters.
     """
     # The saver copies tracked Asset files into assets/ under their own names.
     sources = tempfile.mkdtemp(prefix=".assets-", dir=os.path.dirname(staging))
@@ -90,6 +92,8 @@ def _write(
     finally:
         shutil.rmtree(sources, ignore_errors=True)
     version = VersionDir(staging)
+    with open(version.batching_params_file, "w", encoding="utf-8") as f:
+        f.write(BatchingParams().text())
     os.makedirs(version.extra, exist_ok=True)
     save_extra(version)
 
