@@ -42,7 +42,7 @@ import dataclasses
 import os
 from typing import Optional
 
-from electra_tf.artifacts.files import Within, atomic_open, read_json, write_json
+from electra_tf.artifacts.files import Within, atomic_open, write_json
 
 SUITE_FORMAT = 1
 SUITE_FILE = "suite.json"
@@ -76,8 +76,3 @@ def write_suite(suite_dir: SuiteDir, summary: dict, table: str) -> None:
     write_json(suite_dir.suite_file, {"format_version": SUITE_FORMAT, **summary})
     with atomic_open(suite_dir.table_file) as f:
         f.write(table)
-
-
-def read_suite(suite_dir: SuiteDir) -> Optional[dict]:
-    """suite.json, or None if there is none."""
-    return read_json(suite_dir.suite_file)
