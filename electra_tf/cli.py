@@ -2,8 +2,12 @@
 
 A dataclass field is a flag whose help is the field's `help` metadata:
 `choices` lists a field's allowed values, `flag` names its flag when that
-is not the field's name, and `flag=False` keeps a field off the command
-line. Every field of `ModelConfig` and `PretrainingConfig` is a pre-training
+is not the field's name, `flag=False` keeps a field off the command line,
+`required=True` makes the flag required and `flag_default` is the flag's
+default when it is not the field's (a flag left unset leaves the field at
+its own). A command declares its own flags as such a dataclass of options
+(`define_option_flags`; `pretrain.py`'s is `PretrainingRequest`). Every
+field of `ModelConfig` and `PretrainingConfig` is a pre-training
 flag (`electra_tf.config`); the vocabulary flags come from `VocabOptions`,
 the fine-tuning flags from `FinetuneSettings`, `FileTaskOptions` and
 `FinetuneOptions` (`electra_tf.finetuning.settings`) the same way. A config
@@ -17,6 +21,7 @@ report a usage error as one line plus a pointer to the help.
 
 from __future__ import annotations
 
+import collections.abc
 import dataclasses
 import os
 import sys
@@ -40,6 +45,7 @@ _DEFINERS = {
     bool: flags.DEFINE_boolean,
     str: flags.DEFINE_string,
     list: flags.DEFINE_list,
+    collections.abc.Sequence: flags.DEFINE_list,
 }
 # The dataclasses whose fields are the flags of `finetune.py`.
 # The fine-tuning flags: the run's, the user's files', and each task kind's own.
@@ -60,9 +66,22 @@ def flag_name(field: dataclasses.Field) -> str:
     return field.metadata.get("flag") or field.name
 
 
+def _type_hints(cls) -> dict[str, Any]:
+    """The annotations of dataclass `cls`, resolved.
+
+    A command run by `runpy.run_module` without `alter_sys` declares its
+    options in a namespace that no module holds, so its annotations are
+    read with typing's names (`Optional`, `Sequence`) and the builtins.
+    """
+    try:
+        return typing.get_type_hints(cls)
+    except NameError:
+        return typing.get_type_hints(cls, vars(typing))
+
+
 def config_fields(cls) -> list[tuple[dataclasses.Field, type]]:
     """(field, flag type) of every field of a config dataclass that is a flag."""
-    hints = typing.get_type_hints(cls)
+    hints = _type_hints(cls)
     return [
         (field, _flag_type(hints[field.name]))
         for field in dataclasses.fields(cls)
@@ -99,7 +118,8 @@ def define_field_flags(
     for field, kind in config_fields(cls):
         if only is not None and field.name not in only:
             continue
-        default = None if presets or field.default is dataclasses.MISSING else field.default
+        default = field.metadata.get("flag_default", field.default)
+        default = None if presets or default is dataclasses.MISSING else default
         choices = field.metadata.get("choices")
         if choices and not presets:
             flags.DEFINE_enum(
@@ -121,8 +141,39 @@ def define_field_flags(
 
 
 def field_values(cls, flag_values=flags.FLAGS) -> dict[str, Any]:
-    """{field name: its flag's value} of the flag fields of `cls` (defined on `flag_values`)."""
-    return {field.name: flag_values[flag_name(field)].value for field, _ in config_fields(cls)}
+    """{field name: its flag's value} of the flag fields of `cls` (defined on `flag_values`).
+
+    A field with a `flag_default` whose flag is not given keeps its own default.
+    """
+    values = {}
+    for field, _ in config_fields(cls):
+        flag = flag_values[flag_name(field)]
+        unset = "flag_default" in field.metadata and not flag.present
+        values[field.name] = field.default if unset else flag.value
+    return values
+
+
+def define_option_flags(cls, flag_values=flags.FLAGS, module_name: Optional[str] = None) -> None:
+    """Defines a command's flags: those of the fields of its options dataclass `cls`.
+
+    A field whose metadata has `required=True` is a required flag.
+
+    Args:
+        cls: the dataclass.
+        flag_values: where to define them.
+        module_name: the command's module, whose --helpshort lists them
+            (default: the module that declares `cls`).
+    """
+    # A module run as a script is sys.argv[0] to absl, which lists its flags by that name.
+    declared = sys.argv[0] if cls.__module__ == "__main__" else cls.__module__
+    define_field_flags(cls, module_name or declared, flag_values)
+    required = [flag_name(f) for f, _ in config_fields(cls) if f.metadata.get("required")]
+    flags.mark_flags_as_required(required, flag_values)
+
+
+def options_from_flags(cls, flag_values=flags.FLAGS):
+    """Dataclass `cls` of the (parsed) flags of its fields; its other fields keep their defaults."""
+    return cls(**field_values(cls, flag_values))
 
 
 def define_config_flags(flag_values=flags.FLAGS, module_name: Optional[str] = None) -> None:

@@ -72,7 +72,9 @@ def flag_field(default: Any, help: str, **metadata: Any) -> Any:
     """A dataclass field with a default and its flag's help.
 
     Further metadata: `choices` (the allowed values), `flag` (the flag's name
-    when it is not the field's; False: the field is not a flag).
+    when it is not the field's; False: the field is not a flag), `required`
+    (True: the flag must be given) and `flag_default` (the flag's default when
+    it is not the field's; a flag left unset leaves the field at its own).
     """
     return dataclasses.field(default=default, metadata={"help": help, **metadata})
 
@@ -192,14 +194,8 @@ class ModelConfig:
 class PretrainingConfig:
     """Everything that defines a pre-training run (see the module docstring)."""
 
-    model_size: str = flag_field(
-        "small",
-        "Size preset: tiny, small, base or large (paper Table 6; "
-        "tiny is a CPU-sized model for tests and quick "
-        "experiments).",
-        choices=MODEL_SIZES,
-        flag=False,
-    )  # each command defines --model_size itself
+    # The size preset: pretrain.py's --model_size (`PretrainingRequest.model_size`).
+    model_size: str = dataclasses.field(default="small", metadata={"flag": False})
     model: ModelConfig = dataclasses.field(default_factory=ModelConfig, metadata={"flag": False})
     # Data and masking.
     max_seq_length: int = flag_field(128, "Tokens per example.")

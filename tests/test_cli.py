@@ -11,6 +11,7 @@ import os
 import re
 import subprocess
 import sys
+from typing import Optional, Sequence
 
 import pytest
 from absl import flags
@@ -26,6 +27,7 @@ from electra_tf.config import (
     WEIGHT_SHARING,
     ModelConfig,
     PretrainingConfig,
+    flag_field,
 )
 from electra_tf.finetuning.classification.data import QUOTINGS, TASK_TYPES, FileTaskOptions
 from electra_tf.finetuning.question_answering.data import VERSIONS
@@ -165,6 +167,31 @@ def test_text_flags_keep_the_config_defaults():
         "strip_accents": None,
         "normalization": "casefold",
     }
+
+
+@dataclasses.dataclass
+class _Options:
+    """A command's options: a required list, and two flags whose defaults are not the fields'."""
+
+    corpus: Optional[list] = flag_field(None, "Text files.", required=True)
+    names: Sequence[str] = flag_field((), "Names.", flag_default=None)
+    fraction: Optional[float] = flag_field(None, "Held-out fraction.", flag_default=0.01)
+
+
+def _options(*argv: str) -> _Options:
+    values = flags.FlagValues()
+    cli.define_option_flags(_Options, values)
+    assert set(values.flags_by_module_dict()) == {_Options.__module__}
+    assert values["names"].default is None and values["fraction"].default == 0.01
+    values(["prog", *argv])
+    return cli.options_from_flags(_Options, values)
+
+
+def test_option_flags_are_required_as_marked_and_unset_ones_keep_the_fields_defaults():
+    with pytest.raises(flags.IllegalFlagValueError, match="--corpus"):
+        _options()
+    assert _options("--corpus=a,b") == _Options(corpus=["a", "b"])
+    assert _options("--corpus=a", "--names=x", "--fraction=0.5") == _Options(["a"], ["x"], 0.5)
 
 
 def _docstring(path: str) -> str:

@@ -16,12 +16,15 @@ DirectRunner runs on this machine; `--runner=DataflowRunner --project=...
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import sys
+from typing import Optional
 
 from absl import app, flags
 
 from electra_tf import cli
+from electra_tf.config import flag_field
 from electra_tf.data.text_input import INVALID_UTF8_POLICIES
 
 
@@ -35,46 +38,32 @@ def _fractions(text: str) -> tuple[float, float]:
     return start, end
 
 
+@dataclasses.dataclass
+class BeamShardsOptions:
+    """The command's flags, but the text flags of `cli.define_text_flags`."""
+
+    corpus: Optional[list] = flag_field(
+        None, "Text files, directories or globs, comma-separated (local or gs://).", required=True
+    )
+    vocab_file: Optional[str] = flag_field(None, "BERT-style vocab.txt.", required=True)
+    output_dir: Optional[str] = flag_field(
+        None, "Receives the shards, their sidecars and metadata.json.", required=True
+    )
+    max_seq_length: int = flag_field(128, "Tokens per example.")
+    num_shards: Optional[int] = flag_field(None, "Default: one per 8 MiB of text, at most 1000.")
+    seed: int = flag_field(0, "Base seed of the packing (pretrain.py's default seed is 0 too).")
+    invalid_utf8: str = flag_field(
+        "error",
+        "Stop at invalid UTF-8, or replace it and count the lines.",
+        choices=INVALID_UTF8_POLICIES,
+    )
+    text_range: str = flag_field("0,1", "START,END fractions of the text to build from.")
+
+
 def define_flags(flag_values: flags.FlagValues) -> None:
     """The command's flags (Beam's options are not among them)."""
-    flags.DEFINE_list(
-        "corpus",
-        None,
-        "Text files, directories or globs, comma-separated (local or gs://).",
-        flag_values=flag_values,
-    )
-    flags.DEFINE_string("vocab_file", None, "BERT-style vocab.txt.", flag_values=flag_values)
-    flags.DEFINE_string(
-        "output_dir",
-        None,
-        "Receives the shards, their sidecars and metadata.json.",
-        flag_values=flag_values,
-    )
-    flags.DEFINE_integer("max_seq_length", 128, "Tokens per example.", flag_values=flag_values)
-    flags.DEFINE_integer(
-        "num_shards", None, "Default: one per 8 MiB of text, at most 1000.", flag_values=flag_values
-    )
-    flags.DEFINE_integer(
-        "seed",
-        0,
-        "Base seed of the packing (pretrain.py's default seed is 0 too).",
-        flag_values=flag_values,
-    )
+    cli.define_option_flags(BeamShardsOptions, flag_values)
     cli.define_text_flags(__name__, flag_values=flag_values)
-    flags.DEFINE_enum(
-        "invalid_utf8",
-        "error",
-        INVALID_UTF8_POLICIES,
-        "Stop at invalid UTF-8, or replace it and count the lines.",
-        flag_values=flag_values,
-    )
-    flags.DEFINE_string(
-        "text_range",
-        "0,1",
-        "START,END fractions of the text to build from.",
-        flag_values=flag_values,
-    )
-    flags.mark_flags_as_required(["corpus", "vocab_file", "output_dir"], flag_values=flag_values)
 
 
 # Values absl's boolean flags do not take as a separate argument.

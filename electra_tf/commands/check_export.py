@@ -13,50 +13,44 @@ or disagrees, 2 on a usage error.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import sys
 
 from absl import app, flags
 
 from electra_tf import cli
+from electra_tf.config import flag_field
+from electra_tf.finetuning.classification.check import SAMPLE_TEXTS
+from electra_tf.serving.check import DEFAULT_TOLERANCE, CheckError, check_export
+
+
+@dataclasses.dataclass
+class CheckExportOptions:
+    """The command's flags (the version directory is its argument)."""
+
+    tolerance: float = flag_field(
+        DEFAULT_TOLERANCE, "Largest absolute difference allowed in float outputs."
+    )
+    benchmark_requests: int = flag_field(
+        0, "Also time this many serving_default calls per batch size."
+    )
+    benchmark_batch_sizes: str = flag_field(
+        "1,32", "Batch sizes of the benchmark, comma-separated."
+    )
+    benchmark_text: str = flag_field(
+        SAMPLE_TEXTS[0],
+        "The text of every benchmark example (question answering: a fixed question and "
+        "paragraph of about 150 words).",
+    )
 
 
 def define_flags(flag_values: flags.FlagValues) -> None:
     """The command's flags (the version directory is its argument)."""
-    from electra_tf.finetuning.classification.check import SAMPLE_TEXTS
-    from electra_tf.serving.check import DEFAULT_TOLERANCE
-
-    flags.DEFINE_float(
-        "tolerance",
-        DEFAULT_TOLERANCE,
-        "Largest absolute difference allowed in float outputs.",
-        flag_values=flag_values,
-    )
-    flags.DEFINE_integer(
-        "benchmark_requests",
-        0,
-        "Also time this many serving_default calls per batch size.",
-        flag_values=flag_values,
-    )
-    flags.DEFINE_string(
-        "benchmark_batch_sizes",
-        "1,32",
-        "Batch sizes of the benchmark, comma-separated.",
-        flag_values=flag_values,
-    )
-    flags.DEFINE_string(
-        "benchmark_text",
-        SAMPLE_TEXTS[0],
-        "The text of every benchmark example "
-        "(question answering: a fixed question and paragraph of about 150 "
-        "words).",
-        flag_values=flag_values,
-    )
+    cli.define_option_flags(CheckExportOptions, flag_values)
 
 
 def check(arguments: list[str], flag_values: flags.FlagValues) -> int:
     """Checks the export; prints the report; returns the exit code."""
-    from electra_tf.serving.check import CheckError, check_export
-
     if len(arguments) != 1:
         raise app.UsageError("expected one argument: <export_base>/<model_name>/<version>")
     benchmark = None

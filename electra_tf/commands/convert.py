@@ -30,6 +30,7 @@ Importing one of those writes a fine-tuned model directory that
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -39,7 +40,7 @@ from typing import Optional
 from absl import app, flags
 
 from electra_tf import cli
-from electra_tf.config import NORMALIZATIONS
+from electra_tf.config import NORMALIZATIONS, flag_field
 
 # Each subcommand: its positional arguments and the flags it takes.
 SUBCOMMANDS = {
@@ -74,16 +75,60 @@ _FINETUNED_IMPORT_FLAGS = ("max_seq_length", "text_pair", "squad_version")
 _FLAG_NAMES = tuple(dict.fromkeys(name for _, allowed in SUBCOMMANDS.values() for name in allowed))
 
 
+@dataclasses.dataclass
+class ConvertOptions:
+    """The flags of every subcommand but --do_lower_case (each rejects the others' flags)."""
+
+    vocab_file: Optional[str] = flag_field(
+        None,
+        "import-tf1: default vocab.txt beside the checkpoint; import-hf: default "
+        "<hf_dir>/vocab.txt; import-keras-hub: default the preset's "
+        "assets/tokenizer/vocabulary.txt.",
+    )
+    normalization: Optional[str] = flag_field(
+        None,
+        "import-*: text normalization before WordPiece, casefold or bert (default: bert, the "
+        "original code's and Hugging Face's BERT tokenizer, so that the model sees the ids it "
+        "was trained with).",
+        choices=NORMALIZATIONS,
+    )
+    num_heads: Optional[int] = flag_field(
+        None,
+        "import-tf1: attention heads (default hidden // 64, the original rule; shapes do not "
+        "tell).",
+    )
+    generator_dir: Optional[str] = flag_field(
+        None,
+        "import-hf: the generator (ElectraForMaskedLM); default <hf_dir>/generator if present.",
+    )
+    max_seq_length: Optional[int] = flag_field(
+        None,
+        "import-hf of a fine-tuned model: the served model's raw-text length (default 128; "
+        "384 for ElectraForQuestionAnswering; at most the model's positions).",
+    )
+    text_pair: Optional[bool] = flag_field(
+        None,
+        "import-hf of an ElectraForSequenceClassification: the served model takes text "
+        "pairs (text, text_pair); --notext_pair: single texts (default: pairs when "
+        "config.json's finetuning_task is a GLUE pair task).",
+    )
+    squad_version: Optional[str] = flag_field(
+        None,
+        "import-hf of an ElectraForQuestionAnswering: 2.0 serves no_answer_score and "
+        "has_answer too (default: 2.0 when config.json's finetuning_task names SQuAD v2, "
+        "else 1.1).",
+        choices=("1.1", "2.0"),
+    )
+    tokenizer: Optional[bool] = flag_field(
+        None,
+        "export-keras-hub: write the ElectraTokenizer too (default true; "
+        "--notokenizer writes the backbone alone).",
+    )
+
+
 def define_flags(flag_values: flags.FlagValues) -> None:
     """The flags of every subcommand (each rejects the others' flags)."""
-    flags.DEFINE_string(
-        "vocab_file",
-        None,
-        "import-tf1: default vocab.txt beside the "
-        "checkpoint; import-hf: default <hf_dir>/vocab.txt; import-keras-hub: default the "
-        "preset's assets/tokenizer/vocabulary.txt.",
-        flag_values=flag_values,
-    )
+    cli.define_option_flags(ConvertOptions, flag_values)
     # Not a boolean flag: `--do_lower_case false` (a separate value) keeps working.
     flags.DEFINE(
         flags.BooleanParser(),
@@ -92,60 +137,6 @@ def define_flags(flag_values: flags.FlagValues) -> None:
         "import-*: lower-case text "
         "(true or false; default: what the checkpoint records; the original code's "
         "true for TF1 checkpoints).",
-        flag_values=flag_values,
-    )
-    flags.DEFINE_enum(
-        "normalization",
-        None,
-        list(NORMALIZATIONS),
-        "import-*: text "
-        "normalization before WordPiece, casefold or bert (default: bert, the "
-        "original code's and Hugging Face's BERT tokenizer, so that the model "
-        "sees the ids it was trained with).",
-        flag_values=flag_values,
-    )
-    flags.DEFINE_integer(
-        "num_heads",
-        None,
-        "import-tf1: attention heads (default hidden // 64, "
-        "the original rule; shapes do not tell).",
-        flag_values=flag_values,
-    )
-    flags.DEFINE_string(
-        "generator_dir",
-        None,
-        "import-hf: the generator (ElectraForMaskedLM); default <hf_dir>/generator if present.",
-        flag_values=flag_values,
-    )
-    flags.DEFINE_integer(
-        "max_seq_length",
-        None,
-        "import-hf of a fine-tuned model: the served model's raw-text length (default 128; "
-        "384 for ElectraForQuestionAnswering; at most the model's positions).",
-        flag_values=flag_values,
-    )
-    flags.DEFINE_boolean(
-        "text_pair",
-        None,
-        "import-hf of an ElectraForSequenceClassification: the served model takes text "
-        "pairs (text, text_pair); --notext_pair: single texts (default: pairs when "
-        "config.json's finetuning_task is a GLUE pair task).",
-        flag_values=flag_values,
-    )
-    flags.DEFINE_enum(
-        "squad_version",
-        None,
-        ["1.1", "2.0"],
-        "import-hf of an ElectraForQuestionAnswering: 2.0 serves no_answer_score and "
-        "has_answer too (default: 2.0 when config.json's finetuning_task names SQuAD v2, "
-        "else 1.1).",
-        flag_values=flag_values,
-    )
-    flags.DEFINE_boolean(
-        "tokenizer",
-        None,
-        "export-keras-hub: write the ElectraTokenizer too (default true; "
-        "--notokenizer writes the backbone alone).",
         flag_values=flag_values,
     )
 

@@ -16,12 +16,16 @@ ids to answer texts, as `finetune.py --task=squad` writes it.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
+from typing import Optional
 
 from absl import app, flags
 
 from electra_tf import cli
+from electra_tf.config import flag_field
+from electra_tf.finetuning.question_answering.metrics import METRICS
 
 
 def _read_json_object(path: str, what: str) -> dict:
@@ -37,31 +41,27 @@ def _read_json_object(path: str, what: str) -> dict:
     return data
 
 
+@dataclasses.dataclass
+class EvaluateQAOptions:
+    """The command's flags (the data and predictions files are its two arguments)."""
+
+    metric: Optional[str] = flag_field(
+        None,
+        f"Whose official score: {', '.join(METRICS)} (default: named by the data file's "
+        "version field, else squad).",
+        choices=METRICS,
+    )
+    null_odds_file: Optional[str] = flag_field(
+        None, "SQuAD 2.0: JSON question id -> null odds (adds the best-threshold scores)."
+    )
+    null_threshold: float = flag_field(
+        1.0, "SQuAD 2.0: null odds above it answer '' (the official default 1.0)."
+    )
+
+
 def define_flags(flag_values: flags.FlagValues) -> None:
     """The command's flags (the data and predictions files are its two arguments)."""
-    from electra_tf.finetuning.question_answering.metrics import METRICS
-
-    flags.DEFINE_enum(
-        "metric",
-        None,
-        list(METRICS),
-        "Whose official score: "
-        f"{', '.join(METRICS)} (default: named by the data file's version field, "
-        "else squad).",
-        flag_values=flag_values,
-    )
-    flags.DEFINE_string(
-        "null_odds_file",
-        None,
-        "SQuAD 2.0: JSON question id -> null odds (adds the best-threshold scores).",
-        flag_values=flag_values,
-    )
-    flags.DEFINE_float(
-        "null_threshold",
-        1.0,
-        "SQuAD 2.0: null odds above it answer '' (the official default 1.0).",
-        flag_values=flag_values,
-    )
+    cli.define_option_flags(EvaluateQAOptions, flag_values)
 
 
 def evaluate(arguments: list[str], flag_values: flags.FlagValues) -> int:

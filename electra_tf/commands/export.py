@@ -10,46 +10,43 @@ checkpoint); see `electra_tf.serving.exporter`. Prints the version directory.
 
 from __future__ import annotations
 
+import dataclasses
 import sys
+from typing import Optional
 
 from absl import app, flags
 
 from electra_tf import cli
+from electra_tf.config import flag_field
+
+
+@dataclasses.dataclass
+class ExportOptions:
+    """The command's flags."""
+
+    checkpoint: Optional[str] = flag_field(
+        None,
+        "Fine-tuning output directory, trial_<k>/ directory, or pre-training run directory "
+        "(its export/ or latest checkpoint).",
+        required=True,
+    )
+    export_base: Optional[str] = flag_field(
+        None, "TF Serving's --model_base_path is <export_base>/<model_name>.", required=True
+    )
+    model_name: Optional[str] = flag_field(None, "TF Serving's --model_name.", required=True)
+    version: Optional[int] = flag_field(
+        None,
+        "Version number (default: one more than the highest present; an existing version is "
+        "never overwritten).",
+    )
+    max_seq_length: Optional[int] = flag_field(
+        None, "Pre-training runs: raw-text truncation (default: the run's length)."
+    )
 
 
 def define_flags(flag_values: flags.FlagValues) -> None:
     """The command's flags."""
-    flags.DEFINE_string(
-        "checkpoint",
-        None,
-        "Fine-tuning output directory, trial_<k>/ "
-        "directory, or pre-training run directory (its export/ or latest "
-        "checkpoint).",
-        flag_values=flag_values,
-    )
-    flags.DEFINE_string(
-        "export_base",
-        None,
-        "TF Serving's --model_base_path is <export_base>/<model_name>.",
-        flag_values=flag_values,
-    )
-    flags.DEFINE_string("model_name", None, "TF Serving's --model_name.", flag_values=flag_values)
-    flags.DEFINE_integer(
-        "version",
-        None,
-        "Version number (default: one more than the highest "
-        "present; an existing version is never overwritten).",
-        flag_values=flag_values,
-    )
-    flags.DEFINE_integer(
-        "max_seq_length",
-        None,
-        "Pre-training runs: raw-text truncation (default: the run's length).",
-        flag_values=flag_values,
-    )
-    flags.mark_flags_as_required(
-        ["checkpoint", "export_base", "model_name"], flag_values=flag_values
-    )
+    cli.define_option_flags(ExportOptions, flag_values)
 
 
 def export(arguments: list[str], flag_values: flags.FlagValues) -> int:

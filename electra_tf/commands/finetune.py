@@ -111,12 +111,12 @@ def _task():
 
     given = frozenset(name for name in FLAGS if FLAGS[name].present)
     options = TaskOptions(
-        FinetuneOptions(**cli.field_values(FinetuneOptions)),
-        FileTaskOptions(**cli.field_values(FileTaskOptions)),
+        cli.options_from_flags(FinetuneOptions),
+        cli.options_from_flags(FileTaskOptions),
         given,
         _say,
         {
-            kind.OPTIONS: kind.OPTIONS(**cli.field_values(kind.OPTIONS))
+            kind.OPTIONS: cli.options_from_flags(kind.OPTIONS)
             for kind in TASK_KINDS
             if kind.OPTIONS is not None
         },

@@ -20,39 +20,37 @@ checkpoint) or its `export/` directory.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
+from typing import Optional
 
 from absl import app, flags
 
 from electra_tf import cli
+from electra_tf.config import flag_field
+
+
+@dataclasses.dataclass
+class InspectOptions:
+    """The command's flags (the run and the texts are its arguments)."""
+
+    no_replace: bool = flag_field(False, "Score the text as given (no masking, no generator).")
+    mask_rate: Optional[float] = flag_field(
+        None, "Fraction of tokens the generator replaces (default: the run's)."
+    )
+    seed: int = flag_field(0, "Masking and sampling seed.")
+    color: str = flag_field(
+        "auto",
+        "Colour the terminal output (auto: when it is a terminal).",
+        choices=("auto", "always", "never"),
+    )
+    html: Optional[str] = flag_field(None, "Also write an HTML page to this file.")
 
 
 def define_flags(flag_values: flags.FlagValues) -> None:
     """The command's flags (the run and the texts are its arguments)."""
-    flags.DEFINE_boolean(
-        "no_replace",
-        False,
-        "Score the text as given (no masking, no generator).",
-        flag_values=flag_values,
-    )
-    flags.DEFINE_float(
-        "mask_rate",
-        None,
-        "Fraction of tokens the generator replaces (default: the run's).",
-        flag_values=flag_values,
-    )
-    flags.DEFINE_integer("seed", 0, "Masking and sampling seed.", flag_values=flag_values)
-    flags.DEFINE_enum(
-        "color",
-        "auto",
-        ["auto", "always", "never"],
-        "Colour the terminal output (auto: when it is a terminal).",
-        flag_values=flag_values,
-    )
-    flags.DEFINE_string(
-        "html", None, "Also write an HTML page to this file.", flag_values=flag_values
-    )
+    cli.define_option_flags(InspectOptions, flag_values)
 
 
 def inspect(arguments: list[str], flag_values: flags.FlagValues) -> int:

@@ -21,57 +21,44 @@ others are still predicted.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import sys
+from typing import Optional
 
 from absl import app, flags
 
 from electra_tf import cli
+from electra_tf.config import flag_field
+from electra_tf.serving.client import DEFAULT_SIGNATURE
+
+
+@dataclasses.dataclass
+class PredictOptions:
+    """The command's flags."""
+
+    server: Optional[str] = flag_field(None, "http://host:port (REST) or grpc://host:port (gRPC).")
+    saved_model: Optional[str] = flag_field(None, "A version directory: predict without a server.")
+    model_name: Optional[str] = flag_field(None, "The served model's name (with --server).")
+    version: Optional[int] = flag_field(None, "Default: the server's latest.")
+    signature_name: str = flag_field(DEFAULT_SIGNATURE, "The signature to call.")
+    input: Optional[str] = flag_field(None, ".txt, .tsv or .jsonl file of texts.")
+    output: Optional[str] = flag_field(
+        None, "JSON-lines output (default: <input>.predictions.jsonl)."
+    )
+    batch_size: int = flag_field(32, "Texts per request.")
+    timeout: float = flag_field(30.0, "Seconds per request.")
+    status: bool = flag_field(
+        False, "Print the model's status and signatures instead of predicting."
+    )
 
 
 def define_flags(flag_values: flags.FlagValues) -> None:
     """The command's flags."""
-    from electra_tf.serving.client import DEFAULT_SIGNATURE
-
-    flags.DEFINE_string(
-        "server",
-        None,
-        "http://host:port (REST) or grpc://host:port (gRPC).",
-        flag_values=flag_values,
-    )
-    flags.DEFINE_string(
-        "saved_model",
-        None,
-        "A version directory: predict without a server.",
-        flag_values=flag_values,
-    )
+    cli.define_option_flags(PredictOptions, flag_values)
     flags.mark_flags_as_mutual_exclusive(
         ["server", "saved_model"], required=True, flag_values=flag_values
-    )
-    flags.DEFINE_string(
-        "model_name", None, "The served model's name (with --server).", flag_values=flag_values
-    )
-    flags.DEFINE_integer("version", None, "Default: the server's latest.", flag_values=flag_values)
-    flags.DEFINE_string(
-        "signature_name", DEFAULT_SIGNATURE, "The signature to call.", flag_values=flag_values
-    )
-    flags.DEFINE_string(
-        "input", None, ".txt, .tsv or .jsonl file of texts.", flag_values=flag_values
-    )
-    flags.DEFINE_string(
-        "output",
-        None,
-        "JSON-lines output (default: <input>.predictions.jsonl).",
-        flag_values=flag_values,
-    )
-    flags.DEFINE_integer("batch_size", 32, "Texts per request.", flag_values=flag_values)
-    flags.DEFINE_float("timeout", 30.0, "Seconds per request.", flag_values=flag_values)
-    flags.DEFINE_boolean(
-        "status",
-        False,
-        "Print the model's status and signatures instead of predicting.",
-        flag_values=flag_values,
     )
 
 

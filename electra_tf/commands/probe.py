@@ -16,47 +16,56 @@ trial; re-running with the same flags reuses it.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
+from typing import Optional
 
 import numpy as np
 from absl import app, flags, logging
 
 from electra_tf import cli
+from electra_tf.config import flag_field
 from electra_tf.finetuning.classification.data import QUOTINGS
 
 WORKING_DIR = os.getcwd()
 
-flags.DEFINE_string(
-    "init_checkpoint",
-    None,
-    "Pre-training run directory, its export/ directory or the discriminator .keras file.",
-)
-flags.DEFINE_string(
-    "task", None, "GLUE task name (with --data_dir), or the name of your task (with --train_file)."
-)
-flags.DEFINE_string("data_dir", None, "GLUE data in the standard layout (SST-2/, QNLI/, ...).")
-flags.DEFINE_string("train_file", None, "Your training data: .csv, .tsv/.txt or .jsonl.")
-flags.DEFINE_string("dev_file", None, "Your dev data (same format): what is scored.")
-flags.DEFINE_string("text_column", "text", "Column of the (first) text.")
-flags.DEFINE_string("text_pair_column", None, "Column of the second text of a pair task.")
-flags.DEFINE_string("label_column", "label", "Column of the label.")
-flags.DEFINE_enum(
-    "quoting",
-    "csv",
-    QUOTINGS,
-    "CSV/TSV files: csv = fields may be quoted; none = every character is literal.",
-)
-flags.DEFINE_integer("max_seq_length", 128, "Tokens per example, special tokens included.")
-flags.DEFINE_integer(
-    "max_train_examples",
-    None,
-    "Fit on this many training examples drawn with a fixed seed (default: all).",
-)
-flags.DEFINE_integer("batch_size", 64, "Examples per forward pass.")
-flags.DEFINE_integer("seed", 0, "Which tenth of the training data chooses the regularisation.")
-flags.DEFINE_string("output_dir", None, "Default: runs/probe/<task>-<checkpoint name>.")
-flags.mark_flag_as_required("init_checkpoint")
+
+@dataclasses.dataclass
+class ProbeOptions:
+    """The command's flags."""
+
+    init_checkpoint: Optional[str] = flag_field(
+        None,
+        "Pre-training run directory, its export/ directory or the discriminator .keras file.",
+        required=True,
+    )
+    task: Optional[str] = flag_field(
+        None, "GLUE task name (with --data_dir), or the name of your task (with --train_file)."
+    )
+    data_dir: Optional[str] = flag_field(
+        None, "GLUE data in the standard layout (SST-2/, QNLI/, ...)."
+    )
+    train_file: Optional[str] = flag_field(None, "Your training data: .csv, .tsv/.txt or .jsonl.")
+    dev_file: Optional[str] = flag_field(None, "Your dev data (same format): what is scored.")
+    text_column: str = flag_field("text", "Column of the (first) text.")
+    text_pair_column: Optional[str] = flag_field(None, "Column of the second text of a pair task.")
+    label_column: str = flag_field("label", "Column of the label.")
+    quoting: str = flag_field(
+        "csv",
+        "CSV/TSV files: csv = fields may be quoted; none = every character is literal.",
+        choices=QUOTINGS,
+    )
+    max_seq_length: int = flag_field(128, "Tokens per example, special tokens included.")
+    max_train_examples: Optional[int] = flag_field(
+        None, "Fit on this many training examples drawn with a fixed seed (default: all)."
+    )
+    batch_size: int = flag_field(64, "Examples per forward pass.")
+    seed: int = flag_field(0, "Which tenth of the training data chooses the regularisation.")
+    output_dir: Optional[str] = flag_field(None, "Default: runs/probe/<task>-<checkpoint name>.")
+
+
+cli.define_option_flags(ProbeOptions)
 FLAGS = flags.FLAGS
 
 

@@ -87,7 +87,7 @@ def run(arguments: list[str], flag_values: flags.FlagValues) -> int:
     from electra_tf.interop.imported_runs import import_if_foreign
     from electra_tf.training.suite_run import run_suite
 
-    options = SuiteOptions(**cli.field_values(SuiteOptions, flag_values))
+    options = cli.options_from_flags(SuiteOptions, flag_values)
     output = SuiteDir(options.output_dir)
     base = FinetuneSettings(
         output_dir=options.output_dir,

@@ -10,38 +10,41 @@ are chosen and tagged.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from collections import Counter
+from typing import Optional
 
 from absl import app, flags
 
 from electra_tf import cli
+from electra_tf.config import flag_field
 from electra_tf.finetuning.tagging import title_mentions
+
+
+@dataclasses.dataclass
+class TitleMentionsOptions:
+    """The command's flags."""
+
+    corpus: Optional[str] = flag_field(None, "Text in the pre-training layout.", required=True)
+    output_dir: Optional[str] = flag_field(
+        None, "Receives train.txt, dev.txt and stats.json.", required=True
+    )
+    dev_every: int = flag_field(10, "Every n-th article is dev.")
+    max_sentences: int = flag_field(6, "Sentences per article.")
+    max_words: int = flag_field(48, "Longer sentences are skipped.")
+    max_articles: Optional[int] = flag_field(
+        None, "Read at most this many articles (default: all)."
+    )
+    baselines: bool = flag_field(
+        False, "Print the dev scores of the all-O and dictionary baselines."
+    )
 
 
 def define_flags(flag_values: flags.FlagValues) -> None:
     """The command's flags."""
-    flags.DEFINE_string("corpus", None, "Text in the pre-training layout.", flag_values=flag_values)
-    flags.DEFINE_string(
-        "output_dir", None, "Receives train.txt, dev.txt and stats.json.", flag_values=flag_values
-    )
-    flags.DEFINE_integer("dev_every", 10, "Every n-th article is dev.", flag_values=flag_values)
-    flags.DEFINE_integer("max_sentences", 6, "Sentences per article.", flag_values=flag_values)
-    flags.DEFINE_integer("max_words", 48, "Longer sentences are skipped.", flag_values=flag_values)
-    flags.DEFINE_integer(
-        "max_articles",
-        None,
-        "Read at most this many articles (default: all).",
-        flag_values=flag_values,
-    )
-    flags.DEFINE_boolean(
-        "baselines",
-        False,
-        "Print the dev scores of the all-O and dictionary baselines.",
-        flag_values=flag_values,
-    )
-    flags.mark_flags_as_required(["corpus", "output_dir"], flag_values=flag_values)
+    cli.define_option_flags(TitleMentionsOptions, flag_values)
 
 
 def build_task(arguments: list[str], flag_values: flags.FlagValues) -> int:

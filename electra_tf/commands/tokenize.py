@@ -12,24 +12,31 @@ model was trained with (see its config.json): `bert` for imported checkpoints.
 
 from __future__ import annotations
 
+import dataclasses
 import sys
+from typing import Optional
 
 from absl import app, flags
 
 from electra_tf import cli
+from electra_tf.config import flag_field
 
 FLAGS = flags.FLAGS
 
 
+@dataclasses.dataclass
+class TokenizeOptions:
+    """The command's flags, but the text flags of `cli.define_text_flags`."""
+
+    vocab_file: Optional[str] = flag_field(None, "BERT-style vocab.txt.", required=True)
+    pieces: bool = flag_field(False, "Print the tokens instead of their ids.")
+    batch_lines: int = flag_field(512, "Lines tokenized per call.")
+
+
 def define_flags(module_name: str) -> None:
     """The command's flags; defined only when it runs, so importing the module defines none."""
-    flags.DEFINE_string("vocab_file", None, "BERT-style vocab.txt.", module_name=module_name)
-    flags.DEFINE_boolean(
-        "pieces", False, "Print the tokens instead of their ids.", module_name=module_name
-    )
-    flags.DEFINE_integer("batch_lines", 512, "Lines tokenized per call.", module_name=module_name)
+    cli.define_option_flags(TokenizeOptions, FLAGS, module_name)
     cli.define_text_flags(module_name)
-    flags.mark_flag_as_required("vocab_file")
 
 
 def _batches(stream, size: int):

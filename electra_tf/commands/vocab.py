@@ -15,36 +15,39 @@ the same way when it gets no --vocab_file.
 
 from __future__ import annotations
 
+import dataclasses
 import glob
 import os
 import sys
+from typing import Optional
 
 from absl import app, flags
 
 from electra_tf import cli
-from electra_tf.config import BERT_VOCAB_SIZE
+from electra_tf.config import BERT_VOCAB_SIZE, flag_field
 from electra_tf.vocab_learning import VocabOptions
 
 FLAGS = flags.FLAGS
 
 
+@dataclasses.dataclass
+class VocabCommandOptions:
+    """The command's flags, but those of `cli.define_text_flags` and `cli.define_vocab_flags`."""
+
+    corpus: Optional[list] = flag_field(
+        None, "Text files or globs (comma-separated), UTF-8.", required=True
+    )
+    output: Optional[str] = flag_field(
+        None, "Where to write vocab.txt (one token per line).", required=True
+    )
+    vocab_size: int = flag_field(BERT_VOCAB_SIZE, cli.field_help(VocabOptions, "vocab_size"))
+
+
 def define_flags(module_name: str) -> None:
     """The command's flags; defined only when it runs, so importing the module defines none."""
-    flags.DEFINE_list(
-        "corpus", None, "Text files or globs (comma-separated), UTF-8.", module_name=module_name
-    )
-    flags.DEFINE_string(
-        "output", None, "Where to write vocab.txt (one token per line).", module_name=module_name
-    )
-    flags.DEFINE_integer(
-        "vocab_size",
-        BERT_VOCAB_SIZE,
-        cli.field_help(VocabOptions, "vocab_size"),
-        module_name=module_name,
-    )
+    cli.define_option_flags(VocabCommandOptions, FLAGS, module_name)
     cli.define_text_flags(module_name)
     cli.define_vocab_flags(module_name)
-    flags.mark_flags_as_required(["corpus", "output"])
 
 
 def main(argv):

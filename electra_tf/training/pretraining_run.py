@@ -53,8 +53,10 @@ from electra_tf.config import (
     BERT_VOCAB_SIZE,
     DEFAULT_NORMALIZATION,
     IMPORTED_NORMALIZATION,
+    MODEL_SIZES,
     ConfigError,
     PretrainingConfig,
+    flag_field,
     preset,
 )
 from electra_tf.data.corpus_digest import DIGEST_CACHE_FILE
@@ -66,7 +68,7 @@ from electra_tf.data.preparation import (
     prepare_pretraining_data,
 )
 from electra_tf.data.shard_layout import ShardError, read_metadata
-from electra_tf.data.text_input import EmptyTextRange
+from electra_tf.data.text_input import INVALID_UTF8_POLICIES, EmptyTextRange
 from electra_tf.distribute import is_chief, task_name
 from electra_tf.errors import RunError
 from electra_tf.training.pretraining_loop import (
@@ -110,58 +112,111 @@ DEFAULT_EVAL_FRACTION = 0.01
 
 @dataclasses.dataclass
 class PretrainingRequest:
-    """What to pre-train: the flags of `pretrain.py`, typed (see its --help for each).
+    """What to pre-train: the flags of `pretrain.py`, typed.
+
+    A field's metadata holds its flag's help (`electra_tf.cli` defines the
+    flags from them); the fields that are not flags:
 
     Attributes:
-        model_size: the size preset.
         overrides: configuration fields set explicitly, by name (fields of
             `ModelConfig` and `PretrainingConfig`, e.g. {"hidden_size": 32}).
-        corpus: text files, globs or directories, or `tfds:NAME[/CONFIG][:SPLIT]`.
-            Empty (and no `shard_dir`): the built-in demo.
-        tfds_text_key: the feature of a `tfds:` corpus holding each document's text.
-        tfds_data_dir: where a `tfds:` corpus is prepared (None: TFDS's default).
-        vocab_file: the vocabulary; None: learn one (or reuse the resumed run's).
         vocab_options: how a vocabulary is learned; its `vocab_size` is
             replaced by the run's (the `vocab_size` override, else 8,000 for
             the demo, else BERT's).
-        shard_dir: train on these finished shards instead of a corpus.
-        eval_shard_dir: finished shards of held-out text (with `shard_dir`).
-        output_dir: the run directory (None: runs/<model_size>-<corpus>).
-        data_dir: where the vocabulary and shards are cached (None: data/<corpus>-<hash>).
-        num_shards: training shards (None: by corpus size).
-        num_shard_workers: processes writing shards (None: the CPU count).
-        invalid_utf8: "error" or "replace".
-        builtin_corpus_bytes: size of the demo's corpus.
-        eval_fraction: the last fraction of the corpus held out (None: 1%,
-            the demo 5%; ignored with `eval_corpus`).
-        eval_corpus: held-out text files or globs instead of a fraction.
-        eval_only: evaluate the run's latest checkpoint and stop.
-        restart: start from step 0 (the checkpoints are moved aside).
-        change_hyperparameters: resume with other optimisation hyperparameters.
         working_dir: where runs/ and data/ go by default (None: the current directory).
     """
 
-    model_size: str = "small"
-    overrides: dict[str, Any] = dataclasses.field(default_factory=dict)
-    corpus: Sequence[str] = ()
-    tfds_text_key: str = "text"
-    tfds_data_dir: Optional[str] = None
-    vocab_file: Optional[str] = None
-    vocab_options: VocabOptions = dataclasses.field(default_factory=VocabOptions)
-    shard_dir: Optional[str] = None
-    eval_shard_dir: Optional[str] = None
-    output_dir: Optional[str] = None
-    data_dir: Optional[str] = None
-    num_shards: Optional[int] = None
-    num_shard_workers: Optional[int] = None
-    invalid_utf8: str = "error"
-    builtin_corpus_bytes: int = 4_000_000
-    eval_fraction: Optional[float] = None
-    eval_corpus: Sequence[str] = ()
-    eval_only: bool = False
-    restart: bool = False
-    change_hyperparameters: bool = False
-    working_dir: Optional[str] = None
+    model_size: str = flag_field(
+        "small",
+        "Size preset: tiny, small, base or large (paper Table 6; tiny is a CPU-sized model for "
+        "tests and quick experiments).",
+        choices=MODEL_SIZES,
+    )
+    overrides: dict[str, Any] = dataclasses.field(default_factory=dict, metadata={"flag": False})
+    # Empty, without a shard_dir: the built-in demo.
+    corpus: Sequence[str] = flag_field(
+        (),
+        "Text files or globs (comma-separated). A line is a sentence or paragraph; a blank line "
+        "ends a document. Or a prepared TensorFlow Datasets corpus: tfds:NAME[/CONFIG][:SPLIT]. "
+        "Default: the built-in demo corpus.",
+        flag_default=None,
+    )
+    tfds_text_key: str = flag_field(
+        "text",
+        "With --corpus=tfds:...: the feature holding each example's text (one example = one "
+        "document).",
+    )
+    tfds_data_dir: Optional[str] = flag_field(
+        None,
+        "With --corpus=tfds:...: where the dataset is prepared (default: TensorFlow Datasets' "
+        "own default). Nothing is downloaded.",
+    )
+    vocab_file: Optional[str] = flag_field(
+        None, "BERT-style vocab.txt. Default: learn one from the corpus (cached under --data_dir)."
+    )
+    vocab_options: VocabOptions = dataclasses.field(
+        default_factory=VocabOptions, metadata={"flag": False}
+    )
+    shard_dir: Optional[str] = flag_field(
+        None,
+        "Train on these already built shards (a directory with metadata.json, local or gs://, "
+        "e.g. written by python -m electra_tf.commands.beam_shards) instead of building them "
+        "from --corpus. The vocabulary, casing and length recorded in metadata.json are used.",
+    )
+    eval_shard_dir: Optional[str] = flag_field(
+        None, "Already built shards of held-out text (with --shard_dir; or use --eval_corpus)."
+    )
+    output_dir: Optional[str] = flag_field(
+        None, "Run directory. Default: runs/<model_size>-<corpus>."
+    )
+    data_dir: Optional[str] = flag_field(
+        None, "Where the vocabulary and shards are built and cached. Default: data/<corpus>-<hash>."
+    )
+    num_shards: Optional[int] = flag_field(
+        None, "Number of TFRecord shards (default: by corpus size)."
+    )
+    num_shard_workers: Optional[int] = flag_field(
+        None, "Processes writing shards (default: CPU count)."
+    )
+    invalid_utf8: str = flag_field(
+        "error",
+        "What to do with invalid UTF-8 in the corpus: stop with the file and position, or "
+        "replace and count.",
+        choices=INVALID_UTF8_POLICIES,
+    )
+    builtin_corpus_bytes: int = flag_field(4_000_000, "Size of the built-in demo corpus.")
+    # None (the flag not given): 1% of a corpus, 5% of the demo's; ignored with eval_corpus.
+    eval_fraction: Optional[float] = flag_field(
+        None,
+        "Hold out this fraction of the corpus (its last documents) for evaluation; training "
+        "never reads it. 0: no held-out text. The built-in demo holds out 0.05 unless this flag "
+        "is given.",
+        flag_default=DEFAULT_EVAL_FRACTION,
+    )
+    eval_corpus: Sequence[str] = flag_field(
+        (),
+        "Held-out text files or globs to evaluate on instead of a fraction of --corpus (then "
+        "training reads all of --corpus).",
+        flag_default=None,
+    )
+    eval_only: bool = flag_field(
+        False, "Evaluate the run's latest checkpoint on the held-out text and stop (no training)."
+    )
+    restart: bool = flag_field(
+        False,
+        "Start again from step 0 although --output_dir holds checkpoints (they are moved aside "
+        "to checkpoints.before-restart-<time>/, not deleted). Without it a run directory with "
+        "checkpoints always resumes.",
+    )
+    change_hyperparameters: bool = flag_field(
+        False,
+        "Resume although optimisation hyperparameters differ from the run's config.json "
+        "(learning_rate, num_warmup_steps, lr_decay_power, weight_decay_rate, adam_beta_1, "
+        "adam_beta_2, adam_epsilon, clip_norm, gen_weight, disc_weight, temperature), e.g. a "
+        "lower --learning_rate after a NaN. The weights and optimizer state carry on; "
+        "config.json records the new values.",
+    )
+    working_dir: Optional[str] = dataclasses.field(default=None, metadata={"flag": False})
 
 
 @dataclasses.dataclass
