@@ -9,7 +9,11 @@ import sys
 import numpy as np
 import pytest
 
-from electra_tf.finetuning.classification.check import SAMPLE_TEXTS
+from electra_tf.finetuning.classification.check import (
+    BFLOAT16_RELATIVE_TOLERANCE,
+    BFLOAT16_TOLERANCE,
+    SAMPLE_TEXTS,
+)
 from electra_tf.serving import check
 from electra_tf.serving.exporter import export_checkpoint
 
@@ -42,7 +46,9 @@ def test_classifier_export_agrees_in_a_fresh_process(serving_exports):
     assert sum("error" in r for r in responses) == len(responses) - 6
     bfloat16 = [line for line in report.lines if line.startswith("ok   serving_bfloat16")]
     assert len(bfloat16) == 2 and all(
-        "0.01 + 0.02 of its row's largest value" in line for line in bfloat16
+        f"{BFLOAT16_TOLERANCE:g} + {BFLOAT16_RELATIVE_TOLERANCE:g} of its row's largest value"
+        in line
+        for line in bfloat16
     )
     assert sum(line.startswith("ok ") for line in report.lines) == len(responses)
     assert any(

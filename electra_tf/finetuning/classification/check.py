@@ -38,10 +38,12 @@ SAMPLE_PAIRS = ["Was it fun?", "", "영화", "plot twist " * 30, "naïve", "x"]
 INVALID_UTF8 = b"bad \xff\xfe bytes \xc3"
 # What the bfloat16 signature may differ from the float32 Keras model by, in its float
 # outputs: bfloat16 keeps 8 bits of each product's inputs (2^-8 relative), and the
-# encoder's 12 or 24 layers add up their rounding. Its labels are not compared: where two
-# classes' logits are within that rounding of each other, either may win.
+# encoder's 12 or 24 layers add up their rounding. On CPUs without AVX512-BF16 the
+# products are emulated and round more (2.5% of the row's largest logit seen for an imported
+# classifier on an AVX2 CPU); a broken export differs by the logits themselves. Its labels are
+# not compared: where two classes' logits are within that rounding of each other, either may win.
 BFLOAT16_TOLERANCE = 1e-2
-BFLOAT16_RELATIVE_TOLERANCE = 2e-2
+BFLOAT16_RELATIVE_TOLERANCE = 5e-2
 
 
 def encode(reference, texts_a: list, texts_b: Optional[list]) -> dict:
