@@ -28,9 +28,9 @@ def _classifier(regression=False, attention_direction="bidirectional", embedding
     return model
 
 
-def _inputs():
+def _inputs(rows=3):
     rng = np.random.default_rng(1)
-    ids = rng.integers(5, 50, size=(3, 11)).astype(np.int32)
+    ids = rng.integers(5, 50, size=(rows, 11)).astype(np.int32)
     mask = np.ones_like(ids)
     mask[1, 6:] = 0  # padded rows: the padding must not change [CLS]'s output
     mask[2, 2:] = 0
@@ -52,6 +52,41 @@ def test_lean_forward_equals_the_keras_model(regression, embedding_size):
     got = tf.function(lambda x: forward.classifier_outputs(model, x))(inputs).numpy()
     assert got.shape == expected.shape
     np.testing.assert_allclose(got, expected, atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("rows", [3, 8])
+def test_small_and_large_requests_agree_with_the_keras_model(rows):
+    # 3 x 11 tokens take the small-request branch, 8 x 11 the other.
+    assert (rows * 11 <= forward.SMALL_REQUEST_TOKENS) == (rows == 3)
+    model = _classifier()
+    inputs = _inputs(rows)
+    expected = model(inputs, training=False).numpy()
+    got = tf.function(lambda x: forward.classifier_outputs(model, x))(inputs).numpy()
+    np.testing.assert_allclose(got, expected, atol=1e-5, rtol=0)
+
+
+def test_the_branches_use_no_op_that_onednn_splits_over_threads_for_small_requests():
+    model = _classifier()
+    spec = {
+        name: tf.TensorSpec([None, None], tf.int32)
+        for name in ("input_ids", "input_mask", "segment_ids")
+    }
+    graph = (
+        tf.function(lambda x: forward.classifier_outputs(model, x))
+        .get_concrete_function(spec)
+        .graph.as_graph_def()
+    )
+    branches = [
+        {node.op for node in function.node_def}
+        for function in graph.library.function
+        if any(node.op.startswith("BatchMatMul") for node in function.node_def)
+    ]
+    assert len(branches) == 2
+    small = [ops for ops in branches if "BatchMatMulV3" in ops]
+    large = [ops for ops in branches if "BatchMatMulV2" in ops]
+    assert len(small) == 1 and len(large) == 1 and "BatchMatMulV2" not in small[0]
+    for ops in branches:
+        assert "Transpose" not in ops and "Softmax" not in ops and "Einsum" in ops
 
 
 def test_lean_forward_reads_only_cls_of_the_last_layer_yet_sees_every_token():

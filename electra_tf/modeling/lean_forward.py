@@ -11,8 +11,8 @@ CPU graph executor runs best:
 * the token axis is flattened once, so every dense layer is one 2-D `MatMul`
   + `BiasAdd` (+ `tf.nn.gelu`), the pattern Grappler's remapper fuses into one
   `_FusedMatMul` kernel on a CPU;
-* queries, keys and values are split by one transpose and multiplied with
-  `BatchMatMulV2`;
+* queries, keys and values are split by one transpose and multiplied
+  batch-wise, with the kernel that is faster for the request's size (below);
 * the last layer runs only the [CLS] row through its attention output and
   feed-forward network: the classifier reads nothing else, so the other
   rows' work is skipped (exactly: each row of those layers is computed on its
@@ -32,6 +32,19 @@ float32; elsewhere it emulates them, slower. The outputs then differ from
 float32 by bfloat16's rounding (2^-8 relative per product; see
 docs/serving.md for the measured probability error).
 
+Small requests and many threads. With more than one intra-op thread,
+TensorFlow's oneDNN kernels split even a single text's few-kilobyte attention
+tensors over the threads and wait for them: on a 2-core CPU, with two threads,
+a 25-token request's `Transpose` took 69 against 16 us, its `Softmax` 52
+against 25 us, and its batched products 3x their one-thread time, so the
+default thread count answered one text slower than one thread did (18 against
+10 ms). So transposes are unary `Einsum`s (16 us at either thread count) and
+the softmax is its formula in element-wise ops (25 us), no slower at batch 32;
+and a request of at most `SMALL_REQUEST_TOKENS` tokens (B * L) takes a branch
+whose batched products are `BatchMatMulV3`, which TensorFlow's oneDNN rewrite
+leaves to Eigen's kernel; larger ones keep oneDNN's `BatchMatMulV2`, about 3x
+as fast at 32 texts of 32 tokens.
+
 Conventions: B = batch, L = sequence length, N = B * L, E = embedding size,
 H = hidden size.
 """
@@ -48,6 +61,8 @@ from electra_tf.modeling.layers import ElectraEmbeddings, TransformerLayer
 
 FORWARDS = ("lean", "keras")
 DEFAULT_FORWARD = "lean"
+# Requests of at most this many tokens (B * L) multiply attention with Eigen's kernel.
+SMALL_REQUEST_TOKENS = 64
 
 
 def supports(model) -> bool:
@@ -96,6 +111,22 @@ def _layer_norm(x, layer):
     """Keras' LayerNormalization over the last axis (its formula: x * inv + (beta - mean * inv))."""
     mean, variance = tf.nn.moments(x, axes=[-1], keepdims=True)
     return tf.nn.batch_normalization(x, mean, variance, layer.beta, layer.gamma, layer.epsilon)
+
+
+def _softmax(scores):
+    """Softmax over the last axis, by its formula (see the module docstring for why)."""
+    exps = tf.exp(scores - tf.reduce_max(scores, axis=-1, keepdims=True))
+    return exps / tf.reduce_sum(exps, axis=-1, keepdims=True)
+
+
+def _onednn_batch_matmul(x, y, adj_y=False):
+    """x @ y (y transposed with `adj_y`) for [..., M, K] float32 operands: `BatchMatMulV2`."""
+    return tf.matmul(x, y, adjoint_b=adj_y)
+
+
+def _eigen_batch_matmul(x, y, adj_y=False):
+    """The same product with `BatchMatMulV3`, which TensorFlow runs with Eigen's kernel."""
+    return tf.raw_ops.BatchMatMulV3(x=x, y=y, Tout=tf.float32, adj_y=adj_y)
 
 
 def encoder_dense_layers(encoder) -> list:
@@ -157,7 +188,9 @@ def _gelu(x):
 _ACTIVATIONS = {None: None, keras.activations.linear: None, keras.activations.gelu: _gelu}
 
 
-def first_token_hidden(encoder, input_ids, input_mask, segment_ids, bfloat=None):
+def first_token_hidden(
+    encoder, input_ids, input_mask, segment_ids, bfloat=None, batch_matmul=_onednn_batch_matmul
+):
     """The encoder's final hidden state of the first ([CLS]) position.
 
     Args:
@@ -165,6 +198,7 @@ def first_token_hidden(encoder, input_ids, input_mask, segment_ids, bfloat=None)
         input_ids, input_mask, segment_ids: int32 [B, L], L >= 1.
         bfloat: None (float32 throughout), or the encoder's `BfloatWeights`
             (its dense layers multiply in bfloat16).
+        batch_matmul: the attention's batched product, `(x, y, adj_y=False)`.
 
     Returns:
         float32 [B, H], equal to `encoder(inputs)[:, 0]` up to rounding
@@ -190,14 +224,14 @@ def first_token_hidden(encoder, input_ids, input_mask, segment_ids, bfloat=None)
         attention = layer.attention
         qkv = _dense(x, attention.qkv, bfloat=bfloat)
         qkv = tf.reshape(qkv, [batch, length, 3, heads, head_size])
-        query, key, value = tf.unstack(tf.transpose(qkv, [2, 0, 3, 1, 4]))  # [B, heads, L, d]
+        query, key, value = tf.unstack(tf.einsum("blthd->tbhld", qkv))  # [B, heads, L, d]
         if index == last:  # only [CLS] is read from the last layer
             query = query[:, :, :1]
             x = tf.reshape(x, [batch, length, hidden_size])[:, 0]  # [B, H]
         # [B, heads, Lq, L]
-        scores = tf.matmul(query, key, transpose_b=True) / math.sqrt(head_size) + bias
-        context = tf.matmul(tf.nn.softmax(scores, axis=-1), value)  # [B, heads, Lq, d]
-        context = tf.reshape(tf.transpose(context, [0, 2, 1, 3]), [-1, hidden_size])
+        scores = batch_matmul(query, key, adj_y=True) / math.sqrt(head_size) + bias
+        context = batch_matmul(_softmax(scores), value)  # [B, heads, Lq, d]
+        context = tf.reshape(tf.einsum("bhld->blhd", context), [-1, hidden_size])
         attended = _dense(context, attention.output_dense, bfloat=bfloat)
         x = _layer_norm(x + attended, layer.attention_layer_norm)
         intermediate = _dense(x, layer.intermediate, _gelu, bfloat=bfloat)
@@ -214,13 +248,19 @@ def classifier_outputs(model, inputs: dict, bfloat=None) -> tf.Tensor:
     Returns:
         float32 [B, C] logits, or [B] for a regression model, as `model(inputs)`.
     """
-    cls = first_token_hidden(
-        model.encoder,
-        inputs["input_ids"],
-        inputs["input_mask"],
-        inputs["segment_ids"],
-        bfloat,
-    )
+
+    def hidden(batch_matmul):
+        return lambda: first_token_hidden(
+            model.encoder,
+            inputs["input_ids"],
+            inputs["input_mask"],
+            inputs["segment_ids"],
+            bfloat,
+            batch_matmul,
+        )
+
+    small = tf.size(inputs["input_ids"]) <= SMALL_REQUEST_TOKENS
+    cls = tf.cond(small, hidden(_eigen_batch_matmul), hidden(_onednn_batch_matmul))
     outputs = cls
     for layer in head_layers(model):
         outputs = _dense(outputs, layer, _ACTIVATIONS[layer.activation])
