@@ -188,22 +188,32 @@ def _gelu(x):
 _ACTIVATIONS = {None: None, keras.activations.linear: None, keras.activations.gelu: _gelu}
 
 
-def first_token_hidden(
-    encoder, input_ids, input_mask, segment_ids, bfloat=None, batch_matmul=_onednn_batch_matmul
-):
+def first_token_hidden(encoder, input_ids, input_mask, segment_ids, bfloat=None):
     """The encoder's final hidden state of the first ([CLS]) position.
+
+    A request of at most `SMALL_REQUEST_TOKENS` tokens runs its attention
+    products with Eigen's kernel, a larger one with oneDNN's (module docstring).
 
     Args:
         encoder: a plain `ElectraEncoder` (see `supports`).
         input_ids, input_mask, segment_ids: int32 [B, L], L >= 1.
         bfloat: None (float32 throughout), or the encoder's `BfloatWeights`
             (its dense layers multiply in bfloat16).
-        batch_matmul: the attention's batched product, `(x, y, adj_y=False)`.
 
     Returns:
         float32 [B, H], equal to `encoder(inputs)[:, 0]` up to rounding
         (float32's, or bfloat16's with `bfloat`).
     """
+    inputs = (encoder, input_ids, input_mask, segment_ids, bfloat)
+    return tf.cond(
+        tf.size(input_ids) <= SMALL_REQUEST_TOKENS,
+        lambda: _first_token_hidden(*inputs, _eigen_batch_matmul),
+        lambda: _first_token_hidden(*inputs, _onednn_batch_matmul),
+    )
+
+
+def _first_token_hidden(encoder, input_ids, input_mask, segment_ids, bfloat, batch_matmul):
+    """`first_token_hidden` with `batch_matmul(x, y, adj_y=False)` as the attention's products."""
     embeddings = encoder.embeddings
     shape = tf.shape(input_ids)
     batch, length = shape[0], shape[1]
@@ -248,19 +258,13 @@ def classifier_outputs(model, inputs: dict, bfloat=None) -> tf.Tensor:
     Returns:
         float32 [B, C] logits, or [B] for a regression model, as `model(inputs)`.
     """
-
-    def hidden(batch_matmul):
-        return lambda: first_token_hidden(
-            model.encoder,
-            inputs["input_ids"],
-            inputs["input_mask"],
-            inputs["segment_ids"],
-            bfloat,
-            batch_matmul,
-        )
-
-    small = tf.size(inputs["input_ids"]) <= SMALL_REQUEST_TOKENS
-    cls = tf.cond(small, hidden(_eigen_batch_matmul), hidden(_onednn_batch_matmul))
+    cls = first_token_hidden(
+        model.encoder,
+        inputs["input_ids"],
+        inputs["input_mask"],
+        inputs["segment_ids"],
+        bfloat,
+    )
     outputs = cls
     for layer in head_layers(model):
         outputs = _dense(outputs, layer, _ACTIVATIONS[layer.activation])
