@@ -153,7 +153,7 @@ class AdamWeightDecay(PresummedGradients, DecayInUpdateStep, keras.optimizers.Op
 
 
 @keras.saving.register_keras_serializable(package="electra_tf")
-class TwoStageSchedule(keras.optimizers.schedules.LearningRateSchedule):
+class TwoStageSchedule(WarmupLinearDecay):
     """Two-stage training: each stage has its own warmup and decay to zero.
 
     The discriminator starts from fresh Adam moments at `boundary`; without a
@@ -174,11 +174,8 @@ class TwoStageSchedule(keras.optimizers.schedules.LearningRateSchedule):
         num_warmup_steps: int,
         power: float = 1.0,
     ):
-        self.peak_learning_rate = peak_learning_rate
+        super().__init__(peak_learning_rate, num_train_steps, num_warmup_steps, power)
         self.boundary = boundary
-        self.num_train_steps = num_train_steps
-        self.num_warmup_steps = num_warmup_steps
-        self.power = power
         self._first = WarmupLinearDecay(peak_learning_rate, boundary, num_warmup_steps, power)
         self._second = WarmupLinearDecay(
             peak_learning_rate, num_train_steps - boundary, num_warmup_steps, power
@@ -190,10 +187,4 @@ class TwoStageSchedule(keras.optimizers.schedules.LearningRateSchedule):
         return ops.where(step < float(self.boundary), self._first(step), second)
 
     def get_config(self):
-        return {
-            "peak_learning_rate": self.peak_learning_rate,
-            "boundary": self.boundary,
-            "num_train_steps": self.num_train_steps,
-            "num_warmup_steps": self.num_warmup_steps,
-            "power": self.power,
-        }
+        return {**super().get_config(), "boundary": self.boundary}

@@ -58,6 +58,21 @@ _RECORDED_UNLESS_DEFAULT = {
 }
 
 
+def init_checkpoint_field(imported_into: str):
+    """The --init_checkpoint field of a command that fine-tunes (foreign ones are converted)."""
+    return flag_field(
+        None,
+        "Pre-training run directory, its export/ directory or discriminator.keras; or a "
+        "google-research/electra checkpoint or Hugging Face ELECTRA directory (converted once "
+        f"into {imported_into}).",
+    )
+
+
+def vocab_file_field():
+    """The --vocab_file field of a command that fine-tunes."""
+    return flag_field(None, "Vocabulary (default: the checkpoint's vocab.txt).")
+
+
 def require_positive(**values) -> None:
     """Raises RunError naming the flag of the first value that is not a positive integer."""
     for name, value in values.items():
@@ -255,15 +270,8 @@ class FinetuneOptions:
         "--squad_version), or a name for your own task given with --train_file (default name: "
         "custom).",
     )
-    init_checkpoint: Optional[str] = flag_field(
-        None,
-        "Pre-training run directory, its export/ directory or discriminator.keras; or a "
-        "google-research/electra checkpoint or Hugging Face ELECTRA directory (converted once "
-        "into runs/imported/).",
-    )
-    vocab_file: Optional[str] = flag_field(
-        None, "Vocabulary (default: the checkpoint's vocab.txt)."
-    )
+    init_checkpoint: Optional[str] = init_checkpoint_field("runs/imported/")
+    vocab_file: Optional[str] = vocab_file_field()
     data_dir: Optional[str] = flag_field(
         None,
         "GLUE data in the standard layout (CoLA/, SST-2/, ...). Without it, GLUE tasks "

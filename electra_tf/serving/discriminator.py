@@ -37,7 +37,7 @@ from electra_tf.finetuning.classification.check import sequence_requests
 from electra_tf.finetuning.classification.serving import (
     IDS_SIGNATURE,
     TEXT_SIGNATURE,
-    TOKEN_ID_SPECS,
+    token_ids_function,
 )
 
 # Registers the discriminator's classes, so that load_model finds them.
@@ -77,6 +77,12 @@ class DiscriminatorServing(tf.Module):
             )
         return scores
 
+    def _from_ids(self, input_ids, input_mask, segment_ids) -> dict:
+        inputs = text_ops.checked_token_ids(
+            self.model.encoder, input_ids, input_mask, segment_ids, pad_empty=False
+        )
+        return self._scores(inputs)
+
     def signatures(self) -> dict:
         """`{signature name: concrete function}` for `tf.saved_model.save`."""
         vocab = tf.constant(self.tokenizer.vocab, tf.string)
@@ -101,18 +107,11 @@ class DiscriminatorServing(tf.Module):
                 "input_mask": inputs["input_mask"],
             }
 
-        @tf.function(input_signature=TOKEN_ID_SPECS)
-        def serve_ids(input_ids, input_mask, segment_ids):
-            inputs = text_ops.checked_token_ids(
-                self.model.encoder, input_ids, input_mask, segment_ids, pad_empty=False
-            )
-            return self._scores(inputs)
-
         self.serve_text = serve_text
-        self.serve_ids = serve_ids
+        self.serve_ids = token_ids_function(self._from_ids)
         return {
             TEXT_SIGNATURE: serve_text.get_concrete_function(),
-            IDS_SIGNATURE: serve_ids.get_concrete_function(),
+            IDS_SIGNATURE: self.serve_ids.get_concrete_function(),
         }
 
 

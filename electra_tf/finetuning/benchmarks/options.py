@@ -18,7 +18,11 @@ from electra_tf.config import flag_field
 from electra_tf.errors import RunError
 from electra_tf.finetuning.benchmarks import SUITES
 from electra_tf.finetuning.benchmarks.records import BenchmarkTask, Recipe, Suite
-from electra_tf.finetuning.settings import FinetuneSettings
+from electra_tf.finetuning.settings import (
+    FinetuneSettings,
+    init_checkpoint_field,
+    vocab_file_field,
+)
 
 # The suites by their command-line names (the project's name, hyphenated).
 SUITE_NAMES = {name.replace("_", "-"): name for name in SUITES}
@@ -47,15 +51,8 @@ class SuiteOptions:
         "(nsmc/ratings_train.txt, naver-ner/train.tsv, ...) or Chinese-ELECTRA's "
         "finetuning_data/ (or the folder holding it). Tasks whose files are absent are skipped.",
     )
-    init_checkpoint: Optional[str] = flag_field(
-        None,
-        "Pre-training run directory, its export/ directory or discriminator.keras; or a "
-        "google-research/electra checkpoint or Hugging Face ELECTRA directory (converted once "
-        "into <output_dir>/imported_checkpoint).",
-    )
-    vocab_file: Optional[str] = flag_field(
-        None, "Vocabulary (default: the checkpoint's vocab.txt)."
-    )
+    init_checkpoint: Optional[str] = init_checkpoint_field("<output_dir>/imported_checkpoint")
+    vocab_file: Optional[str] = vocab_file_field()
     output_dir: Optional[str] = flag_field(
         None,
         "Where every task's run goes (<output_dir>/<task>/), with suite.json and suite.md. "

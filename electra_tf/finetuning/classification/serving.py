@@ -37,6 +37,16 @@ TOKEN_ID_SPECS = [
 ]
 
 
+def token_ids_function(from_ids):
+    """The token-id signature's function: `from_ids(input_ids, input_mask, segment_ids)`."""
+
+    @tf.function(input_signature=TOKEN_ID_SPECS)
+    def serve_ids(input_ids, input_mask, segment_ids):
+        return from_ids(input_ids, input_mask, segment_ids)
+
+    return serve_ids
+
+
 class ClassifierServing(tf.Module):
     """Wraps a fine-tuned classifier and its tokenizer with serving functions.
 
@@ -156,16 +166,11 @@ class ClassifierServing(tf.Module):
 
     def signatures(self) -> dict:
         """`{signature name: concrete function}` for `tf.saved_model.save`."""
-
-        @tf.function(input_signature=TOKEN_ID_SPECS)
-        def serve_ids(input_ids, input_mask, segment_ids):
-            return self._from_ids(input_ids, input_mask, segment_ids)
-
         self.serve_text = self._text_function()
-        self.serve_ids = serve_ids
+        self.serve_ids = token_ids_function(self._from_ids)
         signatures = {
             TEXT_SIGNATURE: self.serve_text.get_concrete_function(),
-            IDS_SIGNATURE: serve_ids.get_concrete_function(),
+            IDS_SIGNATURE: self.serve_ids.get_concrete_function(),
         }
         if self.bfloat16_weights is not None:
             self.serve_text_bfloat16 = self._text_function(self.bfloat16_weights)

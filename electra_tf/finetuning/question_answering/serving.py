@@ -62,7 +62,7 @@ from electra_tf import text_packing as text_ops
 from electra_tf.finetuning.classification.serving import (
     IDS_SIGNATURE,
     TEXT_SIGNATURE,
-    TOKEN_ID_SPECS,
+    token_ids_function,
 )
 from electra_tf.finetuning.question_answering.model import answer_mask
 
@@ -323,13 +323,9 @@ class QuestionAnsweringServing(tf.Module):
         def serve_text(question, context):
             return self._from_text(question, context)
 
-        @tf.function(input_signature=TOKEN_ID_SPECS)
-        def serve_ids(input_ids, input_mask, segment_ids):
-            return self._from_ids(input_ids, input_mask, segment_ids)
-
         self.serve_text = serve_text
-        self.serve_ids = serve_ids
+        self.serve_ids = token_ids_function(self._from_ids)
         return {
             TEXT_SIGNATURE: serve_text.get_concrete_function(),
-            IDS_SIGNATURE: serve_ids.get_concrete_function(),
+            IDS_SIGNATURE: self.serve_ids.get_concrete_function(),
         }

@@ -45,6 +45,8 @@ NBEST_FILE = "nbest_predictions.json"
 _HEADLINE = ("exact_match", "f1", "best_exact", "best_f1")
 # What the scores of each --qa_metric are called on the console.
 _METRIC_NAMES = {"korquad": "KorQuAD 1.0", "cmrc2018": "CMRC 2018", "drcd": "DRCD"}
+# The settings that serving reads back from model_info.json.
+_SERVED = ("doc_stride", "max_query_length", "max_answer_length", "null_score_threshold")
 # The describe() of a question-answering run, and the name of its task_type.
 QUESTION_ANSWERING = "question_answering"
 # transformers' names of ElectraForQuestionAnswering's head: one linear layer H -> 2.
@@ -266,13 +268,8 @@ class SquadTask(TaskKind):
 
     def model_info(self) -> dict:
         """What serving needs beside the model and its text path: version, windows, answers."""
-        return {
-            "squad_version": self.version,
-            "doc_stride": self.doc_stride,
-            "max_query_length": self.max_query_length,
-            "max_answer_length": self.max_answer_length,
-            "null_score_threshold": self.null_score_threshold,
-        }
+        settings = self.settings()
+        return {"squad_version": self.version, **{name: settings[name] for name in _SERVED}}
 
     def prepare(self, tokenizer, print_fn=print) -> dict:
         """Cuts every question and context into windows.

@@ -43,7 +43,7 @@ from electra_tf import text_packing as text_ops
 from electra_tf.finetuning.classification.serving import (
     IDS_SIGNATURE,
     TEXT_SIGNATURE,
-    TOKEN_ID_SPECS,
+    token_ids_function,
 )
 from electra_tf.finetuning.tagging.data import OUTSIDE
 from electra_tf.tokenization import CJK_RANGES
@@ -208,13 +208,10 @@ class TaggerServing(tf.Module):
         def serve_words(words, num_words):
             return self._from_words(words, num_words)
 
-        @tf.function(input_signature=TOKEN_ID_SPECS)
-        def serve_ids(input_ids, input_mask, segment_ids):
-            return self._from_ids(input_ids, input_mask, segment_ids)
-
-        self.serve_text, self.serve_words, self.serve_ids = serve_text, serve_words, serve_ids
+        self.serve_text, self.serve_words = serve_text, serve_words
+        self.serve_ids = token_ids_function(self._from_ids)
         return {
             TEXT_SIGNATURE: serve_text.get_concrete_function(),
             WORDS_SIGNATURE: serve_words.get_concrete_function(),
-            IDS_SIGNATURE: serve_ids.get_concrete_function(),
+            IDS_SIGNATURE: self.serve_ids.get_concrete_function(),
         }

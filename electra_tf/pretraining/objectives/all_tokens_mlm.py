@@ -6,12 +6,11 @@ import keras
 import tensorflow as tf
 
 from electra_tf.pretraining import objective
-from electra_tf.pretraining.objectives.electra import ElectraPretrainer
-from electra_tf.pretraining.objectives.mlm import full_size_mlm_head
+from electra_tf.pretraining.objectives.mlm import GeneratorSamplesMLM
 
 
 @keras.saving.register_keras_serializable(package="electra_tf")
-class AllTokensMLMPretrainer(ElectraPretrainer):
+class AllTokensMLMPretrainer(GeneratorSamplesMLM):
     """ELECTRA's generator and samples; the full-size model predicts every original token.
 
     Its output mixes "copy the input" (probability D from the replaced-token
@@ -21,10 +20,7 @@ class AllTokensMLMPretrainer(ElectraPretrainer):
     """
 
     OBJECTIVE = "all_tokens_mlm"
-
-    def _build_networks(self) -> None:
-        super()._build_networks()
-        self.mlm_head = full_size_mlm_head(self.discriminator, self.kernels)
+    PER = "tokens"
 
     def forward(self, batch, training=False):
         """Generator and samples as ELECTRA's; then {"all_tokens_mlm": sums} at every position."""
@@ -45,13 +41,3 @@ class AllTokensMLMPretrainer(ElectraPretrainer):
             logits, outputs["logits"], fake_ids, batch["input_ids"], batch["input_mask"]
         )
         return out
-
-    def _loss(self, sums, counts):
-        return self.generator_plus(sums, counts, "all_tokens_mlm", "tokens")
-
-    def metrics_from_sums(self, sums):
-        return {
-            **self.generator_metrics(sums),
-            **objective.loss_and_accuracy(sums["all_tokens_mlm"], "all_tokens_mlm"),
-            "total_loss": self._loss(sums, sums["counts"]),
-        }

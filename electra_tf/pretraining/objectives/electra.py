@@ -161,16 +161,6 @@ class ElectraPretrainer(Pretrainer):
         return tf.cast(batch["input_mask"], tf.float32)
 
     # ------------------------------------------------------------------ the loss
-    def generator_plus(self, sums, counts, term: str, denominator: str):
-        """gen_weight * L_MLM + the NLL of `sums[term]` per `counts[denominator]`.
-
-        The loss of the variants that replace the discriminator by another
-        term on the generator's samples (Replace MLM, All-Tokens MLM).
-        """
-        return self.config.gen_weight * self.generator_loss(sums, counts) + objective.safe_ratio(
-            sums[term]["nll"], counts[denominator]
-        )
-
     def _loss(self, sums, counts):
         """gen_weight * L_MLM + disc_weight * L_Disc, this replica's share of the global batch."""
         return self.config.gen_weight * self.generator_loss(

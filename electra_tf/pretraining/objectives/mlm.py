@@ -10,6 +10,7 @@ import keras
 
 from electra_tf.modeling.heads import MaskedLMHead
 from electra_tf.pretraining import objective
+from electra_tf.pretraining.objectives.electra import ElectraPretrainer
 from electra_tf.pretraining.pretrainer import Pretrainer
 
 
@@ -36,6 +37,36 @@ class FullSizeMLM:
             training=training,
         )
         return sequence, self.mlm_head(sequence, positions)
+
+
+@keras.saving.register_keras_serializable(package="electra_tf")
+class GeneratorSamplesMLM(FullSizeMLM, ElectraPretrainer):
+    """ELECTRA's generator and samples, with a masked-LM term in place of the discriminator's.
+
+    The base of Replace MLM and All-Tokens MLM. A subclass's `forward` puts
+    its term's sums under its `OBJECTIVE`; `PER` names the count that
+    normalises it ("masked": per masked slot, "tokens": per non-pad token).
+    The loss is gen_weight * L_MLM(generator) + the term's NLL per `PER`
+    (weight 1).
+    """
+
+    PER = "masked"
+
+    def _build_networks(self) -> None:
+        super()._build_networks()
+        self.mlm_head = full_size_mlm_head(self.discriminator, self.kernels)
+
+    def _loss(self, sums, counts):
+        return self.config.gen_weight * self.generator_loss(sums, counts) + objective.safe_ratio(
+            sums[self.OBJECTIVE]["nll"], counts[self.PER]
+        )
+
+    def metrics_from_sums(self, sums):
+        return {
+            **self.generator_metrics(sums),
+            **objective.loss_and_accuracy(sums[self.OBJECTIVE], self.OBJECTIVE),
+            "total_loss": self._loss(sums, sums["counts"]),
+        }
 
 
 @keras.saving.register_keras_serializable(package="electra_tf")

@@ -5,12 +5,11 @@ from __future__ import annotations
 import keras
 
 from electra_tf.pretraining import objective
-from electra_tf.pretraining.objectives.electra import ElectraPretrainer
-from electra_tf.pretraining.objectives.mlm import FullSizeMLM, full_size_mlm_head
+from electra_tf.pretraining.objectives.mlm import GeneratorSamplesMLM
 
 
 @keras.saving.register_keras_serializable(package="electra_tf")
-class ReplaceMLMPretrainer(FullSizeMLM, ElectraPretrainer):
+class ReplaceMLMPretrainer(GeneratorSamplesMLM):
     """ELECTRA's generator and samples, but the full-size model predicts the original tokens.
 
     It tells how much of ELECTRA's gain comes from removing the [MASK]
@@ -23,7 +22,6 @@ class ReplaceMLMPretrainer(FullSizeMLM, ElectraPretrainer):
 
     def _build_networks(self) -> None:
         super()._build_networks()
-        self.mlm_head = full_size_mlm_head(self.discriminator, self.kernels)
         self.discriminator.rtd_head.trainable = False  # unused
 
     def forward(self, batch, training=False):
@@ -37,13 +35,3 @@ class ReplaceMLMPretrainer(FullSizeMLM, ElectraPretrainer):
             logits, batch["masked_lm_ids"], batch["masked_lm_weights"], self.kernels
         )
         return out
-
-    def _loss(self, sums, counts):
-        return self.generator_plus(sums, counts, "replace_mlm", "masked")
-
-    def metrics_from_sums(self, sums):
-        return {
-            **self.generator_metrics(sums),
-            **objective.loss_and_accuracy(sums["replace_mlm"], "replace_mlm"),
-            "total_loss": self._loss(sums, sums["counts"]),
-        }
