@@ -1,4 +1,6 @@
 import os
+import subprocess
+import sys
 import time
 
 import pytest
@@ -7,6 +9,8 @@ from test_flops import EMBEDDING, LAYER, MLM_HEAD, SPARSE_EMBEDDING, TOKEN_HEAD,
 from electra_tf.config import preset
 from electra_tf.pretraining.pretrainer import Pretrainer
 from tools import benchmark
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 @pytest.mark.slow
@@ -81,6 +85,22 @@ def test_window_is_whole_calls(steps, warmup_steps, flag):
 def test_machine_info_names_the_software():
     info = benchmark.machine_info()
     assert info["cpu_count"] >= 1 and info["tensorflow"] and info["keras"]
+
+
+@pytest.mark.parametrize("setting, expected", [("1", True), ("0", False)])
+def test_machine_info_tells_whether_onednn_is_on(setting, expected):
+    # The state is fixed when TensorFlow loads, so it is read in a fresh process.
+    code = "from tools import benchmark; print(benchmark.machine_info()['onednn'])"
+    env = dict(os.environ, TF_ENABLE_ONEDNN_OPTS=setting, TF_CPP_MIN_LOG_LEVEL="3")
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=REPO_ROOT,
+    ).stdout.split()
+    assert out[-1] == str(expected)
 
 
 def test_peer_benchmark_is_run_on_the_same_shapes_and_read(tmp_path):

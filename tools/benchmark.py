@@ -155,7 +155,22 @@ def machine_info() -> dict:
         "inter_op_threads": tf.config.threading.get_inter_op_parallelism_threads(),
         "glibc_tunables": os.environ.get("GLIBC_TUNABLES", ""),
         "transparent_huge_pages": transparent_huge_page_mode(),
+        "tf_enable_onednn_opts": os.environ.get("TF_ENABLE_ONEDNN_OPTS", ""),
+        "onednn": onednn_enabled(),
     }
+
+
+def onednn_enabled() -> Optional[bool]:
+    """Whether TensorFlow runs its oneDNN kernels in this process (None: cannot tell).
+
+    TensorFlow turns them on by itself only on some CPUs (off on AVX2-only ones), and
+    ``TF_ENABLE_ONEDNN_OPTS`` overrides that; the figures differ with it, so it is printed.
+    """
+    try:
+        from tensorflow.python.util import _pywrap_util_port
+    except ImportError:  # a TensorFlow build without the private module
+        return None
+    return bool(_pywrap_util_port.IsMklEnabled())
 
 
 def matmul_peak_flops(n: int = 2048, repeats: int = 10, dtype=tf.float32) -> float:
