@@ -28,16 +28,19 @@ def test_flops_count_multiply_adds_twice():
 
 def test_tensorflow_worker_computes_the_products_numpy_does():
     shapes = [(8, 4), (4, 3)]
-    # threads=0: TensorFlow may already run in this process, with its threads fixed.
-    result = dense_products.time_products("tensorflow", shapes, tokens=5, threads=0, repeats=3)
-    assert result["products"] == 2
-    assert result["max_abs_error_vs_numpy"] < 1e-5
-    assert result["median_ms"] > 0
     inputs, weights = dense_products.operands(shapes, 5)
     assert [x.shape for x in inputs] == [(5, 8), (5, 4)]
     assert [w.shape for w in weights] == [(8, 4), (4, 3)]
     again, _ = dense_products.operands(shapes, 5)
     np.testing.assert_array_equal(inputs[1], again[1])  # the same operands in every process
+    # threads=0: TensorFlow may already run in this process, with its threads fixed.
+    _, results, _ = dense_products.SETUPS["tensorflow"](inputs, weights, 0)
+    for y, x, w in zip(results(), inputs, weights):
+        np.testing.assert_allclose(y, x.astype(np.float64) @ w.astype(np.float64), atol=1e-5)
+    result = dense_products.time_products("tensorflow", shapes, tokens=5, threads=0, repeats=3)
+    assert result["products"] == 2
+    assert result["max_abs_error_vs_numpy"] < 1e-5
+    assert result["median_ms"] > 0
 
 
 def test_worker_runs_without_the_project():

@@ -339,7 +339,7 @@ def time_fit(model, dataset, steps: int, warmup_steps: int, config, peak_probe=N
     return result
 
 
-def _classifier(config, num_labels: int = 2):
+def random_classifier(config, num_labels: int = 2):
     """An ELECTRA classifier of `config.model`'s size with random weights and `config.kernels`."""
     from electra_tf.finetuning.classification.model import build_classifier
     from electra_tf.modeling.electra import build_generator_and_discriminator
@@ -373,7 +373,7 @@ def benchmark_finetune_step(config, steps: int, warmup_steps: int, jit_compile: 
         .repeat()
         .prefetch(2)
     )
-    model = _classifier(config)
+    model = random_classifier(config)
     total = warmup_steps + steps
     model.compile(
         optimizer=finetuning_optimizer(
@@ -450,7 +450,7 @@ def benchmark_inference(
         for path, lines in ((vocab_file, vocab), (texts_file, texts)):
             with open(path, "w", encoding="utf-8") as f:
                 f.write("\n".join(lines) + "\n")
-        model = _classifier(
+        model = random_classifier(
             dataclasses.replace(
                 config, model=dataclasses.replace(config.model, vocab_size=len(vocab))
             )
@@ -487,11 +487,11 @@ def benchmark_inference(
         ours += ["--signature", signature]
         runs = {"ours": []}
         for _ in range(rounds):
-            runs["ours"].append(_run_peer(ours))
+            runs["ours"].append(run_json_script(ours))
             for python, script in peers:
                 command = [python, script, "--vocab_file", vocab_file, "--texts", texts_file]
                 command += ["--size", size, "--seq", str(config.max_seq_length), *counts]
-                report = _run_peer(command)
+                report = run_json_script(command)
                 runs.setdefault(report.get("peer", os.path.basename(script)), []).append(report)
     results.update(_medians(runs.pop("ours")))
     results["peers"] = {}
@@ -569,8 +569,8 @@ def bracketing_peak(before: float, after: float) -> dict:
     }
 
 
-def _run_peer(command: list) -> dict:
-    """Runs a peer's script and returns the last JSON object it printed."""
+def run_json_script(command: list) -> dict:
+    """Runs a script (a peer's, a timing worker) and returns the last JSON object it printed."""
     done = subprocess.run(command, capture_output=True, text=True)
     if done.returncode != 0:
         raise RuntimeError(f"{' '.join(command)} failed:\n{done.stderr[-2000:]}")
@@ -579,7 +579,7 @@ def _run_peer(command: list) -> dict:
 
 def benchmark_peer(python: str, script: str, config, steps: int, size: str) -> dict:
     """Runs a peer implementation's training-step script on the same shapes and reads its JSON."""
-    report = _run_peer(
+    report = run_json_script(
         [
             python,
             script,

@@ -118,7 +118,8 @@ def _onnxruntime(inputs, weights, threads) -> tuple[Callable, Callable, str]:
     return call, call, ort.__version__
 
 
-_SETUPS = {"tensorflow": _tensorflow, "torch": _torch, "onnxruntime": _onnxruntime}
+# backend -> setup(inputs, weights, threads): (call, call returning NumPy arrays, version).
+SETUPS = {"tensorflow": _tensorflow, "torch": _torch, "onnxruntime": _onnxruntime}
 
 
 def time_products(backend: str, shapes: list, tokens: int, threads: int, repeats: int) -> dict:
@@ -136,7 +137,7 @@ def time_products(backend: str, shapes: list, tokens: int, threads: int, repeats
         and the settings.
     """
     inputs, weights = operands(shapes, tokens)
-    call, results, version = _SETUPS[backend](inputs, weights, threads)
+    call, results, version = SETUPS[backend](inputs, weights, threads)
     error = max(
         float(np.max(np.abs(y - x.astype(np.float64) @ w.astype(np.float64))))
         for y, x, w in zip(results(), inputs, weights)
@@ -169,14 +170,14 @@ def request_shapes(model_size: str, vocab_size: int = 8000) -> list:
     import keras
 
     from electra_tf.config import preset
-    from electra_tf.finetuning.classification.model import build_classifier
     from electra_tf.modeling import lean_forward
-    from electra_tf.modeling.electra import build_generator_and_discriminator
+    from tools.benchmark import random_classifier
 
     keras.utils.set_random_seed(0)
-    model_config = dataclasses.replace(preset(model_size).model, vocab_size=vocab_size)
-    _, discriminator = build_generator_and_discriminator(model_config, with_generator=False)
-    model = build_classifier(discriminator.encoder, num_outputs=2)
+    config = preset(model_size)
+    model = random_classifier(
+        dataclasses.replace(config, model=dataclasses.replace(config.model, vocab_size=vocab_size))
+    )
     layers = [*lean_forward.encoder_dense_layers(model.encoder), *lean_forward.head_layers(model)]
     return [tuple(int(d) for d in layer.kernel.shape) for layer in layers]
 
@@ -194,14 +195,6 @@ def _worker_command(python: str, backend: str, shapes, args) -> list:
     ]
 
 
-def _run(command: list) -> dict:
-    environment = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
-    done = subprocess.run(command, capture_output=True, text=True, env=environment)
-    if done.returncode != 0:
-        raise RuntimeError(f"{' '.join(command[:4])} failed:\n{done.stderr[-2000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
-
-
 def compare(args) -> dict:
     """Every available library, `args.rounds` rounds alternating, medians over the rounds."""
     shapes = request_shapes(args.model_size)
@@ -215,11 +208,12 @@ def compare(args) -> dict:
                 runners.append((backend, args.peer_python))
             else:
                 print(f"{args.peer_python} cannot import {module}: {backend} left out", flush=True)
+    from tools.benchmark import machine_info, run_json_script
+
     runs = {backend: [] for backend, _ in runners}
     for _ in range(args.rounds):
         for backend, python in runners:
-            runs[backend].append(_run(_worker_command(python, backend, shapes, args)))
-    from tools.benchmark import machine_info
+            runs[backend].append(run_json_script(_worker_command(python, backend, shapes, args)))
 
     report = {
         "machine": machine_info(),
