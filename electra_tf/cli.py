@@ -10,7 +10,7 @@ its own). A command declares its own flags as such a dataclass of options
 field of `ModelConfig` and `PretrainingConfig` is a pre-training
 flag (`electra_tf.config`); the vocabulary flags come from `VocabOptions`,
 the fine-tuning flags from `FinetuneSettings`, `FileTaskOptions` and
-`FinetuneOptions` (`electra_tf.finetuning.settings`) the same way. A config
+`FinetuneOptions` (`electra_tf.finetuning.kind.settings`) the same way. A config
 flag left unset keeps the preset's value; a flag set on the command line
 overrides it. `overrides_from_flags` returns only what the user set.
 
@@ -27,15 +27,15 @@ import os
 import sys
 import types
 import typing
-from typing import Any, Callable, Iterable, Optional
+from typing import Any, Callable, Iterable, Optional, Sequence
 
 from absl import app, flags
 
 from electra_tf.config import ModelConfig, PretrainingConfig
 from electra_tf.distribute import STRATEGIES, create_strategy, split_cpu
-from electra_tf.finetuning.classification.data import FileTaskOptions
-from electra_tf.finetuning.kinds import TASK_KINDS
-from electra_tf.finetuning.settings import FinetuneOptions, FinetuneSettings
+from electra_tf.finetuning.kind.files import FileTaskOptions
+from electra_tf.finetuning.kind.settings import FinetuneOptions, FinetuneSettings
+from electra_tf.finetuning.kinds import TASK_KINDS, TASK_TYPES
 from electra_tf.vocab_learning import VocabOptions
 
 _TEXT_FIELDS = ("do_lower_case", "strip_accents", "normalization")
@@ -100,6 +100,7 @@ def define_field_flags(
     flag_values=flags.FLAGS,
     presets: bool = False,
     only: Optional[Iterable[str]] = None,
+    choices: Optional[dict[str, Sequence[str]]] = None,
 ) -> None:
     """Defines the flag of every flag field of dataclass `cls`, with the field's help.
 
@@ -114,18 +115,20 @@ def define_field_flags(
             a flag defaults to the field's default and a choice field is an
             enum flag.
         only: the names of the fields to define (default: every flag field).
+        choices: {field name: allowed values} known only above the dataclass's
+            module (the kinds' task types), as a field's `choices`.
     """
     for field, kind in config_fields(cls):
         if only is not None and field.name not in only:
             continue
         default = field.metadata.get("flag_default", field.default)
         default = None if presets or default is dataclasses.MISSING else default
-        choices = field.metadata.get("choices")
-        if choices and not presets:
+        allowed = (choices or {}).get(field.name) or field.metadata.get("choices")
+        if allowed and not presets:
             flags.DEFINE_enum(
                 flag_name(field),
                 default,
-                list(choices),
+                list(allowed),
                 field.metadata["help"],
                 flag_values=flag_values,
                 module_name=module_name,
@@ -219,7 +222,7 @@ def vocab_options_from_flags(vocab_size: int, flag_values=flags.FLAGS) -> VocabO
 def define_finetune_flags(module_name: str, flag_values=flags.FLAGS) -> None:
     """The flags of `finetune.py` but the devices': those of `FINETUNE_CLASSES`' fields."""
     for cls in FINETUNE_CLASSES:
-        define_field_flags(cls, module_name, flag_values)
+        define_field_flags(cls, module_name, flag_values, choices={"task_type": TASK_TYPES})
 
 
 def define_strategy_flags(module_name: str, flag_values=flags.FLAGS) -> None:

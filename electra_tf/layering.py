@@ -11,6 +11,11 @@ imports the modules that define Keras classes, so that `import electra_tf`
 registers them. The research tools in the repository's `tools/` (benchmark,
 study, parity...) are not part of the package and not listed: they import
 it, never the reverse.
+
+Inside `electra_tf.finetuning` the same rule holds between three tiers
+(`FINETUNING_TIERS`): the floor, the kinds, and what stands on the kinds.
+Every sub-package of `electra_tf.finetuning` the floor and the top do not
+name is a task kind; a kind imports the floor and itself, never another kind.
 """
 
 LAYERS = (
@@ -44,3 +49,15 @@ LAYERS = (
     # electra_tf.__main__ (`python -m electra_tf`, `electra-tf`) runs any of them.
     ("electra_tf.cli", "electra_tf.commands", "electra_tf.__main__", "pretrain", "finetune"),
 )
+
+# Inside electra_tf.finetuning, lowest first; the middle tier is every other
+# sub-package: one per task kind, which may not import one another.
+FINETUNING_FLOOR = ("electra_tf.finetuning.kind",)
+FINETUNING_TOP = (
+    "electra_tf.finetuning",
+    "electra_tf.finetuning.kinds",
+    "electra_tf.finetuning.saving",
+    "electra_tf.finetuning.probe",
+    "electra_tf.finetuning.benchmarks",
+)
+FINETUNING_TIERS = ("floor", "kind", "top")

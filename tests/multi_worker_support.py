@@ -139,7 +139,7 @@ def finetune(strategy, pretrained_dir, output_dir, weights_file):
     from finetuning_support import toy_regression_task
 
     from electra_tf.artifacts.pretrained import resolve_pretrained
-    from electra_tf.finetuning.settings import FinetuneSettings
+    from electra_tf.finetuning.kind.settings import FinetuneSettings
     from electra_tf.training.finetuning_loop import run_trials
 
     results = run_trials(

@@ -4,13 +4,9 @@ import pytest
 
 from electra_tf.finetuning.benchmarks.chinese_electra import CHINESE_ELECTRA
 from electra_tf.finetuning.benchmarks.koelectra import KOELECTRA
-from electra_tf.finetuning.classification.data import (
-    CLASSIFICATION,
-    REGRESSION,
-    Task,
-    TaskDataError,
-)
+from electra_tf.finetuning.classification.data import CLASSIFICATION, REGRESSION, Task
 from electra_tf.finetuning.classification.tables import TableLayout, read_table
+from electra_tf.finetuning.kind.files import TaskDataError
 
 
 def _write(path, text):

@@ -10,13 +10,10 @@ from electra_tf.finetuning.benchmarks import SUITES
 from electra_tf.finetuning.benchmarks.building import build_suite, build_task
 from electra_tf.finetuning.benchmarks.chinese_electra import CHINESE_ELECTRA
 from electra_tf.finetuning.benchmarks.koelectra import KOELECTRA
-from electra_tf.finetuning.benchmarks.records import (
-    CLASSIFICATION,
-    QUESTION_ANSWERING,
-    REGRESSION,
-    TAGGING,
-)
+from electra_tf.finetuning.classification.data import CLASSIFICATION, REGRESSION
 from electra_tf.finetuning.question_answering.data import SquadDataError, read_squad_json
+from electra_tf.finetuning.question_answering.task import QUESTION_ANSWERING
+from electra_tf.finetuning.tagging.data import TAGGING
 
 SHARED_KOELECTRA = "/work/shared/data/koelectra"
 

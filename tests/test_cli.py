@@ -29,10 +29,11 @@ from electra_tf.config import (
     PretrainingConfig,
     flag_field,
 )
-from electra_tf.finetuning.classification.data import QUOTINGS, TASK_TYPES, FileTaskOptions
+from electra_tf.finetuning.kind.files import QUOTINGS, FileTaskOptions
+from electra_tf.finetuning.kind.settings import LOSS_REDUCTIONS, FinetuneSettings
+from electra_tf.finetuning.kinds import TASK_TYPES
 from electra_tf.finetuning.question_answering.data import VERSIONS
 from electra_tf.finetuning.question_answering.metrics import METRICS
-from electra_tf.finetuning.settings import LOSS_REDUCTIONS, FinetuneSettings
 from electra_tf.finetuning.tagging.data import TAG_FORMAT_CHOICES
 from electra_tf.vocab_learning import PRESEGMENTERS, VocabOptions
 
@@ -148,7 +149,7 @@ def test_a_bad_choice_is_one_line_naming_the_flag(capsys):
     assert code == 2
     lines = capsys.readouterr().err.splitlines()
     assert lines[0].startswith("finetune.py: error: ") and "--task_type" in lines[0]
-    assert "classification|regression|tagging" in lines[0] and len(lines) == 2
+    assert "|".join(TASK_TYPES) in lines[0] and len(lines) == 2
 
 
 def test_every_field_with_choices_names_them_in_its_help():

@@ -203,7 +203,7 @@ def test_tagging_task_from_conll_files_trains_scores_and_exports(files):
         encoding="utf-8"
     ) == "O\nPER-B\nWORK-B\nWORK-I\n"
     with open(version_dir / "assets" / "serving_config.json", encoding="utf-8") as f:
-        assert json.load(f)["kind"] == "tagger"
+        assert json.load(f)["kind"] == "tagging"
 
 
 def test_tagging_tags_of_two_kinds_are_one_line(files):

@@ -9,7 +9,7 @@ import pytest
 
 from electra_tf.finetuning.classification import data as tasks
 from electra_tf.finetuning.classification import features
-from electra_tf.finetuning.classification.data import FileTaskOptions, TaskDataError
+from electra_tf.finetuning.kind.files import FileTaskOptions, TaskDataError
 
 
 def _write(path, text, bom=False):

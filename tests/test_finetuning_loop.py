@@ -20,10 +20,10 @@ from electra_tf.errors import RunError
 from electra_tf.finetuning.classification import data as tasks
 from electra_tf.finetuning.classification import features
 from electra_tf.finetuning.classification.task import ClassificationTask
+from electra_tf.finetuning.kind.settings import FinetuneSettings
 from electra_tf.finetuning.question_answering.data import QAExample, SquadSplit
 from electra_tf.finetuning.question_answering.task import SquadTask
 from electra_tf.finetuning.saving import load_finetuned
-from electra_tf.finetuning.settings import FinetuneSettings
 from electra_tf.finiteness import NonFiniteError
 from electra_tf.tokenization import WordPieceTokenizer
 from electra_tf.training.finetuning_loop import run_trials
@@ -83,7 +83,7 @@ def test_classifier_learns_the_toy_rule_and_later_trials_are_added(pretrained, t
     assert written[0] == ["index", "prediction"]
     assert [row[0] for row in written[1:]] == [str(i) for i in range(16)]
     reloaded, info = load_finetuned(str(trial_dir))
-    assert info["kind"] == "classifier" and info["task"]["label_names"] == ["0", "1"]
+    assert info["kind"] == "classification" and info["task"]["label_names"] == ["0", "1"]
     assert trial["model"] == str(trial_dir / "model.json")
     tokenizer = WordPieceTokenizer(str(trial_dir / "vocab.txt"))
     encoded = features.encode(tokenizer, _toy_task(16).data.train.texts_a, None, 128)
@@ -398,7 +398,7 @@ def test_tagging_writes_the_same_schema_and_conlleval_predictions(pretrained, tm
     assert all(len(r) == 2 for s in test_rows for r in s)
     model, info = load_finetuned(str(tmp_path / "ner" / "trial_0"))
     assert type(model).__name__ == "ElectraTagger"
-    assert info["kind"] == "tagger" and info["task"]["tag_format"] == "prefix"
+    assert info["kind"] == "tagging" and info["task"]["tag_format"] == "prefix"
 
 
 # --- Devices and precision -------------------------------------------------

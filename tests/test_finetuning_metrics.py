@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from electra_tf.finetuning import metrics
+from electra_tf.finetuning.kind import metrics
 
 
 def test_accuracy():

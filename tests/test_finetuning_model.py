@@ -7,8 +7,8 @@ import tensorflow as tf
 from finetuning_support import make_pretrained_dir
 
 from electra_tf.artifacts.pretrained import load_discriminator
-from electra_tf.finetuning import optimization
 from electra_tf.finetuning.classification.model import build_classifier
+from electra_tf.finetuning.kind import optimization
 
 
 @pytest.fixture(scope="module")

@@ -617,14 +617,14 @@ def test_saved_models_without_a_head_entry_keep_the_original_heads():
 
 def test_the_head_names_are_the_fine_tuning_flags_choices():
     from electra_tf.finetuning.classification import model as classifier_model
+    from electra_tf.finetuning.kind.settings import TASK_HEADS
     from electra_tf.finetuning.question_answering import model as qa_model
-    from electra_tf.finetuning.settings import TASK_HEADS
 
     assert classifier_model.HEADS == qa_model.HEADS == TASK_HEADS
 
 
 def test_transformers_heads_train_at_the_head_rate_and_the_lean_pass_computes_them(ours):
-    from electra_tf.finetuning.optimization import layerwise_multipliers
+    from electra_tf.finetuning.kind.optimization import layerwise_multipliers
     from electra_tf.modeling import lean_forward
 
     model, _ = load_finetuned(ours["classifier-transformers"])
@@ -654,10 +654,10 @@ def test_transformers_heads_train_at_the_head_rate_and_the_lean_pass_computes_th
 
 def test_a_tagger_has_no_other_head_to_choose():
     from electra_tf.errors import RunError
-    from electra_tf.finetuning.classification.data import FileTaskOptions
+    from electra_tf.finetuning.kind.contract import TaskOptions
+    from electra_tf.finetuning.kind.files import FileTaskOptions
+    from electra_tf.finetuning.kind.settings import FinetuneOptions
     from electra_tf.finetuning.kinds import task_from_options
-    from electra_tf.finetuning.settings import FinetuneOptions
-    from electra_tf.finetuning.task_kind import TaskOptions
 
     options = TaskOptions(
         FinetuneOptions(train_file="train.conll", task_head="transformers"),
@@ -669,10 +669,10 @@ def test_a_tagger_has_no_other_head_to_choose():
 
 
 def test_the_task_head_flag_reaches_the_tasks_and_their_settings(tmp_path):
-    from electra_tf.finetuning.classification.data import FileTaskOptions
+    from electra_tf.finetuning.kind.contract import TaskOptions
+    from electra_tf.finetuning.kind.files import FileTaskOptions
+    from electra_tf.finetuning.kind.settings import FinetuneOptions
     from electra_tf.finetuning.kinds import task_from_options
-    from electra_tf.finetuning.settings import FinetuneOptions
-    from electra_tf.finetuning.task_kind import TaskOptions
 
     squad = tmp_path / "squad.json"
     context = "the movie was very good"
@@ -682,9 +682,19 @@ def test_the_task_head_flag_reaches_the_tasks_and_their_settings(tmp_path):
     rows = tmp_path / "train.tsv"
     rows.write_text("text\tlabel\ngood\tpos\nbad\tneg\n")
 
-    def task(given=frozenset({"task_head"}), **run):
+    from electra_tf.finetuning.question_answering.options import QuestionAnsweringOptions
+
+    def task(given=frozenset({"task_head"}), null_score_threshold=None, **run):
+        qa = QuestionAnsweringOptions()
+        if null_score_threshold is not None:
+            qa.null_score_threshold = null_score_threshold
         return task_from_options(
-            TaskOptions(FinetuneOptions(**run), FileTaskOptions(), given=given)
+            TaskOptions(
+                FinetuneOptions(**run),
+                FileTaskOptions(),
+                given=given,
+                kind_options={QuestionAnsweringOptions: qa},
+            )
         )
 
     qa = task(task="squad", train_file=str(squad), task_head="transformers")

@@ -108,7 +108,7 @@ def test_round_trip_is_exact_and_serves(trial, tmp_path):
     imported, info = load_finetuned(back)
     inputs = _inputs()
     np.testing.assert_array_equal(np.asarray(imported(inputs)), np.asarray(original(inputs)))
-    assert info["kind"] == "tagger" and info["max_seq_length"] == 12
+    assert info["kind"] == "tagging" and info["max_seq_length"] == 12
     assert info["task"]["tag_names"] == ["O", "B-PER", "I-PER"]
     assert info["task"]["tag_format"] == "prefix" and info["do_lower_case"] is True
     from electra_tf.serving.exporter import export_checkpoint

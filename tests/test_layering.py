@@ -3,7 +3,7 @@
 import ast
 import os
 
-from electra_tf.layering import LAYERS
+from electra_tf.layering import FINETUNING_FLOOR, FINETUNING_TOP, LAYERS
 
 PROJECT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PACKAGE = "electra_tf"
@@ -108,6 +108,65 @@ def test_no_import_points_up():
                     f"{target} (layer {_layer(target)} > {_layer(module)})"
                 )
     assert not upward, "imports from a lower layer to a higher one:\n" + "\n".join(upward)
+
+
+def _finetuning_place(module: str):
+    """(tier, kind package) of a module of electra_tf.finetuning: tier 0 floor, 1 a kind, 2 top."""
+
+    def under(prefixes):
+        return any(module == p or module.startswith(p + ".") for p in prefixes)
+
+    if under(FINETUNING_FLOOR):
+        return 0, None
+    if module == "electra_tf.finetuning" or under(FINETUNING_TOP[1:]):
+        return 2, None
+    return 1, module.split(".")[2]
+
+
+def _finetuning_violations(graph: dict, modules: dict) -> list:
+    found = []
+    for module, imports in graph.items():
+        if not module.startswith("electra_tf.finetuning"):
+            continue
+        tier, kind = _finetuning_place(module)
+        for line, target in imports:
+            if not target.startswith("electra_tf.finetuning"):
+                continue
+            target_tier, target_kind = _finetuning_place(target)
+            if target_tier > tier or (tier == target_tier == 1 and kind != target_kind):
+                found.append(f"{os.path.relpath(modules[module], PROJECT)}:{line} imports {target}")
+    return found
+
+
+def test_no_import_points_up_inside_finetuning():
+    """The floor imports no kind, no kind imports another kind or the registry above them."""
+    modules, graph = _graph()
+    kinds = {_finetuning_place(m)[1] for m in modules if m.startswith("electra_tf.finetuning.")}
+    assert {"classification", "question_answering", "tagging"} <= kinds
+    violations = _finetuning_violations(graph, modules)
+    assert not violations, "upward or sideways imports in finetuning:\n" + "\n".join(violations)
+
+
+def test_the_finetuning_check_sees_a_kind_importing_another(tmp_path):
+    modules = _modules()
+    source = tmp_path / "x.py"
+    source.write_text(
+        "from electra_tf.finetuning.classification.data import Task\n"
+        "from electra_tf.finetuning.kind.files import TaskDataError\n"
+        "from electra_tf.finetuning.kinds import TASK_KINDS\n",
+        encoding="utf-8",
+    )
+    found = _imports(str(source), "electra_tf.finetuning.tagging.x", modules)
+    graph = {"electra_tf.finetuning.tagging.x": found}
+    paths = {"electra_tf.finetuning.tagging.x": str(source)}
+    violations = _finetuning_violations(graph, paths)
+    assert [v.rsplit(" imports ", 1)[1] for v in violations] == [
+        "electra_tf.finetuning.classification.data",
+        "electra_tf.finetuning.kinds",
+    ]
+    floor = {"electra_tf.finetuning.kind.x": [(1, "electra_tf.finetuning.tagging.data")]}
+    paths = {"electra_tf.finetuning.kind.x": str(source)}
+    assert len(_finetuning_violations(floor, paths)) == 1
 
 
 def test_no_import_cycle():

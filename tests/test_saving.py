@@ -54,7 +54,7 @@ def test_classifier_round_trip(pretrained_dir, tmp_path):
     assert path == str(tmp_path / "model.json")
     assert sorted(os.listdir(tmp_path)) == ["model.json", "model.weights.h5", "vocab.txt"]
     reloaded, info = load_finetuned(str(tmp_path))
-    assert info == {"kind": "classifier", "max_seq_length": 16}
+    assert info == {"kind": "classification", "max_seq_length": 16}
     np.testing.assert_array_equal(reloaded(_batch(), training=False).numpy(), logits)
 
 
@@ -74,7 +74,7 @@ def test_classifier_saved_as_model_keras_and_task_json(pretrained_dir, tmp_path)
     with open(tmp_path / "task.json", "w", encoding="utf-8") as f:
         json.dump({"task": {"name": "toy"}, "max_seq_length": 16}, f)
     reloaded, info = load_finetuned(str(tmp_path))
-    assert info == {"kind": "classifier", "task": {"name": "toy"}, "max_seq_length": 16}
+    assert info == {"kind": "classification", "task": {"name": "toy"}, "max_seq_length": 16}
     np.testing.assert_array_equal(
         reloaded(_batch(), training=False).numpy(), model(_batch(), training=False).numpy()
     )

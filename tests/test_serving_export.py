@@ -48,7 +48,9 @@ def test_classifier_signatures_dtypes_shapes_and_assets(serving_exports):
         assert f.read() == "neg\npos\n"
     with open(os.path.join(assets, "serving_config.json"), encoding="utf-8") as f:
         config = json.load(f)
-    assert config["kind"] == "classifier" and config["is_pair"] and config["max_seq_length"] == 16
+    assert (
+        config["kind"] == "classification" and config["is_pair"] and config["max_seq_length"] == 16
+    )
     assert config["model"]["hidden_size"] == 32 and config["label_names"] == ["neg", "pos"]
     assert config["signatures"] == ["serving_default", "token_ids", "serving_bfloat16"]
     assert os.path.isfile(os.path.join(version_dir, "assets.extra", "model.json"))

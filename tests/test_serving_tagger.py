@@ -97,7 +97,7 @@ def test_signatures_dtypes_shapes_and_config(tagger_export):
     assets = os.path.join(tagger_export["version"], "assets")
     with open(os.path.join(assets, "serving_config.json"), encoding="utf-8") as f:
         config = json.load(f)
-    assert config["kind"] == "tagger" and config["label_names"] == TAGS
+    assert config["kind"] == "tagging" and config["label_names"] == TAGS
     assert config["tag_format"] == "prefix" and config["max_seq_length"] == MAX_SEQ_LENGTH
     with open(os.path.join(assets, "labels.txt"), encoding="utf-8") as f:
         assert f.read().split() == TAGS
@@ -248,7 +248,7 @@ def test_a_tagger_from_a_bert_normalized_checkpoint_is_served_with_bert(tmp_path
 
     from electra_tf.artifacts.pretrained import resolve_pretrained
     from electra_tf.artifacts.serving_dir import read_serving_config
-    from electra_tf.finetuning.settings import FinetuneSettings
+    from electra_tf.finetuning.kind.settings import FinetuneSettings
     from electra_tf.finetuning.tagging.check import python_tags
     from electra_tf.serving.check import Reference, check_export
     from electra_tf.serving.exporter import export_checkpoint

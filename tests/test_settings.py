@@ -3,7 +3,7 @@
 import pytest
 
 from electra_tf.errors import RunError
-from electra_tf.finetuning.settings import FinetuneSettings
+from electra_tf.finetuning.kind.settings import FinetuneSettings
 
 
 def test_defaults_follow_the_model_size_and_the_task():

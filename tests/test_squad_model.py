@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from electra_tf.finetuning.optimization import create_optimizer, layerwise_multipliers
+from electra_tf.finetuning.kind.optimization import create_optimizer, layerwise_multipliers
 from electra_tf.finetuning.question_answering import decoding as squad_decoding
 from electra_tf.finetuning.question_answering.data import QAExample
 from electra_tf.finetuning.question_answering.features import (

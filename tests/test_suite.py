@@ -27,7 +27,7 @@ from electra_tf.finetuning.benchmarks.options import (
     task_settings,
 )
 from electra_tf.finetuning.benchmarks.table import render_table, task_entry
-from electra_tf.finetuning.settings import FinetuneSettings
+from electra_tf.finetuning.kind.settings import FinetuneSettings
 from electra_tf.training.suite_run import plan_tasks, run_suite
 
 

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from electra_tf.finetuning.classification.data import TaskDataError
+from electra_tf.finetuning.kind.files import TaskDataError
 from electra_tf.finetuning.tagging.data import (
     PLAIN,
     PREFIX,

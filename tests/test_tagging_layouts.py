@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from electra_tf.finetuning.classification.data import TaskDataError
+from electra_tf.finetuning.kind.files import TaskDataError
 from electra_tf.finetuning.tagging import layouts
 from electra_tf.finetuning.tagging.data import SUFFIX, load_tagging_files
 from electra_tf.finetuning.tagging.metrics import entities, score

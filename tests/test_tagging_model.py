@@ -29,7 +29,7 @@ def pretrained(tmp_path_factory):
 
 
 def test_logits_at_every_position_and_saved_model_round_trip(pretrained, tmp_path):
-    from electra_tf.finetuning.optimization import layerwise_multipliers
+    from electra_tf.finetuning.kind.optimization import layerwise_multipliers
 
     model = build_tagger(load_discriminator(pretrained).encoder, num_tags=5, seed=1)
     ids = np.array([[2, 5, 6, 7, 3, 0]], np.int32)
@@ -53,5 +53,5 @@ def test_logits_at_every_position_and_saved_model_round_trip(pretrained, tmp_pat
     assert max(rate for path, rate in rates.items() if not path.startswith("task_head")) < 1.0
     save_finetuned(model, str(tmp_path / "trial"), {"kind": "tagger"})
     reloaded, info = load_finetuned(str(tmp_path / "trial"))
-    assert type(reloaded).__name__ == "ElectraTagger" and info == {"kind": "tagger"}
+    assert type(reloaded).__name__ == "ElectraTagger" and info == {"kind": "tagging"}
     np.testing.assert_allclose(np.asarray(reloaded(inputs)), logits, rtol=1e-6)

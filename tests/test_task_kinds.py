@@ -7,13 +7,13 @@ from finetuning_support import make_pretrained_dir
 
 from electra_tf.errors import RunError
 from electra_tf.finetuning import kinds
-from electra_tf.finetuning.classification.data import FileTaskOptions, TaskDataError
 from electra_tf.finetuning.classification.task import ClassificationTask
+from electra_tf.finetuning.kind.contract import TaskKind, TaskOptions
+from electra_tf.finetuning.kind.files import FileTaskOptions, TaskDataError
+from electra_tf.finetuning.kind.settings import FinetuneOptions
 from electra_tf.finetuning.question_answering.task import SquadTask
-from electra_tf.finetuning.settings import FinetuneOptions
 from electra_tf.finetuning.tagging.data import TaggingFileOptions
 from electra_tf.finetuning.tagging.task import TaggingTask
-from electra_tf.finetuning.task_kind import TaskKind, TaskOptions
 
 
 def options(run=None, files=None, **kind_options):
@@ -32,9 +32,8 @@ def _write(path, text):
     return str(path)
 
 
-def test_each_kind_is_selected_by_its_own_flags_and_classification_by_the_rest():
-    def selected(opts):
-        return next(k for k in kinds.TASK_KINDS if k.selected_by(opts))
+def test_each_kind_is_selected_by_its_task_type_or_its_own_flags():
+    selected = kinds.kind_for_options
 
     assert selected(options({"task": "squad"})) is SquadTask
     # --task=squad wins over --task_type=tagging, as it always did.
@@ -42,15 +41,26 @@ def test_each_kind_is_selected_by_its_own_flags_and_classification_by_the_rest()
     assert selected(options({"task": "ner"}, {"task_type": "tagging"})) is TaggingTask
     assert selected(options({"task": "sst2"})) is ClassificationTask
     assert selected(options({}, {"task_type": "regression"})) is ClassificationTask
+    assert selected(options({}, {"task_type": "question_answering"})) is SquadTask
+    with pytest.raises(RunError, match="--task_type='ranking': choose one of classification, "):
+        selected(options({}, {"task_type": "ranking"}))
 
 
 def test_the_registry_names_every_kind_once_and_knows_their_models():
     names = [k.KIND for k in kinds.TASK_KINDS]
-    assert sorted(names) == ["classifier", "question_answering", "tagger"]
+    assert {"classification", "question_answering", "tagging"} <= set(names)
+    assert len(set(names)) == len(names)
+    # One vocabulary: a kind's name is its first task type; each task type has one kind.
+    assert all(k.KIND == k.TASK_TYPES[0] for k in kinds.TASK_KINDS)
+    assert len(set(kinds.TASK_TYPES)) == len(kinds.TASK_TYPES)
     assert all(issubclass(k, TaskKind) for k in kinds.TASK_KINDS)
     for kind in kinds.TASK_KINDS:
         assert kinds.kind_named(kind.KIND) is kind
-    with pytest.raises(RunError, match="unknown model kind 'ranker'.*classifier"):
+        assert all(kinds.kind_for_type(t) is kind for t in kind.TASK_TYPES)
+    # Models saved by earlier versions name their kind as they did then.
+    assert kinds.kind_named("classifier") is ClassificationTask
+    assert kinds.kind_named("tagger") is TaggingTask
+    with pytest.raises(RunError, match="unknown model kind 'ranker'.*classification"):
         kinds.kind_named("ranker", "model.json")
 
 

@@ -15,7 +15,7 @@ import tensorflow as tf
 
 from electra_tf.config import preset
 from electra_tf.finetuning.classification.model import ElectraClassifier
-from electra_tf.finetuning.optimization import LayerwiseAdamWeightDecay, create_optimizer
+from electra_tf.finetuning.kind.optimization import LayerwiseAdamWeightDecay, create_optimizer
 from electra_tf.finetuning.question_answering.model import ElectraQA
 from electra_tf.finetuning.tagging.model import ElectraTagger
 from electra_tf.keras_compat import PresummedGradients

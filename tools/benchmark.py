@@ -356,7 +356,7 @@ def benchmark_finetune_step(config, steps: int, warmup_steps: int, jit_compile: 
     The window rules are the pre-training step's: tokens over the wall time
     of `steps` whole steps after `warmup_steps`.
     """
-    from electra_tf.finetuning.optimization import create_optimizer as finetuning_optimizer
+    from electra_tf.finetuning.kind.optimization import create_optimizer as finetuning_optimizer
 
     _check_window(steps, warmup_steps)
     set_precision_policy(config.mixed_precision)

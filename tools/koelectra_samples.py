@@ -68,7 +68,8 @@ def lay_out(
         {task: (training rows, scored rows)}.
     """
     from electra_tf.finetuning.benchmarks.koelectra import KOELECTRA
-    from electra_tf.finetuning.benchmarks.records import TAGGING, TRAIN
+    from electra_tf.finetuning.kind.benchmark import TRAIN
+    from electra_tf.finetuning.tagging.data import TAGGING
 
     counts = {}
     for benchmark in KOELECTRA.tasks:

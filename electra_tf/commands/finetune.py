@@ -42,8 +42,8 @@ import warnings
 from absl import app, flags, logging
 
 from electra_tf import cli
-from electra_tf.finetuning.classification.data import FileTaskOptions
-from electra_tf.finetuning.settings import FinetuneSettings
+from electra_tf.finetuning.kind.files import FileTaskOptions
+from electra_tf.finetuning.kind.settings import FinetuneSettings
 
 # Keras warns that fit() ignores shuffle=True for a tf.data input; ours shuffles itself.
 warnings.filterwarnings("ignore", message=".*shuffle=True.*")
@@ -52,7 +52,7 @@ warnings.filterwarnings("ignore", message=".*shuffle=True.*")
 WORKING_DIR = os.getcwd()
 
 # The flags' help and defaults are the fields of FinetuneSettings, FileTaskOptions and
-# FinetuneOptions (electra_tf.finetuning.settings).
+# FinetuneOptions (electra_tf.finetuning.kind.settings).
 cli.define_finetune_flags(__name__)
 cli.define_strategy_flags(__name__)
 flags.mark_flag_as_required("init_checkpoint")
@@ -105,9 +105,9 @@ def _settings(output_dir: str) -> FinetuneSettings:
 
 def _task():
     """The task the flags describe, its data read (the first task kind that claims the flags)."""
+    from electra_tf.finetuning.kind.contract import TaskOptions
+    from electra_tf.finetuning.kind.settings import FinetuneOptions
     from electra_tf.finetuning.kinds import TASK_KINDS, task_from_options
-    from electra_tf.finetuning.settings import FinetuneOptions
-    from electra_tf.finetuning.task_kind import TaskOptions
 
     given = frozenset(name for name in FLAGS if FLAGS[name].present)
     options = TaskOptions(
@@ -147,8 +147,7 @@ def main(argv):
     from electra_tf.artifacts.finetuning_dir import FinetuningDir
     from electra_tf.artifacts.pretrained import resolve_pretrained
     from electra_tf.errors import RunError
-    from electra_tf.finetuning.classification.data import TaskDataError
-    from electra_tf.finetuning.question_answering.data import SquadDataError
+    from electra_tf.finetuning.kind.files import TaskDataError
     from electra_tf.interop.checkpoints import CheckpointError
     from electra_tf.training.finetuning_loop import run_trials
 
@@ -167,7 +166,7 @@ def main(argv):
             strategy=strategy,
             restart=FLAGS.restart,
         )
-    except (RunError, TaskDataError, SquadDataError, CheckpointError) as error:
+    except (RunError, TaskDataError, CheckpointError) as error:
         raise app.UsageError(str(error))
     if not is_chief(strategy):  # the chief reports and exports
         return

@@ -26,7 +26,7 @@ from absl import app, flags, logging
 
 from electra_tf import cli
 from electra_tf.config import flag_field
-from electra_tf.finetuning.classification.data import QUOTINGS
+from electra_tf.finetuning.kind.files import QUOTINGS
 
 WORKING_DIR = os.getcwd()
 
@@ -109,9 +109,11 @@ def main(argv):
     )
     from electra_tf.artifacts.results import make_results, read_results, write_results
     from electra_tf.errors import RunError
-    from electra_tf.finetuning import metrics, probe
-    from electra_tf.finetuning.classification.data import REGRESSION, TaskDataError
+    from electra_tf.finetuning import probe
+    from electra_tf.finetuning.classification.data import REGRESSION
     from electra_tf.finetuning.classification.task import encode_split
+    from electra_tf.finetuning.kind import metrics
+    from electra_tf.finetuning.kind.files import TaskDataError
     from electra_tf.training.finetuning_loop import checkpoint_tokenizer
 
     try:

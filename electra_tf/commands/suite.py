@@ -33,7 +33,7 @@ from absl import app, flags, logging
 
 from electra_tf import cli
 from electra_tf.finetuning.benchmarks.options import SuiteOptions
-from electra_tf.finetuning.settings import FinetuneSettings
+from electra_tf.finetuning.kind.settings import FinetuneSettings
 
 PROGRAM = "python -m electra_tf.commands.suite"
 # The fine-tuning settings every task of the suite shares (the rest come from the recipes).
@@ -81,8 +81,7 @@ def run(arguments: list[str], flag_values: flags.FlagValues) -> int:
     from electra_tf.distribute import is_chief
     from electra_tf.errors import RunError
     from electra_tf.finetuning.benchmarks.options import select_tasks, suite_named
-    from electra_tf.finetuning.classification.data import TaskDataError
-    from electra_tf.finetuning.question_answering.data import SquadDataError
+    from electra_tf.finetuning.kind.files import TaskDataError
     from electra_tf.interop.checkpoints import CheckpointError
     from electra_tf.interop.imported_runs import import_if_foreign
     from electra_tf.training.suite_run import run_suite
@@ -102,7 +101,7 @@ def run(arguments: list[str], flag_values: flags.FlagValues) -> int:
             options.vocab_file,
         )
         run_suite(options, pretrained, base, print_fn=_say, strategy=strategy)
-    except (RunError, TaskDataError, SquadDataError, CheckpointError) as error:
+    except (RunError, TaskDataError, CheckpointError) as error:
         raise app.UsageError(str(error))
     if is_chief(strategy):
         _say("")

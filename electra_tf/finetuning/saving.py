@@ -54,5 +54,6 @@ def load_finetuned(directory: str) -> tuple[keras.Model, dict]:
         FileNotFoundError: no fine-tuned model is saved there.
     """
     model, info = load_saved_model(directory)
-    # Models saved before model.json recorded no kind: theirs is their class's.
-    return model, {"kind": kind_of(model).KIND, **info}
+    # A model's kind is its class's: models saved before model.json recorded a
+    # kind, or that recorded a name the kind had then ("classifier"), get today's.
+    return model, {**info, "kind": kind_of(model).KIND}

@@ -25,9 +25,9 @@ import numpy as np
 from electra_tf.artifacts.finetuning_dir import SavedModelDir
 from electra_tf.config import IMPORTED_NORMALIZATION, ModelConfig
 from electra_tf.errors import RunError
+from electra_tf.finetuning.kind.contract import TaskKind
 from electra_tf.finetuning.kinds import TASK_KINDS, kind_of
 from electra_tf.finetuning.saving import load_finetuned, save_finetuned
-from electra_tf.finetuning.task_kind import TaskKind
 from electra_tf.interop import huggingface
 from electra_tf.interop.weight_names import (
     WeightMismatch,

@@ -40,8 +40,8 @@ import numpy as np
 from electra_tf.artifacts.check_requests import decode_output
 from electra_tf.artifacts.serving_dir import VersionDir, read_serving_config
 from electra_tf.errors import RunError
-from electra_tf.finetuning.classification.serving import IDS_SIGNATURE, TEXT_SIGNATURE
-from electra_tf.finetuning.kinds import TASK_KINDS
+from electra_tf.finetuning.kind.signatures import IDS_SIGNATURE, TEXT_SIGNATURE
+from electra_tf.finetuning.kinds import TASK_KINDS, kind_named
 from electra_tf.finiteness import nonfinite_weights
 from electra_tf.serving.discriminator import DiscriminatorExport
 from electra_tf.tokenization import TextPath
@@ -57,6 +57,16 @@ class CheckError(ValueError):
 
 # Every kind an export can be of: the fine-tuning task kinds and the discriminator.
 SERVED_KINDS = {kind.KIND: kind for kind in (*TASK_KINDS, DiscriminatorExport)}
+
+
+def served_kind(name) -> Optional[type]:
+    """The kind of an export whose serving_config.json says `name` (former names too)."""
+    if name == DiscriminatorExport.KIND:
+        return DiscriminatorExport
+    try:
+        return kind_named(str(name))
+    except RunError:
+        return None
 
 
 @dataclasses.dataclass
@@ -86,7 +96,7 @@ class Reference:
                 "(<export_base>/<model_name>/<version>)."
             )
         config = read_serving_config(version_dir)
-        kind = SERVED_KINDS.get(config.get("kind"))
+        kind = served_kind(config.get("kind"))
         if kind is None:
             raise CheckError(
                 f"{version.serving_config_file}: unknown kind {config.get('kind')!r}; this "

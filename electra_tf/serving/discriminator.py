@@ -34,11 +34,7 @@ from electra_tf import text_packing as text_ops
 from electra_tf.artifacts.serving_dir import VersionDir
 from electra_tf.errors import RunError
 from electra_tf.finetuning.classification.check import sequence_requests
-from electra_tf.finetuning.classification.serving import (
-    IDS_SIGNATURE,
-    TEXT_SIGNATURE,
-    token_ids_function,
-)
+from electra_tf.finetuning.kind.signatures import IDS_SIGNATURE, TEXT_SIGNATURE, token_ids_function
 
 # Registers the discriminator's classes, so that load_model finds them.
 from electra_tf.modeling import electra as _electra  # noqa: F401
@@ -119,7 +115,7 @@ class DiscriminatorExport:
     """What exports and checks a pre-trained discriminator: the served kind `discriminator`.
 
     The export check (`electra_tf.serving.check`) treats it as it treats a
-    fine-tuning task kind (`electra_tf.finetuning.task_kind.TaskKind`): the
+    fine-tuning task kind (`electra_tf.finetuning.kind.contract.TaskKind`): the
     same class methods, `info` holding the text path and the objective.
     """
 

@@ -3,9 +3,10 @@
 The command is `python -m electra_tf.commands.predict`. Input formats (by
 extension): `.txt` one text per line; `.tsv` a text, or a text and its pair,
 per line (tab-separated, no header); `.jsonl` objects with `text` (and
-`text_pair`), or with `question` and `context` for a question-answering
-export (a tagger takes `text` and returns one tag per word, cut to the
-example's words). A batch the server rejects is retried one example at a
+`text_pair`), or with the inputs another kind's raw-text signature takes
+(`TaskKind.REQUEST_FIELDS`: `question` and `context` for question answering;
+a tagger takes `text` and returns one tag per word, cut to the example's
+words). A batch the server rejects is retried one example at a
 time, so only the examples at fault get an `"error"` field in their output
 line and all others are still predicted.
 """
@@ -18,6 +19,7 @@ from typing import Iterator
 
 import numpy as np
 
+from electra_tf.finetuning.kinds import TASK_KINDS
 from electra_tf.serving.client import DEFAULT_SIGNATURE, ServingError
 
 
@@ -25,16 +27,38 @@ class InputError(ValueError):
     """The input file cannot be read; the message names the file and line."""
 
 
-def _qa_example(row: dict, path: str, number: int) -> dict:
-    """`{"question", "context"}` of a JSON line for a question-answering export."""
-    if not all(isinstance(row.get(k), str) for k in ("question", "context")):
-        raise InputError(f'{path} line {number}: needs string fields "question" and "context".')
-    return {"question": row["question"], "context": row["context"]}
+def _request(row, path: str, number: int) -> dict:
+    """The request of one JSON line: the inputs of the kind whose `REQUEST_FIELDS` it fits.
+
+    A row fits a kind when it has the kind's first field; of those, the kind
+    with the most of its fields in the row is taken (the fewest fields on a
+    tie: a question and a context are a question-answering request, with
+    `options` too a multiple-choice one). Values are strings or lists of strings.
+    """
+    field_sets = sorted({kind.REQUEST_FIELDS for kind in TASK_KINDS}, key=len)
+    fitting = [f for f in field_sets if isinstance(row, dict) and f[0] in row]
+    if not fitting:
+        expected = " or ".join("{" + ", ".join(f'"{n}"' for n in f) + "}" for f in field_sets)
+        raise InputError(f"{path} line {number}: needs the fields of a request: {expected}.")
+    fields = max(fitting, key=lambda f: sum(n in row for n in f))
+    example = {}
+    for name in fields:
+        if name not in row:
+            continue
+        value = row[name]
+        if not isinstance(value, str) and not (
+            isinstance(value, list) and all(isinstance(v, str) for v in value)
+        ):
+            raise InputError(
+                f'{path} line {number}: field "{name}" must be a string or a list of strings.'
+            )
+        example[name] = value
+    return example
 
 
 def read_examples(path: str) -> Iterator[dict]:
     """Yields `{"text": ..., ["text_pair": ...]}` per line (strings; bytes if not UTF-8),
-    or `{"question": ..., "context": ...}` for JSON lines with those fields."""
+    or, for JSON lines, the fields of a task kind's request (`_request`)."""
     extension = os.path.splitext(path)[1].lower()
     if not os.path.isfile(path):
         raise InputError(f"--input={path}: no such file.")
@@ -48,18 +72,7 @@ def read_examples(path: str) -> Iterator[dict]:
                     row = json.loads(raw)
                 except ValueError as error:
                     raise InputError(f"{path} line {number}: not JSON ({error}).") from None
-                if isinstance(row, dict) and "question" in row:
-                    yield _qa_example(row, path, number)
-                    continue
-                if not isinstance(row, dict) or not isinstance(row.get("text"), str):
-                    raise InputError(
-                        f'{path} line {number}: needs a string field "text" '
-                        '(or "question" and "context").'
-                    )
-                example = {"text": row["text"]}
-                if "text_pair" in row:
-                    example["text_pair"] = str(row["text_pair"])
-                yield example
+                yield _request(row, path, number)
                 continue
             # Invalid UTF-8 is passed on as bytes: the model drops such bytes itself.
             fields = raw.split(b"\t") if extension == ".tsv" else [raw]

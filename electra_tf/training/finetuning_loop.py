@@ -1,7 +1,7 @@
 """One trial loop for every fine-tuning task: seeds, resuming, results, saved models.
 
 `run_trials` runs `settings.num_trials` trials of a task of any kind
-(`electra_tf.finetuning.task_kind.TaskKind`: classification and regression,
+(`electra_tf.finetuning.kind.contract.TaskKind`: classification and regression,
 question answering, token classification) from one pre-trained checkpoint.
 Trial k
 
@@ -60,10 +60,10 @@ from electra_tf.distribute import (
     worker_print,
 )
 from electra_tf.errors import RunError
-from electra_tf.finetuning.optimization import create_optimizer, learning_rate_schedule
+from electra_tf.finetuning.kind.contract import TaskKind
+from electra_tf.finetuning.kind.optimization import create_optimizer, learning_rate_schedule
+from electra_tf.finetuning.kind.settings import FinetuneSettings
 from electra_tf.finetuning.saving import save_finetuned
-from electra_tf.finetuning.settings import FinetuneSettings
-from electra_tf.finetuning.task_kind import TaskKind
 from electra_tf.finiteness import NonFiniteError, NonFiniteRecord, check_finite_weights
 from electra_tf.modeling.encoder import copy_encoder, with_kernels
 from electra_tf.tokenization import TextPath, VocabError, WordPieceTokenizer

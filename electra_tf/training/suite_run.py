@@ -42,9 +42,9 @@ from electra_tf.finetuning.benchmarks.options import (
     suite_named,
     task_settings,
 )
-from electra_tf.finetuning.benchmarks.records import TRAIN, BenchmarkTask, Suite
 from electra_tf.finetuning.benchmarks.table import render_table, task_entry
-from electra_tf.finetuning.settings import FinetuneSettings
+from electra_tf.finetuning.kind.benchmark import TRAIN, BenchmarkTask, Suite
+from electra_tf.finetuning.kind.settings import FinetuneSettings
 from electra_tf.training.callbacks import format_duration
 from electra_tf.training.finetuning_loop import pending_trials, run_trials
 
@@ -131,7 +131,7 @@ def run_suite(
         RunError: an unknown suite or task, an impossible setting, or an
             output directory holding another run's results (nothing is
             deleted; tasks finished before are kept and skipped next time).
-        TaskDataError / SquadDataError: a file that does not fit its layout.
+        TaskDataError: a file that does not fit its layout.
     """
     strategy = strategy or tf.distribute.get_strategy()
     chief = is_chief(strategy)

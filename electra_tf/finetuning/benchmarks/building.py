@@ -2,8 +2,7 @@
 
 `build_task` finds the task's files under the suite's data directory (as
 the project distributes them, `records.BenchmarkTask.files`), reads them
-with the task's reader and returns a `ClassificationTask`, `SquadTask` or
-`TaggingTask`. A task whose training file or scored file is missing is
+with its kind's reader (`TaskKind.from_benchmark`) and returns the task. A task whose training file or scored file is missing is
 skipped, not an error: `BuiltTask.task` is None and `missing` lists the
 paths looked for; a missing extra evaluation file (a classification dev
 file beside the scored test file) is listed and left out.
@@ -22,22 +21,8 @@ import dataclasses
 import os
 from typing import Optional
 
-from electra_tf.finetuning.benchmarks.records import (
-    CLASSIFICATION,
-    QUESTION_ANSWERING,
-    REGRESSION,
-    TAGGING,
-    TRAIN,
-    BenchmarkTask,
-    Recipe,
-    Suite,
-)
-from electra_tf.finetuning.classification.data import Task, TaskData
-from electra_tf.finetuning.classification.tables import read_table
-
-# Lengths when the project states none (the trial loop's defaults).
-_DEFAULT_LENGTH = {QUESTION_ANSWERING: 512}
-_DEFAULT_LENGTH_OTHER = 128
+from electra_tf.finetuning.kind.benchmark import TRAIN, BenchmarkTask, Recipe, Suite
+from electra_tf.finetuning.kinds import kind_for_type
 
 
 @dataclasses.dataclass
@@ -124,7 +109,7 @@ def build_task(
 
     Raises:
         KeyError: no such task, or no recipe for `model_size`.
-        TaskDataError / SquadDataError: a file that does not fit its layout.
+        TaskDataError: a file that does not fit its layout.
     """
     benchmark = suite.task(name)
     if model_size not in benchmark.recipes:
@@ -136,14 +121,9 @@ def build_task(
     present, missing = task_files(suite, benchmark, data_dir)
     if TRAIN not in present or benchmark.scored_split not in present:
         return BuiltTask(benchmark, recipe, None, {}, missing)
-    length = max_seq_length or recipe.max_seq_length
-    length = length or _DEFAULT_LENGTH.get(benchmark.kind, _DEFAULT_LENGTH_OTHER)
-    if benchmark.kind in (CLASSIFICATION, REGRESSION):
-        task, files = _classification(benchmark, recipe, present, length, max_train_examples, warn)
-    elif benchmark.kind == TAGGING:
-        task, files = _tagging(benchmark, recipe, present, length, max_train_examples, warn)
-    else:
-        task, files = _question_answering(benchmark, present, length, warn)
+    kind = kind_for_type(benchmark.kind, f"suite {suite.name}, task {name}: kind")
+    length = max_seq_length or recipe.max_seq_length or kind.DEFAULT_MAX_SEQ_LENGTH
+    task, files = kind.from_benchmark(benchmark, recipe, present, length, max_train_examples, warn)
     return BuiltTask(benchmark, recipe, task, files, missing)
 
 
@@ -153,73 +133,3 @@ def build_suite(suite: Suite, data_dir: str, model_size: str = "small", warn=pri
         build_task(suite, task.name, data_dir, model_size, warn=warn, **options)
         for task in suite.tasks
     ]
-
-
-def _metrics(benchmark: BenchmarkTask) -> tuple[str, ...]:
-    """The headline metric first, then the task kind's usual companions."""
-    if benchmark.kind == REGRESSION:
-        extra = ("spearman", "pearson")
-    elif len(benchmark.labels) == 2:
-        extra = ("accuracy", "f1")
-    else:
-        extra = ("accuracy", "macro_f1")
-    return (benchmark.metric,) + tuple(m for m in extra if m != benchmark.metric)
-
-
-def _classification(benchmark, recipe, present, length, max_train_examples, warn):
-    from electra_tf.finetuning.classification.task import ClassificationTask
-
-    regression = benchmark.kind == REGRESSION
-    definition = Task(
-        name=benchmark.name,
-        task_type=REGRESSION if regression else CLASSIFICATION,
-        label_names=None if regression else list(benchmark.labels),
-        metrics=_metrics(benchmark),
-        glue_score_metric=benchmark.metric,
-        is_pair=benchmark.tables[TRAIN].text_pair is not None,
-        num_train_epochs=recipe.num_train_epochs or 3.0,
-        label_scale=benchmark.label_scale,
-    )
-
-    def read(split, name):
-        return read_table(present[split], benchmark.tables[split], definition, name, True, warn)
-
-    scored = benchmark.scored_split
-    dev = {"dev": read(scored, "dev")}
-    files = {TRAIN: present[TRAIN], scored: present[scored]}
-    for split in benchmark.files:
-        if split not in (TRAIN, scored) and split in present:
-            dev[f"dev_{split}"] = read(split, f"dev_{split}")
-            files[split] = present[split]
-    data = TaskData(read(TRAIN, "train"), dev, {})
-    task = ClassificationTask(definition, data, length, False, max_train_examples)
-    return task, files
-
-
-def _tagging(benchmark, recipe, present, length, max_train_examples, warn):
-    from electra_tf.finetuning.tagging.data import load_tagging_files
-    from electra_tf.finetuning.tagging.task import TaggingTask
-
-    scored = benchmark.scored_split
-    definition, data = load_tagging_files(
-        benchmark.name,
-        present[TRAIN],
-        present[scored],
-        warn=warn,
-        layout=benchmark.tagging_layout,
-    )
-    if recipe.num_train_epochs:
-        definition.num_train_epochs = recipe.num_train_epochs
-    task = TaggingTask(definition, data, length, max_train_examples)
-    return task, {TRAIN: present[TRAIN], scored: present[scored]}
-
-
-def _question_answering(benchmark, present, length, warn):
-    from electra_tf.finetuning.question_answering.data import read_squad_json
-    from electra_tf.finetuning.question_answering.task import SquadTask
-
-    scored = benchmark.scored_split
-    train = read_squad_json(present[TRAIN], "1.1", is_training=True, warn=warn)
-    evaluation = read_squad_json(present[scored], "1.1", is_training=False, warn=warn)
-    task = SquadTask(train, evaluation, "1.1", max_seq_length=length, qa_metric=benchmark.qa_metric)
-    return task, {TRAIN: present[TRAIN], scored: present[scored]}

@@ -23,10 +23,10 @@ at commit 3765b2d8 (the `SOURCE` address).
 
 from __future__ import annotations
 
-from electra_tf.finetuning.benchmarks.records import (
-    CLASSIFICATION,
+from electra_tf.finetuning.classification.data import CLASSIFICATION
+from electra_tf.finetuning.classification.tables import TableLayout
+from electra_tf.finetuning.kind.benchmark import (
     DEV,
-    QUESTION_ANSWERING,
     TEST,
     TRAIN,
     BenchmarkTask,
@@ -35,7 +35,7 @@ from electra_tf.finetuning.benchmarks.records import (
     Score,
     Suite,
 )
-from electra_tf.finetuning.classification.tables import TableLayout
+from electra_tf.finetuning.question_answering.task import QUESTION_ANSWERING
 
 COMMIT = "3765b2d8ea46dc1968223b6009c89cf1269facee"
 REPOSITORY = f"https://github.com/ymcui/Chinese-ELECTRA/blob/{COMMIT}"

@@ -15,12 +15,10 @@ Everything was read at commit 024fbdd6 (the `SOURCE` address).
 
 from __future__ import annotations
 
-from electra_tf.finetuning.benchmarks.records import (
-    CLASSIFICATION,
+from electra_tf.finetuning.classification.data import CLASSIFICATION, REGRESSION
+from electra_tf.finetuning.classification.tables import TableLayout
+from electra_tf.finetuning.kind.benchmark import (
     DEV,
-    QUESTION_ANSWERING,
-    REGRESSION,
-    TAGGING,
     TEST,
     TRAIN,
     BenchmarkTask,
@@ -29,7 +27,8 @@ from electra_tf.finetuning.benchmarks.records import (
     Score,
     Suite,
 )
-from electra_tf.finetuning.classification.tables import TableLayout
+from electra_tf.finetuning.question_answering.task import QUESTION_ANSWERING
+from electra_tf.finetuning.tagging.data import TAGGING
 from electra_tf.finetuning.tagging.layouts import SENTENCE_PER_LINE
 
 COMMIT = "024fbdd600e653b6e4bdfc64ceec84181b5ce6c4"

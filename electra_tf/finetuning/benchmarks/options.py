@@ -17,8 +17,8 @@ from electra_tf.artifacts.suite_dir import RANDOM_INIT
 from electra_tf.config import flag_field
 from electra_tf.errors import RunError
 from electra_tf.finetuning.benchmarks import SUITES
-from electra_tf.finetuning.benchmarks.records import BenchmarkTask, Recipe, Suite
-from electra_tf.finetuning.settings import (
+from electra_tf.finetuning.kind.benchmark import BenchmarkTask, Recipe, Suite
+from electra_tf.finetuning.kind.settings import (
     FinetuneSettings,
     init_checkpoint_field,
     vocab_file_field,

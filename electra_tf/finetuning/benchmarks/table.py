@@ -13,35 +13,25 @@ from __future__ import annotations
 import os
 from typing import Optional
 
-from electra_tf.artifacts.tagged_predictions import DEV_PREDICTIONS_FILE
-from electra_tf.finetuning.benchmarks.records import (
-    QUESTION_ANSWERING,
-    TAGGING,
-    BenchmarkTask,
-    Suite,
-)
-from electra_tf.finetuning.question_answering.task import PREDICTIONS_FILE
-
-# The metrics a published table prints for a question-answering task.
-QA_METRICS = ("exact_match", "f1")
-# The name of a trial's predictions of the scored split, per task kind (classification and
-# regression: the split `building` names `dev`; tagging and QA: their files).
-_SCORED_PREDICTIONS = {TAGGING: DEV_PREDICTIONS_FILE, QUESTION_ANSWERING: PREDICTIONS_FILE}
+from electra_tf.finetuning.kind.benchmark import BenchmarkTask, Suite
+from electra_tf.finetuning.kinds import kind_for_type
 
 
 def in_table_unit(benchmark: BenchmarkTask, value: float) -> float:
     """A results.json value of one of the task's metrics, in the published table's unit."""
-    return float(value) if benchmark.kind == QUESTION_ANSWERING else 100.0 * float(value)
+    percent = kind_for_type(benchmark.kind).SCORES_IN_PERCENT
+    return float(value) if percent else 100.0 * float(value)
 
 
 def table_metrics(benchmark: BenchmarkTask) -> tuple[str, ...]:
-    """The metrics the table prints for the task: EM and F1 for QA, else the headline."""
-    return QA_METRICS if benchmark.kind == QUESTION_ANSWERING else (benchmark.metric,)
+    """The metrics the table prints for the task: its kind's (EM and F1 for QA), else the headline."""
+    return kind_for_type(benchmark.kind).TABLE_METRICS or (benchmark.metric,)
 
 
 def scored_predictions(benchmark: BenchmarkTask, trial: dict) -> Optional[str]:
     """The trial's predictions file of the scored split (results.json's `predictions`)."""
-    return trial.get("predictions", {}).get(_SCORED_PREDICTIONS.get(benchmark.kind, "dev"))
+    key = kind_for_type(benchmark.kind).SCORED_PREDICTIONS
+    return trial.get("predictions", {}).get(key)
 
 
 def task_entry(

@@ -20,11 +20,7 @@ from electra_tf.artifacts.check_requests import (
     malformed_id_requests,
 )
 from electra_tf.finetuning.classification import features
-from electra_tf.finetuning.classification.serving import (
-    BFLOAT16_SIGNATURE,
-    IDS_SIGNATURE,
-    TEXT_SIGNATURE,
-)
+from electra_tf.finetuning.kind.signatures import BFLOAT16_SIGNATURE, IDS_SIGNATURE, TEXT_SIGNATURE
 
 SAMPLE_TEXTS = [
     "The movie was very good.",

@@ -27,20 +27,16 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from electra_tf.config import flag_field
+from electra_tf.finetuning.kind.files import (
+    MAX_ROW_CHARS,
+    QUOTINGS,
+    FileTaskOptions,
+    TaskDataError,
+    draw_rows,
+)
 
 CLASSIFICATION = "classification"
 REGRESSION = "regression"
-# Token classification: electra_tf.finetuning.tagging.data.
-TAGGING = "tagging"
-TASK_TYPES = (CLASSIFICATION, REGRESSION, TAGGING)
-# How CSV / TSV fields are read: csv (standard quoting, quotes doubled inside)
-# or none (every character is literal, the GLUE convention).
-QUOTINGS = ("csv", "none")
-
-
-class TaskDataError(ValueError):
-    """Task data cannot be read; the message names the file, line and column."""
 
 
 @dataclasses.dataclass
@@ -87,27 +83,6 @@ class Task:
         data = dict(data)
         data["metrics"] = tuple(data["metrics"])
         return cls(**data)
-
-
-def draw_rows(split, count: int, seed: int, fields: Sequence[str]):
-    """`split` (a dataclass with `len`) with `count` of its rows drawn without replacement.
-
-    The rows keep their order, and the draw depends only on `seed` and the
-    split's size. Each of `fields` (a list, a NumPy array or None) keeps
-    the drawn rows; a split of at most `count` rows is returned as it is.
-    """
-    if count >= len(split):
-        return split
-    keep = np.sort(np.random.default_rng(seed).choice(len(split), size=count, replace=False))
-
-    def pick(values):
-        if values is None:
-            return None
-        if isinstance(values, np.ndarray):
-            return values[keep]
-        return [values[i] for i in keep]
-
-    return dataclasses.replace(split, **{name: pick(getattr(split, name)) for name in fields})
 
 
 @dataclasses.dataclass
@@ -366,14 +341,6 @@ def _utf8_error(path: str) -> "TaskDataError":
             f"at column {column}, byte offset {start}: {error.reason})."
         )
     return TaskDataError(f"{path}: not valid UTF-8.")
-
-
-# The longest row `read_delimited` accepts, in characters (all its fields and
-# line ends). Reading holds one row at a time beyond the rows kept, so a
-# longer one (a quote that never closes, a document pasted into a cell) is
-# refused before it takes memory: about 12 bytes per character at most
-# (the line's text, the csv module's 4-byte field buffer, the fields).
-MAX_ROW_CHARS = 1 << 20
 
 
 class _RowTooLong(Exception):
@@ -697,69 +664,6 @@ def load_tfds(task: Task, tfds_data_dir: Optional[str] = None) -> TaskData:
 
 # ---------------------------------------------------------------------------
 # The user's own files.
-
-
-@dataclasses.dataclass
-class FileTaskOptions:
-    """How to read the user's files (`finetune.py` flags: each field's metadata holds its help).
-
-    Attributes:
-        text_column: first text.
-        text_pair_column: second text, or None for single-text tasks.
-        label_column: label (may be absent from the test file).
-        index_column: id written into prediction files (default: row number).
-        task_type: `classification` or `regression`.
-        labels: class names in id order; None infers them from the training
-            file (sorted: numerically when every label is an integer).
-        label_scale: regression targets are divided by it for training and
-            predictions multiplied by it (5 for KorSTS's 0-5 scores, as the
-            original code does for STS-B).
-        quoting: `csv` or `none` for CSV / TSV files.
-        delimiter: None picks by extension (`.csv` comma, else tab).
-        max_row_chars: the longest CSV / TSV row accepted (see `read_delimited`).
-    """
-
-    text_column: str = flag_field(
-        "text", "Column of the (first) text (tagging JSONL: the list of words, default tokens)."
-    )
-    text_pair_column: Optional[str] = flag_field(None, "Column of the second text of a pair task.")
-    label_column: str = flag_field(
-        "label", "Column of the label (tagging JSONL: the list of tags, default tags)."
-    )
-    index_column: Optional[str] = flag_field(
-        None, "Column of the example id written with test predictions (default: the row number)."
-    )
-    task_type: str = flag_field(
-        CLASSIFICATION,
-        "Your task's kind: classification, regression, or tagging, which "
-        "labels every word (NER, chunking, part of speech).",
-        choices=TASK_TYPES,
-    )
-    labels: Optional[list[str]] = flag_field(
-        None,
-        "Class names in id order (default: the sorted labels of the training file; "
-        "tagging: its tags, O first).",
-    )
-    label_scale: float = flag_field(
-        1.0,
-        "Regression: targets are divided by it for training and predictions multiplied by "
-        "it (5 for KorSTS's 0-5 scores, as the original code does for STS-B).",
-    )
-    quoting: str = flag_field(
-        "csv",
-        "CSV/TSV files: csv = fields may be wrapped in double "
-        "quotes (doubled inside); none = quotes are plain text.",
-        choices=QUOTINGS,
-    )
-    delimiter: Optional[str] = flag_field(
-        None, "None: by extension (.csv comma, else tab).", flag=False
-    )
-    max_row_chars: int = flag_field(
-        MAX_ROW_CHARS,
-        "CSV/TSV files: the longest row accepted, in characters; a longer one is "
-        "refused with its line number (reading holds one row at a time beyond the rows "
-        "kept: about 12 bytes per character).",
-    )
 
 
 def _is_jsonl(path: str) -> bool:

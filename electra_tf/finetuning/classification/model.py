@@ -16,7 +16,7 @@ from __future__ import annotations
 import keras
 import tensorflow as tf
 
-from electra_tf.finetuning.loss import FinetuningLoss
+from electra_tf.finetuning.kind.loss import FinetuningLoss
 from electra_tf.modeling.encoder import ElectraEncoder, token_inputs
 from electra_tf.modeling.layers import ReplicaDropout, truncated_normal
 

@@ -24,27 +24,13 @@ from typing import Optional, Sequence
 import tensorflow as tf
 
 from electra_tf import text_packing as text_ops
+from electra_tf.finetuning.kind.signatures import (
+    BFLOAT16_SIGNATURE,
+    IDS_SIGNATURE,
+    TEXT_SIGNATURE,
+    token_ids_function,
+)
 from electra_tf.modeling import lean_forward as forwards
-
-TEXT_SIGNATURE = "serving_default"
-IDS_SIGNATURE = "token_ids"
-# Raw text with bfloat16 products (lean exports only).
-BFLOAT16_SIGNATURE = "serving_bfloat16"
-# Inputs of every token-id signature: int32 [B, L] each.
-TOKEN_ID_SPECS = [
-    tf.TensorSpec([None, None], tf.int32, name=name)
-    for name in ("input_ids", "input_mask", "segment_ids")
-]
-
-
-def token_ids_function(from_ids):
-    """The token-id signature's function: `from_ids(input_ids, input_mask, segment_ids)`."""
-
-    @tf.function(input_signature=TOKEN_ID_SPECS)
-    def serve_ids(input_ids, input_mask, segment_ids):
-        return from_ids(input_ids, input_mask, segment_ids)
-
-    return serve_ids
 
 
 class ClassifierServing(tf.Module):

@@ -26,13 +26,8 @@ from typing import Optional
 
 import numpy as np
 
-from electra_tf.finetuning.classification.data import (
-    REGRESSION,
-    Split,
-    Task,
-    TaskDataError,
-    read_delimited,
-)
+from electra_tf.finetuning.classification.data import REGRESSION, Split, Task, read_delimited
+from electra_tf.finetuning.kind.files import TaskDataError
 
 
 @dataclasses.dataclass(frozen=True)

@@ -20,7 +20,6 @@ import tensorflow as tf
 from electra_tf.artifacts.files import atomic_open
 from electra_tf.artifacts.finetuning_dir import TrialDir
 from electra_tf.errors import RunError
-from electra_tf.finetuning import metrics
 from electra_tf.finetuning.classification import check, data, features
 from electra_tf.finetuning.classification.data import (
     CLASSIFICATION,
@@ -38,7 +37,10 @@ from electra_tf.finetuning.classification.model import (
     build_classifier,
 )
 from electra_tf.finetuning.classification.serving import ClassifierServing
-from electra_tf.finetuning.task_kind import DefinedTask, TaskKind, TaskOptions
+from electra_tf.finetuning.classification.tables import read_table
+from electra_tf.finetuning.kind import metrics
+from electra_tf.finetuning.kind.benchmark import TRAIN
+from electra_tf.finetuning.kind.contract import DefinedTask, TaskKind, TaskOptions
 from electra_tf.modeling import lean_forward
 
 # transformers' names of ElectraClassificationHead's weights.
@@ -176,7 +178,10 @@ class ClassificationTask(DefinedTask, TaskKind):
     double_unordered: bool = False
     max_train_examples: Optional[int] = None
     head: str = ELECTRA_HEAD
-    KIND: ClassVar[str] = "classifier"
+    KIND: ClassVar[str] = CLASSIFICATION
+    TASK_TYPES: ClassVar[tuple[str, ...]] = (CLASSIFICATION, REGRESSION)
+    FORMER_KINDS: ClassVar[tuple[str, ...]] = ("classifier",)
+    REQUEST_FIELDS: ClassVar[tuple[str, ...]] = ("text", "text_pair")
     MODEL_CLASS: ClassVar[type] = ElectraClassifier
     HF_ARCHITECTURE: ClassVar[Optional[str]] = "ElectraForSequenceClassification"
     HF_IMPORT_OPTIONS: ClassVar[tuple[str, ...]] = ("max_seq_length", "text_pair")
@@ -190,9 +195,44 @@ class ClassificationTask(DefinedTask, TaskKind):
             raise RunError(f"--task_head={self.head}: choose one of {', '.join(HEADS)}.")
 
     @classmethod
-    def selected_by(cls, options: TaskOptions) -> bool:
-        """Any task the other kinds do not claim (listed last in `kinds.TASK_KINDS`)."""
-        return True
+    def from_benchmark(
+        cls, benchmark, recipe, present, max_seq_length, max_train_examples, warn=print
+    ):
+        """A suite's classification or regression task from its tables (`benchmark.tables`).
+
+        The scored split is the task's `dev` split; the suite's other labelled
+        evaluation files are scored too, their metrics suffixed by their split.
+        """
+        regression = benchmark.kind == REGRESSION
+        if regression:
+            companions = ("spearman", "pearson")
+        elif len(benchmark.labels) == 2:
+            companions = ("accuracy", "f1")
+        else:
+            companions = ("accuracy", "macro_f1")
+        definition = Task(
+            name=benchmark.name,
+            task_type=benchmark.kind,
+            label_names=None if regression else list(benchmark.labels),
+            metrics=(benchmark.metric,) + tuple(m for m in companions if m != benchmark.metric),
+            glue_score_metric=benchmark.metric,
+            is_pair=benchmark.tables[TRAIN].text_pair is not None,
+            num_train_epochs=recipe.num_train_epochs or 3.0,
+            label_scale=benchmark.label_scale,
+        )
+
+        def read(split, name):
+            return read_table(present[split], benchmark.tables[split], definition, name, True, warn)
+
+        scored = benchmark.scored_split
+        dev = {"dev": read(scored, "dev")}
+        files = {TRAIN: present[TRAIN], scored: present[scored]}
+        for split in benchmark.files:
+            if split not in (TRAIN, scored) and split in present:
+                dev[f"dev_{split}"] = read(split, f"dev_{split}")
+                files[split] = present[split]
+        data = TaskData(read(TRAIN, "train"), dev, {})
+        return cls(definition, data, max_seq_length, False, max_train_examples), files
 
     @classmethod
     def from_options(cls, options: TaskOptions) -> "ClassificationTask":

@@ -20,7 +20,7 @@ from electra_tf.artifacts.check_requests import (
     ids_spec,
     malformed_id_requests,
 )
-from electra_tf.finetuning.classification.serving import IDS_SIGNATURE, TEXT_SIGNATURE
+from electra_tf.finetuning.kind.signatures import IDS_SIGNATURE, TEXT_SIGNATURE
 
 SAMPLE_QA = [
     ("What was the movie?", "The movie was very good."),

@@ -22,10 +22,12 @@ import os
 import re
 from typing import Optional
 
+from electra_tf.finetuning.kind.files import TaskDataError
+
 VERSIONS = ("1.1", "2.0")
 
 
-class SquadDataError(ValueError):
+class SquadDataError(TaskDataError):
     """SQuAD data cannot be read; the message names the file and the entry at fault."""
 
 

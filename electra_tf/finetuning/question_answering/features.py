@@ -36,7 +36,7 @@ from typing import Optional, Sequence
 import numpy as np
 import tensorflow as tf
 
-from electra_tf.finetuning.classification.features import tokenize_texts
+from electra_tf.finetuning.kind.text_features import tokenize_texts
 from electra_tf.tokenization import is_cjk_ideograph
 
 _CHUNK = 4096

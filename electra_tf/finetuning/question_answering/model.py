@@ -34,7 +34,7 @@ from __future__ import annotations
 import keras
 import tensorflow as tf
 
-from electra_tf.finetuning.loss import FinetuningLoss
+from electra_tf.finetuning.kind.loss import FinetuningLoss
 from electra_tf.modeling.encoder import INPUT_NAMES, ElectraEncoder
 from electra_tf.modeling.layers import truncated_normal
 

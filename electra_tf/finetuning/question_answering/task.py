@@ -21,6 +21,9 @@ import tensorflow as tf
 from electra_tf.artifacts.files import write_json
 from electra_tf.artifacts.finetuning_dir import TrialDir
 from electra_tf.errors import RunError
+from electra_tf.finetuning.kind.benchmark import TRAIN
+from electra_tf.finetuning.kind.contract import TaskKind, TaskOptions
+from electra_tf.finetuning.kind.settings import require_positive
 from electra_tf.finetuning.question_answering import check
 from electra_tf.finetuning.question_answering import data as squad_data
 from electra_tf.finetuning.question_answering import decoding as squad_decoding
@@ -34,9 +37,8 @@ from electra_tf.finetuning.question_answering.model import (
     ElectraQA,
     build_qa_model,
 )
+from electra_tf.finetuning.question_answering.options import QuestionAnsweringOptions
 from electra_tf.finetuning.question_answering.serving import QuestionAnsweringServing
-from electra_tf.finetuning.settings import require_positive
-from electra_tf.finetuning.task_kind import TaskKind, TaskOptions
 
 PREDICTIONS_FILE = "predictions.json"
 NULL_ODDS_FILE = "null_odds.json"
@@ -142,7 +144,15 @@ class SquadTask(TaskKind):
     qa_metric: str = "squad"
     head: str = ELECTRA_HEAD
     KIND: ClassVar[str] = QUESTION_ANSWERING
+    TASK_TYPES: ClassVar[tuple[str, ...]] = (QUESTION_ANSWERING,)
+    REQUEST_FIELDS: ClassVar[tuple[str, ...]] = ("question", "context")
+    DEFAULT_MAX_SEQ_LENGTH: ClassVar[int] = 512
+    # results.json holds the official scripts' percentages.
+    SCORES_IN_PERCENT: ClassVar[bool] = True
+    TABLE_METRICS: ClassVar[tuple[str, ...]] = ("exact_match", "f1")
+    SCORED_PREDICTIONS: ClassVar[str] = PREDICTIONS_FILE
     MODEL_CLASS: ClassVar[type] = ElectraQA
+    OPTIONS: ClassVar[Optional[type]] = QuestionAnsweringOptions
     HF_ARCHITECTURE: ClassVar[Optional[str]] = "ElectraForQuestionAnswering"
     HF_IMPORT_OPTIONS: ClassVar[tuple[str, ...]] = ("max_seq_length", "squad_version")
     console_keys: ClassVar[tuple[str, ...]] = ("loss", "span_loss", "answerable_loss")
@@ -184,23 +194,37 @@ class SquadTask(TaskKind):
         return options.run.task == "squad"
 
     @classmethod
+    def from_benchmark(
+        cls, benchmark, recipe, present, max_seq_length, max_train_examples, warn=print
+    ):
+        """A suite's SQuAD-format task (v1.1), scored by its `qa_metric`'s official script."""
+        scored = benchmark.scored_split
+        train = squad_data.read_squad_json(present[TRAIN], "1.1", is_training=True, warn=warn)
+        evaluation = squad_data.read_squad_json(present[scored], "1.1", False, warn=warn)
+        task = cls(
+            train, evaluation, "1.1", max_seq_length=max_seq_length, qa_metric=benchmark.qa_metric
+        )
+        return task, {TRAIN: present[TRAIN], scored: present[scored]}
+
+    @classmethod
     def from_options(cls, options: TaskOptions) -> "SquadTask":
         """SQuAD-format JSON files (`--train_file`, `--predict_file`), or TFDS without them."""
         run, say = options.run, options.print_fn
+        qa = options.own(QuestionAnsweringOptions)
         options.refuse(
             "dev_file",
             "test_file",
             "data_dir",
             reason="is not used with --task=squad (use --train_file / --predict_file).",
         )
-        if run.predict_file and not run.train_file:
+        if qa.predict_file and not run.train_file:
             raise RunError("--predict_file needs --train_file (or drop both to use TFDS).")
-        version = run.squad_version
+        version = qa.squad_version
         if run.train_file:
             train = squad_data.read_squad_json(run.train_file, version, True, warn=say)
             evaluation = (
-                squad_data.read_squad_json(run.predict_file, version, False, warn=say)
-                if run.predict_file
+                squad_data.read_squad_json(qa.predict_file, version, False, warn=say)
+                if qa.predict_file
                 else None
             )
         else:
@@ -208,15 +232,15 @@ class SquadTask(TaskKind):
             evaluation = squad_data.load_tfds_squad(
                 version, "validation", run.tfds_data_dir, False, say
             )
-        metric = run.qa_metric or qa_metrics.metric_for_version(
+        metric = qa.qa_metric or qa_metrics.metric_for_version(
             (evaluation or train).dataset_version
         )
-        if run.qa_metric is None and metric != "squad":
+        if qa.qa_metric is None and metric != "squad":
             say(
                 f"Scoring with {metric}'s official metric (the data's version field says "
                 f"{(evaluation or train).dataset_version!r}; --qa_metric overrides)."
             )
-        threshold = run.null_score_threshold
+        threshold = qa.null_score_threshold
         if run.task_head == TRANSFORMERS_HEAD and "null_score_threshold" not in options.given:
             threshold = HF_NULL_SCORE_THRESHOLD  # its null odds are transformers' score diff
         return cls(
@@ -225,11 +249,11 @@ class SquadTask(TaskKind):
             version,
             qa_metric=metric,
             max_seq_length=run.max_seq_length or 512,
-            doc_stride=run.doc_stride,
-            max_query_length=run.max_query_length,
-            beam_size=run.beam_size,
-            n_best_size=run.n_best_size,
-            max_answer_length=run.max_answer_length,
+            doc_stride=qa.doc_stride,
+            max_query_length=qa.max_query_length,
+            beam_size=qa.beam_size,
+            n_best_size=qa.n_best_size,
+            max_answer_length=qa.max_answer_length,
             null_score_threshold=threshold,
             head=run.task_head,
         )

@@ -18,7 +18,7 @@ from electra_tf.artifacts.check_requests import (
     ids_spec,
     malformed_id_requests,
 )
-from electra_tf.finetuning.classification.serving import IDS_SIGNATURE, TEXT_SIGNATURE
+from electra_tf.finetuning.kind.signatures import IDS_SIGNATURE, TEXT_SIGNATURE
 from electra_tf.finetuning.tagging.serving import WORDS_SIGNATURE
 
 SAMPLE_TAGGING_TEXTS = [

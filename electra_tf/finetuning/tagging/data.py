@@ -33,7 +33,7 @@ from collections import Counter
 from typing import Optional, Sequence
 
 from electra_tf.config import flag_field
-from electra_tf.finetuning.classification.data import TAGGING, TaskDataError
+from electra_tf.finetuning.kind.files import TaskDataError
 from electra_tf.finetuning.tagging.layouts import (  # noqa: F401 (re-exported)
     AUTO as AUTO_LAYOUT,
 )
@@ -47,6 +47,8 @@ from electra_tf.finetuning.tagging.layouts import (  # noqa: F401 (re-exported)
 from electra_tf.finetuning.tagging.sentences import TaggedSplit  # noqa: F401 (re-exported)
 from electra_tf.tokenization import is_cjk_ideograph
 
+# The --task_type of token classification.
+TAGGING = "tagging"
 PREFIX = "prefix"
 SUFFIX = "suffix"
 PLAIN = "plain"
@@ -364,7 +366,16 @@ class TaggingFileOptions:
 
     Attributes:
         tagging_layout: `auto` or one of `tagging.layouts.LAYOUTS`.
+        tag_format: how tags are scored (`TAG_FORMAT_CHOICES`).
     """
+
+    tag_format: str = flag_field(
+        "auto",
+        "Tagging: prefix (B-PER, I-PER, E-PER, S-PER, O) or suffix (PER-B, ...) tags "
+        "are scored as entities; plain tags (part of speech) by accuracy. auto: from the "
+        "training tags.",
+        choices=TAG_FORMAT_CHOICES,
+    )
 
     tagging_layout: str = flag_field(
         AUTO_LAYOUT,

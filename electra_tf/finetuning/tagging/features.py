@@ -22,7 +22,7 @@ from typing import Optional, Sequence
 import numpy as np
 import tensorflow as tf
 
-from electra_tf.finetuning.classification.features import padded_batches, tokenize_texts
+from electra_tf.finetuning.kind.text_features import padded_batches, tokenize_texts
 from electra_tf.modeling.encoder import INPUT_NAMES
 
 

@@ -44,7 +44,7 @@ import json
 import re
 from typing import Optional
 
-from electra_tf.finetuning.classification.data import TaskDataError
+from electra_tf.finetuning.kind.files import TaskDataError
 from electra_tf.finetuning.tagging.sentences import (
     TaggedSplit,
     check_sentence_length,

@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Optional
 
-from electra_tf.finetuning.classification.data import TaskDataError, draw_rows
+from electra_tf.finetuning.kind.files import TaskDataError, draw_rows
 
 # Longer "sentences" are refused: the file is not in the layout it was read as.
 MAX_SENTENCE_WORDS = 500

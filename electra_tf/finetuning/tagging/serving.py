@@ -40,11 +40,7 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from electra_tf import text_packing as text_ops
-from electra_tf.finetuning.classification.serving import (
-    IDS_SIGNATURE,
-    TEXT_SIGNATURE,
-    token_ids_function,
-)
+from electra_tf.finetuning.kind.signatures import IDS_SIGNATURE, TEXT_SIGNATURE, token_ids_function
 from electra_tf.finetuning.tagging.data import OUTSIDE
 from electra_tf.tokenization import CJK_RANGES
 

@@ -26,7 +26,15 @@ from electra_tf.artifacts.tagged_predictions import (
     write_tagged,
 )
 from electra_tf.errors import RunError
-from electra_tf.finetuning.classification.data import TAGGING
+from electra_tf.finetuning.kind.benchmark import TRAIN
+from electra_tf.finetuning.kind.contract import (
+    DefinedTask,
+    TaskKind,
+    TaskOptions,
+    format_table,
+    percent,
+    trials_table,
+)
 from electra_tf.finetuning.tagging import check
 from electra_tf.finetuning.tagging import features as tagging_features
 from electra_tf.finetuning.tagging import metrics as tagging_metrics
@@ -36,6 +44,7 @@ from electra_tf.finetuning.tagging.data import (
     PLAIN,
     TAG_FORMAT_CHOICES,
     TAG_FORMATS,
+    TAGGING,
     TaggedSplit,
     TaggingData,
     TaggingDefinition,
@@ -45,14 +54,6 @@ from electra_tf.finetuning.tagging.data import (
 )
 from electra_tf.finetuning.tagging.model import ElectraTagger, build_tagger
 from electra_tf.finetuning.tagging.serving import WORD_SPLITTING, TaggerServing
-from electra_tf.finetuning.task_kind import (
-    DefinedTask,
-    TaskKind,
-    TaskOptions,
-    format_table,
-    percent,
-    trials_table,
-)
 
 # transformers' names of the head: one linear layer on every position.
 HF_HEAD_WEIGHT, HF_HEAD_BIAS = "classifier.weight", "classifier.bias"
@@ -91,7 +92,10 @@ class TaggingTask(DefinedTask, TaskKind):
     data: TaggingData
     max_seq_length: int = 128
     max_train_examples: Optional[int] = None
-    KIND: ClassVar[str] = "tagger"
+    KIND: ClassVar[str] = TAGGING
+    TASK_TYPES: ClassVar[tuple[str, ...]] = (TAGGING,)
+    FORMER_KINDS: ClassVar[tuple[str, ...]] = ("tagger",)
+    SCORED_PREDICTIONS: ClassVar[str] = DEV_PREDICTIONS_FILE
     MODEL_CLASS: ClassVar[type] = ElectraTagger
     OPTIONS: ClassVar[Optional[type]] = TaggingFileOptions
     HF_ARCHITECTURE: ClassVar[Optional[str]] = "ElectraForTokenClassification"
@@ -102,9 +106,22 @@ class TaggingTask(DefinedTask, TaskKind):
         self.check_sizes()
 
     @classmethod
-    def selected_by(cls, options: TaskOptions) -> bool:
-        """`--task_type=tagging`."""
-        return options.files.task_type == TAGGING
+    def from_benchmark(
+        cls, benchmark, recipe, present, max_seq_length, max_train_examples, warn=print
+    ):
+        """A suite's tagging task: its training and scored files in its `tagging_layout`."""
+        scored = benchmark.scored_split
+        definition, data = load_tagging_files(
+            benchmark.name,
+            present[TRAIN],
+            present[scored],
+            warn=warn,
+            layout=benchmark.tagging_layout,
+        )
+        if recipe.num_train_epochs:
+            definition.num_train_epochs = recipe.num_train_epochs
+        task = cls(definition, data, max_seq_length, max_train_examples)
+        return task, {TRAIN: present[TRAIN], scored: present[scored]}
 
     @classmethod
     def from_options(cls, options: TaskOptions) -> "TaggingTask":
@@ -125,17 +142,18 @@ class TaggingTask(DefinedTask, TaskKind):
             "double_unordered",
             reason="is not used with --task_type=tagging.",
         )
+        own = options.own(TaggingFileOptions)
         definition, data = load_tagging_files(
             run.task or "tagging",
             run.train_file,
             run.dev_file,
             run.test_file,
-            run.tag_format,
+            own.tag_format,
             options.files.labels,
             words_key=options.files.text_column if "text_column" in options.given else "tokens",
             tags_key=options.files.label_column if "label_column" in options.given else "tags",
             warn=options.print_fn,
-            layout=options.own(TaggingFileOptions).tagging_layout,
+            layout=own.tagging_layout,
         )
         if data.dev is None:
             options.print_fn("No dev set: training only (give --dev_file to score every epoch).")

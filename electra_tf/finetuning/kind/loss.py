@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-from electra_tf.finetuning.settings import LOSS_REDUCTIONS
+from electra_tf.finetuning.kind.settings import LOSS_REDUCTIONS
 from electra_tf.modeling.encoder import BuiltOnEncoder
 from electra_tf.modeling.train_step import TrainStep
 

@@ -22,10 +22,6 @@ from electra_tf.config import (
     flag_field,
 )
 from electra_tf.errors import RunError
-from electra_tf.finetuning.classification.data import GLUE_TASKS
-from electra_tf.finetuning.question_answering.data import VERSIONS as SQUAD_VERSIONS
-from electra_tf.finetuning.question_answering.metrics import METRICS as QA_METRICS
-from electra_tf.finetuning.tagging.data import TAG_FORMAT_CHOICES
 
 # Learning rates of Table 7 (paper) by model size; tiny follows small.
 DEFAULT_LEARNING_RATES = {"tiny": 3e-4, "small": 3e-4, "base": 1e-4, "large": 5e-5}
@@ -91,7 +87,7 @@ class FinetuneSettings:
     code (google-research/electra) instead:
 
     * `layerwise_lr_decay_quirk`: the top transformer layer trains at
-      lr * decay ** 2, not lr * decay (see `electra_tf.finetuning.optimization`);
+      lr * decay ** 2, not lr * decay (see `electra_tf.finetuning.kind.optimization`);
     * `weight_decay_rate=0.01`: the original's decoupled weight decay (paper: 0);
     * `loss_reduction="sum"`: the loss is the *sum* of the per-example losses
       of the batch (`run_finetuning.py` takes `reduce_sum`), not their mean.
@@ -266,9 +262,9 @@ class FinetuneOptions:
     # What and from where.
     task: Optional[str] = flag_field(
         None,
-        f"GLUE task ({', '.join(GLUE_TASKS)}), squad (question answering, see "
-        "--squad_version), or a name for your own task given with --train_file (default name: "
-        "custom).",
+        "A GLUE task (sst2, mnli, ...: docs/finetuning.md lists them), squad (question "
+        "answering, see --squad_version), or a name for your own task given with --train_file "
+        "(default name: custom).",
     )
     init_checkpoint: Optional[str] = init_checkpoint_field("runs/imported/")
     vocab_file: Optional[str] = vocab_file_field()
@@ -283,51 +279,14 @@ class FinetuneOptions:
     # The user's own data (how it is read: FileTaskOptions).
     train_file: Optional[str] = flag_field(
         None,
-        "Your training data: .csv, .tsv/.txt (tab-separated, with a header) or .jsonl; "
-        "with --task=squad a SQuAD-format JSON file; with --task_type=tagging CoNLL columns "
-        "(word first, tag last) or .jsonl.",
+        "Your training data: .csv, .tsv/.txt (tab-separated, with a header), .jsonl or a JSON "
+        "array; with --task=squad a SQuAD-format JSON file; with another --task_type the "
+        "layout its kind reads (see docs/finetuning.md).",
     )
     dev_file: Optional[str] = flag_field(
         None, "Your dev data (same format), scored after every epoch."
     )
     test_file: Optional[str] = flag_field(None, "Unlabelled data to predict (same format).")
-    tag_format: str = flag_field(
-        "auto",
-        "Tagging: prefix (B-PER, I-PER, E-PER, S-PER, O) or suffix (PER-B, ...) tags "
-        "are scored as entities; plain tags (part of speech) by accuracy. auto: from the "
-        "training tags.",
-        choices=TAG_FORMAT_CHOICES,
-    )
-    # Question answering (--task=squad).
-    squad_version: str = flag_field(
-        "1.1",
-        "SQuAD version: 1.1, or 2.0, which has unanswerable questions (null odds, "
-        "threshold search).",
-        choices=SQUAD_VERSIONS,
-    )
-    qa_metric: Optional[str] = flag_field(
-        None,
-        "Whose official scores to report: SQuAD's (squad), KorQuAD 1.0's (korquad: "
-        "character F1), CMRC 2018's (cmrc2018) or DRCD's (drcd; both: mixed segmentation, "
-        "longest common run). Default: the one the --predict_file's version field names "
-        "(KorQuAD_v1.0_dev), else squad.",
-        choices=QA_METRICS,
-    )
-    predict_file: Optional[str] = flag_field(
-        None,
-        "SQuAD-format JSON to predict and score (with --task=squad; default: TFDS squad "
-        "validation when --train_file is absent).",
-    )
-    doc_stride: int = flag_field(128, "SQuAD: tokens between the starts of context windows.")
-    max_query_length: int = flag_field(64, "SQuAD: question tokens kept.")
-    max_answer_length: int = flag_field(30, "SQuAD: longest answer in tokens.")
-    n_best_size: int = flag_field(20, "SQuAD: candidate answers kept per question.")
-    beam_size: int = flag_field(20, "SQuAD: start positions (and ends per start) searched.")
-    null_score_threshold: float = flag_field(
-        -2.75,
-        "SQuAD 2.0: a question whose null odds exceed it is answered with the empty "
-        "string (the original code's -2.75).",
-    )
     # The run.
     max_seq_length: Optional[int] = flag_field(
         None, "Tokens per example, special tokens included (default: 128; 512 for squad)."

@@ -6,7 +6,9 @@ is one `BenchmarkTask`: the files inside the suite's data directory as the
 project distributes them, how they are read, the metric and the unit of
 the published table, the fine-tuning settings the project publishes per
 model size (`Recipe`) and the published scores (`Published`), each with
-the address of the page it was copied from. Nothing here reads a file.
+the address of the page it was copied from. Nothing here reads a file;
+the kind of a task (`kinds.kind_for_type(task.kind)`) reads its files
+(`TaskKind.from_benchmark`).
 """
 
 from __future__ import annotations
@@ -14,13 +16,6 @@ from __future__ import annotations
 import dataclasses
 from typing import Optional
 
-from electra_tf.finetuning.classification.tables import TableLayout
-
-CLASSIFICATION = "classification"
-REGRESSION = "regression"
-QUESTION_ANSWERING = "question_answering"
-TAGGING = "tagging"
-KINDS = (CLASSIFICATION, REGRESSION, QUESTION_ANSWERING, TAGGING)
 # The splits a task's files and scores are named by.
 TRAIN, DEV, TEST = "train", "dev", "test"
 
@@ -94,7 +89,7 @@ class BenchmarkTask:
     Attributes:
         name: the project's name of the task (its folder name, `naver-ner`).
         title: its name in the published table (`Naver NER`).
-        kind: one of `KINDS`.
+        kind: its task type (`electra_tf.finetuning.kinds.TASK_TYPES`).
         directory: its folder inside the suite's data directory.
         files: split -> file name inside `directory`, as the project
             distributes them (a split the project has no file for is absent).
@@ -106,7 +101,8 @@ class BenchmarkTask:
         unit: the published table's unit, in words.
         labels: class names in id order (classification).
         label_scale: regression targets are divided by it for training.
-        tables: split -> TableLayout (classification and regression).
+        tables: split -> `classification.tables.TableLayout` (classification and
+            regression).
         tagging_layout: the tagging file layout (tagging).
         qa_metric: whose official QA scores (`korquad`, `cmrc2018`, `drcd`).
         recipes: model size -> the project's fine-tuning settings.
@@ -126,20 +122,18 @@ class BenchmarkTask:
     published: tuple[Published, ...]
     labels: Optional[tuple[str, ...]] = None
     label_scale: float = 1.0
-    tables: Optional[dict[str, TableLayout]] = None
+    tables: Optional[dict] = None
     tagging_layout: Optional[str] = None
     qa_metric: Optional[str] = None
     notes: str = ""
 
     def __post_init__(self):
-        if self.kind not in KINDS:
-            raise ValueError(f"task {self.name}: kind {self.kind!r} is none of {KINDS}")
         if self.scored_split not in self.files:
             raise ValueError(f"task {self.name}: no file for the scored split {self.scored_split}")
         if TRAIN not in self.files:
             raise ValueError(f"task {self.name}: no training file")
-        if self.kind in (CLASSIFICATION, REGRESSION):
-            missing = set(self.files) - set(self.tables or {})
+        if self.tables is not None:
+            missing = set(self.files) - set(self.tables)
             if missing:
                 raise ValueError(f"task {self.name}: no table layout for {sorted(missing)}")
 

@@ -29,8 +29,9 @@ import tensorflow as tf
 from electra_tf.artifacts.finetuning_dir import TrialDir, holds_saved_model, load_saved_model
 from electra_tf.artifacts.serving_dir import VersionDir
 from electra_tf.errors import RunError
-from electra_tf.finetuning.classification.data import FileTaskOptions
-from electra_tf.finetuning.settings import FinetuneOptions, require_positive
+from electra_tf.finetuning.kind.benchmark import BenchmarkTask, Recipe
+from electra_tf.finetuning.kind.files import FileTaskOptions
+from electra_tf.finetuning.kind.settings import FinetuneOptions, require_positive
 from electra_tf.tokenization import WordPieceTokenizer
 
 
@@ -61,7 +62,7 @@ class TaskOptions:
     def refuse(self, *names: str, reason: str) -> None:
         """Raises RunError for the first of the flags `names` that is set: `--name <reason>`."""
         for name in names:
-            for options in (self.run, self.files):
+            for options in (self.run, self.files, *self.kind_options.values()):
                 if getattr(options, name, None):
                     raise RunError(f"--{name} {reason}")
 
@@ -104,7 +105,12 @@ class TaskKind(abc.ABC):
     `default_epochs`, `max_seq_length` and `max_train_examples`.
 
     Class attributes:
-        KIND: the kind's name in `model.json` and `serving_config.json`.
+        KIND: the kind's name in `model.json` and `serving_config.json`: its
+            first task type.
+        TASK_TYPES: the `--task_type` values (and suite task kinds) it claims.
+        FORMER_KINDS: names earlier versions wrote for `KIND` in saved models.
+        REQUEST_FIELDS: the inputs of its raw-text signature, which a JSON
+            line sent to `predict` holds.
         MODEL_CLASS: the Keras class of its models (a model's kind is the
             kind of its class).
         OPTIONS: a dataclass of the kind's own command-line flags (fields
@@ -112,14 +118,29 @@ class TaskKind(abc.ABC):
         HF_ARCHITECTURE: the `transformers` class of a model of this kind
             (None: not converted).
         HF_IMPORT_OPTIONS: the `options` its `from_hf` reads.
+        DEFAULT_MAX_SEQ_LENGTH: tokens per example when neither a flag nor a
+            suite's recipe says.
+        SCORES_IN_PERCENT: results.json holds its scores as percentages (as
+            official scripts print them), not fractions.
+        TABLE_METRICS: the metrics a suite's table prints for a task of this
+            kind (empty: the task's headline metric).
+        SCORED_PREDICTIONS: the key of results.json's trial `predictions` that
+            names the predictions of the scored split.
         console_keys: values of the train step shown on progress lines.
         evaluate_every_epoch: score the dev split at every epoch's end, not
             only after the last.
     """
 
     KIND: ClassVar[str]
+    TASK_TYPES: ClassVar[tuple[str, ...]]
+    FORMER_KINDS: ClassVar[tuple[str, ...]] = ()
+    REQUEST_FIELDS: ClassVar[tuple[str, ...]] = ("text",)
     MODEL_CLASS: ClassVar[type]
     OPTIONS: ClassVar[Optional[type]] = None
+    DEFAULT_MAX_SEQ_LENGTH: ClassVar[int] = 128
+    SCORES_IN_PERCENT: ClassVar[bool] = False
+    TABLE_METRICS: ClassVar[tuple[str, ...]] = ()
+    SCORED_PREDICTIONS: ClassVar[str] = "dev"
     HF_ARCHITECTURE: ClassVar[Optional[str]] = None
     HF_IMPORT_OPTIONS: ClassVar[tuple[str, ...]] = ("max_seq_length",)
     console_keys: ClassVar[tuple[str, ...]] = ("loss", "accuracy")
@@ -129,9 +150,9 @@ class TaskKind(abc.ABC):
     # Reading: which kind the command line asks for, and its task.
 
     @classmethod
-    @abc.abstractmethod
     def selected_by(cls, options: TaskOptions) -> bool:
-        """Whether the command line asks for a task of this kind."""
+        """Whether the command line asks for this kind other than by `--task_type`."""
+        return False
 
     @classmethod
     @abc.abstractmethod
@@ -142,6 +163,31 @@ class TaskKind(abc.ABC):
             RunError (or the kind's data error): a flag that does not apply,
                 or data that cannot be read, naming the flag or file.
         """
+
+    @classmethod
+    def from_benchmark(
+        cls,
+        benchmark: BenchmarkTask,
+        recipe: Recipe,
+        present: dict[str, str],
+        max_seq_length: int,
+        max_train_examples: Optional[int],
+        warn=print,
+    ) -> tuple["TaskKind", dict[str, str]]:
+        """(the task, split -> path of each file read) of a suite's task.
+
+        Args:
+            benchmark: the suite's record of the task (its `kind` one of
+                this kind's `TASK_TYPES`).
+            recipe: the suite's settings for the model size.
+            present: split -> path of the task's files found (the training
+                file and the scored split's are among them).
+
+        Raises:
+            RunError: this kind has no suite tasks; TaskDataError: a file
+                that does not fit its layout.
+        """
+        raise RunError(f"{benchmark.name}: {cls.KIND} tasks are not read from a suite's files.")
 
     # ------------------------------------------------------------------
     # The trial loop.
