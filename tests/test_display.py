@@ -51,3 +51,19 @@ def test_renderings():
     assert "&lt;b&gt;" in page and "<b>" not in page.split("<body>")[1]
     assert 'class="t replaced masked"' in page and "rgba(220, 0, 0, 0.91)" in page
     assert "a &lt;title&gt;" in page
+
+
+def test_each_rendering_has_the_legend_of_its_own_notation():
+    """The plain legend describes `*x*` / `_x_` (what `to_plain` writes), the terminal one the
+    underline and italics, the Markdown one bold and italics."""
+    tokens = display.annotate(sample(), VOCAB)
+    plain = display.to_plain(tokens)
+    assert "*ate*" in plain and "_the_" in plain
+    assert display.legend(ansi=False) == display.PLAIN_LEGEND
+    assert "*x* = replaced" in display.PLAIN_LEGEND and "_x_ = masked" in display.PLAIN_LEGEND
+    assert "bold" not in display.PLAIN_LEGEND
+    ansi = display.to_ansi(tokens)
+    assert "\x1b[4;" in ansi and "\x1b[3;" in ansi  # underlined replacement, italic masked
+    assert "underlined = replaced" in display.legend(ansi=True)
+    assert "italic = masked" in display.legend(ansi=True)
+    assert "**bold** = replaced" in display.LEGEND  # Markdown (TensorBoard's text dashboard)

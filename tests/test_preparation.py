@@ -177,6 +177,26 @@ def test_held_out_fraction_and_errors(tmp_path):
         config, [str(one)], str(tmp_path / "one"), vocab_file=str(vocab), eval_fraction=0.2
     )
     assert data.nothing_held_out and data.eval_shard_dir is None and data.num_examples > 0
+    assert data.eval_fraction_needed is None  # one document: no fraction holds one out
+    # Two documents, the last one long: the fraction the run's note suggests holds it out.
+    two = tmp_path / "two.txt"
+    first = " ".join(SYLLABLES[:6]) + "\n"
+    two.write_text(first + "\n" + one.read_text())
+    data = prepare_pretraining_data(
+        config, [str(two)], str(tmp_path / "two"), vocab_file=str(vocab), eval_fraction=0.2
+    )
+    size = two.stat().st_size
+    blank = len(first)  # the blank line that ends the first document starts here
+    expected = np.ceil(100 * (size - blank) / size) / 100
+    assert data.nothing_held_out and data.eval_fraction_needed == pytest.approx(expected)
+    data = prepare_pretraining_data(
+        config,
+        [str(two)],
+        str(tmp_path / "two"),
+        vocab_file=str(vocab),
+        eval_fraction=data.eval_fraction_needed,
+    )
+    assert not data.nothing_held_out and data.num_eval_examples > 0 and data.num_examples > 0
     # A failed build names its part and keeps the shard builder's message.
     (tmp_path / "empty.txt").write_text("")
     with pytest.raises(PreparationError, match="all files are empty") as error:

@@ -164,3 +164,23 @@ def test_a_relative_allowance_grows_with_the_rows_largest_value_and_refuses_beyo
     assert check.compare(scores, served([10.0, -0.53]), 0.01, 0.02)[0]
     # Without the relative share, 10.2 is far outside 0.01.
     assert check.compare(want, served([[10.2, -0.5], [1.0, 0.0]]), 0.01)[0]
+
+
+def test_the_bound_printed_is_the_bound_applied():
+    """1e-5 absolute plus 4 float32 ulps of the value: a difference the ulps admit passes, and
+    both the ok line and a refusal name the whole bound, not 1e-5 alone."""
+    value = np.float32(1000.0)
+    ulp = float(np.spacing(value))  # 6.1e-5 at 1000
+    want = {"start_logits": np.array([[value]], np.float32)}
+
+    def served(x):
+        return {"start_logits": {"dtype": "float32", "values": [[x]], "shape": [1, 1]}}
+
+    problems, largest = check.compare(want, served(float(value) + 3 * ulp), 1e-5)
+    assert problems == [] and largest == pytest.approx(3 * ulp)
+    problems, _ = check.compare(want, served(float(value) + 5 * ulp), 1e-5)
+    assert problems and "exceeds 1e-05 + 4 float32 ulps of the value by" in problems[0]
+    assert check.allowance_text(1e-5) == "1e-05 + 4 float32 ulps of the value"
+    assert check.allowance_text(0.01, 0.05) == (
+        "0.01 + 0.05 of its row's largest value + 4 float32 ulps of the value"
+    )

@@ -784,3 +784,31 @@ def test_normalization_is_recorded_and_earlier_builds_keep_their_fingerprint(
     assert "normalization" not in folded["build"]
     assert bert["build"]["normalization"] == "bert"
     assert bert["build"]["fingerprint"] != folded["build"]["fingerprint"]
+
+
+def test_last_document_fraction_read_backwards_across_blocks(tmp_path, monkeypatch):
+    """The share of the corpus from its last blank line followed by text, in whole percent;
+    a file's end ends a document; one document: None. Blocks of 7 bytes make the backward
+    read cross block boundaries inside lines."""
+    from electra_tf.data import text_input
+
+    monkeypatch.setattr(text_input, "READ_BLOCK_BYTES", 7)
+
+    def fraction(*texts):
+        paths = []
+        for i, text in enumerate(texts):
+            path = tmp_path / f"c{i}.txt"
+            path.write_bytes(text.encode())
+            paths.append(str(path))
+        return text_input.last_document_fraction(text_input.resolve_sources(paths))
+
+    # 100 bytes: the blank line (byte 60) before the last document, trailing blanks after it.
+    text = "a" * 59 + "\n" + "\n" + "b" * 34 + "\n\n  \n"
+    assert len(text) == 100
+    assert fraction(text) == 0.4
+    assert fraction("x" * 49 + "\n" + "  \n" + "y" * 46 + "\n") == 0.5  # whitespace is blank
+    assert fraction("one document\nof two lines\n") is None
+    assert fraction("\n\nonly text after blank lines\n") is None
+    # Two files: the last file is one document, 25 of the 100 bytes.
+    assert fraction("a" * 74 + "\n", "b" * 24 + "\n") == 0.25
+    assert fraction("a" * 98 + "\n", "b\n") == 0.02  # rounded up to a whole percent

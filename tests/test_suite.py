@@ -8,6 +8,8 @@ that vocabulary reads every word.
 import dataclasses
 import json
 import os
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -719,3 +721,30 @@ def test_sample_files_are_split_into_koelectra_layout(tmp_path):
     # The layout is what the suite reads: KorSTS's dev file is the only one missing.
     present, skipped = plan_tasks(KOELECTRA, list(KOELECTRA.tasks), str(tmp_path / "data"))
     assert [t.name for t in present] == ["nsmc", "naver-ner", "korsts"]
+
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def test_sample_layout_refuses_a_missing_file_in_one_line(tmp_path):
+    """tools/koelectra_samples with a missing NSMC file or samples folder: one line, exit 2."""
+    samples = tmp_path / "samples"
+    samples.mkdir()
+    for args, fragment in (
+        ([str(samples), str(tmp_path / "no.txt"), str(tmp_path / "out")], "is not a file"),
+        (
+            [str(tmp_path / "none"), str(tmp_path / "no.txt"), str(tmp_path / "out")],
+            "not a directory",
+        ),
+    ):
+        done = subprocess.run(
+            [sys.executable, "-m", "tools.koelectra_samples", *args],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            timeout=120,
+        )
+        assert done.returncode == 2, done.stderr
+        lines = done.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("error: ") and fragment in lines[0]
+        assert "Traceback" not in done.stderr

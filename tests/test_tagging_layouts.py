@@ -11,7 +11,10 @@ from electra_tf.finetuning.tagging import layouts
 from electra_tf.finetuning.tagging.data import SUFFIX, load_tagging_files
 from electra_tf.finetuning.tagging.metrics import entities, score
 
-SHARED_NER = "/work/shared/data/koelectra/naver-ner/test.tsv"
+# The first 20 sentences of KoELECTRA's naver-ner/test.tsv (tests/fixtures/README.md).
+SAMPLE_NER = os.path.join(
+    os.path.dirname(__file__), "fixtures", "koelectra", "naver-ner", "test.tsv"
+)
 
 
 def _write(path, text):
@@ -275,21 +278,19 @@ def test_dev_tag_error_names_the_sentence_line(tmp_path):
 
 
 # ---------------------------------------------------------------------------
-# The real sample (not part of the default suite).
+# A real sample.
 
 
-@pytest.mark.slow
-@pytest.mark.skipif(not os.path.isfile(SHARED_NER), reason="no /work/shared data")
 def test_koelectra_naver_ner_sample_against_seqeval():
-    """KoELECTRA's naver-ner/test.tsv (its first 301 lines): one sentence a line, suffix tags,
+    """KoELECTRA's naver-ner/test.tsv (its first 20 lines): one sentence a line, suffix tags,
     and our entity F1 equal to seqeval's with suffix=True (KoELECTRA's scorer)."""
     seqeval_metrics = pytest.importorskip("seqeval.metrics")
-    with open(SHARED_NER, encoding="utf-8") as f:
+    with open(SAMPLE_NER, encoding="utf-8") as f:
         expected = [line.strip().split("\t") for line in f if line.strip()]
-    definition, data = load_tagging_files("naver-ner", SHARED_NER, SHARED_NER)
+    definition, data = load_tagging_files("naver-ner", SAMPLE_NER, SAMPLE_NER)
     assert data.train.layout == layouts.SENTENCE_PER_LINE
     assert definition.tag_format == SUFFIX
-    assert len(data.train) == len(expected) == 301
+    assert len(data.train) == len(expected) == 20
     assert data.train.sentences == [words.split() for words, _ in expected]
     assert data.train.tags == [tags.split() for _, tags in expected]
     assert set(definition.tag_names) <= {"O"} | {

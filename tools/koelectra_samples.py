@@ -102,7 +102,21 @@ def lay_out(
 def main(argv):
     if len(argv) != 4:
         raise app.UsageError("expected SAMPLES_DIR NSMC_FILE DATA_DIR")
-    lay_out(*argv[1:], FLAGS.train_rows, FLAGS.max_scored_rows)
+    samples_dir, nsmc_file, data_dir = argv[1:]
+    if not os.path.isdir(samples_dir):
+        print(f"error: SAMPLES_DIR {samples_dir} is not a directory", file=sys.stderr)
+        return 2
+    if not os.path.isfile(nsmc_file):
+        print(
+            f"error: NSMC_FILE {nsmc_file} is not a file (NSMC's ratings_test.txt)", file=sys.stderr
+        )
+        return 2
+    try:
+        lay_out(samples_dir, nsmc_file, data_dir, FLAGS.train_rows, FLAGS.max_scored_rows)
+    except (OSError, UnicodeDecodeError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    return 0
 
 
 if __name__ == "__main__":

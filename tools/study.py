@@ -12,11 +12,11 @@ model size, one or more training-FLOPs budgets and the fine-tuning tasks:
 
     {
       "scale": "reduced",
-      "corpus": "/data/corpus/en/enwiki_sample.txt",
+      "corpus": "enwiki_sample.txt",
       "variants": {"electra": {"objective": "electra"}, "bert": {"objective": "mlm"}},
       "budgets": [5e13],
       "tasks": ["sst2", "cola"],
-      "glue_data_dir": "/data/glue",
+      "glue_data_dir": "glue_data",
       "seeds": 3
     }
 
@@ -550,7 +550,7 @@ def _finished_pretraining(run_dir: str) -> bool:
 def dev_halves(spec: dict, task: dict, output_dir: str) -> dict:
     """Splits a GLUE task's dev set in two (seeded): flags training on one half, scoring the other.
 
-    For tasks whose training set is not at hand (the shared data has QNLI's
+    For tasks whose training set is not at hand (e.g. a glue_data with QNLI's
     dev set only). The halves are written once, as JSONL, under data/.
     """
     from electra_tf.finetuning.classification import data as glue

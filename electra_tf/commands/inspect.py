@@ -85,7 +85,7 @@ def inspect(arguments: list[str], flag_values: flags.FlagValues) -> int:
     colour = flag_values.color == "always" or (flag_values.color == "auto" and sys.stdout.isatty())
     for note in notes:
         print(f"({note})")
-    print(display.LEGEND)
+    print(display.legend(colour))
     sections = []
     for text, sample in zip(texts, samples):
         tokens = display.annotate(sample, vocab)

@@ -32,7 +32,7 @@ from electra_tf.config import DEFAULT_NORMALIZATION
 from electra_tf.data.corpus_digest import DIGEST_CACHE_FILE, corpus_digests, source_identity
 from electra_tf.data.shard_build import write_shards
 from electra_tf.data.shard_layout import ShardError
-from electra_tf.data.text_input import EmptyTextRange
+from electra_tf.data.text_input import EmptyTextRange, last_document_fraction, resolve_sources
 
 
 class PreparationError(ValueError):
@@ -65,6 +65,9 @@ class PreparedData:
         num_eval_examples: held-out examples.
         nothing_held_out: a held-out fraction was asked for, but it falls
             inside the corpus's last document, so nothing is held out.
+        eval_fraction_needed: then, the smallest held-out fraction (whole
+            percent) that holds out that document; None: the corpus is one
+            document.
     """
 
     vocab_file: str
@@ -76,6 +79,7 @@ class PreparedData:
     eval_shard_paths: list[str] = field(default_factory=list)
     num_eval_examples: int = 0
     nothing_held_out: bool = False
+    eval_fraction_needed: Optional[float] = None
 
 
 @dataclass
@@ -390,6 +394,7 @@ def prepare_pretraining_data(
             if not isinstance(error.cause, EmptyTextRange):
                 raise
             data.nothing_held_out = True
+            data.eval_fraction_needed = last_document_fraction(resolve_sources(corpus))
             return data
     else:
         return data

@@ -175,6 +175,53 @@ def text_span(sources: Sequence[TextSource], text_range: tuple[float, float]) ->
     return ends[0], max(ends)
 
 
+def _lines_backwards(path: str, size: int) -> Iterator[tuple[int, bytes]]:
+    """(start, line without its newline) of a file's lines, the last first."""
+    end, carry = size, b""
+    with fileio.open_file(path, "rb") as f:
+        while end > 0:
+            begin = max(0, end - READ_BLOCK_BYTES)
+            f.seek(begin)
+            data = f.read(end - begin) + carry
+            lines = data.split(b"\n")
+            position = begin + len(data)
+            # The first piece of a block may begin in the block before: read with it.
+            for index in range(len(lines) - 1, -1 if begin == 0 else 0, -1):
+                position -= len(lines[index])
+                yield position, lines[index]
+                position -= 1
+            carry, end = (lines[0] if begin > 0 else b""), begin
+
+
+def last_document_fraction(sources: Sequence[TextSource]) -> Optional[float]:
+    """The smallest held-out fraction (in whole percent) whose cut holds out the corpus's last
+    document, or None when the corpus is one document.
+
+    The held-out part starts at the first document end after the cut (see
+    `text_span`), so a fraction smaller than the last document's share of the
+    corpus holds nothing out. Reads the last file backwards to its last blank
+    line that has text before and after it; a file's end also ends a document.
+    """
+    last = sources[-1]
+    file_start = sum(s.size for s in sources[:-1])
+    total = file_start + last.size
+    start, candidate, seen_text = None, None, False
+    for position, line in _lines_backwards(last.path, last.size):
+        if line.strip():
+            if candidate is not None:
+                start = file_start + candidate  # text before the blank line too
+                break
+            seen_text = True
+        elif seen_text and candidate is None:
+            candidate = position
+    if start is None:
+        start = file_start  # the last file is one document
+    if start <= 0 or not total:
+        return None
+    fraction = math.ceil(100 * (total - start) / total) / 100
+    return fraction if fraction < 1 else None
+
+
 def plan_pieces(
     sources: Sequence[TextSource], num_shards: int, span: Optional[tuple[int, int]] = None
 ) -> list[list[tuple[str, int, int]]]:

@@ -29,6 +29,21 @@ LEGEND = (
     "generator (was = the original); _italic_ = masked, but the generator drew the "
     "original token"
 )
+# The same for `to_plain`'s and `to_ansi`'s notation.
+PLAIN_LEGEND = (
+    "superscript = the discriminator's P(replaced) in %; *x* = replaced by the generator "
+    "(was = the original); _x_ = masked, but the generator drew the original token"
+)
+ANSI_LEGEND = (
+    "superscript and background = the discriminator's P(replaced) in %; underlined = "
+    "replaced by the generator (was = the original); italic = masked, but the generator "
+    "drew the original token"
+)
+
+
+def legend(ansi: bool) -> str:
+    """The legend of `to_ansi`'s output (`ansi`) or of `to_plain`'s."""
+    return ANSI_LEGEND if ansi else PLAIN_LEGEND
 
 
 @dataclasses.dataclass

@@ -424,7 +424,9 @@ def format_summary(result: EvaluationResult, step: int, vocab, ansi: bool = Fals
         else:
             why = "the first held-out sequence"
         lines.append(
-            f"One held-out sequence as the discriminator saw it ({why}; " + display.LEGEND + "):"
+            f"One held-out sequence as the discriminator saw it ({why}; "
+            + display.legend(ansi)
+            + "):"
         )
         lines.append("  " + (display.to_ansi(tokens) if ansi else display.to_plain(tokens)))
     return "\n".join(lines)

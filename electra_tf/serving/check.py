@@ -159,6 +159,12 @@ def _short_error(message: str) -> str:
     return (lines[0] if lines else message)[:200]
 
 
+def allowance_text(tolerance: float, relative: float = 0.0) -> str:
+    """The bound `compare` applies, in words: `1e-05 + 4 float32 ulps of the value`."""
+    share = f" + {relative:g} of its row's largest value" if relative else ""
+    return f"{tolerance:g}{share} + {ULPS} float32 ulps of the value"
+
+
 def compare(
     expected: dict, outputs: dict, tolerance: float, relative: float = 0.0
 ) -> tuple[list[str], float]:
@@ -195,10 +201,9 @@ def compare(
             allowed = tolerance + relative * scale + ULPS * np.spacing(magnitude)
             if not np.all(error <= allowed):
                 worst = float(np.max(error - allowed))
-                share = f" + {relative:g} of its row's largest value" if relative else ""
                 problems.append(
-                    f"{name}: max |difference| {difference:.3g} exceeds {tolerance:g}{share} "
-                    f"(+ {ULPS} ulps of the value) by {worst:.3g}"
+                    f"{name}: max |difference| {difference:.3g} exceeds "
+                    f"{allowance_text(tolerance, relative)} by {worst:.3g}"
                 )
         elif not np.array_equal(want.astype(got.dtype) if want.dtype.kind != "O" else want, got):
             problems.append(f"{name}: values differ")
@@ -279,9 +284,9 @@ def check_export(
             ok = False
             lines.append(f"FAIL {name}: " + "; ".join(problems))
         else:
-            share = f" + {relative:g} of its row's largest value" if relative else ""
             lines.append(
-                f"ok   {name}: max |difference| {largest:.2g} (tolerance {allowance:g}{share})"
+                f"ok   {name}: max |difference| {largest:.2g} (allowed "
+                f"{allowance_text(allowance, relative)})"
             )
     if "latency" in result:
         lines.append(f"first call {result['first_call_seconds'] * 1000:.0f} ms")

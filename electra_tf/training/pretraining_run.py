@@ -798,10 +798,18 @@ def _prepared_data(
         prefix = "--eval_corpus: " if plan.eval_corpus and error.part == "held-out" else ""
         raise RunError(f"{prefix}{error}") from None
     if data.nothing_held_out:
+        needed = data.eval_fraction_needed
+        remedy = (
+            f"its last document is {100 * needed:g}% of it or less: pass "
+            f"--eval_fraction={needed:g} (or more) to hold it out, or --eval_corpus=FILES"
+            if needed is not None
+            else "it is one document (no blank line between documents): separate its "
+            "documents with blank lines, or pass --eval_corpus=FILES"
+        )
         print_fn(
             f"note: the last {100 * plan.eval_fraction:g}% of the corpus falls inside its last "
-            "document, so nothing is held out and there is no held-out evaluation (pass "
-            "a larger --eval_fraction, or --eval_corpus)."
+            f"document, so nothing is held out and there is no held-out evaluation; {remedy} "
+            "to evaluate on held-out text."
         )
     return data
 
