@@ -13,7 +13,8 @@ for an ElectraForTokenClassification directory, `token_logits` [B, L, T]
 and `labels` (its id2label, in id order); for an
 ElectraForSequenceClassification directory, `sequence_logits` [B, C],
 `labels` and `problem_type`; for an ElectraForQuestionAnswering directory,
-`start_logits` and `end_logits` [B, L].
+`start_logits` and `end_logits` [B, L]; for an ElectraForMultipleChoice directory (inputs
+int [B, O, L]), `choice_logits` [B, O].
 """
 
 import json
@@ -27,6 +28,7 @@ def run(hf_dir: str, inputs_file: str, outputs_file: str) -> None:
     import torch
     from transformers import (
         ElectraForMaskedLM,
+        ElectraForMultipleChoice,
         ElectraForPreTraining,
         ElectraForQuestionAnswering,
         ElectraForSequenceClassification,
@@ -49,6 +51,12 @@ def run(hf_dir: str, inputs_file: str, outputs_file: str) -> None:
         labels = classifier.config.id2label
         out["labels"] = np.array([labels[i] for i in range(len(labels))])
         out["problem_type"] = np.array(str(classifier.config.problem_type))
+        np.savez(outputs_file, **out)
+        return
+    if "ElectraForMultipleChoice" in architectures:
+        with torch.no_grad():
+            chooser = ElectraForMultipleChoice.from_pretrained(hf_dir).eval()
+            out["choice_logits"] = chooser(**kwargs).logits.numpy()
         np.savez(outputs_file, **out)
         return
     if "ElectraForQuestionAnswering" in architectures:

@@ -16,6 +16,7 @@ from __future__ import annotations
 from electra_tf.errors import RunError
 from electra_tf.finetuning.classification.task import ClassificationTask
 from electra_tf.finetuning.kind.contract import TaskKind, TaskOptions
+from electra_tf.finetuning.multiple_choice.task import MultipleChoiceTask
 from electra_tf.finetuning.question_answering.task import SquadTask
 from electra_tf.finetuning.tagging.task import TaggingTask
 
@@ -23,6 +24,7 @@ TASK_KINDS: tuple[type[TaskKind], ...] = (
     ClassificationTask,
     SquadTask,
     TaggingTask,
+    MultipleChoiceTask,
 )
 
 # Every `--task_type` (and suite task kind), each claimed by one kind.
