@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 from finetuning_support import write_vocab
 
+from electra_tf.finetuning.kind.word_features import encode_words
 from electra_tf.finetuning.tagging import features as tagging_features
 from electra_tf.tokenization import WordPieceTokenizer
 
@@ -35,7 +36,7 @@ def _ids(tokenizer, *tokens):
 
 def test_first_pieces_unknown_and_empty_words(tokenizer):
     sentences = [["the", "playings", "movie,"], ["\u200b", "한국어"], []]
-    features = tagging_features.encode(tokenizer, sentences, 16)
+    features = encode_words(tokenizer, sentences, 16)
     # Word by word: playings -> play ##ing ##s; "movie," -> movie , (punctuation split).
     assert features.input_ids[0] == _ids(
         tokenizer, "[CLS]", "the", "play", "##ing", "##s", "movie", ",", "[SEP]"
@@ -50,16 +51,16 @@ def test_first_pieces_unknown_and_empty_words(tokenizer):
 
 
 def test_truncation_keeps_words_whose_first_piece_fits(tokenizer):
-    features = tagging_features.encode(tokenizer, [["the", "playings", "movie"]], 5)
+    features = encode_words(tokenizer, [["the", "playings", "movie"]], 5)
     # Room for 3 pieces: the, play, ##ing; "movie" is not seen.
     assert features.input_ids[0] == _ids(tokenizer, "[CLS]", "the", "play", "##ing", "[SEP]")
     assert features.positions[0] == [1, 2] and features.num_truncated == 1
     with pytest.raises(ValueError, match="at least 3"):
-        tagging_features.encode(tokenizer, [["the"]], 2)
+        encode_words(tokenizer, [["the"]], 2)
 
 
 def test_labels_sit_on_first_pieces_and_batches_pad(tokenizer):
-    features = tagging_features.encode(tokenizer, [["the", "playings"], ["movie"]], 16)
+    features = encode_words(tokenizer, [["the", "playings"], ["movie"]], 16)
     ids, mask = tagging_features.position_labels(features, [[2, 1], [-1]])
     assert ids == [[0, 2, 1, 0, 0, 0], [0, 0, 0]]
     assert mask == [[0, 1, 1, 0, 0, 0], [0, 0, 0]]
@@ -71,7 +72,7 @@ def test_labels_sit_on_first_pieces_and_batches_pad(tokenizer):
 
 
 def test_word_logits_and_predicted_ids(tokenizer):
-    features = tagging_features.encode(tokenizer, [["the", "playings", "movie"], ["movie"]], 5)
+    features = encode_words(tokenizer, [["the", "playings", "movie"], ["movie"]], 5)
 
     def model(inputs, training=False):
         # Logits that encode the position: tag (position mod 3).

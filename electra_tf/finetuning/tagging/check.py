@@ -2,7 +2,7 @@
 
 The expected answers come from the fine-tuning path, independent of the
 graph: `tagging_data.split_words` cuts the texts into words,
-`tagging_features.encode` builds the inputs and first-piece positions, and
+`word_features.encode_words` builds the inputs and first-piece positions, and
 the Keras model in `assets.extra/` scores them.
 """
 
@@ -19,6 +19,7 @@ from electra_tf.artifacts.check_requests import (
     malformed_id_requests,
 )
 from electra_tf.finetuning.kind.signatures import IDS_SIGNATURE, TEXT_SIGNATURE
+from electra_tf.finetuning.kind.word_features import encode_words, padded_word_inputs
 from electra_tf.finetuning.tagging.serving import WORDS_SIGNATURE
 
 SAMPLE_TAGGING_TEXTS = [
@@ -39,15 +40,12 @@ def _decoded(text) -> str:
 
 def python_tags(reference, sentences: list) -> tuple[dict, dict]:
     """(expected word outputs, the inputs as token ids) for sentences given as word lists."""
-    from electra_tf.finetuning.tagging import features as tagging_features
 
     config = reference.config
     names = list(config["label_names"])
     unseen = names.index("O") if "O" in names else -1
-    features = tagging_features.encode(
-        reference.tokenizer, sentences, reference.text.max_seq_length
-    )
-    inputs = padded_inputs(features, reference.tokenizer.pad_id)
+    features = encode_words(reference.tokenizer, sentences, reference.text.max_seq_length)
+    inputs = padded_word_inputs(features, reference.tokenizer.pad_id)
     logits = np.asarray(reference.model(inputs, training=False), np.float32)
     width = max([len(s) for s in sentences] + [0])
     tags = np.full((len(sentences), width), b"", dtype=object)
@@ -72,18 +70,6 @@ def python_tags(reference, sentences: list) -> tuple[dict, dict]:
         "num_words": np.array([len(s) for s in sentences], np.int32),
     }
     return expected, inputs
-
-
-def padded_inputs(features, pad_id: int) -> dict:
-    """The inputs of `tagging_features.encode` padded to the longest: int32 [B, L]."""
-    length = max(len(ids) for ids in features.input_ids)
-    ids = np.full((len(features), length), pad_id, np.int32)
-    for row, example in enumerate(features.input_ids):
-        ids[row, : len(example)] = example
-    mask = (np.arange(length)[None] < np.array([[len(e)] for e in features.input_ids])).astype(
-        np.int32
-    )
-    return {"input_ids": ids, "input_mask": mask, "segment_ids": np.zeros_like(ids)}
 
 
 def python_token_outputs(reference, inputs: dict) -> dict:

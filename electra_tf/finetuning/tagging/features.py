@@ -16,82 +16,18 @@ The serving graph (`electra_tf.finetuning.tagging.serving`) builds the same inpu
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Optional, Sequence
 
 import numpy as np
 import tensorflow as tf
 
-from electra_tf.finetuning.kind.text_features import padded_batches, tokenize_texts
+from electra_tf.finetuning.kind.text_features import padded_batches
+from electra_tf.finetuning.kind.word_features import WordFeatures
 from electra_tf.modeling.encoder import INPUT_NAMES
 
 
-@dataclasses.dataclass
-class TaggedFeatures:
-    """Sentences as model inputs.
-
-    Attributes:
-        input_ids: N lists of piece ids with [CLS] and [SEP].
-        positions: N lists: the first piece's position of each word the
-            model sees (a prefix of the sentence's words).
-        num_words: N word counts (seen or not).
-    """
-
-    input_ids: list[list[int]]
-    positions: list[list[int]]
-    num_words: list[int]
-
-    def __len__(self) -> int:
-        return len(self.input_ids)
-
-    @property
-    def num_truncated(self) -> int:
-        """Sentences with words the model does not see."""
-        return sum(len(p) < n for p, n in zip(self.positions, self.num_words))
-
-
-def word_pieces(tokenizer, words: Sequence[str]) -> list[list[int]]:
-    """Piece ids of each word (tokenized on its own); `[UNK]` for a word that gives none."""
-    return [pieces or [tokenizer.unk_id] for pieces in tokenize_texts(tokenizer, list(words))]
-
-
-def encode(tokenizer, sentences: Sequence[Sequence[str]], max_seq_length: int) -> TaggedFeatures:
-    """Tokenizes and wraps every sentence.
-
-    Args:
-        tokenizer: a `WordPieceTokenizer`.
-        sentences: N lists of words.
-        max_seq_length: length limit with [CLS] and [SEP] (>= 3).
-
-    Returns:
-        The inputs and each seen word's first-piece position.
-    """
-    if max_seq_length < 3:
-        raise ValueError(
-            f"--max_seq_length={max_seq_length}: at least 3 tokens are needed for "
-            "[CLS], [SEP] and one word piece."
-        )
-    flat = word_pieces(tokenizer, [w for words in sentences for w in words])
-    budget = max_seq_length - 2
-    input_ids, positions, num_words = [], [], []
-    start = 0
-    for words in sentences:
-        ids, starts = [tokenizer.cls_id], []
-        for pieces in flat[start : start + len(words)]:
-            room = budget - (len(ids) - 1)
-            if room <= 0:
-                break
-            starts.append(len(ids))
-            ids.extend(pieces[:room])
-        start += len(words)
-        input_ids.append(ids + [tokenizer.sep_id])
-        positions.append(starts)
-        num_words.append(len(words))
-    return TaggedFeatures(input_ids, positions, num_words)
-
-
 def position_labels(
-    features: TaggedFeatures, tag_ids: Sequence[Sequence[int]]
+    features: WordFeatures, tag_ids: Sequence[Sequence[int]]
 ) -> tuple[list[list[int]], list[list[float]]]:
     """Per-position tag ids and label mask: each seen word's tag at its first piece.
 
@@ -115,7 +51,7 @@ def position_labels(
 
 
 def make_dataset(
-    features: TaggedFeatures,
+    features: WordFeatures,
     tag_ids: Optional[Sequence[Sequence[int]]],
     batch_size: int,
     pad_id: int = 0,
@@ -148,7 +84,7 @@ def make_dataset(
 
 
 def word_logits(
-    model, features: TaggedFeatures, batch_size: int, pad_id: int = 0
+    model, features: WordFeatures, batch_size: int, pad_id: int = 0
 ) -> list[np.ndarray]:
     """The model's logits at each seen word's first piece.
 

@@ -28,7 +28,7 @@ Chinese word segmentation):
              the one at its first piece.
 
 Every word is tokenized on its own and labelled at its first piece (an
-empty piece list becomes `[UNK]`), as `finetuning.tagging_features.encode`
+empty piece list becomes `[UNK]`), as `kind.word_features.encode_words`
 does. Empty batches give empty outputs.
 """
 
@@ -41,6 +41,7 @@ import tensorflow_text as tf_text
 
 from electra_tf import text_packing as text_ops
 from electra_tf.finetuning.kind.signatures import IDS_SIGNATURE, TEXT_SIGNATURE, token_ids_function
+from electra_tf.finetuning.kind.word_features import pack_words
 from electra_tf.finetuning.tagging.data import OUTSIDE
 from electra_tf.tokenization import CJK_RANGES
 
@@ -60,54 +61,6 @@ def split_text(texts: tf.Tensor) -> tf.RaggedTensor:
         texts, input_encoding="UTF-8", output_encoding="UTF-8", errors="ignore"
     )
     return tf_text.regex_split(texts, WORD_DELIMITERS, KEPT_DELIMITERS)
-
-
-def _first(values: tf.RaggedTensor, counts: tf.Tensor) -> tf.RaggedTensor:
-    """The first `counts[i]` entries of each row."""
-    positions = tf.ragged.range(values.row_lengths())
-    return tf.ragged.boolean_mask(values, positions < tf.expand_dims(counts, 1))
-
-
-def pack_words(tokenizer, words: tf.RaggedTensor, max_seq_length: int) -> dict[str, tf.Tensor]:
-    """`[CLS] pieces [SEP]` of each sentence and its words' first-piece positions.
-
-    Args:
-        tokenizer: the `WordPieceTokenizer`.
-        words: string ragged [B, (W)].
-        max_seq_length: the fine-tuning length.
-
-    Returns:
-        `input_ids`, `input_mask`, `segment_ids` int32 [B, L];
-        `positions` int32 [B, W] (each word's first piece; 0 where unseen
-        or after the last word); `seen` bool [B, W] (the model sees the
-        word); `present` bool [B, W] (a word, not padding).
-    """
-    pieces = tokenizer.tokenize(words.flat_values)  # [N, (P)]
-    unk = tf.RaggedTensor.from_tensor(
-        tf.fill([pieces.nrows(), 1], tf.constant(tokenizer.unk_id, tf.int32))
-    )
-    counts = pieces.row_lengths()
-    pieces = _first(tf.concat([pieces, unk], axis=1), tf.maximum(counts, 1))
-    counts = tf.maximum(counts, 1)
-    sentence_pieces = tf.RaggedTensor.from_row_lengths(pieces, words.row_lengths())
-    sentence_pieces = sentence_pieces.merge_dims(1, 2)  # [B, (T)]
-    word_counts = tf.RaggedTensor.from_row_lengths(counts, words.row_lengths())  # [B, (W)]
-    # Exclusive cumulative sum within each row: where each word's pieces begin.
-    ends = tf.cumsum(word_counts.flat_values)
-    row_start = tf.gather(
-        tf.concat([tf.zeros([1], ends.dtype), ends], 0), word_counts.row_splits[:-1]
-    )
-    starts = word_counts.with_flat_values(
-        ends - word_counts.flat_values - tf.gather(row_start, word_counts.value_rowids())
-    )
-    budget = max_seq_length - 2
-    inputs = text_ops.pack(
-        sentence_pieces, None, max_seq_length, tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id
-    )
-    present = tf.ones_like(starts, tf.bool).to_tensor(default_value=False)
-    seen = (starts < budget).to_tensor(default_value=False)
-    positions = tf.where(seen, tf.cast(starts.to_tensor(), tf.int32) + 1, 0)
-    return {**inputs, "positions": positions, "seen": seen, "present": present}
 
 
 class TaggerServing(tf.Module):

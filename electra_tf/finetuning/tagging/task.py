@@ -35,6 +35,7 @@ from electra_tf.finetuning.kind.contract import (
     percent,
     trials_table,
 )
+from electra_tf.finetuning.kind.word_features import WordFeatures, encode_words
 from electra_tf.finetuning.tagging import check
 from electra_tf.finetuning.tagging import features as tagging_features
 from electra_tf.finetuning.tagging import metrics as tagging_metrics
@@ -63,10 +64,10 @@ DEFAULT_MAX_SEQ_LENGTH = 128
 
 @dataclasses.dataclass
 class _Encoded:
-    train: tagging_features.TaggedFeatures
+    train: WordFeatures
     train_tags: list[list[int]]
-    dev: Optional[tagging_features.TaggedFeatures]
-    test: Optional[tagging_features.TaggedFeatures]
+    dev: Optional[WordFeatures]
+    test: Optional[WordFeatures]
     pad_id: int
 
 
@@ -193,10 +194,10 @@ class TaggingTask(DefinedTask, TaskKind):
         print_fn("Tokenizing...")
         length = self.max_seq_length
         encoded = _Encoded(
-            tagging_features.encode(tokenizer, train.sentences, length),
+            encode_words(tokenizer, train.sentences, length),
             self._tag_ids(train),
-            tagging_features.encode(tokenizer, data.dev.sentences, length) if data.dev else None,
-            tagging_features.encode(tokenizer, data.test.sentences, length) if data.test else None,
+            encode_words(tokenizer, data.dev.sentences, length) if data.dev else None,
+            encode_words(tokenizer, data.test.sentences, length) if data.test else None,
             tokenizer.pad_id,
         )
         self._encoded = encoded
@@ -241,9 +242,7 @@ class TaggingTask(DefinedTask, TaskKind):
         """The tagger with a fresh head seeded by `seed`."""
         return build_tagger(encoder, self.definition.num_tags, seed)
 
-    def predict(
-        self, model, features: tagging_features.TaggedFeatures, batch_size: int
-    ) -> list[list[str]]:
+    def predict(self, model, features: WordFeatures, batch_size: int) -> list[list[str]]:
         """The predicted tag of every word (`O` for words past the length limit)."""
         logits = tagging_features.word_logits(model, features, batch_size, self._encoded.pad_id)
         unseen = self.definition.outside_id
