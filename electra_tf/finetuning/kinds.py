@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from electra_tf.errors import RunError
 from electra_tf.finetuning.classification.task import ClassificationTask
+from electra_tf.finetuning.dependency_parsing.task import DependencyParsingTask
 from electra_tf.finetuning.kind.contract import TaskKind, TaskOptions
 from electra_tf.finetuning.multiple_choice.task import MultipleChoiceTask
 from electra_tf.finetuning.question_answering.task import SquadTask
@@ -25,6 +26,7 @@ TASK_KINDS: tuple[type[TaskKind], ...] = (
     SquadTask,
     TaggingTask,
     MultipleChoiceTask,
+    DependencyParsingTask,
 )
 
 # Every `--task_type` (and suite task kind), each claimed by one kind.
