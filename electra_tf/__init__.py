@@ -14,4 +14,4 @@ from electra_tf import optimization as _optimization  # noqa: F401
 from electra_tf.finetuning import kinds as _kinds  # noqa: F401  (every kind's model)
 from electra_tf.modeling import electra as _electra  # noqa: F401
 
-__version__ = "0.9.0"
+__version__ = "0.10.0"
