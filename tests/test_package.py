@@ -1,4 +1,4 @@
-"""The package installs with pip and registers its Keras classes on import."""
+"""The package installs with pip, imports lightly and registers its Keras classes on demand."""
 
 import os
 import subprocess
@@ -21,26 +21,55 @@ def run_python(code, cwd, pythonpath):
 
 
 @pytest.mark.slow
-def test_import_electra_tf_is_enough_to_load_a_saved_discriminator(tmp_path):
+def test_a_saved_discriminator_loads_with_the_package_s_classes_registered(tmp_path):
     config = preset(
         "tiny", vocab_size=20, hidden_size=32, num_layers=1, embedding_size=16, num_heads=2
     )
     _, discriminator = build_generator_and_discriminator(config.model)
     discriminator.save(tmp_path / "discriminator.keras")
+    for code in (
+        "import electra_tf\nmodel = electra_tf.load_model('discriminator.keras')\n",
+        "import electra_tf, keras\nelectra_tf.register_keras_classes()\n"
+        "model = keras.saving.load_model('discriminator.keras')\n",
+    ):
+        done = run_python(
+            code + "print(type(model).__name__, model.encoder.hidden_size)",
+            cwd=tmp_path,
+            pythonpath=ROOT,
+        )
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.split()[-2:] == ["ElectraDiscriminator", "32"]
+    # Without the registration, Keras cannot find the class (what it is for).
     done = run_python(
-        "import electra_tf, keras\n"
-        "model = keras.saving.load_model('discriminator.keras')\n"
-        "print(type(model).__name__, model.encoder.hidden_size)",
+        "import electra_tf, keras\nkeras.saving.load_model('discriminator.keras')",
+        cwd=tmp_path,
+        pythonpath=ROOT,
+    )
+    assert done.returncode != 0 and "ElectraDiscriminator" in done.stderr
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "import sys, time\nstart = time.perf_counter()\nimport electra_tf\n"
+        "print(time.perf_counter() - start)",
+        "import runpy, sys, time\nstart = time.perf_counter()\nsys.argv = ['electra-tf']\n"
+        "from electra_tf.__main__ import main\nmain([])\nprint(time.perf_counter() - start)",
+        "import runpy, sys, time\nstart = time.perf_counter()\n"
+        "from electra_tf.__main__ import main\nmain(['--help'])\nprint(time.perf_counter() - start)",
+    ],
+    ids=["import", "listing", "help"],
+)
+def test_the_package_and_its_listing_load_no_tensorflow(code, tmp_path):
+    done = run_python(
+        code + "\nprint(sorted(m for m in ('tensorflow', 'keras', 'numpy') if m in sys.modules))",
         cwd=tmp_path,
         pythonpath=ROOT,
     )
     assert done.returncode == 0, done.stderr
-    assert done.stdout.split()[-2:] == ["ElectraDiscriminator", "32"]
-    # Without the import, Keras cannot find the class (what the import is for).
-    done = run_python(
-        "import keras\nkeras.saving.load_model('discriminator.keras')", cwd=tmp_path, pythonpath=""
-    )
-    assert done.returncode != 0 and "ElectraDiscriminator" in done.stderr
+    assert done.stderr == ""  # no TensorFlow log lines
+    *_, seconds, loaded = done.stdout.strip().splitlines()
+    assert loaded == "[]" and float(seconds) < 1.0
 
 
 def test_importing_the_package_changes_no_process_state(tmp_path):

@@ -262,7 +262,7 @@ def test_zero_steps_export_the_untrained_model_as_a_baseline(tmp_path):
     import keras
     import numpy as np
 
-    import electra_tf  # noqa: F401  (registers the model classes)
+    import electra_tf
     from electra_tf.config import PretrainingConfig
     from electra_tf.modeling.electra import build_generator_and_discriminator
 
@@ -288,7 +288,7 @@ def test_zero_steps_export_the_untrained_model_as_a_baseline(tmp_path):
     assert result.returncode == 0, output
     assert "Held-out evaluation at step 0" in output and "Training steps" not in output
     assert not list(run_dir.glob("checkpoints/ckpt-*"))
-    exported = keras.saving.load_model(run_dir / "export" / "discriminator.keras")
+    exported = electra_tf.load_model(run_dir / "export" / "discriminator.keras")
     # The export is the model as initialised with the run's seed, untouched by training.
     config = PretrainingConfig.load_json(str(run_dir / "config.json"))
     keras.utils.set_random_seed(3)

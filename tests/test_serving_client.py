@@ -168,9 +168,45 @@ def test_rejected_examples_are_isolated(tmp_path):
     assert rows[1]["error"] == "text contains 'reject'" and "score" not in rows[1]
     assert all("error" not in r for r in rows[:1] + rows[2:])
     with pytest.raises(
-        predict.InputError, match=r'texts.jsonl line 2: needs the fields of a request: \{"text"\}'
+        predict.InputError, match=r'texts.jsonl line 2: needs the fields of a request: .*\{"text", "text_pair"\}'
     ):
         bad = tmp_path / "texts.jsonl"
         bad.write_text('{"text": "a"}\n{"label": 1}\n', encoding="utf-8")
         predict.predict_file(PickyClient(), str(bad), str(out))
     assert out.exists()  # the earlier output is kept when a later run fails
+
+
+def test_json_lines_are_read_as_the_request_of_the_kind_whose_fields_they_hold(tmp_path):
+    """Each kind's REQUEST_FIELDS: a question, context and options are a multiple-choice request,
+    a question and context a question-answering one, words a parser's; lists are padded with ""."""
+    sent = []
+
+    class RecordingClient:
+        def predict(self, inputs, signature_name):
+            sent.append(inputs)
+            return {"n": np.arange(len(next(iter(inputs.values()))))}
+
+    rows = [
+        {"question": "q1", "context": "c1", "options": ["a", "b", "c"]},
+        {"question": "q2", "context": "c2", "options": ["d", "e"]},
+    ]
+    path = tmp_path / "choices.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
+    predict.predict_file(RecordingClient(), str(path), str(tmp_path / "out.jsonl"))
+    assert sent[-1] == {
+        "question": ["q1", "q2"],
+        "context": ["c1", "c2"],
+        "options": [["a", "b", "c"], ["d", "e", ""]],
+    }
+    assert list(predict.read_examples(str(path)))[1] == rows[1]
+
+    path.write_text('{"question": "q", "context": "c", "id": 3}\n', encoding="utf-8")
+    assert list(predict.read_examples(str(path))) == [{"question": "q", "context": "c"}]
+    path.write_text('{"words": ["나는", "간다"]}\n{"words": ["x"]}\n', encoding="utf-8")
+    predict.predict_file(RecordingClient(), str(path), str(tmp_path / "out.jsonl"))
+    assert sent[-1] == {"words": [["나는", "간다"], ["x", ""]]}
+    path.write_text('{"words": "not a list", "x": 1}\n{"words": [1]}\n', encoding="utf-8")
+    with pytest.raises(
+        predict.InputError, match='line 2: field "words" must be a string or a list'
+    ):
+        list(predict.read_examples(str(path)))

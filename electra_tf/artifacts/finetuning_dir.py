@@ -143,7 +143,8 @@ def read_saved_model(path: str) -> SavedModel:
 def load_saved_model(path: str) -> tuple:
     """(the Keras model saved in `path`, its info), in this format or an earlier one.
 
-    The model's class must be registered with Keras (`import electra_tf` does it).
+    The model's class must be registered with Keras (`electra_tf.finetuning.kinds` defines
+    every kind's; `electra_tf.register_keras_classes()` all of them).
 
     Raises:
         FileNotFoundError: no fine-tuned model is saved there.

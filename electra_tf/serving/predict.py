@@ -35,12 +35,12 @@ def _request(row, path: str, number: int) -> dict:
     tie: a question and a context are a question-answering request, with
     `options` too a multiple-choice one). Values are strings or lists of strings.
     """
-    field_sets = sorted({kind.REQUEST_FIELDS for kind in TASK_KINDS}, key=len)
+    field_sets = list(dict.fromkeys(kind.REQUEST_FIELDS for kind in TASK_KINDS))
     fitting = [f for f in field_sets if isinstance(row, dict) and f[0] in row]
     if not fitting:
         expected = " or ".join("{" + ", ".join(f'"{n}"' for n in f) + "}" for f in field_sets)
         raise InputError(f"{path} line {number}: needs the fields of a request: {expected}.")
-    fields = max(fitting, key=lambda f: sum(n in row for n in f))
+    fields = max(fitting, key=lambda f: (sum(n in row for n in f), -len(f)))
     example = {}
     for name in fields:
         if name not in row:
@@ -116,7 +116,7 @@ def predict_batch(client, batch: list[dict], signature_name: str) -> list[dict]:
     if any(list(example) != names for example in batch):
         raise InputError(f"every example of a file must have the same fields ({', '.join(names)}).")
     try:
-        outputs = client.predict({n: [e[n] for e in batch] for n in names}, signature_name)
+        outputs = client.predict({n: _column([e[n] for e in batch]) for n in names}, signature_name)
     except ServingError as error:
         if len(batch) == 1:
             return [{**_display(batch[0]), "error": str(error)}]
@@ -127,6 +127,14 @@ def predict_batch(client, batch: list[dict], signature_name: str) -> list[dict]:
         {**_display(example), **{k: _jsonable(v) for k, v in _example_outputs(outputs, i).items()}}
         for i, example in enumerate(batch)
     ]
+
+
+def _column(values: list) -> list:
+    """One input of a batch: lists (a question's options, a sentence's words) padded with ""."""
+    if not any(isinstance(v, list) for v in values):
+        return values
+    width = max(len(v) for v in values)
+    return [list(v) + [""] * (width - len(v)) for v in values]
 
 
 def _example_outputs(outputs: dict, i: int) -> dict:

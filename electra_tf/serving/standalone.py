@@ -158,8 +158,13 @@ def main(version_dir, requests_path, result_path):
     if bench:
         function = loaded.signatures["serving_default"]
         names = list(function.structured_input_signature[1])
-        # One text for every input, unless the request names a text per input.
-        texts = {n: base64.b64decode(bench.get("texts", {}).get(n, bench["text"])) for n in names}
+        # One text for every input, unless the request names a text (or a row of texts:
+        # options, words) per input.
+        given = {n: bench.get("texts", {}).get(n, bench["text"]) for n in names}
+        texts = {
+            n: [base64.b64decode(t) for t in v] if isinstance(v, list) else base64.b64decode(v)
+            for n, v in given.items()
+        }
         timings = {}
         first_call = None
         for batch in bench["batch_sizes"]:

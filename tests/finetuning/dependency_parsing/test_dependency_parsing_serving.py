@@ -162,14 +162,15 @@ def test_token_ids_with_word_starts_parse_as_the_words_do(parser_export):
 
 @pytest.mark.slow
 def test_the_export_passes_the_check_in_a_fresh_process(parser_export):
-    from electra_tf.errors import RunError
     from electra_tf.finetuning.dependency_parsing.task import DependencyParsingTask
     from electra_tf.serving.check import check_export
 
-    report = check_export(parser_export["version"])
+    benchmark = {"requests": 2, "batch_sizes": [1, 3], "text": "eA=="}
+    report = check_export(parser_export["version"], benchmark=benchmark)
     assert report.ok, "\n".join(report.lines)
     text = "\n".join(report.lines)
     assert "ok   serving_default: 7 sentences as words" in text
     assert "ok   token_ids: word_starts with padding before a word (must be rejected)" in text
-    with pytest.raises(RunError, match="without --benchmark_requests"):
-        DependencyParsingTask.benchmark_inputs({"requests": 2})
+    # The latency benchmark sends a row of words per example.
+    assert "latency batch 3: p50" in text
+    assert len(DependencyParsingTask.benchmark_inputs({})["texts"]["words"]) == 8

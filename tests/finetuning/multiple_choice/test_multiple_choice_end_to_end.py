@@ -80,6 +80,14 @@ def test_fine_tuning_scores_writes_predictions_and_exports_a_checked_model(tmp_p
     with open(version / "assets" / "serving_config.json", encoding="utf-8") as f:
         config = json.load(f)
     assert config["kind"] == "multiple_choice" and config["max_seq_length"] == 16
-    check = _run("-m", "electra_tf.commands.check_export", str(version))
+    check = _run(
+        "-m",
+        "electra_tf.commands.check_export",
+        "--benchmark_requests=2",
+        "--benchmark_batch_sizes=1,2",
+        str(version),
+    )
     assert check.returncode == 0, check.stdout[-3000:] + check.stderr[-2000:]
     assert "PASSED" in check.stdout and "a question without options" in check.stdout
+    # The latency benchmark sends a row of options per question.
+    assert "latency batch 2: p50" in check.stdout
