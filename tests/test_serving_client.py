@@ -168,7 +168,8 @@ def test_rejected_examples_are_isolated(tmp_path):
     assert rows[1]["error"] == "text contains 'reject'" and "score" not in rows[1]
     assert all("error" not in r for r in rows[:1] + rows[2:])
     with pytest.raises(
-        predict.InputError, match=r'texts.jsonl line 2: needs the fields of a request: .*\{"text", "text_pair"\}'
+        predict.InputError,
+        match=r'texts.jsonl line 2: needs the fields of a request: .*\{"text", "text_pair"\}',
     ):
         bad = tmp_path / "texts.jsonl"
         bad.write_text('{"text": "a"}\n{"label": 1}\n', encoding="utf-8")
