@@ -85,8 +85,8 @@ def pretrained_dir(tmp_path_factory):
 def test_suites_and_tasks_by_name():
     assert suite_named("koelectra") is KOELECTRA
     assert suite_named("chinese-electra") is suite_named("chinese_electra") is CHINESE_ELECTRA
-    with pytest.raises(RunError, match="--suite=klue: choose one of koelectra, chinese-electra"):
-        suite_named("klue")
+    with pytest.raises(RunError, match="--suite=glue: choose one of koelectra, chinese-electra"):
+        suite_named("glue")
     assert [t.name for t in select_tasks(KOELECTRA, None)] == [t.name for t in KOELECTRA.tasks]
     # The table's order, whatever the order asked.
     assert [t.name for t in select_tasks(KOELECTRA, ["korsts", "nsmc"])] == ["nsmc", "korsts"]

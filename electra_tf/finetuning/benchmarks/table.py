@@ -24,8 +24,26 @@ def in_table_unit(benchmark: BenchmarkTask, value: float) -> float:
 
 
 def table_metrics(benchmark: BenchmarkTask) -> tuple[str, ...]:
-    """The metrics the table prints for the task: its kind's (EM and F1 for QA), else the headline."""
-    return kind_for_type(benchmark.kind).TABLE_METRICS or (benchmark.metric,)
+    """The metrics the table prints for the task: its own, its kind's (EM and F1 for QA), else the
+    headline."""
+    return (
+        benchmark.table_metrics
+        or kind_for_type(benchmark.kind).TABLE_METRICS
+        or (benchmark.metric,)
+    )
+
+
+# How the tables' column headers name a metric (others by their results.json name).
+METRIC_TITLES = {
+    "exact_match": "EM",
+    "f1": "F1",
+    "pearson": "Pearson r",
+    "f1_at_3": "F1",
+    "entity_macro_f1": "entity F1",
+    "char_macro_f1": "char F1",
+    "uas_macro_f1": "UAS",
+    "las_macro_f1": "LAS",
+}
 
 
 def scored_predictions(benchmark: BenchmarkTask, trial: dict) -> Optional[str]:
@@ -83,20 +101,32 @@ def _cell(benchmark: BenchmarkTask, scores: dict) -> str:
     return " / ".join(f"{v:.2f}" for v in values)
 
 
+def _published_split(benchmark: BenchmarkTask, model: str) -> Optional[str]:
+    """The split the model's published numbers are on: the scored one when the table has it,
+    else the one split of the model's scores (KLUE publishes its hidden test set's), else None."""
+    splits = {s.split for e in benchmark.published if e.model == model for s in e.scores}
+    if benchmark.scored_split in splits or len(splits) != 1:
+        return benchmark.scored_split
+    return splits.pop()
+
+
 def _published_cell(benchmark: BenchmarkTask, model: str) -> str:
+    split = _published_split(benchmark, model)
     cells = []
     for name in table_metrics(benchmark):
         try:
-            score = benchmark.published_score(model, name)
+            score = benchmark.published_score(model, name, split)
         except KeyError:
             return "–"
         cells.append(f"{score.value:.2f}" + (f" ({score.mean:.2f})" if score.mean else ""))
-    return " / ".join(cells)
+    return " / ".join(cells) + ("" if split == benchmark.scored_split else f" ({split})")
 
 
 def _header(benchmark: BenchmarkTask) -> str:
     metrics = table_metrics(benchmark)
-    return benchmark.title + (" (EM / F1)" if len(metrics) > 1 else "")
+    if len(metrics) == 1:
+        return benchmark.title
+    return f"{benchmark.title} ({' / '.join(METRIC_TITLES.get(m, m) for m in metrics)})"
 
 
 def render_table(suite: Suite, summary: dict) -> str:

@@ -10,7 +10,10 @@ Three sources of examples:
 * the user's CSV / TSV / JSONL files with named columns. These are read with
   standard CSV quoting by default, so a field wrapped in double quotes may
   contain tabs, newlines and doubled quotes (the NSMC corpus is written that
-  way); `quoting="none"` reads them like GLUE.
+  way); `quoting="none"` reads them like GLUE. A `.json` / `.jsonl` file
+  whose first character is `[` holds one JSON array of objects (KLUE's
+  files) and is read like JSON lines, one object at a time
+  (`json_arrays`).
 
 Every reading error names the file, the line and, where it applies, the
 column or label at fault.
@@ -27,6 +30,10 @@ from typing import Optional, Sequence
 
 import numpy as np
 
+from electra_tf.finetuning.classification.json_arrays import (
+    iter_array_objects,
+    starts_with_array,
+)
 from electra_tf.finetuning.kind.files import (
     MAX_ROW_CHARS,
     QUOTINGS,
@@ -672,6 +679,18 @@ def _is_jsonl(path: str) -> bool:
 
 def _read_records(path: str, options: FileTaskOptions) -> tuple[list[str], list[tuple[int, dict]]]:
     """(column names, [(line, {column: value})]) of a CSV / TSV / JSONL file."""
+    if _is_jsonl(path) and starts_with_array(path):
+        records, columns = [], []
+        for line_number, record in iter_array_objects(path, options.max_row_chars):
+            if not isinstance(record, dict):  # (the reader yields objects only)
+                raise TaskDataError(f"{path}, line {line_number}: expected a JSON object.")
+            for key in record:
+                if key not in columns:
+                    columns.append(key)
+            records.append((line_number, record))
+        if not records:
+            raise TaskDataError(f"{path}: the array has no objects.")
+        return columns, records
     if _is_jsonl(path):
         if not os.path.isfile(path):
             raise TaskDataError(f"{path}: no such file.")
@@ -774,8 +793,8 @@ def load_user_files(
     """Reads the user's task from CSV / TSV / JSONL files.
 
     `.csv` files are comma-separated, `.jsonl` / `.json` hold one JSON object
-    per line, anything else (`.tsv`, `.txt`) is tab-separated; CSV and TSV
-    files need a header row.
+    per line (or one JSON array of objects), anything else (`.tsv`, `.txt`)
+    is tab-separated; CSV and TSV files need a header row.
 
     Returns:
         (task, data). Without a dev file, `data.dev` is empty.

@@ -13,6 +13,12 @@ Chinese rows are kept) and label spellings that mean the same class
 (XNLI's train file says `contradictory` where its dev file says
 `contradiction`).
 
+KLUE distributes its files as one JSON array of objects
+(`klue-nli-v1.1_dev.json`); a `JsonLayout` names the keys of the texts, the
+label (a path into nested objects: KLUE-STS's `labels` -> `real-label`)
+and the id, and `read_table` reads such a file one object at a time
+(`json_arrays`).
+
 Every refusal is one line naming the file, the line and the layout
 expected; rows with too few columns are skipped with a warning naming
 their count and the first one, as the GLUE reader does (Chinese-ELECTRA
@@ -27,6 +33,7 @@ from typing import Optional
 import numpy as np
 
 from electra_tf.finetuning.classification.data import REGRESSION, Split, Task, read_delimited
+from electra_tf.finetuning.classification.json_arrays import iter_array_objects
 from electra_tf.finetuning.kind.files import TaskDataError
 
 
@@ -76,14 +83,109 @@ class TableLayout:
         return 1 + max(c for c in used if c is not None)
 
 
+@dataclasses.dataclass(frozen=True)
+class JsonLayout:
+    """Where the objects of a distributed JSON-array file keep their texts and label.
+
+    Attributes:
+        description: the layout in words, for messages.
+        text: key of the first text.
+        text_pair: key of the second text (None: single-text task).
+        label: keys leading to the label (`("labels", "real-label")`).
+        index: key of the example id written with predictions (None: the
+            object's number).
+        label_range: (low, high) a regression target must lie in.
+    """
+
+    description: str
+    text: str
+    text_pair: Optional[str]
+    label: tuple[str, ...]
+    index: Optional[str] = None
+    label_range: Optional[tuple[float, float]] = None
+
+
+def _label_value(task: Task, layout: JsonLayout, value, refuse, line: int):
+    """A label's class id, or a regression target, checked against the task and the layout."""
+    if task.task_type == REGRESSION:
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            raise refuse(line, f"score {value!r} is not a number") from None
+        if layout.label_range and not (layout.label_range[0] <= number <= layout.label_range[1]):
+            low, high = layout.label_range
+            raise refuse(line, f"score {number} is outside {low:g}-{high:g}")
+        return number
+    text = str(value).strip()
+    if text not in task.label_names:
+        raise refuse(line, f"label {value!r} is none of {', '.join(task.label_names)}")
+    return task.label_names.index(text)
+
+
+def read_json_table(
+    path: str, layout: JsonLayout, task: Task, name: str, labelled: bool = True
+) -> Split:
+    """Reads one JSON-array benchmark file in `layout` into a split of `task`.
+
+    Raises:
+        TaskDataError: not a JSON array of objects, an object without a
+            key of the layout or whose text is not a string, an unknown
+            label, a regression target that is not a number or out of range.
+    """
+
+    def refuse(line: int, problem: str) -> TaskDataError:
+        return TaskDataError(f"{path}, line {line}: {problem}; expected {layout.description}.")
+
+    def field(record: dict, keys: tuple, line: int):
+        value = record
+        for key in keys:
+            if not isinstance(value, dict) or key not in value:
+                raise refuse(line, f"no {'.'.join(keys)!r}")
+            value = value[key]
+        return value
+
+    def text(record: dict, key: str, line: int) -> str:
+        value = field(record, (key,), line)
+        if not isinstance(value, str):
+            raise refuse(line, f"{key!r} is {type(value).__name__}, not a string")
+        return value
+
+    texts_a, texts_b, labels, indices = [], [], [], []
+    for line, record in iter_array_objects(path):
+        texts_a.append(text(record, layout.text, line))
+        if layout.text_pair is not None:
+            texts_b.append(text(record, layout.text_pair, line))
+        if labelled:
+            labels.append(
+                _label_value(task, layout, field(record, layout.label, line), refuse, line)
+            )
+        index = field(record, (layout.index,), line) if layout.index else len(indices)
+        indices.append(str(index))
+    if not texts_a:
+        raise TaskDataError(f"{path}: the array has no objects; expected {layout.description}.")
+    label_array = None
+    if labelled:
+        dtype = np.float64 if task.task_type == REGRESSION else np.int64
+        label_array = np.asarray(labels, dtype=dtype)
+    return Split(
+        name,
+        path,
+        texts_a,
+        texts_b if layout.text_pair is not None else None,
+        label_array,
+        indices,
+    )
+
+
 def read_table(
-    path: str, layout: TableLayout, task: Task, name: str, labelled: bool = True, warn=print
+    path: str, layout, task: Task, name: str, labelled: bool = True, warn=print
 ) -> Split:
     """Reads one benchmark file in `layout` into a split of `task`.
 
     Args:
         path: the file.
-        layout: where its texts and label are.
+        layout: where its texts and label are (a `TableLayout`, or a
+            `JsonLayout` for a JSON-array file).
         task: the task (its label names, or regression).
         name: the split's name (`train`, `dev`, ...).
         labelled: read the label column (False: a test file without one).
@@ -94,6 +196,8 @@ def read_table(
             the layout's, an unknown label, a regression target that is not
             a number or out of range, or no usable row.
     """
+    if isinstance(layout, JsonLayout):
+        return read_json_table(path, layout, task, name, labelled)
     header, rows = read_delimited(path, "\t", layout.quoting, has_header=layout.has_header)
 
     def refuse(line: int, problem: str) -> TaskDataError:

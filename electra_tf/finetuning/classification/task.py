@@ -202,6 +202,8 @@ class ClassificationTask(DefinedTask, TaskKind):
 
         The scored split is the task's `dev` split; the suite's other labelled
         evaluation files are scored too, their metrics suffixed by their split.
+        The metrics: the headline, the table's others, then the kind's usual
+        companions (accuracy and F1, Spearman and Pearson).
         """
         regression = benchmark.kind == REGRESSION
         if regression:
@@ -214,7 +216,7 @@ class ClassificationTask(DefinedTask, TaskKind):
             name=benchmark.name,
             task_type=benchmark.kind,
             label_names=None if regression else list(benchmark.labels),
-            metrics=(benchmark.metric,) + tuple(m for m in companions if m != benchmark.metric),
+            metrics=tuple(dict.fromkeys((benchmark.metric, *benchmark.table_metrics, *companions))),
             glue_score_metric=benchmark.metric,
             is_pair=benchmark.tables[TRAIN].text_pair is not None,
             num_train_epochs=recipe.num_train_epochs or 3.0,

@@ -32,6 +32,7 @@ from electra_tf.finetuning.dependency_parsing.data import (
 from electra_tf.finetuning.dependency_parsing.metrics import score_sentences
 from electra_tf.finetuning.dependency_parsing.model import ElectraDependencyParser, build_parser
 from electra_tf.finetuning.dependency_parsing.serving import ParserServing
+from electra_tf.finetuning.kind.benchmark import TRAIN
 from electra_tf.finetuning.kind.contract import DefinedTask, TaskKind, TaskOptions
 
 # results.json's trial `predictions`: {split: file}.
@@ -73,6 +74,24 @@ class DependencyParsingTask(DefinedTask, TaskKind):
 
     def __post_init__(self):
         self.check_sizes()
+
+    @classmethod
+    def from_benchmark(
+        cls, benchmark, recipe, present, max_seq_length, max_train_examples, warn=print
+    ):
+        """A suite's KLUE-DP task: its training and scored files; trials compared by its metric."""
+        scored = benchmark.scored_split
+        definition, data = load_parsing_files(benchmark.name, present[TRAIN], present[scored], None)
+        if benchmark.metric not in definition.metrics:
+            raise RunError(
+                f"{benchmark.name}: metric {benchmark.metric!r} is none of "
+                f"{', '.join(definition.metrics)}."
+            )
+        definition.primary_metric = benchmark.metric
+        if recipe.num_train_epochs:
+            definition.num_train_epochs = recipe.num_train_epochs
+        task = cls(definition, data, max_seq_length, max_train_examples)
+        return task, {TRAIN: present[TRAIN], scored: present[scored]}
 
     @classmethod
     def from_options(cls, options: TaskOptions) -> "DependencyParsingTask":

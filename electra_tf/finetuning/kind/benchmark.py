@@ -101,13 +101,16 @@ class BenchmarkTask:
         unit: the published table's unit, in words.
         labels: class names in id order (classification).
         label_scale: regression targets are divided by it for training.
-        tables: split -> `classification.tables.TableLayout` (classification and
-            regression).
+        tables: split -> `classification.tables.TableLayout` or `JsonLayout`
+            (classification and regression).
         tagging_layout: the tagging file layout (tagging).
         qa_metric: whose official QA scores (`korquad`, `cmrc2018`, `drcd`).
         recipes: model size -> the project's fine-tuning settings.
         published: the published scores, one entry per model.
         notes: what differs from the project's own reading, if anything.
+        table_metrics: the metrics the published table prints for the task,
+            headline first (empty: the kind's `TABLE_METRICS`, else the
+            headline alone); every one is computed on the scored split.
     """
 
     name: str
@@ -126,6 +129,7 @@ class BenchmarkTask:
     tagging_layout: Optional[str] = None
     qa_metric: Optional[str] = None
     notes: str = ""
+    table_metrics: tuple[str, ...] = ()
 
     def __post_init__(self):
         if self.scored_split not in self.files:

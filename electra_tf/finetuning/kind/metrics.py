@@ -140,9 +140,21 @@ def macro_f1(labels, predictions) -> float:
     return float(np.mean([f1(y, p, positive=c) for c in np.union1d(y, p)]))
 
 
+def f1_at_3(labels, predictions) -> float:
+    """KLUE-STS's F1: binary F1 of "similar" (a score of 3 or more) between the 0-5 scores.
+
+    Args:
+        labels: [N] reference scores.
+        predictions: [N] predicted scores.
+    """
+    y, p = _pair(labels, predictions, dtype=np.float64)
+    return f1((y >= 3.0).astype(np.int64), (p >= 3.0).astype(np.int64))
+
+
 METRIC_FUNCTIONS = {
     "accuracy": accuracy,
     "f1": f1,
+    "f1_at_3": f1_at_3,
     "macro_f1": macro_f1,
     "mcc": matthews_corrcoef,
     "pearson": pearson,

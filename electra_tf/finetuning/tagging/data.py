@@ -38,6 +38,7 @@ from electra_tf.finetuning.tagging.layouts import (  # noqa: F401 (re-exported)
     AUTO as AUTO_LAYOUT,
 )
 from electra_tf.finetuning.tagging.layouts import (  # noqa: F401 (re-exported)
+    KLUE_NER,
     LAYOUT_CHOICES,
     NAVER_ORIGINAL,
     read_conll,
@@ -47,6 +48,8 @@ from electra_tf.finetuning.tagging.layouts import (  # noqa: F401 (re-exported)
 from electra_tf.finetuning.tagging.sentences import TaggedSplit  # noqa: F401 (re-exported)
 from electra_tf.tokenization import is_cjk_ideograph
 
+# KLUE-NER's scores (`tagging.klue_ner.METRICS`), the first its primary metric.
+KLUE_NER_METRICS = ("entity_macro_f1", "char_macro_f1")
 # The --task_type of token classification.
 TAGGING = "tagging"
 PREFIX = "prefix"
@@ -350,12 +353,16 @@ def load_tagging_files(
     if test_file:
         test = read_tagged_file(test_file, "test", False, layout, words_key, tags_key)
     entity = tag_format != PLAIN
+    metrics = ("precision", "recall", "f1", "accuracy") if entity else ("accuracy",)
+    primary = "f1" if entity else "accuracy"
+    if layout == KLUE_NER:  # scored as KLUE scores it (`klue_ner`), seqeval's micro F1 beside
+        metrics, primary = (*KLUE_NER_METRICS, *metrics), KLUE_NER_METRICS[0]
     definition = TaggingDefinition(
         name=name,
         tag_names=names,
         tag_format=tag_format,
-        metrics=("precision", "recall", "f1", "accuracy") if entity else ("accuracy",),
-        primary_metric="f1" if entity else "accuracy",
+        metrics=metrics,
+        primary_metric=primary,
     )
     return definition, TaggingData(train, dev, test)
 
@@ -382,7 +389,7 @@ class TaggingFileOptions:
         "Tagging files' layout: conll (word first, tag last, a blank line between "
         "sentences), jsonl ({tokens, tags}), sentence_per_line (words<TAB>tags: Naver NER "
         "as KoELECTRA distributes it), naver_original (index<TAB>word<TAB>tag, PER_B and - "
-        "tags: the Naver NLP Challenge's files), cluener (CLUENER 2020 JSON lines). auto: "
-        "from the training file.",
+        "tags: the Naver NLP Challenge's files), cluener (CLUENER 2020 JSON lines), klue_ner "
+        "(KLUE-NER: char<TAB>tag per line, ## comments). auto: from the training file.",
         choices=LAYOUT_CHOICES,
     )

@@ -25,10 +25,20 @@
   become BIOS tags as CLUE's baseline builds them (`S-name` for one
   character, else `B-name`, `I-name`, ...). A line without `label` has no
   entity; the test file's `{"id", "text"}` lines are unlabelled.
+* `klue_ner`: KLUE-NER (`klue-ner-v1.1_{train,dev}.tsv`): one character per
+  line, `char<TAB>tag` (IOB2 tags: `B-PS`, `I-OG`, ..., `O`), a blank line
+  between sentences, lines starting `##` comments (the file's header, each
+  sentence's id and marked text). A space is a character line of its own
+  (` <TAB>O`, or `I-<type>` inside an entity). The words read are the
+  sentence's characters other than spaces, each a word of its own: KLUE
+  scores the characters without the spaces
+  (`klue_metrics`), and the model reads them as CLUENER's characters are
+  read. An unlabelled file may hold the character alone.
 
 `auto` (the default) reads a `.json` / `.jsonl` / `.ndjson` file as
 `cluener` when its first object has a string `text` and no `tokens`, else
-as `jsonl`; any other file as `naver_original` when every line of its
+as `jsonl`; any other file as `klue_ner` when its first line starts with
+`##`, as `naver_original` when every line of its
 first sentences is `integer<TAB>word<TAB>tag` counting from 1, as
 `sentence_per_line` when every one of its first lines is `words<TAB>tags`
 with as many tags as words and at least one line holds two words or more,
@@ -57,7 +67,8 @@ JSONL = "jsonl"
 SENTENCE_PER_LINE = "sentence_per_line"
 NAVER_ORIGINAL = "naver_original"
 CLUENER = "cluener"
-LAYOUTS = (CONLL, JSONL, SENTENCE_PER_LINE, NAVER_ORIGINAL, CLUENER)
+KLUE_NER = "klue_ner"
+LAYOUTS = (CONLL, JSONL, SENTENCE_PER_LINE, NAVER_ORIGINAL, CLUENER, KLUE_NER)
 # --tagging_layout: one of LAYOUTS, or auto (detected from the training file).
 LAYOUT_CHOICES = (AUTO, *LAYOUTS)
 # What each layout looks like, for messages.
@@ -75,6 +86,10 @@ LAYOUT_DESCRIPTIONS = {
     CLUENER: (
         'cluener: one JSON object per line, {"text": ..., "label": {type: {entity: '
         "[[start, end]]}}} with inclusive character spans"
+    ),
+    KLUE_NER: (
+        "klue_ner: one character per line, char<TAB>tag (a space a line of its own), ## "
+        "comment lines, a blank line between sentences"
     ),
 }
 JSON_EXTENSIONS = (".jsonl", ".json", ".ndjson")
@@ -408,6 +423,82 @@ def read_cluener(path: str, name: str, labelled: bool) -> TaggedSplit:
 
 
 # ---------------------------------------------------------------------------
+# KLUE-NER: one character per line.
+
+_KLUE_COMMENT = "##"
+_SPACE = " "
+
+
+def _klue_ner_lines(path: str):
+    """(line number, character, tag or None) of every character line; (number, None, None) at
+    a sentence's end (a blank line, and the end of the file). Comment lines are skipped."""
+    for number, line in enumerate(read_text_lines(path), start=1):
+        line = line.rstrip("\r")
+        if line.startswith(_KLUE_COMMENT):
+            continue
+        if not line.strip("\t"):  # KLUE-baseline also reads a lone tab as a blank line
+            yield number, None, None
+            continue
+        fields = line.split("\t")
+        if len(fields) > 2 or len(fields[0]) != 1:
+            yield number, fields[0], "\t".join(fields[1:]) or None
+            continue
+        yield number, fields[0], fields[1].strip() if len(fields) == 2 else None
+    yield 0, None, None
+
+
+def read_klue_ner(path: str, name: str, labelled: bool) -> TaggedSplit:
+    """Reads KLUE-NER's character lines (see the module docstring); spaces are not words.
+
+    Raises:
+        TaskDataError: a missing or empty file; a line that is not one
+            character (and, labelled, a tag after one tab); a sentence of
+            more than 500 characters.
+    """
+    sentences, tags, lines = [], [], []
+    words, sentence_tags, start = [], [], 0
+    description = LAYOUT_DESCRIPTIONS[KLUE_NER]
+    seen_characters = 0
+    for number, char, tag in _klue_ner_lines(path):
+        if char is None:
+            if seen_characters:
+                check_sentence_length(path, start, len(words), description)
+                sentences.append(words)
+                tags.append(sentence_tags)
+                lines.append(start)
+            words, sentence_tags, seen_characters = [], [], 0
+            continue
+        if len(char) != 1:
+            raise _layout_error(path, number, f"{_clip(char)!r} is not one character", KLUE_NER)
+        if labelled and (tag is None or not tag or "\t" in tag or " " in tag):
+            problem = "no tag after the character" if not tag else f"tag {_clip(tag)!r}"
+            raise _layout_error(path, number, problem, KLUE_NER)
+        if not seen_characters:
+            start = number
+        seen_characters += 1
+        if char == _SPACE:
+            continue
+        words.append(char)
+        sentence_tags.append(tag)
+    if not sentences:
+        raise TaskDataError(f"{path}: no sentences ({description}).")
+    return TaggedSplit(name, path, sentences, tags if labelled else None, lines, KLUE_NER)
+
+
+def klue_ner_characters(path: str) -> list[list[str]]:
+    """Every sentence's characters, spaces included, as `read_klue_ner` reads the file."""
+    sentences, current = [], []
+    for _, char, _ in _klue_ner_lines(path):
+        if char is None:
+            if current:
+                sentences.append(current)
+            current = []
+        else:
+            current.append(char)
+    return sentences
+
+
+# ---------------------------------------------------------------------------
 # Which layout.
 
 
@@ -432,6 +523,8 @@ def detect_layout(path: str) -> str:
     sample = [line for line in lines if line][:_DETECTION_LINES]
     if not sample:
         return CONLL
+    if sample[0].startswith(_KLUE_COMMENT):
+        return KLUE_NER
     # The challenge's files: integer, word, tag, the integers counting from 1.
     expected, seen, naver = 1, 0, True
     for line in lines:
@@ -487,4 +580,6 @@ def read_tagged_file(
         return read_naver_original(path, name, labelled)
     if layout == CLUENER:
         return read_cluener(path, name, labelled)
+    if layout == KLUE_NER:
+        return read_klue_ner(path, name, labelled)
     raise TaskDataError(f"--tagging_layout={layout!r}: choose {', '.join(LAYOUT_CHOICES)}.")

@@ -36,11 +36,12 @@ from electra_tf.finetuning.kind.contract import (
     trials_table,
 )
 from electra_tf.finetuning.kind.word_features import WordFeatures, encode_words
-from electra_tf.finetuning.tagging import check
+from electra_tf.finetuning.tagging import check, klue_ner
 from electra_tf.finetuning.tagging import features as tagging_features
 from electra_tf.finetuning.tagging import metrics as tagging_metrics
 from electra_tf.finetuning.tagging.data import (
     AUTO,
+    KLUE_NER,
     OUTSIDE,
     PLAIN,
     TAG_FORMAT_CHOICES,
@@ -58,6 +59,8 @@ from electra_tf.finetuning.tagging.serving import WORD_SPLITTING, TaggerServing
 
 # transformers' names of the head: one linear layer on every position.
 HF_HEAD_WEIGHT, HF_HEAD_BIAS = "classifier.weight", "classifier.bias"
+# KLUE-NER's dev predictions: its dev file with a third column (`klue_ner`).
+KLUE_NER_PREDICTIONS_FILE = "dev_predictions.tsv"
 # The served length of an imported tagger when the import names none.
 DEFAULT_MAX_SEQ_LENGTH = 128
 
@@ -258,16 +261,27 @@ class TaggingTask(DefinedTask, TaskKind):
 
         Returns:
             (metrics, {file name: path}): `dev_predictions.txt` (`word gold
-            predicted`) and `test_predictions.txt` (`word predicted`).
+            predicted`; KLUE-NER: `dev_predictions.tsv`, the dev file with the
+            predicted tag as a third column) and `test_predictions.txt`
+            (`word predicted`).
         """
         files, scores = {}, {}
         dev = self.data.dev
         if dev is not None:
             predicted = self.predict(model, self._encoded.dev, batch_size)
             scores = tagging_metrics.score(dev.tags, predicted, self.definition.tag_format)
+            klue = dev.layout == KLUE_NER
+            if klue:
+                scores = {**klue_ner.klue_ner_scores(dev.tags, predicted), **scores}
             if trial is not None:
-                files[DEV_PREDICTIONS_FILE] = trial.file(DEV_PREDICTIONS_FILE)
-                write_tagged(files[DEV_PREDICTIONS_FILE], dev.sentences, dev.tags, predicted)
+                if klue:  # the dev file with a third column, which KLUE's scorer reads
+                    files[DEV_PREDICTIONS_FILE] = trial.file(KLUE_NER_PREDICTIONS_FILE)
+                    klue_ner.write_klue_ner_predictions(
+                        files[DEV_PREDICTIONS_FILE], dev.source, predicted
+                    )
+                else:
+                    files[DEV_PREDICTIONS_FILE] = trial.file(DEV_PREDICTIONS_FILE)
+                    write_tagged(files[DEV_PREDICTIONS_FILE], dev.sentences, dev.tags, predicted)
         if trial is not None and self.data.test is not None:
             predicted = self.predict(model, self._encoded.test, batch_size)
             files[TEST_PREDICTIONS_FILE] = trial.file(TEST_PREDICTIONS_FILE)
