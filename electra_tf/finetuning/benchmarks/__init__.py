@@ -3,6 +3,7 @@
 * `records`: a suite, its tasks, their recipes and published scores.
 * `koelectra`: KoELECTRA's eight Korean tasks (`KOELECTRA`).
 * `chinese_electra`: Chinese-ELECTRA's six Chinese tasks (`CHINESE_ELECTRA`).
+* `clue`: CLUE's seven Chinese tasks (`CLUE`), with its submission files.
 * `building`: a suite task's files read into the trial loop's task object.
 * `options`: a suite run's options, and a task's settings from its recipe.
 * `table`: our scores in the tables' units; suite.md beside the published rows.
@@ -11,6 +12,7 @@
 """
 
 from electra_tf.finetuning.benchmarks.chinese_electra import CHINESE_ELECTRA
+from electra_tf.finetuning.benchmarks.clue import CLUE
 from electra_tf.finetuning.benchmarks.koelectra import KOELECTRA
 
-SUITES = {suite.name: suite for suite in (KOELECTRA, CHINESE_ELECTRA)}
+SUITES = {suite.name: suite for suite in (KOELECTRA, CHINESE_ELECTRA, CLUE)}

@@ -41,15 +41,18 @@ class SuiteOptions:
 
     suite: Optional[str] = flag_field(
         None,
-        "The benchmark table: koelectra (KoELECTRA's eight Korean tasks) or chinese-electra "
-        "(Chinese-ELECTRA's six Chinese tasks).",
+        "The benchmark table: koelectra (KoELECTRA's eight Korean tasks), chinese-electra "
+        "(Chinese-ELECTRA's six Chinese tasks) or clue (CLUE's seven Chinese tasks, with its "
+        "submission files).",
         choices=tuple(SUITE_NAMES),
     )
     data_dir: Optional[str] = flag_field(
         None,
         "The suite's data as its project distributes it: KoELECTRA's finetune/data/ "
-        "(nsmc/ratings_train.txt, naver-ner/train.tsv, ...) or Chinese-ELECTRA's "
-        "finetuning_data/ (or the folder holding it). Tasks whose files are absent are skipped.",
+        "(nsmc/ratings_train.txt, naver-ner/train.tsv, ...), Chinese-ELECTRA's "
+        "finetuning_data/ (or the folder holding it), or a folder of CLUE's unzipped "
+        "<task>_public.zip files (tnews/train.json, c3/d-train.json, ...). Tasks whose files "
+        "are absent are skipped.",
     )
     init_checkpoint: Optional[str] = init_checkpoint_field("<output_dir>/imported_checkpoint")
     vocab_file: Optional[str] = vocab_file_field()
