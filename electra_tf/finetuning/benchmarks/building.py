@@ -53,7 +53,7 @@ class BuiltTask:
         name = self.benchmark.name
         if self.skipped:
             return f"{name}: skipped (no {', '.join(self.missing)})"
-        read = ", ".join(f"{split} {os.path.basename(path)}" for split, path in self.files.items())
+        read = ", ".join(f"{split} {file_names(path)}" for split, path in self.files.items())
         extra = f"; not found: {', '.join(self.missing)}" if self.missing else ""
         return f"{name}: {read}{extra}"
 
@@ -70,16 +70,27 @@ def suite_data_dir(suite: Suite, data_dir: str) -> str:
 def task_files(
     suite: Suite, benchmark: BenchmarkTask, data_dir: str
 ) -> tuple[dict[str, str], list[str]]:
-    """(split -> path of the task's files present, paths missing)."""
+    """(split -> path of the task's files present, paths missing).
+
+    A split whose file name lists several files separated by commas (C3's
+    `d-train.json,m-train.json`) is present when all of them are; its path
+    lists theirs the same way.
+    """
     folder = os.path.join(suite_data_dir(suite, data_dir), benchmark.directory)
     present, missing = {}, []
-    for split, name in benchmark.files.items():
-        path = os.path.join(folder, name)
-        if os.path.isfile(path):
-            present[split] = path
+    for split, names in benchmark.files.items():
+        paths = [os.path.join(folder, name) for name in names.split(",")]
+        absent = [path for path in paths if not os.path.isfile(path)]
+        if absent:
+            missing += absent
         else:
-            missing.append(path)
+            present[split] = ",".join(paths)
     return present, missing
+
+
+def file_names(paths: str) -> str:
+    """The base names of a split's file(s) (comma-separated paths), comma-separated."""
+    return ",".join(os.path.basename(path) for path in paths.split(","))
 
 
 def build_task(

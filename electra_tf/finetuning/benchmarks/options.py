@@ -42,16 +42,18 @@ class SuiteOptions:
     suite: Optional[str] = flag_field(
         None,
         "The benchmark table: koelectra (KoELECTRA's eight Korean tasks), chinese-electra "
-        "(Chinese-ELECTRA's six Chinese tasks) or klue (KLUE's Korean tasks, scored as "
-        "KLUE-baseline scores them).",
+        "(Chinese-ELECTRA's six Chinese tasks), klue (KLUE's Korean tasks, scored as "
+        "KLUE-baseline scores them) or clue (CLUE's seven Chinese tasks, with its submission "
+        "files).",
         choices=tuple(SUITE_NAMES),
     )
     data_dir: Optional[str] = flag_field(
         None,
         "The suite's data as its project distributes it: KoELECTRA's finetune/data/ "
         "(nsmc/ratings_train.txt, naver-ner/train.tsv, ...), Chinese-ELECTRA's "
-        "finetuning_data/ or KLUE's klue_benchmark/ (or the folder holding either). Tasks "
-        "whose files are absent are skipped.",
+        "finetuning_data/, KLUE's klue_benchmark/ (or the folder holding either), or a folder "
+        "of CLUE's unzipped <task>_public.zip files (tnews/train.json, c3/d-train.json, ...). "
+        "Tasks whose files are absent are skipped.",
     )
     init_checkpoint: Optional[str] = init_checkpoint_field("<output_dir>/imported_checkpoint")
     vocab_file: Optional[str] = vocab_file_field()

@@ -10,9 +10,9 @@ suite.json into suite.md. Nothing here reads or writes a file.
 
 from __future__ import annotations
 
-import os
 from typing import Optional
 
+from electra_tf.finetuning.benchmarks.building import file_names
 from electra_tf.finetuning.kind.benchmark import BenchmarkTask, Suite
 from electra_tf.finetuning.kinds import kind_for_type
 
@@ -180,7 +180,7 @@ def render_table(suite: Suite, summary: dict) -> str:
             base = baseline.get(benchmark.name) if baseline is not None else None
             lines.append(
                 f"- {benchmark.title}: {benchmark.unit}, on {entry['split']} "
-                f"(`{os.path.basename(entry['file'])}`); ours: median of {trials} trial(s)"
+                f"(`{file_names(entry['file'])}`); ours: median of {trials} trial(s)"
                 + (f", random init: of {base['trials']}" if base else "")
                 + f"; learning rate {settings['learning_rate']:g}, batch "
                 f"{settings['train_batch_size']}, {settings['num_train_epochs']:g} epochs, "

@@ -29,6 +29,11 @@ from electra_tf.finetuning.classification.data import (
     Task,
     TaskData,
 )
+from electra_tf.finetuning.classification.json_tables import (
+    JsonLinesLayout,
+    read_json_lines,
+    write_submission,
+)
 from electra_tf.finetuning.classification.model import (
     ELECTRA_HEAD,
     HEADS,
@@ -39,7 +44,7 @@ from electra_tf.finetuning.classification.model import (
 from electra_tf.finetuning.classification.serving import ClassifierServing
 from electra_tf.finetuning.classification.tables import read_table
 from electra_tf.finetuning.kind import metrics
-from electra_tf.finetuning.kind.benchmark import TRAIN
+from electra_tf.finetuning.kind.benchmark import TEST, TRAIN
 from electra_tf.finetuning.kind.contract import DefinedTask, TaskKind, TaskOptions
 from electra_tf.modeling import lean_forward
 
@@ -53,6 +58,8 @@ HF_HEAD_KEYS = tuple(
 HF_PROBLEM_TYPES = ("single_label_classification", "regression")
 # The served length of an imported classifier when the import names none.
 DEFAULT_MAX_SEQ_LENGTH = 128
+# How test predictions are written (`ClassificationTask.submission`).
+GLUE_SUBMISSION, CLUE_SUBMISSION = "glue", "clue"
 
 
 @dataclasses.dataclass
@@ -170,6 +177,9 @@ class ClassificationTask(DefinedTask, TaskKind):
             set, the same draw for every run (None: all of them).
         head: the classifier's head, `electra` (the paper's) or
             `transformers` (see `ElectraClassifier`).
+        submission: the format of the test predictions: `glue` (`<name>.tsv`,
+            `index<TAB>prediction`) or `clue` (the split's name is the file,
+            `{"id", "label"}` per line; see `json_tables.write_submission`).
     """
 
     definition: Task
@@ -178,6 +188,7 @@ class ClassificationTask(DefinedTask, TaskKind):
     double_unordered: bool = False
     max_train_examples: Optional[int] = None
     head: str = ELECTRA_HEAD
+    submission: str = GLUE_SUBMISSION
     KIND: ClassVar[str] = CLASSIFICATION
     TASK_TYPES: ClassVar[tuple[str, ...]] = (CLASSIFICATION, REGRESSION)
     FORMER_KINDS: ClassVar[tuple[str, ...]] = ("classifier",)
@@ -193,6 +204,13 @@ class ClassificationTask(DefinedTask, TaskKind):
             raise RunError(f"--double_unordered: task {self.name} has single texts.")
         if self.head not in HEADS:
             raise RunError(f"--task_head={self.head}: choose one of {', '.join(HEADS)}.")
+        if self.submission not in (GLUE_SUBMISSION, CLUE_SUBMISSION):
+            raise RunError(f"submission={self.submission!r}: choose glue or clue.")
+
+    @property
+    def run_files(self) -> tuple[str, ...]:
+        """CLUE submissions of trial 0, copied into the output directory to be zipped."""
+        return tuple(self.data.test) if self.submission == CLUE_SUBMISSION else ()
 
     @classmethod
     def from_benchmark(
@@ -203,7 +221,11 @@ class ClassificationTask(DefinedTask, TaskKind):
         The scored split is the task's `dev` split; the suite's other labelled
         evaluation files are scored too, their metrics suffixed by their split.
         The metrics: the headline, the table's others, then the kind's usual
-        companions (accuracy and F1, Spearman and Pearson).
+        companions (accuracy and F1, Spearman and Pearson). With
+        `benchmark.submission`, the test file is read unlabelled and its
+        predictions are written in CLUE's format under that name. Each table is
+        a `tables.TableLayout` (TSV, JSON arrays) or a `json_tables.JsonLinesLayout`
+        (JSON lines).
         """
         regression = benchmark.kind == REGRESSION
         if regression:
@@ -223,18 +245,28 @@ class ClassificationTask(DefinedTask, TaskKind):
             label_scale=benchmark.label_scale,
         )
 
-        def read(split, name):
-            return read_table(present[split], benchmark.tables[split], definition, name, True, warn)
+        def read(split, name, labelled=True):
+            layout = benchmark.tables[split]
+            reader = read_json_lines if isinstance(layout, JsonLinesLayout) else read_table
+            return reader(present[split], layout, definition, name, labelled, warn)
 
         scored = benchmark.scored_split
-        dev = {"dev": read(scored, "dev")}
+        dev, test = {"dev": read(scored, "dev")}, {}
         files = {TRAIN: present[TRAIN], scored: present[scored]}
         for split in benchmark.files:
-            if split not in (TRAIN, scored) and split in present:
+            if split in (TRAIN, scored) or split not in present:
+                continue
+            if split == TEST and benchmark.submission:
+                test[benchmark.submission] = read(split, "test", labelled=False)
+            else:
                 dev[f"dev_{split}"] = read(split, f"dev_{split}")
-                files[split] = present[split]
-        data = TaskData(read(TRAIN, "train"), dev, {})
-        return cls(definition, data, max_seq_length, False, max_train_examples), files
+            files[split] = present[split]
+        data = TaskData(read(TRAIN, "train"), dev, test)
+        submission = CLUE_SUBMISSION if benchmark.submission else GLUE_SUBMISSION
+        task = cls(
+            definition, data, max_seq_length, False, max_train_examples, submission=submission
+        )
+        return task, files
 
     @classmethod
     def from_options(cls, options: TaskOptions) -> "ClassificationTask":
@@ -354,7 +386,8 @@ class ClassificationTask(DefinedTask, TaskKind):
         Returns:
             (metrics, {name: prediction file}): each dev split's
             `<split>_predictions.tsv` (`index gold prediction`) and each test
-            split's `<name>.tsv` in the GLUE submission format.
+            split's `<name>.tsv` in the GLUE submission format (`clue`
+            submissions: the file `<name>`, CLUE's JSON lines).
         """
         scores, files = {}, {}
         pad_id = self._encoded.pad_id
@@ -366,9 +399,11 @@ class ClassificationTask(DefinedTask, TaskKind):
                 files[name] = trial.file(f"{name}_predictions.tsv")
                 write_scored_predictions(files[name], encoded.split, predicted, self.definition)
         if trial is not None:
+            clue = self.submission == CLUE_SUBMISSION
+            writer = write_submission if clue else write_predictions
             for name, encoded in self._encoded.test.items():
-                files[name] = trial.file(f"{name}.tsv")
-                write_predictions(
+                files[name] = trial.file(name if clue else f"{name}.tsv")
+                writer(
                     files[name],
                     encoded.split,
                     predict(model, encoded, self.definition, batch_size, pad_id),

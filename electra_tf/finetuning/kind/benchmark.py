@@ -105,6 +105,10 @@ class BenchmarkTask:
             (classification and regression).
         tagging_layout: the tagging file layout (tagging).
         qa_metric: whose official QA scores (`korquad`, `cmrc2018`, `drcd`).
+        submission: the file a leaderboard takes the test split's predictions
+            in (CLUE's `tnews11_predict.json`, ...): the test file is then
+            read unlabelled and its predictions written there, in the
+            leaderboard's format (None: a labelled test file is scored).
         recipes: model size -> the project's fine-tuning settings.
         published: the published scores, one entry per model.
         notes: what differs from the project's own reading, if anything.
@@ -128,6 +132,7 @@ class BenchmarkTask:
     tables: Optional[dict] = None
     tagging_layout: Optional[str] = None
     qa_metric: Optional[str] = None
+    submission: Optional[str] = None
     notes: str = ""
     table_metrics: tuple[str, ...] = ()
 
@@ -140,6 +145,8 @@ class BenchmarkTask:
             missing = set(self.files) - set(self.tables)
             if missing:
                 raise ValueError(f"task {self.name}: no table layout for {sorted(missing)}")
+        if self.submission is not None and (TEST not in self.files or self.scored_split == TEST):
+            raise ValueError(f"task {self.name}: a submission file needs an unscored test file")
 
     def published_score(self, model: str, metric: str, split: Optional[str] = None) -> Score:
         """The published `metric` of `model` on `split` (default: the scored split).

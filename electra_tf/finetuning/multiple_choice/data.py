@@ -216,7 +216,8 @@ def read_c3(path: str, labelled: bool = True) -> ChoiceSplit:
             if empty:
                 raise _refuse(path, at, f"option [{empty[0]}] is empty")
             answer = item.get("answer")
-            if labelled or answer is not None:
+            # An unlabelled file may leave the answer out or empty (C3's test files).
+            if labelled or answer not in (None, ""):
                 if not isinstance(answer, str):
                     raise _refuse(path, at, "no string 'answer'")
                 matches = [i for i, c in enumerate(choices) if c == answer]

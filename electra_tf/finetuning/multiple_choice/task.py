@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import json
 import os
 import re
 from typing import ClassVar, Optional
@@ -24,6 +25,7 @@ from electra_tf.artifacts.files import atomic_open
 from electra_tf.artifacts.finetuning_dir import TrialDir
 from electra_tf.errors import RunError
 from electra_tf.finetuning.kind import metrics
+from electra_tf.finetuning.kind.benchmark import TEST, TRAIN
 from electra_tf.finetuning.kind.contract import DefinedTask, TaskKind, TaskOptions
 from electra_tf.finetuning.multiple_choice import check
 from electra_tf.finetuning.multiple_choice import features as choice_features
@@ -92,6 +94,17 @@ def write_predictions(path: str, split: ChoiceSplit, predicted: np.ndarray) -> N
             f.write(f"{index}\t{_cell(options[choice])}\n")
 
 
+def write_submission(path: str, predicted: np.ndarray) -> None:
+    """CLUE's C3 submission: `{"id": <question position>, "label": <option position>}` per line.
+
+    Questions are numbered from 0 in the test file's order (documents, then
+    their questions), as CLUE's baseline numbers them (`baselines/paddlenlp/mrc/run_c3.py`).
+    """
+    with atomic_open(path) as f:
+        for number, choice in enumerate(predicted):
+            f.write(json.dumps({"id": number, "label": int(choice)}) + "\n")
+
+
 def _cell(text: str) -> str:
     """An option as one TSV field: tabs and line breaks become spaces."""
     return _FIELD_BREAKS.sub(" ", text)
@@ -107,15 +120,19 @@ class MultipleChoiceTask(DefinedTask, TaskKind):
         max_seq_length: pieces per option sequence, special tokens included.
         max_train_examples: train on this many questions drawn from the
             training set, the same draw for every run (None: all).
+        submission: the file the test predictions are also written to in
+            CLUE's format (`write_submission`; None: only `test_predictions.tsv`).
     """
 
     definition: MultipleChoiceDefinition
     data: ChoiceData
     max_seq_length: int = DEFAULT_MAX_SEQ_LENGTH
     max_train_examples: Optional[int] = None
+    submission: Optional[str] = None
     KIND: ClassVar[str] = MULTIPLE_CHOICE
     TASK_TYPES: ClassVar[tuple[str, ...]] = (MULTIPLE_CHOICE,)
     DEFAULT_MAX_SEQ_LENGTH: ClassVar[int] = DEFAULT_MAX_SEQ_LENGTH
+    SCORED_PREDICTIONS: ClassVar[str] = DEV_PREDICTIONS_FILE
     MODEL_CLASS: ClassVar[type] = ElectraMultipleChoice
     HF_ARCHITECTURE: ClassVar[Optional[str]] = "ElectraForMultipleChoice"
     # The inputs of the raw-text signature (what a request sent to `predict` holds).
@@ -124,6 +141,39 @@ class MultipleChoiceTask(DefinedTask, TaskKind):
 
     def __post_init__(self):
         self.check_sizes()
+
+    @property
+    def run_files(self) -> tuple[str, ...]:
+        """Trial 0's CLUE submission, copied into the output directory to be zipped."""
+        return (self.submission,) if self.submission else ()
+
+    @classmethod
+    def from_benchmark(
+        cls, benchmark, recipe, present, max_seq_length, max_train_examples, warn=print
+    ):
+        """A suite's multiple-choice task: its training and scored files in C3's layout.
+
+        A split's file name may list several files separated by commas (C3's
+        `d-train.json,m-train.json`); with `benchmark.submission`, the test
+        file is read unlabelled and its predictions written in CLUE's format.
+        """
+        scored = benchmark.scored_split
+        files = {TRAIN: present[TRAIN], scored: present[scored]}
+        test = None
+        if benchmark.submission and TEST in present:
+            test = read_files(present[TEST], labelled=False)
+            files[TEST] = present[TEST]
+        data = ChoiceData(
+            read_files(present[TRAIN], unique_ids=False), read_files(present[scored]), test
+        )
+        definition = MultipleChoiceDefinition(
+            benchmark.name,
+            metrics=(benchmark.metric,),
+            primary_metric=benchmark.metric,
+            num_train_epochs=recipe.num_train_epochs or 3.0,
+        )
+        submission = benchmark.submission if test is not None else None
+        return cls(definition, data, max_seq_length, max_train_examples, submission), files
 
     @classmethod
     def from_options(cls, options: TaskOptions) -> "MultipleChoiceTask":
@@ -259,6 +309,9 @@ class MultipleChoiceTask(DefinedTask, TaskKind):
             predicted = self.predict(model, test, self._encoded.test, batch_size)
             files[TEST_PREDICTIONS_FILE] = trial.file(TEST_PREDICTIONS_FILE)
             write_predictions(files[TEST_PREDICTIONS_FILE], test, predicted)
+            if self.submission:
+                files[self.submission] = trial.file(self.submission)
+                write_submission(files[self.submission], predicted)
         return scores, files
 
     # ------------------------------------------------------------------

@@ -406,9 +406,10 @@ def read_cluener(path: str, name: str, labelled: bool) -> TaggedSplit:
         TaskDataError: invalid JSON, no string `text`, a bad span (see
             `cluener_tags`); a sentence of more than 500 characters.
     """
-    sentences, tags, lines = [], [], []
+    sentences, tags, lines, ids = [], [], [], []
     for number, record in _json_records(path):
         where = f"{path}, line {number}"
+        ids.append(record.get("id", len(ids)))
         text = record.get("text")
         if not isinstance(text, str):
             raise _layout_error(path, number, "no string 'text'", CLUENER)
@@ -419,7 +420,7 @@ def read_cluener(path: str, name: str, labelled: bool) -> TaggedSplit:
         lines.append(number)
     if not sentences:
         raise TaskDataError(f"{path}: the file has no rows.")
-    return TaggedSplit(name, path, sentences, tags if labelled else None, lines, CLUENER)
+    return TaggedSplit(name, path, sentences, tags if labelled else None, lines, CLUENER, ids)
 
 
 # ---------------------------------------------------------------------------

@@ -33,6 +33,7 @@ class TaggedSplit:
             one-word-per-line layouts (`conll`, `naver_original`) word i of
             a sentence is on line `lines[n] + i`, in the others the whole
             sentence is on line `lines[n]`.
+        ids: N example ids the file gives (CLUENER's `id`); None when it gives none.
     """
 
     name: str
@@ -41,6 +42,7 @@ class TaggedSplit:
     tags: Optional[list[list[str]]]
     lines: list[int]
     layout: str = "conll"
+    ids: Optional[list] = None
 
     def __len__(self) -> int:
         return len(self.sentences)
@@ -51,7 +53,7 @@ class TaggedSplit:
 
     def sample(self, count: int, seed: int = 0) -> "TaggedSplit":
         """`count` sentences drawn without replacement (in their original order)."""
-        return draw_rows(self, count, seed, ("sentences", "tags", "lines"))
+        return draw_rows(self, count, seed, ("sentences", "tags", "lines", "ids"))
 
 
 def read_text_lines(path: str) -> list[str]:

@@ -26,7 +26,7 @@ from electra_tf.artifacts.tagged_predictions import (
     write_tagged,
 )
 from electra_tf.errors import RunError
-from electra_tf.finetuning.kind.benchmark import TRAIN
+from electra_tf.finetuning.kind.benchmark import TEST, TRAIN
 from electra_tf.finetuning.kind.contract import (
     DefinedTask,
     TaskKind,
@@ -39,6 +39,12 @@ from electra_tf.finetuning.kind.word_features import WordFeatures, encode_words
 from electra_tf.finetuning.tagging import check, klue_ner
 from electra_tf.finetuning.tagging import features as tagging_features
 from electra_tf.finetuning.tagging import metrics as tagging_metrics
+from electra_tf.finetuning.tagging.cluener import (
+    CLUE_F1,
+    clue_f1,
+    entity_label,
+    write_cluener,
+)
 from electra_tf.finetuning.tagging.data import (
     AUTO,
     KLUE_NER,
@@ -54,6 +60,7 @@ from electra_tf.finetuning.tagging.data import (
     detect_tag_format,
     load_tagging_files,
 )
+from electra_tf.finetuning.tagging.layouts import CLUENER
 from electra_tf.finetuning.tagging.model import ElectraTagger, build_tagger
 from electra_tf.finetuning.tagging.serving import WORD_SPLITTING, TaggerServing
 
@@ -63,6 +70,8 @@ HF_HEAD_WEIGHT, HF_HEAD_BIAS = "classifier.weight", "classifier.bias"
 KLUE_NER_PREDICTIONS_FILE = "dev_predictions.tsv"
 # The served length of an imported tagger when the import names none.
 DEFAULT_MAX_SEQ_LENGTH = 128
+# CLUENER dev predictions in the dev file's own layout, which CLUE's `score.py` reads.
+CLUENER_DEV_PREDICTIONS_FILE = "dev_predictions.json"
 
 
 @dataclasses.dataclass
@@ -90,12 +99,15 @@ class TaggingTask(DefinedTask, TaskKind):
         max_seq_length: pieces per sentence, [CLS] and [SEP] included.
         max_train_examples: train on this many sentences drawn from the
             training set, the same draw for every run (None: all).
+        submission: the file the test predictions are also written to as
+            CLUENER lines (`{"id", "label"}`; None: only `test_predictions.txt`).
     """
 
     definition: TaggingDefinition
     data: TaggingData
     max_seq_length: int = 128
     max_train_examples: Optional[int] = None
+    submission: Optional[str] = None
     KIND: ClassVar[str] = TAGGING
     TASK_TYPES: ClassVar[tuple[str, ...]] = (TAGGING,)
     FORMER_KINDS: ClassVar[tuple[str, ...]] = ("tagger",)
@@ -113,19 +125,39 @@ class TaggingTask(DefinedTask, TaskKind):
     def from_benchmark(
         cls, benchmark, recipe, present, max_seq_length, max_train_examples, warn=print
     ):
-        """A suite's tagging task: its training and scored files in its `tagging_layout`."""
+        """A suite's tagging task: its training and scored files in its `tagging_layout`.
+
+        CLUENER (the `cluener` layout) is also scored as CLUE scores it
+        (`cluener.clue_f1`), which a suite may make its headline metric; with
+        `benchmark.submission`, its unlabelled test file is read and the
+        predictions written in CLUENER's format under that name.
+        """
         scored = benchmark.scored_split
+        files = {TRAIN: present[TRAIN], scored: present[scored]}
+        test_file = present.get(TEST) if benchmark.submission else None
+        if test_file:
+            files[TEST] = test_file
         definition, data = load_tagging_files(
             benchmark.name,
             present[TRAIN],
             present[scored],
+            test_file,
             warn=warn,
             layout=benchmark.tagging_layout,
         )
         if recipe.num_train_epochs:
             definition.num_train_epochs = recipe.num_train_epochs
+        if data.train.layout == CLUENER:
+            definition.metrics += (CLUE_F1,)
+        if benchmark.metric not in definition.metrics:
+            raise RunError(
+                f"{benchmark.name}: the suite scores {benchmark.metric!r}, which a "
+                f"{data.train.layout} tagging task does not compute."
+            )
+        definition.primary_metric = benchmark.metric
         task = cls(definition, data, max_seq_length, max_train_examples)
-        return task, {TRAIN: present[TRAIN], scored: present[scored]}
+        task.submission = benchmark.submission if test_file else None
+        return task, files
 
     @classmethod
     def from_options(cls, options: TaskOptions) -> "TaggingTask":
@@ -263,16 +295,27 @@ class TaggingTask(DefinedTask, TaskKind):
             (metrics, {file name: path}): `dev_predictions.txt` (`word gold
             predicted`; KLUE-NER: `dev_predictions.tsv`, the dev file with the
             predicted tag as a third column) and `test_predictions.txt`
-            (`word predicted`).
+            (`word predicted`); CLUENER also `dev_predictions.json` (the dev
+            lines with the predicted `label`, for CLUE's `score.py`) and the
+            submission file.
         """
         files, scores = {}, {}
-        dev = self.data.dev
+        dev, tag_format = self.data.dev, self.definition.tag_format
         if dev is not None:
             predicted = self.predict(model, self._encoded.dev, batch_size)
-            scores = tagging_metrics.score(dev.tags, predicted, self.definition.tag_format)
+            scores = tagging_metrics.score(dev.tags, predicted, tag_format)
             klue = dev.layout == KLUE_NER
             if klue:
                 scores = {**klue_ner.klue_ner_scores(dev.tags, predicted), **scores}
+            if CLUE_F1 in self.definition.metrics:
+                labels = [entity_label(w, t, tag_format) for w, t in zip(dev.sentences, predicted)]
+                gold = [entity_label(w, t, tag_format) for w, t in zip(dev.sentences, dev.tags)]
+                scores.update(clue_f1(gold, labels))
+                if trial is not None:
+                    files[CLUENER_DEV_PREDICTIONS_FILE] = trial.file(CLUENER_DEV_PREDICTIONS_FILE)
+                    write_cluener(
+                        files[CLUENER_DEV_PREDICTIONS_FILE], dev.sentences, labels, dev.ids
+                    )
             if trial is not None:
                 if klue:  # the dev file with a third column, which KLUE's scorer reads
                     files[DEV_PREDICTIONS_FILE] = trial.file(KLUE_NER_PREDICTIONS_FILE)
@@ -282,11 +325,21 @@ class TaggingTask(DefinedTask, TaskKind):
                 else:
                     files[DEV_PREDICTIONS_FILE] = trial.file(DEV_PREDICTIONS_FILE)
                     write_tagged(files[DEV_PREDICTIONS_FILE], dev.sentences, dev.tags, predicted)
-        if trial is not None and self.data.test is not None:
+        test = self.data.test
+        if trial is not None and test is not None:
             predicted = self.predict(model, self._encoded.test, batch_size)
             files[TEST_PREDICTIONS_FILE] = trial.file(TEST_PREDICTIONS_FILE)
-            write_tagged(files[TEST_PREDICTIONS_FILE], self.data.test.sentences, predicted)
+            write_tagged(files[TEST_PREDICTIONS_FILE], test.sentences, predicted)
+            if self.submission:
+                labels = [entity_label(w, t, tag_format) for w, t in zip(test.sentences, predicted)]
+                files[self.submission] = trial.file(self.submission)
+                write_cluener(files[self.submission], test.sentences, labels, test.ids, False)
         return scores, files
+
+    @property
+    def run_files(self) -> tuple[str, ...]:
+        """Trial 0's CLUE submission, copied into the output directory to be zipped."""
+        return (self.submission,) if self.submission else ()
 
     def format_results(self, results: dict) -> str:
         """The trials' micro-averaged scores, then the median per entity type."""
