@@ -384,6 +384,35 @@ def test_a_config_json_that_is_not_json_is_named_in_one_line(work):
     assert "(Unterminated string starting at: line " in message and "\n" not in message
 
 
+@pytest.mark.parametrize(
+    "edit, problem",
+    [
+        (lambda c: c["model"].update(hidden_size="big"), "model.hidden_size='big' is not int"),
+        (lambda c: c.update(learning_rate=[1]), "learning_rate=[1] is not float"),
+        (lambda c: c.update(do_lower_case=1), "do_lower_case=1 is not bool"),
+        (lambda c: c.pop("model"), 'no "model" object holding the architecture'),
+    ],
+    ids=["string for int", "list for float", "int for bool", "no model"],
+)
+def test_a_config_json_of_wrong_types_is_named_and_never_compared(work, edit, problem):
+    """A value of another type, or the `model` object gone, is named; no false differences."""
+    first = planned(request(work, vocab_file=str(work / "vocab.txt")))
+    run = RunDir(first.run_dir)
+    write_run_files(run, first.config, first.vocab_file)
+    config = json.load(open(run.config_file))
+    edit(config)
+    with open(run.config_file, "w") as f:
+        json.dump(config, f)
+    with pytest.raises(RunError) as refused:
+        planned(request(work))
+    assert str(refused.value) == (
+        f"{run.config_file} is not a run's configuration ({problem}). It is the record of "
+        f"what the checkpoints hold: put back a good copy (the export holds one, "
+        f"{run.path}/export/config.json, once the run has exported), or choose another "
+        "--output_dir."
+    )
+
+
 def test_a_run_directory_in_use_is_refused_before_any_data_is_built(work):
     from electra_tf.artifacts.run_lock import RunLock, RunLocked
     from electra_tf.training.pretraining_run import run

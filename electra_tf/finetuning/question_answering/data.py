@@ -167,7 +167,15 @@ def examples_from_articles(
                         f"{here}.answers[{n}]",
                         "needs a string 'text' and an integer 'answer_start'",
                     )
-                    answers.append((_clean(answer["text"]), answer["answer_start"]))
+                    start = answer["answer_start"]
+                    # Training skips such an answer (below); evaluation has nothing to skip to.
+                    if not is_training and not 0 <= start <= len(context):
+                        raise SquadDataError(
+                            f"{source}: {here}.answers[{n}] (id {qa['id']}): answer_start="
+                            f"{start} lies outside its context of {len(context)} characters; "
+                            "answer_start counts characters into the context: fix that offset."
+                        )
+                    answers.append((_clean(answer["text"]), start))
                 impossible = version == "2.0" and bool(qa.get("is_impossible", False))
                 if impossible:
                     answers = []  # SQuAD 2.0 gold for "no answer" is the empty string

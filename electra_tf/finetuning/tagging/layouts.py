@@ -30,8 +30,9 @@
 `cluener` when its first object has a string `text` and no `tokens`, else
 as `jsonl`; any other file as `naver_original` when every line of its
 first sentences is `integer<TAB>word<TAB>tag` counting from 1, as
-`sentence_per_line` when every one of its first lines is `words<TAB>tags`
-with as many tags as words and at least one line holds two words or more,
+`sentence_per_line` when most of its first lines are `words<TAB>tags`
+with as many tags as words and at least one of them holds two words or more
+(a line among them that is not is then named by that layout's reader),
 else as `conll`. Dev and test files are read in the training file's
 layout. A file that does not fit the layout it is read in stops with one
 line naming the file, the line and the layout expected; so does a
@@ -448,10 +449,13 @@ def detect_layout(path: str) -> str:
         expected += 1
     if naver:
         return NAVER_ORIGINAL
-    split = [line.split("\t") for line in sample]
-    if all(len(f) == 2 and len(f[0].split()) == len(f[1].split()) for f in split) and any(
-        len(f[0].split()) > 1 for f in split
-    ):
+    # Most lines `words<TAB>tags`: the few that are not are faults its reader names by line.
+    pairs = [
+        f
+        for f in (line.split("\t") for line in sample)
+        if len(f) == 2 and len(f[0].split()) == len(f[1].split())
+    ]
+    if 2 * len(pairs) > len(sample) and any(len(f[0].split()) > 1 for f in pairs):
         return SENTENCE_PER_LINE
     return CONLL
 
