@@ -513,7 +513,11 @@ def _run_locked(
     evaluation = None
     if eval_shard_dir is not None:
         # The rarity baseline's unigram counts come from the training text.
-        token_counts = count_tokens(shard_dir, config.model.vocab_size)
+        try:
+            token_counts = count_tokens(shard_dir, config.model.vocab_size)
+        except tf.errors.DataLossError as error:
+            stopped = f"training stopped before step {steps_done + 1}, nothing was saved"
+            raise _corrupt_shard_error(error, shard_dir, eval_shard_dir, stopped) from None
         evaluation = HeldOutEvaluation(
             PretrainingEvaluator(
                 model,
@@ -685,6 +689,13 @@ def _corrupt_data_error(
             )
     except RunError as save_error:
         stopped = f"training stopped at step {step} ({save_error})"
+    return _corrupt_shard_error(error, shard_dir, eval_shard_dir, stopped)
+
+
+def _corrupt_shard_error(
+    error: tf.errors.DataLossError, shard_dir: str, eval_shard_dir: Optional[str], stopped: str
+) -> RunError:
+    """The one line naming the shard that could not be read, with what became of the run."""
     damaged = find_damaged_shard(shard_dir) or (
         find_damaged_shard(eval_shard_dir) if eval_shard_dir else None
     )
