@@ -197,9 +197,10 @@ class SquadTask(TaskKind):
             raise RunError("--predict_file needs --train_file (or drop both to use TFDS).")
         version = run.squad_version
         if run.train_file:
-            train = squad_data.read_squad_json(run.train_file, version, True, warn=say)
+            limit = options.files.max_row_chars
+            train = squad_data.read_squad_json(run.train_file, version, True, say, limit)
             evaluation = (
-                squad_data.read_squad_json(run.predict_file, version, False, warn=say)
+                squad_data.read_squad_json(run.predict_file, version, False, say, limit)
                 if run.predict_file
                 else None
             )

@@ -45,7 +45,7 @@ import json
 import re
 from typing import Optional
 
-from electra_tf.finetuning.classification.data import TaskDataError
+from electra_tf.finetuning.classification.data import MAX_ROW_CHARS, TaskDataError
 from electra_tf.finetuning.tagging.sentences import (
     TaggedSplit,
     check_sentence_length,
@@ -98,7 +98,9 @@ def _layout_error(path: str, line: int, problem: str, layout: str) -> TaskDataEr
 # CoNLL columns.
 
 
-def read_conll(path: str, name: str, labelled: bool) -> TaggedSplit:
+def read_conll(
+    path: str, name: str, labelled: bool, max_line_chars: int = MAX_ROW_CHARS
+) -> TaggedSplit:
     """Reads a CoNLL column file (see the module docstring).
 
     Raises:
@@ -116,7 +118,7 @@ def read_conll(path: str, name: str, labelled: bool) -> TaggedSplit:
             tags.append(sentence_tags)
             lines.append(start)
 
-    for number, line in enumerate(read_text_lines(path), start=1):
+    for number, line in read_text_lines(path, max_line_chars):
         line = line.rstrip("\r")
         fields = line.split("\t") if "\t" in line else line.split()
         fields = [f.strip() for f in fields]
@@ -160,7 +162,9 @@ def _clip(text: str, limit: int = 40) -> str:
 # Sentence per line (Naver NER as KoELECTRA distributes it).
 
 
-def read_sentence_per_line(path: str, name: str, labelled: bool) -> TaggedSplit:
+def read_sentence_per_line(
+    path: str, name: str, labelled: bool, max_line_chars: int = MAX_ROW_CHARS
+) -> TaggedSplit:
     """Reads `words<TAB>tags` lines, one sentence each (see the module docstring).
 
     Blank lines are skipped.
@@ -171,7 +175,7 @@ def read_sentence_per_line(path: str, name: str, labelled: bool) -> TaggedSplit:
             its word count; a sentence of more than 500 words.
     """
     sentences, tags, lines = [], [], []
-    for number, line in enumerate(read_text_lines(path), start=1):
+    for number, line in read_text_lines(path, max_line_chars):
         if not line.strip():
             continue
         fields = line.strip().split("\t")
@@ -210,7 +214,9 @@ def naver_tag(tag: str) -> Optional[str]:
     return f"{match.group(1)}-{match.group(2)}" if match else None
 
 
-def read_naver_original(path: str, name: str, labelled: bool) -> TaggedSplit:
+def read_naver_original(
+    path: str, name: str, labelled: bool, max_line_chars: int = MAX_ROW_CHARS
+) -> TaggedSplit:
     """Reads the Naver NLP Challenge's `index<TAB>word<TAB>tag` lines (see the module docstring).
 
     Raises:
@@ -231,7 +237,7 @@ def read_naver_original(path: str, name: str, labelled: bool) -> TaggedSplit:
             tags.append(sentence_tags)
             lines.append(start)
 
-    for number, line in enumerate(read_text_lines(path), start=1):
+    for number, line in read_text_lines(path, max_line_chars):
         line = line.strip()
         if not line:
             close()
@@ -270,9 +276,9 @@ def read_naver_original(path: str, name: str, labelled: bool) -> TaggedSplit:
 # JSON lines: words and tags, or CLUENER's text and spans.
 
 
-def _json_records(path: str):
+def _json_records(path: str, max_line_chars: int):
     """(line number, object) of every non-blank line; invalid JSON or non-objects refused."""
-    for number, line in enumerate(read_text_lines(path), start=1):
+    for number, line in read_text_lines(path, max_line_chars):
         if not line.strip():
             continue
         where = f"{path}, line {number}"
@@ -290,7 +296,12 @@ def _json_records(path: str):
 
 
 def read_jsonl(
-    path: str, name: str, labelled: bool, words_key: str = "tokens", tags_key: str = "tags"
+    path: str,
+    name: str,
+    labelled: bool,
+    words_key: str = "tokens",
+    tags_key: str = "tags",
+    max_line_chars: int = MAX_ROW_CHARS,
 ) -> TaggedSplit:
     """Reads JSONL sentences `{words_key: [...], tags_key: [...]}`.
 
@@ -299,7 +310,7 @@ def read_jsonl(
             strings or differ in length; a sentence of more than 500 words.
     """
     sentences, tags, lines = [], [], []
-    for number, record in _json_records(path):
+    for number, record in _json_records(path, max_line_chars):
         where = f"{path}, line {number}"
         keys = [words_key] + ([tags_key] if labelled else [])
         values = []
@@ -385,7 +396,9 @@ def cluener_tags(text: str, label, where: str) -> list[str]:
     return tags
 
 
-def read_cluener(path: str, name: str, labelled: bool) -> TaggedSplit:
+def read_cluener(
+    path: str, name: str, labelled: bool, max_line_chars: int = MAX_ROW_CHARS
+) -> TaggedSplit:
     """Reads CLUENER 2020 lines: every character a word, the spans as BIOS tags.
 
     Raises:
@@ -393,7 +406,7 @@ def read_cluener(path: str, name: str, labelled: bool) -> TaggedSplit:
             `cluener_tags`); a sentence of more than 500 characters.
     """
     sentences, tags, lines = [], [], []
-    for number, record in _json_records(path):
+    for number, record in _json_records(path, max_line_chars):
         where = f"{path}, line {number}"
         text = record.get("text")
         if not isinstance(text, str):
@@ -412,13 +425,13 @@ def read_cluener(path: str, name: str, labelled: bool) -> TaggedSplit:
 # Which layout.
 
 
-def detect_layout(path: str) -> str:
+def detect_layout(path: str, max_line_chars: int = MAX_ROW_CHARS) -> str:
     """The layout of a labelled tagging file (see the module docstring for the rules).
 
     Raises:
         TaskDataError: a missing file or invalid UTF-8.
     """
-    lines = [line.strip() for line in read_text_lines(path)]
+    lines = [line.strip() for _, line in read_text_lines(path, max_line_chars)]
     if path.lower().endswith(JSON_EXTENSIONS):
         for line in lines:
             if not line:
@@ -467,6 +480,7 @@ def read_tagged_file(
     layout: str = AUTO,
     words_key: str = "tokens",
     tags_key: str = "tags",
+    max_line_chars: int = MAX_ROW_CHARS,
 ) -> TaggedSplit:
     """A tagging file in `layout` (`auto`: detected, see the module docstring).
 
@@ -478,17 +492,17 @@ def read_tagged_file(
     """
     if layout == AUTO:
         if labelled:
-            layout = detect_layout(path)
+            layout = detect_layout(path, max_line_chars)
         else:
             layout = JSONL if path.lower().endswith(JSON_EXTENSIONS) else CONLL
     if layout == CONLL:
-        return read_conll(path, name, labelled)
+        return read_conll(path, name, labelled, max_line_chars)
     if layout == JSONL:
-        return read_jsonl(path, name, labelled, words_key, tags_key)
+        return read_jsonl(path, name, labelled, words_key, tags_key, max_line_chars)
     if layout == SENTENCE_PER_LINE:
-        return read_sentence_per_line(path, name, labelled)
+        return read_sentence_per_line(path, name, labelled, max_line_chars)
     if layout == NAVER_ORIGINAL:
-        return read_naver_original(path, name, labelled)
+        return read_naver_original(path, name, labelled, max_line_chars)
     if layout == CLUENER:
-        return read_cluener(path, name, labelled)
+        return read_cluener(path, name, labelled, max_line_chars)
     raise TaskDataError(f"--tagging_layout={layout!r}: choose {', '.join(LAYOUT_CHOICES)}.")
