@@ -469,3 +469,53 @@ def test_a_learned_vocabulary_records_its_flags_and_a_resume_that_asks_for_other
         f"--vocab_unused=2 but {run.path} learned its vocabulary with --vocab_unused=0 "
         f"({run.identity_file}); drop the flag to resume, or choose another --output_dir."
     )
+
+
+@pytest.mark.parametrize(
+    "failing", ["4 KB free", "8 KB free", "vocab.txt", "identity.json", "config.json"]
+)
+def test_write_run_files_leaves_nothing_on_a_full_disk(tmp_path, monkeypatch, failing):
+    """Whichever of the run's first files finds no room, none is left to bind a later run.
+
+    On a real tmpfs (where mounting is allowed) with 4 or 8 KB free, else by
+    making the write of each file raise ENOSPC.
+    """
+    import errno
+
+    from disk_support import fill, no_space, small_disk
+
+    from electra_tf.artifacts import files, run_dir
+    from electra_tf.config import preset
+
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "b"]) + "\n")
+    config = preset("tiny", max_seq_length=16)
+    disk = tmp_path / "disk"
+    run = RunDir(str(disk / "run"))
+    with small_disk(disk, "1m") as mounted:
+        os.makedirs(run.path)
+        filler = None
+        if failing.endswith("free"):
+            if not mounted:
+                pytest.skip("no tmpfs here; the other cases make each write fail")
+            filler = fill(disk, int(failing.split()[0]) * 1024)
+        else:
+
+            def full(*args, **kwargs):
+                raise no_space(os.path.join(run.path, failing))
+
+            if failing == "vocab.txt":
+                monkeypatch.setattr(files.shutil, "copyfile", full)
+            elif failing == "identity.json":
+                monkeypatch.setattr(run_dir, "write_json", full)
+            else:
+                monkeypatch.setattr(type(config), "save_json", full)
+        with pytest.raises(OSError) as stopped:
+            write_run_files(run, config, str(vocab))
+        assert stopped.value.errno == errno.ENOSPC
+        assert os.listdir(run.path) == []
+        monkeypatch.undo()
+        if filler:
+            os.remove(filler)
+        write_run_files(run, config, str(vocab))
+        assert sorted(os.listdir(run.path)) == ["config.json", "identity.json", "vocab.txt"]
