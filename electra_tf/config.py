@@ -565,6 +565,10 @@ class PretrainingConfig:
                 json.dump(self.to_dict(), f, indent=2, sort_keys=True)
                 f.write("\n")
             os.replace(tmp, path)
+        except OSError as error:
+            if error.filename is None:  # a failed write names no file: name the one written
+                error.filename = tmp
+            raise
         finally:
             if os.path.exists(tmp):
                 os.remove(tmp)

@@ -751,9 +751,9 @@ def test_a_full_disk_stops_with_one_line_and_leaves_no_temporary_files(
         patch.setattr("electra_tf.config.json.dump", full_disk_dump)
         with pytest.raises(
             RunError,
-            match=rf"^Could not write {run_dir}/config\.json\.tmp: No "
-            "space left on device. The checkpoints saved so far "
-            "are intact",
+            match=rf"^Could not write {run_dir}/config\.json\.tmp: No space left on device "
+            rf"\(the disk holding {run_dir} is full\)\. Nothing half-written was left and the "
+            "checkpoints saved so far are intact",
         ):
             run_pretraining(
                 tiny(num_train_steps=6, save_checkpoints_steps=2),

@@ -513,6 +513,9 @@ def test_write_run_files_leaves_nothing_on_a_full_disk(tmp_path, monkeypatch, fa
         with pytest.raises(OSError) as stopped:
             write_run_files(run, config, str(vocab))
         assert stopped.value.errno == errno.ENOSPC
+        # The file being written is named (shutil names the source of a copy, a
+        # failed close no file at all).
+        assert os.path.dirname(stopped.value.filename) == run.path, stopped.value.filename
         assert os.listdir(run.path) == []
         monkeypatch.undo()
         if filler:

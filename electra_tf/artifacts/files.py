@@ -104,9 +104,19 @@ def read_json(path: str):
 
 
 def copy_file(source: str, target: str) -> None:
-    """Copies `source` to `target`, atomically."""
+    """Copies `source` to `target`, atomically.
+
+    Raises:
+        OSError: reading or writing failed; a failed write (a full disk)
+            names `target`, where `shutil` names `source`.
+    """
     try:
-        shutil.copyfile(source, target + ".tmp")
+        try:
+            shutil.copyfile(source, target + ".tmp")
+        except OSError as error:
+            if error.errno in NO_ROOM:
+                raise OSError(error.errno, error.strerror, target) from None
+            raise
         os.replace(target + ".tmp", target)
     finally:
         if os.path.exists(target + ".tmp"):
