@@ -31,8 +31,17 @@ def _run_reader(code: str) -> tuple[list[str], int]:
         """
     )
     env = dict(os.environ, PYTHONPATH=REPOSITORY, CUDA_VISIBLE_DEVICES="")
+    # A process's peak (ru_maxrss) starts at the resident size of the process it
+    # was forked from: the reader is started from a small Python, not from pytest.
+    starter = (
+        "import subprocess, sys; sys.exit(subprocess.call([sys.executable, '-c', sys.argv[1]]))"
+    )
     done = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120
+        [sys.executable, "-c", starter, script],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     lines = done.stdout.strip().splitlines()

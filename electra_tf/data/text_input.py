@@ -303,10 +303,11 @@ def _iter_lines(
 
 def _bounded(lines: list[str], path: str, data_offset: int, data: bytes, limit: int):
     """The stripped `lines` decoded from `data` (at `data_offset`), none longer than `limit`."""
-    for k, line in enumerate(lines):
-        if len(line) > limit:
-            start = data_offset + sum(len(raw) + 1 for raw in data.split(b"\n", k)[:k])
-            raise _line_too_long(path, start, limit)
+    if lines and max(map(len, lines)) > limit:
+        k = next(k for k, line in enumerate(lines) if len(line) > limit)
+        start = data_offset + sum(len(raw) + 1 for raw in data.split(b"\n", k)[:k])
+        raise _line_too_long(path, start, limit)
+    for line in lines:
         yield line.strip()
 
 
