@@ -25,6 +25,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import typing
 from typing import Any, Optional
 
 MODEL_SIZES = ("tiny", "small", "base", "large")
@@ -541,14 +542,20 @@ class PretrainingConfig:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "PretrainingConfig":
+        """The configuration `to_dict` wrote (fields added since keep their defaults).
+
+        Raises:
+            ConfigError: not an object, no `model` object, an unknown key, or
+                a value of another type than its field's (`"hidden_size": "big"`).
+        """
+        if not isinstance(data, dict) or not isinstance(data.get("model"), dict):
+            raise ConfigError('no "model" object holding the architecture')
         data = dict(data)
         data.pop("resolved", None)
-        model = ModelConfig(**data.pop("model", {}))
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = set(data) - known
-        if unknown:
-            raise ConfigError(f"Unknown configuration keys: {sorted(unknown)}")
-        return cls(model=model, **data)
+        model = data.pop("model")
+        _check_types(ModelConfig, model, "model.")
+        _check_types(cls, data, "")
+        return cls(model=ModelConfig(**model), **data)
 
     def save_json(self, path: str) -> None:
         """Writes the config atomically (a failed write leaves the previous file, no temporary)."""
@@ -558,6 +565,10 @@ class PretrainingConfig:
                 json.dump(self.to_dict(), f, indent=2, sort_keys=True)
                 f.write("\n")
             os.replace(tmp, path)
+        except OSError as error:
+            if error.filename is None:  # a failed write names no file: name the one written
+                error.filename = tmp
+            raise
         finally:
             if os.path.exists(tmp):
                 os.remove(tmp)
@@ -632,6 +643,26 @@ def _flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
         else:
             out[f"{prefix}{k}"] = v
     return out
+
+
+# What a JSON value of each field type may be (an integer is a valid float).
+_JSON_TYPES = {int: (int,), float: (int, float), bool: (bool,), str: (str,)}
+
+
+def _check_types(cls, data: dict[str, Any], prefix: str) -> None:
+    """Every key of `data` is a field of dataclass `cls` and every value of its field's type."""
+    hints = typing.get_type_hints(cls)
+    unknown = sorted(set(data) - set(hints))
+    if unknown:
+        raise ConfigError(f"Unknown configuration keys: {[prefix + k for k in unknown]}")
+    for key, value in data.items():
+        args = typing.get_args(hints[key])
+        kind = next((a for a in args if a is not type(None)), hints[key])
+        allowed = _JSON_TYPES.get(kind)
+        if allowed is None or (value is None and type(None) in args):
+            continue
+        if not isinstance(value, allowed) or (isinstance(value, bool) and kind is not bool):
+            raise ConfigError(f"{prefix}{key}={value!r} is not {kind.__name__}")
 
 
 def _positive(obj: Any, *names: str) -> None:

@@ -17,11 +17,18 @@ the signatures below and names the Keras versions they were checked on
   `update_step` turns off Keras' separate decay pass
   (`Optimizer._apply_weight_decay`); `variable_index` and
   `uses_weight_decay` read the optimizer's per-variable bookkeeping.
+* `weights_h5`: `save_weights` writes only to a path, and HDF5 that meets a
+  full disk leaves its file open and may crash the process when it is
+  collected; the same file is built in memory (Keras' own `H5IOStore` and
+  `_save_state`, as `save_weights` calls them) for the caller to write.
 """
 
 from __future__ import annotations
 
+import io
+
 import keras
+from keras.src.saving import saving_lib
 
 # Keras releases (major.minor) on which the private names below were checked.
 CHECKED_KERAS_VERSIONS = ("3.15",)
@@ -33,6 +40,12 @@ PRIVATE_API = (
     (keras.optimizers.Optimizer, "_apply_weight_decay", ("variables",)),
     (keras.optimizers.Optimizer, "_get_variable_index", ("variable",)),
     (keras.optimizers.Optimizer, "_use_weight_decay", ("variable",)),
+    # A function of the module: its first parameter is the object saved.
+    (
+        saving_lib,
+        "_save_state",
+        ("weights_store", "assets_store", "inner_path", "visited_saveables"),
+    ),
 )
 
 
@@ -77,3 +90,14 @@ def variable_index(optimizer: keras.optimizers.Optimizer, variable) -> int:
 def uses_weight_decay(optimizer: keras.optimizers.Optimizer, variable) -> bool:
     """Whether `variable` is decayed (not excluded by `exclude_from_weight_decay`)."""
     return optimizer._use_weight_decay(variable)
+
+
+def weights_h5(model: keras.Model) -> io.BytesIO:
+    """The bytes `model.save_weights("x.weights.h5")` would write, in memory."""
+    buffer = io.BytesIO()
+    store = saving_lib.H5IOStore(buffer, mode="w")
+    saving_lib._save_state(
+        model, weights_store=store, assets_store=None, inner_path="", visited_saveables=set()
+    )
+    store.close()
+    return buffer

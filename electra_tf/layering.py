@@ -28,6 +28,7 @@ LAYERS = (
         "electra_tf.errors",
         "electra_tf.layering",
         "electra_tf.fileio",
+        "electra_tf.bounded_lines",
         "electra_tf.vocab_learning",
         "electra_tf.finiteness",
         "electra_tf.keras_compat",

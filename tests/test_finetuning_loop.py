@@ -700,3 +700,62 @@ def test_a_trial_stopped_by_nan_reports_no_score(pretrained, tmp_path, poison, b
     assert not os.path.exists(trial / "checkpoints") or not os.listdir(trial / "checkpoints")
     recorded = json.load(open(trial / "history.json")) if (trial / "history.json").exists() else []
     assert all(entry["step"] < bad_step for entry in recorded)
+
+
+@pytest.mark.slow  # two trials, about 10 s
+def test_a_full_disk_while_saving_a_trial_stops_in_one_line_and_the_rerun_saves_it(
+    pretrained, tmp_path, monkeypatch
+):
+    """The trained model cannot be written (a real full tmpfs where mounting is allowed):
+    one line, no weights file or temporary left, and the re-run saves the checkpoint's
+    weights without training again, every tensor equal to an uninterrupted run's."""
+    from disk_support import fill, no_space, small_disk
+
+    from electra_tf.training import finetuning_loop
+
+    def settings(directory):
+        return FinetuneSettings(
+            output_dir=str(directory),
+            train_batch_size=4,
+            learning_rate=3e-3,
+            num_train_epochs=1,
+            log_every_steps=100,
+        )
+
+    straight = tmp_path / "straight"
+    run_trials(_toy_task(8), pretrained, settings(straight), print_fn=lambda _: None)
+    disk = tmp_path / "disk"
+    with small_disk(disk) as mounted:
+        save = finetuning_loop.save_finetuned
+
+        def save_on_a_full_disk(model, directory, *args):
+            if not mounted:
+                raise no_space(os.path.join(directory, "model.weights.h5.tmp"))
+            fill(str(disk))
+            return save(model, directory, *args)
+
+        out = disk / "out"
+        with monkeypatch.context() as patch:
+            patch.setattr(finetuning_loop, "save_finetuned", save_on_a_full_disk)
+            with pytest.raises(RunError) as stopped:
+                run_trials(_toy_task(8), pretrained, settings(out), print_fn=lambda _: None)
+        assert str(stopped.value) == (
+            f"Could not write {out}/trial_0/model.weights.h5.tmp: No space left on device. "
+            "Trial 0's checkpoints are intact (nothing half-written was left); free some "
+            "space and re-run the same command to resume it."
+        )
+        assert not [f for f in os.listdir(out / "trial_0") if f.startswith("model.")]
+        assert not (out / "results.json").exists()
+        if mounted:
+            os.remove(disk / "filler")
+        lines = []
+        resumed = run_trials(_toy_task(8), pretrained, settings(out), print_fn=lines.append)
+        assert any(line.startswith("Resumed from ") and "(step 2)" in line for line in lines)
+        a, _ = load_finetuned(str(straight / "trial_0"))
+        b, _ = load_finetuned(str(out / "trial_0"))
+        differ = [x.path for x, y in zip(a.weights, b.weights) if not np.array_equal(x, y)]
+        assert differ == [] and len(a.weights) == len(b.weights)
+        assert (
+            resumed["trials"][0]["dev"]
+            == json.load(open(straight / "results.json"))["trials"][0]["dev"]
+        )

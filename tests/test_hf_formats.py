@@ -679,3 +679,29 @@ def test_h5_datasets_that_are_not_plain_weights_are_refused(tmp_path):
         f.create_group("layers")
     with pytest.raises(tf_h5.TFWeightsError, match="no `layer_names` attribute"):
         tf_h5.read_tf_weights(str(tmp_path / "keras3.h5"))
+
+
+@pytest.mark.parametrize("heads", [2.5, 0, "4", True])
+def test_import_hf_refuses_a_head_count_that_is_not_a_positive_integer(tmp_path, capsys, heads):
+    directory = _copy_model(tmp_path, "zip")
+    config = json.loads((directory / "config.json").read_text())
+    config["num_attention_heads"] = heads
+    (directory / "config.json").write_text(json.dumps(config))
+    assert convert(["import-hf", str(directory), str(tmp_path / "run")]) == 2
+    assert capsys.readouterr().err == (
+        f"error: {directory}: config.json: num_attention_heads={heads!r} must be a positive "
+        "integer; put back the model's own config.json.\n"
+    )
+    assert not (tmp_path / "run").exists()
+
+
+def test_import_hf_names_a_config_json_that_is_not_json(tmp_path, capsys):
+    directory = _copy_model(tmp_path, "zip")
+    (directory / "config.json").write_text('{"model_type": "electra",\n "hidden_size": 32,,}')
+    assert convert(["import-hf", str(directory), str(tmp_path / "run")]) == 2
+    assert capsys.readouterr().err == (
+        f"error: {directory}/config.json is not valid JSON (Expecting property name enclosed "
+        "in double quotes: line 2 column 20 (char 45)); download the model's config.json "
+        "again.\n"
+    )
+    assert not (tmp_path / "run").exists()

@@ -469,3 +469,55 @@ def test_a_shard_damaged_in_place_stops_the_run_and_the_rebuilt_run_ends_as_a_st
     a, b = final("straight"), final("stopped")
     assert a.keys() == b.keys()
     assert [key for key in a if not np.allclose(b[key], a[key], rtol=1e-5, atol=1e-7)] == []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("free", [4096, 8192, 16384])
+def test_a_full_disk_at_the_start_names_the_file_and_its_disk_and_leaves_no_vocabulary(
+    tmp_path, free
+):
+    """Whichever first write finds no room (vocab.txt, identity.json, TensorBoard's events)."""
+    from disk_support import fill, small_disk
+
+    words = "the cat sat on a mat and the dog ran to the park".split()
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n\n".join(" ".join(words[i:] + words[:i]) for i in range(8)) + "\n")
+    tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *sorted(set(words))]
+    vocab, other_vocab = tmp_path / "vocab.txt", tmp_path / "other.txt"
+    vocab.write_text("\n".join(tokens) + "\n")
+    other_vocab.write_text("\n".join(tokens + ["cats"]) + "\n")
+    common = [
+        f"--corpus={corpus}",
+        f"--data_dir={tmp_path}/data",
+        *TINY_MODEL,
+        "--max_seq_length=16",
+        "--train_batch_size=4",
+        "--num_train_steps=2",
+        "--num_warmup_steps=1",
+    ]
+    disk = tmp_path / "disk"
+    with small_disk(disk, "16m") as mounted:
+        if not mounted:
+            pytest.skip("needs a tmpfs (root); test_write_run_files_leaves_nothing_on_a_full_disk")
+        filler = fill(disk, free)
+        run = disk / "run"
+        result = run_cli(*common, f"--vocab_file={vocab}", f"--output_dir={run}")
+        output = (result.stdout + result.stderr).splitlines()
+        assert result.returncode == 2, output
+        (line,) = [line for line in output if line.startswith("pretrain.py: error:")]
+        written = re.escape(str(run))
+        assert re.fullmatch(
+            rf"pretrain\.py: error: Could not write {written}/[\w.]+: "
+            rf"No space left on device \(the disk holding {written} is full\)\. Nothing "
+            r"half-written was left and the checkpoints saved so far are intact; free some "
+            r"space there and re-run the same command to resume\.",
+            line,
+        ), line
+        assert not any("Traceback" in line for line in output), output
+        left = os.listdir(run) if os.path.exists(run) else []
+        assert not {"vocab.txt", "identity.json", "config.json"} & set(left), left
+        # A later run with another vocabulary starts afresh: nothing of the failed one binds it.
+        os.remove(filler)
+        result = run_cli(*common, f"--vocab_file={other_vocab}", f"--output_dir={run}")
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert (run / "vocab.txt").read_text() == other_vocab.read_text()

@@ -751,9 +751,9 @@ def test_a_full_disk_stops_with_one_line_and_leaves_no_temporary_files(
         patch.setattr("electra_tf.config.json.dump", full_disk_dump)
         with pytest.raises(
             RunError,
-            match=rf"^Could not write {run_dir}/config\.json\.tmp: No "
-            "space left on device. The checkpoints saved so far "
-            "are intact",
+            match=rf"^Could not write {run_dir}/config\.json\.tmp: No space left on device "
+            rf"\(the disk holding {run_dir} is full\)\. Nothing half-written was left and the "
+            "checkpoints saved so far are intact",
         ):
             run_pretraining(
                 tiny(num_train_steps=6, save_checkpoints_steps=2),
@@ -1166,3 +1166,63 @@ def test_a_full_disk_while_exporting_is_one_line_and_the_next_run_exports(
         line.startswith("step ") for line in lines
     )
     assert (run_dir / "export" / "discriminator_savedmodel" / "saved_model.pb").exists()
+
+
+@pytest.mark.slow  # two tiny runs, about 10 s
+def test_a_shard_damaged_before_the_start_stops_in_one_line_and_the_rerun_is_exact(
+    corpus, tmp_path
+):
+    """Damage kept from the modification time is found by the rarity baseline's count,
+    before the first step: one line naming the shard, nothing saved; rebuilt, the run
+    ends with every tensor of a run never stopped."""
+    vocab, shard_dir, tokenizer = corpus
+    config = tiny(num_train_steps=2, save_checkpoints_steps=2, num_eval_examples=8)
+    quiet = dict(export=False, print_fn=lambda _: None)
+    straight_dir, stopped_dir = str(tmp_path / "straight"), str(tmp_path / "stopped")
+    run_pretraining(
+        config,
+        straight_dir,
+        shard_dir,
+        vocab,
+        tokenizer.special_ids,
+        eval_shard_dir=shard_dir,
+        **quiet,
+    )
+    shards = str(tmp_path / "shards")
+    shutil.copytree(shard_dir, shards)
+    first = os.path.join(shards, sorted(p for p in os.listdir(shards) if "-of-" in p)[0])
+    _damage_keeping_mtime(first, 100)
+    with pytest.raises(RunError) as stopped:
+        run_pretraining(
+            config,
+            stopped_dir,
+            shards,
+            vocab,
+            tokenizer.special_ids,
+            eval_shard_dir=shards,
+            **quiet,
+        )
+    message = str(stopped.value)
+    assert re.match(
+        rf"^Shard {first} is corrupt \(.+\); training stopped before step 1, nothing was "
+        r"saved\. Delete that file and re-run the same command: the shard is rebuilt and "
+        r"training resumes \(with --shard_dir, rebuild the shards where they were built\)\.$",
+        message,
+    ), message
+    assert tf.train.latest_checkpoint(os.path.join(stopped_dir, "checkpoints")) is None
+    shutil.rmtree(shards)
+    shutil.copytree(shard_dir, shards)
+    second = run_pretraining(
+        config,
+        stopped_dir,
+        shards,
+        vocab,
+        tokenizer.special_ids,
+        eval_shard_dir=shards,
+        **quiet,
+    )
+    assert second.finished and second.steps_done == 2
+    _, straight = _checkpoint_values(straight_dir)
+    _, resumed = _checkpoint_values(stopped_dir)
+    assert straight.keys() == resumed.keys()
+    assert [name for name in straight if not np.array_equal(straight[name], resumed[name])] == []

@@ -384,6 +384,35 @@ def test_a_config_json_that_is_not_json_is_named_in_one_line(work):
     assert "(Unterminated string starting at: line " in message and "\n" not in message
 
 
+@pytest.mark.parametrize(
+    "edit, problem",
+    [
+        (lambda c: c["model"].update(hidden_size="big"), "model.hidden_size='big' is not int"),
+        (lambda c: c.update(learning_rate=[1]), "learning_rate=[1] is not float"),
+        (lambda c: c.update(do_lower_case=1), "do_lower_case=1 is not bool"),
+        (lambda c: c.pop("model"), 'no "model" object holding the architecture'),
+    ],
+    ids=["string for int", "list for float", "int for bool", "no model"],
+)
+def test_a_config_json_of_wrong_types_is_named_and_never_compared(work, edit, problem):
+    """A value of another type, or the `model` object gone, is named; no false differences."""
+    first = planned(request(work, vocab_file=str(work / "vocab.txt")))
+    run = RunDir(first.run_dir)
+    write_run_files(run, first.config, first.vocab_file)
+    config = json.load(open(run.config_file))
+    edit(config)
+    with open(run.config_file, "w") as f:
+        json.dump(config, f)
+    with pytest.raises(RunError) as refused:
+        planned(request(work))
+    assert str(refused.value) == (
+        f"{run.config_file} is not a run's configuration ({problem}). It is the record of "
+        f"what the checkpoints hold: put back a good copy (the export holds one, "
+        f"{run.path}/export/config.json, once the run has exported), or choose another "
+        "--output_dir."
+    )
+
+
 def test_a_run_directory_in_use_is_refused_before_any_data_is_built(work):
     from electra_tf.artifacts.run_lock import RunLock, RunLocked
     from electra_tf.training.pretraining_run import run
@@ -440,3 +469,56 @@ def test_a_learned_vocabulary_records_its_flags_and_a_resume_that_asks_for_other
         f"--vocab_unused=2 but {run.path} learned its vocabulary with --vocab_unused=0 "
         f"({run.identity_file}); drop the flag to resume, or choose another --output_dir."
     )
+
+
+@pytest.mark.parametrize(
+    "failing", ["4 KB free", "8 KB free", "vocab.txt", "identity.json", "config.json"]
+)
+def test_write_run_files_leaves_nothing_on_a_full_disk(tmp_path, monkeypatch, failing):
+    """Whichever of the run's first files finds no room, none is left to bind a later run.
+
+    On a real tmpfs (where mounting is allowed) with 4 or 8 KB free, else by
+    making the write of each file raise ENOSPC.
+    """
+    import errno
+
+    from disk_support import fill, no_space, small_disk
+
+    from electra_tf.artifacts import files, run_dir
+    from electra_tf.config import preset
+
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "b"]) + "\n")
+    config = preset("tiny", max_seq_length=16)
+    disk = tmp_path / "disk"
+    run = RunDir(str(disk / "run"))
+    with small_disk(disk, "1m") as mounted:
+        os.makedirs(run.path)
+        filler = None
+        if failing.endswith("free"):
+            if not mounted:
+                pytest.skip("no tmpfs here; the other cases make each write fail")
+            filler = fill(disk, int(failing.split()[0]) * 1024)
+        else:
+
+            def full(*args, **kwargs):
+                raise no_space(os.path.join(run.path, failing))
+
+            if failing == "vocab.txt":
+                monkeypatch.setattr(files.shutil, "copyfile", full)
+            elif failing == "identity.json":
+                monkeypatch.setattr(run_dir, "write_json", full)
+            else:
+                monkeypatch.setattr(type(config), "save_json", full)
+        with pytest.raises(OSError) as stopped:
+            write_run_files(run, config, str(vocab))
+        assert stopped.value.errno == errno.ENOSPC
+        # The file being written is named (shutil names the source of a copy, a
+        # failed close no file at all).
+        assert os.path.dirname(stopped.value.filename) == run.path, stopped.value.filename
+        assert os.listdir(run.path) == []
+        monkeypatch.undo()
+        if filler:
+            os.remove(filler)
+        write_run_files(run, config, str(vocab))
+        assert sorted(os.listdir(run.path)) == ["config.json", "identity.json", "vocab.txt"]

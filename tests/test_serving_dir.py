@@ -67,3 +67,40 @@ def test_half_written_version_is_invisible_and_cleaned_up(tmp_path):
     assert len(staging) == 1 and staging[0].startswith(STAGING_PREFIX)
     assert sorted(os.listdir(base)) == ["1"]  # nothing left behind, version 1 intact
     assert next_version(base) == 2
+
+
+@pytest.mark.parametrize("writer", ["savedmodel", "python"])
+def test_an_export_on_a_full_disk_stops_in_one_line_and_leaves_nothing(tmp_path, writer):
+    """TensorFlow's SavedModel writer (ResourceExhaustedError) and Python's (OSError) on a
+    4 MB tmpfs (or, without one, a write that raises ENOSPC): one line, no staging left,
+    the earlier version intact; with room the same call publishes the next version."""
+    import tensorflow as tf
+    from disk_support import no_space, small_disk
+
+    disk = tmp_path / "disk"
+    with small_disk(disk, "4m") as mounted:
+        base = str(disk / "model")
+        assert publish_version(base, lambda staging: None) == os.path.join(base, "1")
+        size = [8 << 20]
+
+        def write(staging):
+            if not mounted and size[0] > 1 << 20:
+                raise no_space(os.path.join(staging, "variables"))
+            if writer == "savedmodel":
+                module = tf.Module()
+                module.v = tf.Variable(tf.zeros([size[0] // 4]))
+                tf.saved_model.save(module, staging)
+            else:
+                with open(os.path.join(staging, "weights.bin"), "wb") as f:
+                    f.write(b"\0" * size[0])
+
+        with pytest.raises(ExportLayoutError) as refused:
+            publish_version(base, write)
+        assert str(refused.value) == (
+            f"Could not write the export in {base}: No space left on device. Nothing of it "
+            "was left and earlier versions are intact; free some space and re-run the same "
+            "command."
+        )
+        assert sorted(os.listdir(base)) == ["1"]
+        size[0] = 1 << 16
+        assert publish_version(base, write) == os.path.join(base, "2")

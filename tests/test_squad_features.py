@@ -247,6 +247,28 @@ def test_read_squad_json_skips_mismatched_answers_and_counts_them(tmp_path):
     assert len(evaluation) == 2 and evaluation.skipped == 0
 
 
+@pytest.mark.parametrize("start", [99, -1])
+def test_a_dev_answer_start_outside_its_context_is_refused_by_name(tmp_path, start):
+    """Training skips and names such an answer; a dev file stops, naming it, in one line."""
+    context = "KorQuAD는 한국어 데이터셋이다."
+    qas = [
+        {"id": "ok", "question": "무엇?", "answers": [{"text": "한국어", "answer_start": 9}]},
+        {"id": "far", "question": "무엇?", "answers": [{"text": "한국어", "answer_start": start}]},
+    ]
+    document = {"version": "1.0", "data": [{"paragraphs": [{"context": context, "qas": qas}]}]}
+    path = _write(tmp_path / "dev.json", document)
+    warnings = []
+    train = squad_data.read_squad_json(path, "1.1", is_training=True, warn=warnings.append)
+    assert train.skipped == 1 and "id far" in warnings[0]
+    with pytest.raises(squad_data.SquadDataError) as refused:
+        squad_data.read_squad_json(path, "1.1", is_training=False)
+    assert str(refused.value) == (
+        f"{path}: data[0].paragraphs[0].qas[1].answers[0] (id far): answer_start={start} lies "
+        "outside its context of 20 characters; answer_start counts characters into the "
+        "context: fix that offset."
+    )
+
+
 def test_lone_surrogates_are_replaced_one_for_one(tmp_path, uncased):
     # A JSON escape of half an emoji: not encodable as UTF-8, so the reader
     # swaps it for U+FFFD without moving the answer.

@@ -267,6 +267,18 @@ def test_layout_detection(tmp_path):
     )
 
 
+def test_a_tagless_line_of_a_sentence_per_line_file_is_named_by_its_own_number(tmp_path):
+    """KoELECTRA's layout with line 34 missing its tags: line 34 is named, not line 1."""
+    lines = ["지미 카터는 왔다\tPER-B PER-I O"] * 40
+    lines[33] = "지미 카터는 왔다"
+    train = _write(tmp_path / "train.tsv", "\n".join(lines) + "\n")
+    assert layouts.detect_layout(train) == layouts.SENTENCE_PER_LINE
+    _refusal(
+        lambda: load_tagging_files("ner", train),
+        "train.tsv, line 34: 1 tab-separated field(s); expected sentence_per_line",
+    )
+
+
 def test_dev_tag_error_names_the_sentence_line(tmp_path):
     train = _write(tmp_path / "train.tsv", "a b\tPER-B O\n")
     dev = _write(tmp_path / "dev.tsv", "a\tO\nb c\tO B-PER\n")

@@ -12,11 +12,16 @@ is not finite is written as the string "nan", "inf" or "-inf" (`json_safe`;
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import math
 import os
+import re
 import shutil
-from typing import Any
+from typing import Any, Optional
+
+# errno values of a write that failed for lack of room.
+NO_ROOM = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
 
 
 class Within:
@@ -36,14 +41,32 @@ class Within:
         return os.path.join(layout.path, *self.parts)
 
 
+def no_room(error: BaseException) -> Optional[str]:
+    """What a write that failed for lack of room says ("No space left on device"); else None.
+
+    Python's writes raise OSError (ENOSPC, EDQUOT, EFBIG); TensorFlow's raise
+    ResourceExhaustedError, whose message ends with the system's reason.
+    """
+    if isinstance(error, OSError):
+        return error.strerror if error.errno in NO_ROOM else None
+    if type(error).__name__ == "ResourceExhaustedError":  # tf.errors, not imported here
+        reason = str(getattr(error, "message", error)).strip().splitlines()[0].split("; ")[-1]
+        return re.sub(r"\s*\[Op:\w+\]$", "", reason)  # eager ops append their name
+    return None
+
+
 @contextlib.contextmanager
-def atomic_open(path: str):
-    """Opens `path + ".tmp"` for writing text; renames it to `path` once closed without error."""
+def atomic_open(path: str, mode: str = "w"):
+    """Opens `path + ".tmp"` for writing (text, or bytes with mode "wb"); renames it to `path` once closed without error."""
     tmp = path + ".tmp"
     try:
-        with open(tmp, "w", encoding="utf-8") as f:
+        with open(tmp, mode, encoding=None if "b" in mode else "utf-8") as f:
             yield f
         os.replace(tmp, path)
+    except OSError as error:
+        if error.filename is None:  # a failed write names no file: name the one written
+            error.filename = tmp
+        raise
     finally:
         if os.path.exists(tmp):
             os.remove(tmp)
@@ -81,9 +104,19 @@ def read_json(path: str):
 
 
 def copy_file(source: str, target: str) -> None:
-    """Copies `source` to `target`, atomically."""
+    """Copies `source` to `target`, atomically.
+
+    Raises:
+        OSError: reading or writing failed; a failed write (a full disk)
+            names `target`, where `shutil` names `source`.
+    """
     try:
-        shutil.copyfile(source, target + ".tmp")
+        try:
+            shutil.copyfile(source, target + ".tmp")
+        except OSError as error:
+            if error.errno in NO_ROOM:
+                raise OSError(error.errno, error.strerror, target) from None
+            raise
         os.replace(target + ".tmp", target)
     finally:
         if os.path.exists(target + ".tmp"):

@@ -115,15 +115,26 @@ def write_run_files(
     The caller has checked that `vocab_file` is the run's vocabulary
     (`read_identity`): a missing vocab.txt is restored from it. config.json
     comes last, so that a run directory with one has the other two.
-    `vocab_learned_with` is `RunIdentity.learned_with`.
+    `vocab_learned_with` is `RunIdentity.learned_with`. When a write fails
+    (a full disk), the files this call wrote are removed again: a vocab.txt
+    without the rest would stand for a run that never started, and a later
+    run with another vocabulary would be refused for it.
     """
     os.makedirs(run.path, exist_ok=True)
-    if not os.path.exists(run.vocab_file):
-        copy_file(vocab_file, run.vocab_file)
-    if not os.path.exists(run.identity_file):
-        identity = RunIdentity.of(config, run.vocab_file, vocab_learned_with)
-        write_json(run.identity_file, dataclasses.asdict(identity))
-    config.save_json(run.config_file)
+    written = []
+    try:
+        if not os.path.exists(run.vocab_file):
+            copy_file(vocab_file, run.vocab_file)
+            written.append(run.vocab_file)
+        if not os.path.exists(run.identity_file):
+            identity = RunIdentity.of(config, run.vocab_file, vocab_learned_with)
+            write_json(run.identity_file, dataclasses.asdict(identity))
+            written.append(run.identity_file)
+        config.save_json(run.config_file)
+    except BaseException:
+        for path in written:
+            os.remove(path)
+        raise
 
 
 def read_identity(run: RunDir) -> Optional[RunIdentity]:

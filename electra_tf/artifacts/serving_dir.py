@@ -33,7 +33,7 @@ import shutil
 import tempfile
 from typing import Callable, Optional
 
-from electra_tf.artifacts.files import Within, read_json
+from electra_tf.artifacts.files import Within, no_room, read_json
 from electra_tf.artifacts.run_dir import VOCAB_FILE
 
 STAGING_PREFIX = ".staging-"
@@ -164,7 +164,17 @@ def publish_version(
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(staging, 0o777 & ~umask)
-        write(staging)
+        try:
+            write(staging)
+        except Exception as error:
+            cause = no_room(error)
+            if cause is None:
+                raise
+            raise ExportLayoutError(
+                f"Could not write the export in {model_base}: {cause}. Nothing of it was "
+                "left and earlier versions are intact; free some space and re-run the same "
+                "command."
+            ) from None
         while True:
             number = version if version is not None else next_version(model_base)
             target = os.path.join(model_base, str(number))

@@ -174,7 +174,13 @@ def main(argv):
     if results["median"]:
         _say(task.format_results(results))
     _say(f"Results: {FinetuningDir(output_dir).results_file}")
-    _export_best_trial(output_dir, task.name)
+    from electra_tf.artifacts.serving_dir import ExportLayoutError
+    from electra_tf.serving.exporter import ExportError
+
+    try:
+        _export_best_trial(output_dir, task.name)
+    except (ExportError, ExportLayoutError) as error:
+        raise app.UsageError(str(error))
 
 
 def run() -> None:

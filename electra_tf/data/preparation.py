@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Sequence
 
 from electra_tf import fileio, tokenization, vocab_learning
+from electra_tf.bounded_lines import MAX_LINE_CHARS
 from electra_tf.config import DEFAULT_NORMALIZATION
 from electra_tf.data.corpus_digest import DIGEST_CACHE_FILE, corpus_digests, source_identity
 from electra_tf.data.shard_build import write_shards
@@ -93,6 +94,7 @@ class ShardBuilds:
         invalid_utf8: "error" or "replace" (see `write_shards`).
         digest_cache: the cache of the text files' SHA-256.
         progress: called with each status line.
+        max_line_chars: the longest text line read (see `write_shards`).
     """
 
     tokenizer: tokenization.WordPieceTokenizer
@@ -101,6 +103,7 @@ class ShardBuilds:
     invalid_utf8: str = "error"
     digest_cache: Optional[str] = None
     progress: Callable[[str], None] = print
+    max_line_chars: int = MAX_LINE_CHARS
 
     def build(self, files, directory, text_range, what: str, count: Optional[int]) -> dict:
         """Builds (or finds finished) the shards of a range of `files` in `directory`.
@@ -133,6 +136,7 @@ class ShardBuilds:
                 text_range=text_range,
                 digest_cache=self.digest_cache,
                 progress=say,
+                max_line_chars=self.max_line_chars,
             )
         except ShardError as error:
             raise PreparationError(what, error) from error
@@ -249,6 +253,7 @@ def learned_vocab(
     config,
     options: vocab_learning.VocabOptions,
     progress: Callable[[str], None],
+    max_line_chars: int = MAX_LINE_CHARS,
 ) -> str:
     """The vocabulary learned from the corpus with `options` (cached in `data_dir`, where
     its temporary words file is written while it is learned).
@@ -273,7 +278,12 @@ def learned_vocab(
         return vocab_file
     progress(f"Learning a {size}-token WordPiece vocabulary from the corpus...")
     tokens, stats = vocab_learning.learn_vocab(
-        list(corpus), options, **settings, work_dir=data_dir, progress=progress
+        list(corpus),
+        options,
+        **settings,
+        work_dir=data_dir,
+        progress=progress,
+        max_line_chars=max_line_chars,
     )
     vocab_learning.write_vocab(tokens, vocab_file)
     progress(
@@ -299,6 +309,7 @@ def prepare_pretraining_data(
     check_config: Optional[Callable] = None,
     digest_cache: Optional[str] = None,
     progress: Optional[Callable[[str], None]] = None,
+    max_line_chars: int = MAX_LINE_CHARS,
 ) -> PreparedData:
     """Finds or builds a run's vocabulary and its training and held-out shards.
 
@@ -331,6 +342,9 @@ def prepare_pretraining_data(
             `corpus-digests.json` in `data_dir`.
         progress: called with each human-readable status line (also those
             of the shard builds, with their rate and ETA).
+        max_line_chars: the longest corpus line read, in characters; a
+            longer one stops the vocabulary or shard build naming its file
+            and line.
 
     Returns:
         The vocabulary, tokenizer, shard directories, shard paths and counts.
@@ -349,7 +363,12 @@ def prepare_pretraining_data(
     digest_cache = digest_cache or os.path.join(data_dir, DIGEST_CACHE_FILE)
     if vocab_file is None:
         vocab_file = learned_vocab(
-            corpus, data_dir, config, vocab_options or vocab_learning.VocabOptions(), say
+            corpus,
+            data_dir,
+            config,
+            vocab_options or vocab_learning.VocabOptions(),
+            say,
+            max_line_chars,
         )
     tokenizer = tokenization.WordPieceTokenizer(
         vocab_file, config.do_lower_case, config.resolved_strip_accents, config.normalization
@@ -368,7 +387,9 @@ def prepare_pretraining_data(
         data_dir, f"shards-{build_name}" + (f"-holdout{eval_fraction:g}" if eval_fraction else "")
     )
 
-    build = ShardBuilds(tokenizer, config, num_workers, invalid_utf8, digest_cache, say).build
+    build = ShardBuilds(
+        tokenizer, config, num_workers, invalid_utf8, digest_cache, say, max_line_chars
+    ).build
 
     def paths(directory, metadata) -> list[str]:
         return [os.path.join(directory, shard["path"]) for shard in metadata["shards"]]

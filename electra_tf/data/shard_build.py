@@ -29,6 +29,7 @@ from typing import Callable, Iterable, Optional, Sequence
 import numpy as np
 
 from electra_tf import fileio
+from electra_tf.bounded_lines import MAX_LINE_CHARS
 from electra_tf.config import DEFAULT_NORMALIZATION
 from electra_tf.data.corpus_digest import DIGEST_CACHE_FILE, corpus_digests, source_identity
 from electra_tf.data.shard_layout import (
@@ -134,6 +135,7 @@ def plan_build(
     text_range: tuple[float, float] = (0.0, 1.0),
     digest_cache: Optional[str] = None,
     progress: Optional[Callable[[str], None]] = None,
+    max_line_chars: int = MAX_LINE_CHARS,
 ) -> tuple[ShardPlan, WordPieceTokenizer]:
     """Checks the arguments and the output directory, and splits the work into shards.
 
@@ -249,6 +251,7 @@ def plan_build(
                 "single_segment_prob": float(single_segment_prob),
                 "short_seq_prob": float(short_seq_prob),
                 "invalid_utf8": invalid_utf8,
+                "max_line_chars": max_line_chars,
                 "fingerprint": build["fingerprint"],
                 "build": {k: v for k, v in build.items() if k != "tokenizer_config"},
             }
@@ -374,12 +377,17 @@ def write_shards(
             digest_cache: the JSON file caching the input files' SHA-256 (see
                 `electra_tf.data.corpus_digest`); default `corpus-digests.json`
                 in `output_dir`.
+            max_line_chars: the longest input line, in characters; a longer
+                one stops the build naming its file and line. Refusing, never
+                cutting, it leaves every shard built the same, so it is not
+                part of the build's fingerprint.
 
     Returns:
         The metadata dict also written to `output_dir/metadata.json`.
 
     Raises:
-        ShardError: missing or empty inputs, invalid UTF-8 under "error",
+        ShardError: missing or empty inputs, invalid UTF-8 under "error", a
+            line longer than `max_line_chars`,
             bad arguments, or `output_dir` holding another build's shards.
     """
     start_time = time.monotonic()

@@ -141,7 +141,9 @@ def build_shard(job: dict, tokenizer, tokenize: Callable) -> dict:
 
     try:
         with tf.io.TFRecordWriter(tmp_shard) as writer:
-            lines = iter_piece_lines(job["segments"], job["invalid_utf8"], stats)
+            lines = iter_piece_lines(
+                job["segments"], job["invalid_utf8"], stats, job["max_line_chars"]
+            )
             for ids in _tokenized_batches(lines, tokenize, TOKENIZE_BATCH_LINES):
                 example = builder.end_document() if ids is None else builder.add_sentence(ids)
                 if example is None:

@@ -31,6 +31,7 @@ from typing import Iterator, Optional, Sequence
 import numpy as np
 
 from electra_tf import fileio
+from electra_tf.bounded_lines import MAX_LINE_CHARS, line_too_long, utf8_chars
 from electra_tf.data.shard_layout import ShardError
 
 # Default shard size in raw text bytes, and the cap on the default count.
@@ -257,9 +258,26 @@ def plan_pieces(
 # Reading text.
 
 
-def _invalid_utf8_error(path: str, position: int, byte: int) -> ShardError:
+def _line_number(path: str, position: int) -> int:
+    """The 1-based number of the line holding byte `position` of `path` (read in blocks)."""
+    newlines = 0
     with fileio.open_file(path, "rb") as f:
-        line_no = f.read(position).count(b"\n") + 1
+        while position > 0:
+            block = f.read(min(READ_BLOCK_BYTES, position))
+            if not block:
+                break
+            newlines += block.count(b"\n")
+            position -= len(block)
+    return newlines + 1
+
+
+def _line_too_long(path: str, position: int, limit: int) -> ShardError:
+    where = f"input file {path!r}, line {_line_number(path, position)}"
+    return ShardError(line_too_long(where, limit, "--max_row_chars"))
+
+
+def _invalid_utf8_error(path: str, position: int, byte: int) -> ShardError:
+    line_no = _line_number(path, position)
     return ShardError(
         f"input file {path!r} is not valid UTF-8: byte 0x{byte:02x} at line {line_no} "
         f"(byte offset {position}). Fix the file, or pass invalid_utf8='replace' "
@@ -288,8 +306,14 @@ def _decode_block(data: bytes, path: str, data_offset: int, policy: str, stats: 
     return lines
 
 
-def _iter_lines(path: str, start: int, end: int, policy: str, stats: dict) -> Iterator[str]:
-    """Yields the stripped lines of `path[start:end]` (`start` is a line start)."""
+def _iter_lines(
+    path: str, start: int, end: int, policy: str, stats: dict, limit: int
+) -> Iterator[str]:
+    """Yields the stripped lines of `path[start:end]` (`start` is a line start).
+
+    A line longer than `limit` characters is refused as soon as that many
+    are read: memory holds at most a block and `4 * limit` bytes of one line.
+    """
     with fileio.open_file(path, "rb") as f:
         f.seek(start)
         position = start  # File offset of the next unread byte.
@@ -308,6 +332,8 @@ def _iter_lines(path: str, start: int, end: int, policy: str, stats: dict) -> It
                 nl = data.rfind(b"\n")
                 if nl == -1:
                     carry = data
+                    if len(carry) > limit and (len(carry) > 4 * limit or utf8_chars(carry) > limit):
+                        raise _line_too_long(path, data_offset, limit)
                     continue
                 data, carry = data[: nl + 1], data[nl + 1 :]
             else:
@@ -315,14 +341,26 @@ def _iter_lines(path: str, start: int, end: int, policy: str, stats: dict) -> It
             lines = _decode_block(data, path, data_offset, policy, stats)
             if data.endswith(b"\n"):
                 lines.pop()  # The split leaves an empty string after the last newline.
-            for line in lines:
-                yield line.strip()
+            yield from _bounded(lines, path, data_offset, data, limit)
         if carry:
-            for line in _decode_block(carry, path, position - len(carry), policy, stats):
-                yield line.strip()
+            carry_offset = position - len(carry)
+            lines = _decode_block(carry, path, carry_offset, policy, stats)
+            yield from _bounded(lines, path, carry_offset, carry, limit)
 
 
-def iter_piece_lines(segments, policy: str, stats: dict) -> Iterator[str]:
+def _bounded(lines: list[str], path: str, data_offset: int, data: bytes, limit: int):
+    """The stripped `lines` decoded from `data` (at `data_offset`), none longer than `limit`."""
+    if lines and max(map(len, lines)) > limit:
+        k = next(k for k, line in enumerate(lines) if len(line) > limit)
+        start = data_offset + sum(len(raw) + 1 for raw in data.split(b"\n", k)[:k])
+        raise _line_too_long(path, start, limit)
+    for line in lines:
+        yield line.strip()
+
+
+def iter_piece_lines(
+    segments, policy: str, stats: dict, max_line_chars: int = MAX_LINE_CHARS
+) -> Iterator[str]:
     """Yields a piece's stripped lines; "" ends a document (also at every file end).
 
     Args:
@@ -330,10 +368,12 @@ def iter_piece_lines(segments, policy: str, stats: dict) -> Iterator[str]:
         policy: invalid UTF-8 is an error ("error") or U+FFFD ("replace").
         stats: `{"replaced_lines": int, "first_replaced": str or None}`,
             updated in place under "replace".
+        max_line_chars: the longest line read, in characters (--max_row_chars).
 
     Raises:
-        ShardError: invalid UTF-8 under "error", naming file, line and byte offset.
+        ShardError: invalid UTF-8 under "error", naming file, line and byte
+            offset; a line longer than `max_line_chars`, naming file and line.
     """
     for path, start, end in segments:
-        yield from _iter_lines(path, start, end, policy, stats)
+        yield from _iter_lines(path, start, end, policy, stats, max_line_chars)
         yield ""

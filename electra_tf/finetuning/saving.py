@@ -15,9 +15,10 @@ from typing import Optional
 import keras
 
 from electra_tf.artifacts.export_dir import float32_copy
-from electra_tf.artifacts.files import copy_file
+from electra_tf.artifacts.files import atomic_open, copy_file
 from electra_tf.artifacts.finetuning_dir import SavedModelDir, load_saved_model, write_description
 from electra_tf.finetuning.kinds import kind_of
+from electra_tf.keras_compat import weights_h5
 
 
 def save_finetuned(
@@ -38,9 +39,10 @@ def save_finetuned(
     saved = SavedModelDir(directory)
     os.makedirs(directory, exist_ok=True)
     copy = float32_copy(model)
-    tmp = saved.weights_file + ".tmp.weights.h5"
-    copy.save_weights(tmp)
-    os.replace(tmp, saved.weights_file)
+    # Built in memory and written by Python: a full disk fails the write
+    # cleanly (OSError, no file left), which HDF5 writing to a file does not.
+    with atomic_open(saved.weights_file, "wb") as f:
+        f.write(weights_h5(copy).getbuffer())
     write_description(saved, keras.saving.serialize_keras_object(copy), info)
     if vocab_file is not None:
         copy_file(vocab_file, saved.vocab_file)

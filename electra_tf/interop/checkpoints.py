@@ -134,6 +134,11 @@ def detect_format(path: str) -> str:
         return "tf1"
     except tf1.CheckpointFormatError:
         pass
+    if os.path.isdir(path):
+        try:
+            huggingface.check_config_json(path)
+        except huggingface.HFFormatError as error:
+            raise CheckpointError(str(error)) from None
     raise CheckpointError(
         f"{path}: not a checkpoint electra-tf can read. Expected one of: an electra-tf run "
         "directory (config.json + export/ or checkpoints/), a google-research/electra "

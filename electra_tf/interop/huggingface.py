@@ -70,6 +70,24 @@ def is_hf_dir(path: str) -> bool:
         return False
 
 
+def check_config_json(path: str) -> None:
+    """Refuses a directory whose `config.json` is there but not JSON (a damaged download).
+
+    Raises:
+        HFFormatError: naming the file, the line and column of the fault.
+    """
+    config_path = os.path.join(path, CONFIG_FILE)
+    if not os.path.isfile(config_path):
+        return
+    try:
+        with open(config_path, encoding="utf-8") as f:
+            json.load(f)
+    except ValueError as error:  # json.JSONDecodeError and UnicodeDecodeError
+        raise HFFormatError(
+            f"{config_path} is not valid JSON ({error}); download the model's config.json again."
+        ) from None
+
+
 @dataclasses.dataclass
 class HFModel:
     """One Hugging Face model directory, read.
@@ -232,6 +250,19 @@ def canonical_from_hf(
     return out, unused
 
 
+# The sizes of a Hugging Face `config.json`: each a positive integer when present.
+_INTEGER_KEYS = (
+    "vocab_size",
+    "hidden_size",
+    "num_hidden_layers",
+    "num_attention_heads",
+    "intermediate_size",
+    "embedding_size",
+    "max_position_embeddings",
+    "type_vocab_size",
+)
+
+
 def model_config_from_hf(config: dict) -> dict:
     """The `ModelConfig` fields a Hugging Face `config.json` gives (checked for support)."""
     source = CONFIG_FILE
@@ -247,6 +278,13 @@ def model_config_from_hf(config: dict) -> dict:
             f"{config['position_embedding_type']!r} is not supported (absolute "
             "position embeddings only)."
         )
+    for key in _INTEGER_KEYS:
+        value = config.get(key, 1)
+        if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+            raise HFFormatError(
+                f"{source}: {key}={value!r} must be a positive integer; put back the "
+                "model's own config.json."
+            )
     fields = dict(
         vocab_size=config["vocab_size"],
         hidden_size=config["hidden_size"],

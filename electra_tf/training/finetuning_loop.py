@@ -41,7 +41,7 @@ import keras
 import tensorflow as tf
 
 from electra_tf.artifacts.export_dir import float32_copy
-from electra_tf.artifacts.files import copy_file
+from electra_tf.artifacts.files import copy_file, no_room
 from electra_tf.artifacts.finetuning_dir import (
     FinetuningDir,
     TrialDir,
@@ -571,32 +571,45 @@ def run_trials(
                     encoder = with_kernels(encoder, settings.kernels)
                     check_vocab(encoder, tokenizer, vocab_flag_given)
                     model = task.build_model(encoder, seed)
-                record = {
-                    "trial": number,
-                    **run_trial(
-                        model,
-                        task,
-                        settings,
-                        trial,
-                        seed,
-                        print_fn,
-                        extra_callbacks,
-                        strategy,
-                        restart,
-                    ),
-                }
-                trials.append(record)
-                if not chief:
-                    continue
-                if settings.save_models:
-                    record["model"] = save_finetuned(model, trial.path, info, pretrained.vocab_file)
-                if number == 0:
-                    for name in task.run_files:
-                        if name in record["predictions"]:
-                            copy_file(record["predictions"][name], output.file(name))
-                write_results(
-                    output.results_file, make_results(identity, data, task.primary_metric, trials)
-                )
+                try:
+                    record = {
+                        "trial": number,
+                        **run_trial(
+                            model,
+                            task,
+                            settings,
+                            trial,
+                            seed,
+                            print_fn,
+                            extra_callbacks,
+                            strategy,
+                            restart,
+                        ),
+                    }
+                    trials.append(record)
+                    if not chief:
+                        continue
+                    if settings.save_models:
+                        record["model"] = save_finetuned(
+                            model, trial.path, info, pretrained.vocab_file
+                        )
+                    if number == 0:
+                        for name in task.run_files:
+                            if name in record["predictions"]:
+                                copy_file(record["predictions"][name], output.file(name))
+                    write_results(
+                        output.results_file,
+                        make_results(identity, data, task.primary_metric, trials),
+                    )
+                except (OSError, tf.errors.ResourceExhaustedError) as error:
+                    cause = no_room(error)
+                    if cause is None:
+                        raise
+                    raise RunError(
+                        f"Could not write {getattr(error, 'filename', None) or trial.path}: "
+                        f"{cause}. Trial {number}'s checkpoints are intact (nothing half-written "
+                        "was left); free some space and re-run the same command to resume it."
+                    ) from None
                 # Only once the trial is on record: a crash before this point resumes it.
                 clear_progress(trial)
                 print_fn(

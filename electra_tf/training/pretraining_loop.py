@@ -385,14 +385,41 @@ def run_pretraining(
     except OSError as error:
         if error.errno not in _NO_ROOM:
             raise
-        raise RunError(
-            f"Could not write {error.filename or run_dir}: {error.strerror}. The "
-            "checkpoints saved so far are intact; free some space and re-run the same "
-            "command to resume."
-        ) from None
+        raise RunError(_no_room_message(error, run_dir)) from None
     finally:
         if lock is not None:
             lock.release()
+
+
+def _no_room_message(error: OSError, run_dir: str) -> str:
+    """One line for a write that found no room: the file written and the disk that is full."""
+    path = error.filename or run_dir
+    where = (
+        f" (the disk holding {os.path.dirname(path) or '.'} is full)"
+        if error.errno == errno.ENOSPC
+        else ""
+    )
+    return (
+        f"Could not write {path}: {error.strerror}{where}. Nothing half-written was left and "
+        "the checkpoints saved so far are intact; free some space there and re-run the same "
+        "command to resume."
+    )
+
+
+def _event_writer(directory: str):
+    """TensorBoard's writer in `directory`; a full disk raises OSError(ENOSPC) naming it.
+
+    TensorFlow reports a full disk as ResourceExhaustedError, after creating
+    the directory and an empty events file: those are removed again when the
+    directory is new.
+    """
+    new = not os.path.exists(directory)
+    try:
+        return tf.summary.create_file_writer(directory)
+    except tf.errors.ResourceExhaustedError:
+        if new:
+            shutil.rmtree(directory, ignore_errors=True)
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), directory) from None
 
 
 def _run_locked(
@@ -501,19 +528,23 @@ def _run_locked(
         before_change = dataclasses.replace(
             config, **{name: getattr(previous, name) for name in HYPERPARAMETER_FIELDS}
         )
+    # The event writer comes first: a disk too full for it stops the run before
+    # any of the run's own files is written.
+    writer = _event_writer(run.tensorboard) if chief else tf.summary.create_noop_writer()
     if chief:
         write_run_files(run, config, vocab_file, vocab_learned_with)
 
     steps_done = int(optimizer.iterations.numpy())
     interrupted = False
     metrics: dict = {}
-    writer = (
-        tf.summary.create_file_writer(run.tensorboard) if chief else tf.summary.create_noop_writer()
-    )
     evaluation = None
     if eval_shard_dir is not None:
         # The rarity baseline's unigram counts come from the training text.
-        token_counts = count_tokens(shard_dir, config.model.vocab_size)
+        try:
+            token_counts = count_tokens(shard_dir, config.model.vocab_size)
+        except tf.errors.DataLossError as error:
+            stopped = f"training stopped before step {steps_done + 1}, nothing was saved"
+            raise _corrupt_shard_error(error, shard_dir, eval_shard_dir, stopped) from None
         evaluation = HeldOutEvaluation(
             PretrainingEvaluator(
                 model,
@@ -685,6 +716,13 @@ def _corrupt_data_error(
             )
     except RunError as save_error:
         stopped = f"training stopped at step {step} ({save_error})"
+    return _corrupt_shard_error(error, shard_dir, eval_shard_dir, stopped)
+
+
+def _corrupt_shard_error(
+    error: tf.errors.DataLossError, shard_dir: str, eval_shard_dir: Optional[str], stopped: str
+) -> RunError:
+    """The one line naming the shard that could not be read, with what became of the run."""
     damaged = find_damaged_shard(shard_dir) or (
         find_damaged_shard(eval_shard_dir) if eval_shard_dir else None
     )

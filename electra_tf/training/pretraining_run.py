@@ -49,6 +49,7 @@ import tensorflow as tf
 
 from electra_tf import tokenization
 from electra_tf.artifacts.run_dir import RunDir, RunIdentity, read_identity
+from electra_tf.bounded_lines import MAX_LINE_CHARS
 from electra_tf.config import (
     BERT_VOCAB_SIZE,
     DEFAULT_NORMALIZATION,
@@ -183,6 +184,12 @@ class PretrainingRequest:
         "What to do with invalid UTF-8 in the corpus: stop with the file and position, or "
         "replace and count.",
         choices=INVALID_UTF8_POLICIES,
+    )
+    max_row_chars: int = flag_field(
+        MAX_LINE_CHARS,
+        "The longest corpus line read, in characters (the bound finetune.py's --max_row_chars "
+        "sets on its rows and lines); a longer one stops the vocabulary or shard build with "
+        "its file and line, before it takes memory.",
     )
     builtin_corpus_bytes: int = flag_field(4_000_000, "Size of the built-in demo corpus.")
     # None (the flag not given): 1% of a corpus, 5% of the demo's; ignored with eval_corpus.
@@ -786,6 +793,7 @@ def _prepared_data(
             invalid_utf8=request.invalid_utf8,
             digest_cache=_Places(request, print_fn).digest_cache,
             progress=print_fn,
+            max_line_chars=request.max_row_chars,
         )
     except (VocabLearningError, ConfigError) as error:
         raise RunError(str(error)) from None
@@ -832,6 +840,7 @@ def _prebuilt_data(
             request.invalid_utf8,
             _Places(request, print_fn).digest_cache,
             print_fn,
+            request.max_row_chars,
         )
         try:
             builds.build(plan.eval_corpus, eval_shard_dir, (0.0, 1.0), "held-out", None)

@@ -38,6 +38,7 @@ import tempfile
 import time
 from typing import Callable, Optional, Sequence, Union
 
+from electra_tf.bounded_lines import MAX_LINE_CHARS
 from electra_tf.config import DEFAULT_NORMALIZATION
 from electra_tf.tokenization import SPECIAL_TOKENS
 from electra_tf.vocab_learning.alphabet import choose_alphabet
@@ -76,6 +77,7 @@ def learn_vocab(
     *,
     work_dir: Optional[str] = None,
     progress: Optional[Callable[[str], None]] = None,
+    max_line_chars: int = MAX_LINE_CHARS,
 ) -> tuple[list[str], dict]:
     """Learns a WordPiece vocabulary from text files (see the module docstring).
 
@@ -88,6 +90,7 @@ def learn_vocab(
             the text read); None: the system's temporary directory.
         progress: called with status lines (MB read, rate and ETA while the
             text is read).
+        max_line_chars: the longest line read, in characters (--max_row_chars).
 
     Returns:
         (tokens, stats): the vocabulary (specials first, then unused slots)
@@ -95,8 +98,8 @@ def learn_vocab(
         "seconds"}.
 
     Raises:
-        VocabLearningError: a file is missing, there is no text, or an option
-            is impossible.
+        VocabLearningError: a file is missing, a line is longer than
+            `max_line_chars`, there is no text, or an option is impossible.
     """
     from electra_tf.vocab_learning.word_split import split_corpus
 
@@ -121,7 +124,12 @@ def learn_vocab(
     start = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="vocab-", dir=work_dir) as tmp:
         text = split_corpus(
-            text_files, options.max_bytes, settings, os.path.join(tmp, "words.txt"), say
+            text_files,
+            options.max_bytes,
+            settings,
+            os.path.join(tmp, "words.txt"),
+            say,
+            max_line_chars,
         )
         if not text.words:
             raise VocabLearningError(f"no text to learn a vocabulary from in {text_files}")

@@ -15,6 +15,9 @@ import math
 import os
 from typing import Iterator, Optional, Sequence
 
+from electra_tf.bounded_lines import MAX_LINE_CHARS, bounded_byte_lines
+from electra_tf.vocab_learning.options import VocabLearningError
+
 # Lines per batch are read up to this many bytes (whole lines, so a batch may hold a little more).
 BATCH_BYTES = 1 << 20
 _SAMPLE_CHUNK_BYTES = 1 << 16
@@ -52,23 +55,36 @@ def text_bytes(files: Sequence[str], max_bytes: Optional[int]) -> int:
     )
 
 
-def line_batches(files: Sequence[str], max_bytes: Optional[int]) -> Iterator[tuple[list, int]]:
+def line_batches(
+    files: Sequence[str], max_bytes: Optional[int], max_line_chars: int = MAX_LINE_CHARS
+) -> Iterator[tuple[list, int]]:
     """Yields (lines, their bytes): batches of whole lines, as bytes.
 
     Lines end at b"\\n" (which a line may still hold at its end), as the
     shard builder reads them; blank lines are kept (they hold no words).
     Invalid UTF-8 is left as it is: normalization drops it, as the tokenizer
-    does.
+    does. A sample (`max_bytes`) is read in chunks of at most 64 KiB; a
+    whole file a line at a time, each at most `max_line_chars` characters.
+
+    Raises:
+        VocabLearningError: a line longer than `max_line_chars` (--max_row_chars).
     """
     sizes = [os.path.getsize(f) for f in files]
     for i, offset, length in text_ranges(sizes, max_bytes):
         with open(files[i], "rb") as f:
             if offset == 0 and length == sizes[i]:
-                while True:
-                    lines = f.readlines(BATCH_BYTES)
-                    if not lines:
-                        break
-                    yield lines, sum(map(len, lines))
+                batch, size = [], 0
+                lines = bounded_byte_lines(
+                    f, files[i], max_line_chars, "--max_row_chars", VocabLearningError
+                )
+                for _, line in lines:
+                    batch.append(line)
+                    size += len(line)
+                    if size >= BATCH_BYTES:
+                        yield batch, size
+                        batch, size = [], 0
+                if batch:
+                    yield batch, size
                 continue
             if offset > 0:
                 f.seek(offset - 1)

@@ -24,8 +24,10 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from electra_tf import text_compat
+from electra_tf.bounded_lines import MAX_LINE_CHARS
 from electra_tf.tokenization import MAX_BYTES_PER_WORD, UNK_TOKEN, normalize_text
 from electra_tf.vocab_learning import corpus_text
+from electra_tf.vocab_learning.options import VocabLearningError
 
 # Seconds between progress lines.
 REPORT_SECONDS = 10.0
@@ -112,6 +114,7 @@ def split_corpus(
     settings: dict,
     output_path: str,
     progress: Optional[Callable[[str], None]] = None,
+    max_line_chars: int = MAX_LINE_CHARS,
 ) -> SplitText:
     """Writes the words of the corpus (or of its `max_bytes` sample) to `output_path`.
 
@@ -121,13 +124,25 @@ def split_corpus(
         settings: the tokenizer's normalization settings.
         output_path: the words file to write.
         progress: called every `REPORT_SECONDS` with a line of MB read, rate and ETA.
+        max_line_chars: the longest line read (see `corpus_text.line_batches`).
+
+    Raises:
+        VocabLearningError: a line longer than `max_line_chars`.
     """
     split = word_splitter(settings)
     todo = corpus_text.text_bytes(files, max_bytes)
+    refused = []
+
+    def batches():
+        # tf.data would turn the error into a traceback of its own: keep it to raise below.
+        try:
+            yield from corpus_text.line_batches(files, max_bytes, max_line_chars)
+        except VocabLearningError as error:
+            refused.append(error)
 
     dataset = (
         tf.data.Dataset.from_generator(
-            lambda: corpus_text.line_batches(files, max_bytes),
+            batches,
             output_signature=(
                 tf.TensorSpec([None], tf.string),
                 tf.TensorSpec([], tf.int64),
@@ -157,6 +172,8 @@ def split_corpus(
                     f"{rate / 1e6:.1f} MB/s, ETA {max(todo - done, 0) / rate:.0f}s"
                 )
                 last_report = now
+    if refused:
+        raise refused[0]
     return SplitText(
         path=output_path,
         text_bytes=done,

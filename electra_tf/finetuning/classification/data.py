@@ -30,6 +30,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
+from electra_tf.bounded_lines import bounded_lines
 from electra_tf.finetuning.classification.json_arrays import (
     iter_array_objects,
     starts_with_array,
@@ -696,8 +697,11 @@ def _read_records(path: str, options: FileTaskOptions) -> tuple[list[str], list[
             raise TaskDataError(f"{path}: no such file.")
         records, columns = [], []
         try:
-            with open(path, encoding="utf-8-sig") as f:
-                for line_number, line in enumerate(f, start=1):
+            with open(path, encoding="utf-8-sig", newline="\n") as f:
+                lines = bounded_lines(
+                    f, path, options.max_row_chars, "--max_row_chars", TaskDataError
+                )
+                for line_number, line in lines:
                     if not line.strip():
                         continue
                     try:

@@ -22,9 +22,13 @@ import os
 import re
 from typing import Optional
 
-from electra_tf.finetuning.kind.files import TaskDataError
+from electra_tf.bounded_lines import line_too_long
+from electra_tf.finetuning.kind.files import MAX_ROW_CHARS, TaskDataError
 
 VERSIONS = ("1.1", "2.0")
+# The largest SQuAD-format file read: `json.load` holds the file's text and
+# every object parsed from it at once (SQuAD 2.0's training file is 40 MB).
+MAX_FILE_BYTES = 1 << 30
 
 
 class SquadDataError(TaskDataError):
@@ -112,8 +116,19 @@ def _require(condition: bool, source: str, where: str, message: str) -> None:
         )
 
 
+def _require_length(text: str, limit: int, source: str, where: str, what: str) -> None:
+    if len(text) > limit:
+        where = f"{source}: {where} ({len(text):,} characters)"
+        raise SquadDataError(line_too_long(where, limit, "--max_row_chars", what))
+
+
 def examples_from_articles(
-    articles, source: str, version: str, is_training: bool, warn=None
+    articles,
+    source: str,
+    version: str,
+    is_training: bool,
+    warn=None,
+    max_text_chars: int = MAX_ROW_CHARS,
 ) -> SquadSplit:
     """Turns the `data` list of a SQuAD JSON document into examples.
 
@@ -124,9 +139,12 @@ def examples_from_articles(
         is_training: check the first answer of every answerable question
             against its context and skip mismatches (counted).
         warn: called with a message for each skipped question (first few).
+        max_text_chars: the longest context or question accepted
+            (--max_row_chars): features hold a few copies of each.
 
     Raises:
-        SquadDataError: the structure is not SQuAD's.
+        SquadDataError: the structure is not SQuAD's, or a context or
+            question is longer than `max_text_chars`.
     """
     _require(isinstance(articles, list), source, "data", "is not a list")
     examples, skipped = [], 0
@@ -148,6 +166,7 @@ def examples_from_articles(
                 where,
                 "needs a string 'context' and a list 'qas'",
             )
+            _require_length(paragraph["context"], max_text_chars, source, where, "context")
             context = _clean(paragraph["context"])
             for q, qa in enumerate(paragraph["qas"]):
                 here = f"{where}.qas[{q}]"
@@ -157,6 +176,7 @@ def examples_from_articles(
                     here,
                     "needs 'id' and a string 'question'",
                 )
+                _require_length(qa["question"], max_text_chars, source, here, "question")
                 raw_answers = qa.get("answers", [])
                 _require(isinstance(raw_answers, list), source, here, "'answers' is not a list")
                 answers = []
@@ -169,7 +189,15 @@ def examples_from_articles(
                         f"{here}.answers[{n}]",
                         "needs a string 'text' and an integer 'answer_start'",
                     )
-                    answers.append((_clean(answer["text"]), answer["answer_start"]))
+                    start = answer["answer_start"]
+                    # Training skips such an answer (below); evaluation has nothing to skip to.
+                    if not is_training and not 0 <= start <= len(context):
+                        raise SquadDataError(
+                            f"{source}: {here}.answers[{n}] (id {qa['id']}): answer_start="
+                            f"{start} lies outside its context of {len(context)} characters; "
+                            "answer_start counts characters into the context: fix that offset."
+                        )
+                    answers.append((_clean(answer["text"]), start))
                 impossible = version == "2.0" and bool(qa.get("is_impossible", False))
                 if impossible:
                     answers = []  # SQuAD 2.0 gold for "no answer" is the empty string
@@ -214,10 +242,18 @@ def _read_document(path: str) -> dict:
     """A SQuAD-format file's JSON document, its top level checked.
 
     Raises:
-        SquadDataError: missing file, invalid JSON, or a top level that is not SQuAD's.
+        SquadDataError: missing file, a file larger than `MAX_FILE_BYTES`,
+            invalid JSON, or a top level that is not SQuAD's.
     """
     if not os.path.isfile(path):
         raise SquadDataError(f"{path}: no such file.")
+    size = os.path.getsize(path)
+    if size > MAX_FILE_BYTES:
+        raise SquadDataError(
+            f"{path}: {size:,} bytes, more than the {MAX_FILE_BYTES:,} a SQuAD-format file may "
+            "hold (it is parsed whole, taking a few times its size in memory); is it the right "
+            "file? Split its articles into smaller files."
+        )
     try:
         with open(path, encoding="utf-8-sig") as f:
             document = json.load(f)
@@ -227,16 +263,21 @@ def _read_document(path: str) -> dict:
     return document
 
 
-def read_squad_json(path: str, version: str, is_training: bool, warn=None) -> SquadSplit:
+def read_squad_json(
+    path: str, version: str, is_training: bool, warn=None, max_text_chars: int = MAX_ROW_CHARS
+) -> SquadSplit:
     """Reads a SQuAD-format JSON file (SQuAD 1.1/2.0, KorQuAD, ...).
 
     Raises:
-        SquadDataError: missing file, invalid JSON or not SQuAD's schema.
+        SquadDataError: missing file, invalid JSON, not SQuAD's schema, or a
+            context or question longer than `max_text_chars` (--max_row_chars).
     """
     if version not in VERSIONS:
         raise SquadDataError(f"--squad_version={version}: must be one of {', '.join(VERSIONS)}.")
     document = _read_document(path)
-    split = examples_from_articles(document["data"], path, version, is_training, warn)
+    split = examples_from_articles(
+        document["data"], path, version, is_training, warn, max_text_chars
+    )
     if not split.examples:
         raise SquadDataError(f"{path}: no usable questions ({split.skipped} skipped).")
     split.dataset_version = str(document.get("version") or "")

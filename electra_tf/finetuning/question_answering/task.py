@@ -221,9 +221,10 @@ class SquadTask(TaskKind):
             raise RunError("--predict_file needs --train_file (or drop both to use TFDS).")
         version = qa.squad_version
         if run.train_file:
-            train = squad_data.read_squad_json(run.train_file, version, True, warn=say)
+            limit = options.files.max_row_chars
+            train = squad_data.read_squad_json(run.train_file, version, True, say, limit)
             evaluation = (
-                squad_data.read_squad_json(qa.predict_file, version, False, warn=say)
+                squad_data.read_squad_json(qa.predict_file, version, False, say, limit)
                 if qa.predict_file
                 else None
             )

@@ -33,7 +33,7 @@ from collections import Counter
 from typing import Optional, Sequence
 
 from electra_tf.config import flag_field
-from electra_tf.finetuning.kind.files import TaskDataError
+from electra_tf.finetuning.kind.files import MAX_ROW_CHARS, TaskDataError
 from electra_tf.finetuning.tagging.layouts import (  # noqa: F401 (re-exported)
     AUTO as AUTO_LAYOUT,
 )
@@ -289,6 +289,7 @@ def load_tagging_files(
     tags_key: str = "tags",
     warn=print,
     layout: str = AUTO_LAYOUT,
+    max_line_chars: int = MAX_ROW_CHARS,
 ) -> tuple[TaggingDefinition, TaggingData]:
     """Reads a tagging task from files in one of the layouts of `tagging.layouts`.
 
@@ -304,6 +305,8 @@ def load_tagging_files(
         layout: `auto` (detected from the training file) or one of
             `tagging.layouts.LAYOUTS`; the dev and test files are read in
             the training file's.
+        max_line_chars: the longest line read (--max_row_chars); a longer
+            one is refused with its file and line.
 
     Raises:
         TaskDataError: unreadable files, content that does not fit the
@@ -312,7 +315,7 @@ def load_tagging_files(
     """
     if layout not in LAYOUT_CHOICES:
         raise TaskDataError(f"--tagging_layout={layout!r}: choose {', '.join(LAYOUT_CHOICES)}.")
-    train = read_tagged_file(train_file, "train", True, layout, words_key, tags_key)
+    train = read_tagged_file(train_file, "train", True, layout, words_key, tags_key, max_line_chars)
     layout = train.layout
     train_tags = [t for tags in train.tags for t in tags]
     if tag_format == AUTO:
@@ -341,7 +344,7 @@ def load_tagging_files(
         )
     dev = None
     if dev_file:
-        dev = read_tagged_file(dev_file, "dev", True, layout, words_key, tags_key)
+        dev = read_tagged_file(dev_file, "dev", True, layout, words_key, tags_key, max_line_chars)
         _check_tags(dev, tag_format)
         unseen = Counter(t for tags in dev.tags for t in tags if t not in names)
         if unseen:
@@ -351,7 +354,9 @@ def load_tagging_files(
             )
     test = None
     if test_file:
-        test = read_tagged_file(test_file, "test", False, layout, words_key, tags_key)
+        test = read_tagged_file(
+            test_file, "test", False, layout, words_key, tags_key, max_line_chars
+        )
     entity = tag_format != PLAIN
     metrics = ("precision", "recall", "f1", "accuracy") if entity else ("accuracy",)
     primary = "f1" if entity else "accuracy"

@@ -160,7 +160,7 @@ def write_klue_ner_predictions(path: str, source: str, predicted: Sequence[Seque
         raise TaskDataError(f"{source}: changed since it was read.")
     tags = [space_tags(chars, tags) for chars, tags in zip(sentences, predicted)]
     flat = iter(t for sentence in tags for t in sentence)
-    lines = read_text_lines(source)
+    lines = [line for _, line in read_text_lines(source)]
     if lines and lines[-1] == "":  # the file's last line ends with a newline
         lines.pop()
     with atomic_open(path) as f:

@@ -40,8 +40,9 @@
 as `jsonl`; any other file as `klue_ner` when its first line starts with
 `##`, as `naver_original` when every line of its
 first sentences is `integer<TAB>word<TAB>tag` counting from 1, as
-`sentence_per_line` when every one of its first lines is `words<TAB>tags`
-with as many tags as words and at least one line holds two words or more,
+`sentence_per_line` when most of its first lines are `words<TAB>tags`
+with as many tags as words and at least one of them holds two words or more
+(a line among them that is not is then named by that layout's reader),
 else as `conll`. Dev and test files are read in the training file's
 layout. A file that does not fit the layout it is read in stops with one
 line naming the file, the line and the layout expected; so does a
@@ -54,7 +55,7 @@ import json
 import re
 from typing import Optional
 
-from electra_tf.finetuning.kind.files import TaskDataError
+from electra_tf.finetuning.kind.files import MAX_ROW_CHARS, TaskDataError
 from electra_tf.finetuning.tagging.sentences import (
     TaggedSplit,
     check_sentence_length,
@@ -112,7 +113,9 @@ def _layout_error(path: str, line: int, problem: str, layout: str) -> TaskDataEr
 # CoNLL columns.
 
 
-def read_conll(path: str, name: str, labelled: bool) -> TaggedSplit:
+def read_conll(
+    path: str, name: str, labelled: bool, max_line_chars: int = MAX_ROW_CHARS
+) -> TaggedSplit:
     """Reads a CoNLL column file (see the module docstring).
 
     Raises:
@@ -130,7 +133,7 @@ def read_conll(path: str, name: str, labelled: bool) -> TaggedSplit:
             tags.append(sentence_tags)
             lines.append(start)
 
-    for number, line in enumerate(read_text_lines(path), start=1):
+    for number, line in read_text_lines(path, max_line_chars):
         line = line.rstrip("\r")
         fields = line.split("\t") if "\t" in line else line.split()
         fields = [f.strip() for f in fields]
@@ -174,7 +177,9 @@ def _clip(text: str, limit: int = 40) -> str:
 # Sentence per line (Naver NER as KoELECTRA distributes it).
 
 
-def read_sentence_per_line(path: str, name: str, labelled: bool) -> TaggedSplit:
+def read_sentence_per_line(
+    path: str, name: str, labelled: bool, max_line_chars: int = MAX_ROW_CHARS
+) -> TaggedSplit:
     """Reads `words<TAB>tags` lines, one sentence each (see the module docstring).
 
     Blank lines are skipped.
@@ -185,7 +190,7 @@ def read_sentence_per_line(path: str, name: str, labelled: bool) -> TaggedSplit:
             its word count; a sentence of more than 500 words.
     """
     sentences, tags, lines = [], [], []
-    for number, line in enumerate(read_text_lines(path), start=1):
+    for number, line in read_text_lines(path, max_line_chars):
         if not line.strip():
             continue
         fields = line.strip().split("\t")
@@ -224,7 +229,9 @@ def naver_tag(tag: str) -> Optional[str]:
     return f"{match.group(1)}-{match.group(2)}" if match else None
 
 
-def read_naver_original(path: str, name: str, labelled: bool) -> TaggedSplit:
+def read_naver_original(
+    path: str, name: str, labelled: bool, max_line_chars: int = MAX_ROW_CHARS
+) -> TaggedSplit:
     """Reads the Naver NLP Challenge's `index<TAB>word<TAB>tag` lines (see the module docstring).
 
     Raises:
@@ -245,7 +252,7 @@ def read_naver_original(path: str, name: str, labelled: bool) -> TaggedSplit:
             tags.append(sentence_tags)
             lines.append(start)
 
-    for number, line in enumerate(read_text_lines(path), start=1):
+    for number, line in read_text_lines(path, max_line_chars):
         line = line.strip()
         if not line:
             close()
@@ -284,9 +291,9 @@ def read_naver_original(path: str, name: str, labelled: bool) -> TaggedSplit:
 # JSON lines: words and tags, or CLUENER's text and spans.
 
 
-def _json_records(path: str):
+def _json_records(path: str, max_line_chars: int):
     """(line number, object) of every non-blank line; invalid JSON or non-objects refused."""
-    for number, line in enumerate(read_text_lines(path), start=1):
+    for number, line in read_text_lines(path, max_line_chars):
         if not line.strip():
             continue
         where = f"{path}, line {number}"
@@ -304,7 +311,12 @@ def _json_records(path: str):
 
 
 def read_jsonl(
-    path: str, name: str, labelled: bool, words_key: str = "tokens", tags_key: str = "tags"
+    path: str,
+    name: str,
+    labelled: bool,
+    words_key: str = "tokens",
+    tags_key: str = "tags",
+    max_line_chars: int = MAX_ROW_CHARS,
 ) -> TaggedSplit:
     """Reads JSONL sentences `{words_key: [...], tags_key: [...]}`.
 
@@ -313,7 +325,7 @@ def read_jsonl(
             strings or differ in length; a sentence of more than 500 words.
     """
     sentences, tags, lines = [], [], []
-    for number, record in _json_records(path):
+    for number, record in _json_records(path, max_line_chars):
         where = f"{path}, line {number}"
         keys = [words_key] + ([tags_key] if labelled else [])
         values = []
@@ -399,7 +411,9 @@ def cluener_tags(text: str, label, where: str) -> list[str]:
     return tags
 
 
-def read_cluener(path: str, name: str, labelled: bool) -> TaggedSplit:
+def read_cluener(
+    path: str, name: str, labelled: bool, max_line_chars: int = MAX_ROW_CHARS
+) -> TaggedSplit:
     """Reads CLUENER 2020 lines: every character a word, the spans as BIOS tags.
 
     Raises:
@@ -407,7 +421,7 @@ def read_cluener(path: str, name: str, labelled: bool) -> TaggedSplit:
             `cluener_tags`); a sentence of more than 500 characters.
     """
     sentences, tags, lines, ids = [], [], [], []
-    for number, record in _json_records(path):
+    for number, record in _json_records(path, max_line_chars):
         where = f"{path}, line {number}"
         ids.append(record.get("id", len(ids)))
         text = record.get("text")
@@ -430,10 +444,10 @@ _KLUE_COMMENT = "##"
 _SPACE = " "
 
 
-def _klue_ner_lines(path: str):
+def _klue_ner_lines(path: str, max_line_chars: int = MAX_ROW_CHARS):
     """(line number, character, tag or None) of every character line; (number, None, None) at
     a sentence's end (a blank line, and the end of the file). Comment lines are skipped."""
-    for number, line in enumerate(read_text_lines(path), start=1):
+    for number, line in read_text_lines(path, max_line_chars):
         line = line.rstrip("\r")
         if line.startswith(_KLUE_COMMENT):
             continue
@@ -448,7 +462,9 @@ def _klue_ner_lines(path: str):
     yield 0, None, None
 
 
-def read_klue_ner(path: str, name: str, labelled: bool) -> TaggedSplit:
+def read_klue_ner(
+    path: str, name: str, labelled: bool, max_line_chars: int = MAX_ROW_CHARS
+) -> TaggedSplit:
     """Reads KLUE-NER's character lines (see the module docstring); spaces are not words.
 
     Raises:
@@ -460,7 +476,7 @@ def read_klue_ner(path: str, name: str, labelled: bool) -> TaggedSplit:
     words, sentence_tags, start = [], [], 0
     description = LAYOUT_DESCRIPTIONS[KLUE_NER]
     seen_characters = 0
-    for number, char, tag in _klue_ner_lines(path):
+    for number, char, tag in _klue_ner_lines(path, max_line_chars):
         if char is None:
             if seen_characters:
                 check_sentence_length(path, start, len(words), description)
@@ -503,13 +519,13 @@ def klue_ner_characters(path: str) -> list[list[str]]:
 # Which layout.
 
 
-def detect_layout(path: str) -> str:
+def detect_layout(path: str, max_line_chars: int = MAX_ROW_CHARS) -> str:
     """The layout of a labelled tagging file (see the module docstring for the rules).
 
     Raises:
         TaskDataError: a missing file or invalid UTF-8.
     """
-    lines = [line.strip() for line in read_text_lines(path)]
+    lines = [line.strip() for _, line in read_text_lines(path, max_line_chars)]
     if path.lower().endswith(JSON_EXTENSIONS):
         for line in lines:
             if not line:
@@ -542,10 +558,13 @@ def detect_layout(path: str) -> str:
         expected += 1
     if naver:
         return NAVER_ORIGINAL
-    split = [line.split("\t") for line in sample]
-    if all(len(f) == 2 and len(f[0].split()) == len(f[1].split()) for f in split) and any(
-        len(f[0].split()) > 1 for f in split
-    ):
+    # Most lines `words<TAB>tags`: the few that are not are faults its reader names by line.
+    pairs = [
+        f
+        for f in (line.split("\t") for line in sample)
+        if len(f) == 2 and len(f[0].split()) == len(f[1].split())
+    ]
+    if 2 * len(pairs) > len(sample) and any(len(f[0].split()) > 1 for f in pairs):
         return SENTENCE_PER_LINE
     return CONLL
 
@@ -557,6 +576,7 @@ def read_tagged_file(
     layout: str = AUTO,
     words_key: str = "tokens",
     tags_key: str = "tags",
+    max_line_chars: int = MAX_ROW_CHARS,
 ) -> TaggedSplit:
     """A tagging file in `layout` (`auto`: detected, see the module docstring).
 
@@ -568,19 +588,19 @@ def read_tagged_file(
     """
     if layout == AUTO:
         if labelled:
-            layout = detect_layout(path)
+            layout = detect_layout(path, max_line_chars)
         else:
             layout = JSONL if path.lower().endswith(JSON_EXTENSIONS) else CONLL
     if layout == CONLL:
-        return read_conll(path, name, labelled)
+        return read_conll(path, name, labelled, max_line_chars)
     if layout == JSONL:
-        return read_jsonl(path, name, labelled, words_key, tags_key)
+        return read_jsonl(path, name, labelled, words_key, tags_key, max_line_chars)
     if layout == SENTENCE_PER_LINE:
-        return read_sentence_per_line(path, name, labelled)
+        return read_sentence_per_line(path, name, labelled, max_line_chars)
     if layout == NAVER_ORIGINAL:
-        return read_naver_original(path, name, labelled)
+        return read_naver_original(path, name, labelled, max_line_chars)
     if layout == CLUENER:
-        return read_cluener(path, name, labelled)
+        return read_cluener(path, name, labelled, max_line_chars)
     if layout == KLUE_NER:
-        return read_klue_ner(path, name, labelled)
+        return read_klue_ner(path, name, labelled, max_line_chars)
     raise TaskDataError(f"--tagging_layout={layout!r}: choose {', '.join(LAYOUT_CHOICES)}.")

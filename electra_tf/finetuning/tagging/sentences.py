@@ -11,9 +11,10 @@ sentence-per-line file taken as one CoNLL sentence, say), never data.
 from __future__ import annotations
 
 import dataclasses
-from typing import Optional
+from typing import Iterator, Optional
 
-from electra_tf.finetuning.kind.files import TaskDataError, draw_rows
+from electra_tf.bounded_lines import bounded_lines
+from electra_tf.finetuning.kind.files import MAX_ROW_CHARS, TaskDataError, draw_rows
 
 # Longer "sentences" are refused: the file is not in the layout it was read as.
 MAX_SENTENCE_WORDS = 500
@@ -56,28 +57,43 @@ class TaggedSplit:
         return draw_rows(self, count, seed, ("sentences", "tags", "lines", "ids"))
 
 
-def read_text_lines(path: str) -> list[str]:
-    """The lines of a UTF-8 file (a leading byte-order mark dropped), without their newlines.
+def read_text_lines(path: str, max_line_chars: int = MAX_ROW_CHARS) -> Iterator[tuple[int, str]]:
+    """(1-based line number, line without its newline) of a UTF-8 file (a byte-order mark dropped).
+
+    A line is read at most `max_line_chars` characters at a time
+    (`bounded_lines`), so memory holds one bounded line, never a whole
+    overlong one.
 
     Raises:
-        TaskDataError: a missing file or invalid UTF-8 (the line and byte named).
+        TaskDataError: a missing file, invalid UTF-8 (the line and byte
+            named), or a line longer than `max_line_chars` (--max_row_chars).
     """
     try:
-        with open(path, "rb") as f:
-            data = f.read()
+        file = open(path, encoding="utf-8-sig", newline="\n")
     except FileNotFoundError:
         raise TaskDataError(f"{path}: no such file.") from None
     except IsADirectoryError:
         raise TaskDataError(f"{path}: a directory, not a file.") from None
+    with file:
+        try:
+            yield from bounded_lines(file, path, max_line_chars, "--max_row_chars", TaskDataError)
+        except UnicodeDecodeError:
+            raise _utf8_error(path) from None
+
+
+def _utf8_error(path: str) -> TaskDataError:
+    """The error naming the line and byte of the first invalid UTF-8 in `path`."""
+    with open(path, "rb") as f:
+        data = f.read()
     try:
-        text = data.decode("utf-8-sig")
+        data.decode("utf-8-sig")
     except UnicodeDecodeError as error:
         start = error.start + (3 if data.startswith(b"\xef\xbb\xbf") else 0)
         line = data.count(b"\n", 0, start) + 1
-        raise TaskDataError(
+        return TaskDataError(
             f"{path}, line {line}: not valid UTF-8 ({error.reason} at byte {start})."
-        ) from None
-    return text.split("\n")
+        )
+    return TaskDataError(f"{path}: not valid UTF-8.")
 
 
 def check_sentence_length(path: str, line: int, words: int, layout: str) -> None:

@@ -190,6 +190,7 @@ class TaggingTask(DefinedTask, TaskKind):
             tags_key=options.files.label_column if "label_column" in options.given else "tags",
             warn=options.print_fn,
             layout=own.tagging_layout,
+            max_line_chars=options.files.max_row_chars,
         )
         if data.dev is None:
             options.print_fn("No dev set: training only (give --dev_file to score every epoch).")
