@@ -161,8 +161,6 @@ def write_klue_ner_predictions(path: str, source: str, predicted: Sequence[Seque
     tags = [space_tags(chars, tags) for chars, tags in zip(sentences, predicted)]
     flat = iter(t for sentence in tags for t in sentence)
     lines = [line for _, line in read_text_lines(source)]
-    if lines and lines[-1] == "":  # the file's last line ends with a newline
-        lines.pop()
     with atomic_open(path) as f:
         for line in lines:
             line = line.rstrip("\r")
