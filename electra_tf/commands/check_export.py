@@ -1,13 +1,16 @@
-"""Check an export before deploying it: what TF Serving would answer, against the Keras model.
+"""Check an export before deploying it: what its runtime would answer, against the Keras model.
 
     python -m electra_tf.commands.check_export <export_base>/<model_name>/<version>
     python -m electra_tf.commands.check_export export/sst2/1 --benchmark_requests=200
 
-Loads the SavedModel in a fresh interpreter that cannot import this project
-(as TF Serving would), sends sample requests (several scripts, empty,
-too long, invalid UTF-8, malformed) and compares the answers with the
-in-process model; see `electra_tf.serving.check`. Exits 1 if anything fails
-or disagrees, 2 on a usage error.
+Loads the export in a fresh interpreter that cannot import this project. A
+SavedModel (as TF Serving would) gets sample requests (several scripts,
+empty, too long, invalid UTF-8, malformed), see `electra_tf.serving.check`;
+an ONNX or LiteRT export gets the token-id requests in ONNX Runtime or the
+LiteRT interpreter, with the agreement of its labels and its largest
+probability difference, see `electra_tf.serving.formats.runtime_check`.
+The answers are compared with the in-process model. Exits 1 if anything
+fails or disagrees, 2 on a usage error.
 """
 
 from __future__ import annotations
@@ -15,21 +18,24 @@ from __future__ import annotations
 import base64
 import dataclasses
 import sys
+from typing import Optional
 
 from absl import app, flags
 
 from electra_tf import cli
 from electra_tf.config import flag_field
 from electra_tf.finetuning.classification.check import SAMPLE_TEXTS
-from electra_tf.serving.check import DEFAULT_TOLERANCE, CheckError, check_export
+from electra_tf.serving.check import CheckError
 
 
 @dataclasses.dataclass
 class CheckExportOptions:
     """The command's flags (the version directory is its argument)."""
 
-    tolerance: float = flag_field(
-        DEFAULT_TOLERANCE, "Largest absolute difference allowed in float outputs."
+    tolerance: Optional[float] = flag_field(
+        None,
+        "Largest absolute difference allowed in float outputs (default: the format's, 1e-5 for "
+        "a SavedModel, 1e-4 for onnx and litert; a quantized litert export is not bounded).",
     )
     benchmark_requests: int = flag_field(
         0, "Also time this many serving_default calls per batch size."
@@ -67,9 +73,11 @@ def check(arguments: list[str], flag_values: flags.FlagValues) -> int:
             "batch_sizes": sizes,
             "text": base64.b64encode(flag_values.benchmark_text.encode()).decode(),
         }
+    from electra_tf.serving.formats import ExportError, check_version
+
     try:
-        report = check_export(arguments[0], flag_values.tolerance, benchmark)
-    except (CheckError, FileNotFoundError) as error:
+        report = check_version(arguments[0], flag_values.tolerance, benchmark)
+    except (CheckError, ExportError, FileNotFoundError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     print("\n".join(report.lines))

@@ -1,7 +1,12 @@
-"""Export a run for TF Serving: <export_base>/<model_name>/<version>/.
+"""Export a run: <export_base>/<model_name>/<version>/, for TF Serving or another runtime.
 
     python -m electra_tf.commands.export --checkpoint <run or trial dir> \\
-        --export_base <dir> --model_name <name>
+        --export_base <dir> --model_name <name> [--format=onnx | --format=litert [--quantize=int8]]
+
+`--format` picks the export format (`electra_tf.serving.formats`):
+`saved_model` (TF Serving, raw text and token ids; the default), `onnx`
+(model.onnx for ONNX Runtime, token ids) or `litert` (model.tflite for
+LiteRT, token ids, float32 or with `--quantize=int8`).
 
 The checkpoint may be a fine-tuning output directory (its best trial is
 exported), one trial directory, or a pre-training run (its export/ or latest
@@ -42,6 +47,14 @@ class ExportOptions:
     max_seq_length: Optional[int] = flag_field(
         None, "Pre-training runs: raw-text truncation (default: the run's length)."
     )
+    format: str = flag_field(
+        "saved_model",
+        "Export format: saved_model (TF Serving), onnx (model.onnx for ONNX Runtime) or litert "
+        "(model.tflite for LiteRT); onnx and litert take token ids.",
+    )
+    quantize: str = flag_field(
+        "none", "Weights of a litert export: none (float32) or int8 (dynamic range)."
+    )
 
 
 def define_flags(flag_values: flags.FlagValues) -> None:
@@ -66,6 +79,8 @@ def export(arguments: list[str], flag_values: flags.FlagValues) -> int:
             name,
             flag_values.version,
             flag_values.max_seq_length,
+            format_name=flag_values.format,
+            quantize=flag_values.quantize,
         )
     except (ExportError, ExportLayoutError, FileNotFoundError) as error:
         print(f"error: {error}", file=sys.stderr)

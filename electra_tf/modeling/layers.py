@@ -452,7 +452,9 @@ def attention_bias_from_mask(input_mask, dtype="float32", direction: str = "bidi
         [B, 1, 1, L] for "bidirectional", else [B, 1, L, L] (query, key).
     """
     mask = ops.cast(input_mask, dtype)
-    bias = (1.0 - mask)[:, None, None, :] * -10000.0
+    # Two expand_dims rather than [:, None, None, :]: LiteRT's converter has no kernel for a
+    # strided slice that adds axes to a tensor of unknown shape.
+    bias = ops.expand_dims(ops.expand_dims(1.0 - mask, 1), 1) * -10000.0
     if direction == "bidirectional":
         return bias
     length = ops.shape(input_mask)[1]

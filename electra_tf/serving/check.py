@@ -88,11 +88,12 @@ class Reference:
     tokenizer: object
 
     @classmethod
-    def load(cls, version_dir: str) -> "Reference":
+    def load(cls, version_dir: str, model_file: str = "saved_model.pb") -> "Reference":
+        """The reference of the version directory holding `model_file` (its format's)."""
         version = VersionDir(version_dir)
-        if not os.path.isfile(version.saved_model_file):
+        if not os.path.isfile(os.path.join(version_dir, model_file)):
             raise CheckError(
-                f"{version_dir}: no saved_model.pb; pass a version directory "
+                f"{version_dir}: no {model_file}; pass a version directory "
                 "(<export_base>/<model_name>/<version>)."
             )
         config = read_serving_config(version_dir)
@@ -116,9 +117,20 @@ def build_requests(reference: Reference) -> tuple[list[dict], list[Optional[dict
 
 
 def run_fresh_process(
-    version_dir: str, requests: list[dict], benchmark: Optional[dict] = None, timeout: float = 600
+    version_dir: str,
+    requests: list[dict],
+    benchmark: Optional[dict] = None,
+    timeout: float = 600,
+    script: str = STANDALONE,
+    arguments: tuple = (),
 ) -> dict:
-    """Runs `standalone.py` in `python -I` from an empty directory; returns its result."""
+    """Runs `script` (default `standalone.py`) in `python -I` from an empty directory.
+
+    The script is called as `script *arguments version_dir requests.json result.json`.
+
+    Returns:
+        Its result.json.
+    """
     with tempfile.TemporaryDirectory(prefix="serving-check-") as scratch:
         requests_path = os.path.join(scratch, "requests.json")
         result_path = os.path.join(scratch, "result.json")
@@ -130,7 +142,8 @@ def run_fresh_process(
             [
                 sys.executable,
                 "-I",
-                STANDALONE,
+                script,
+                *arguments,
                 os.path.abspath(version_dir),
                 requests_path,
                 result_path,

@@ -1,8 +1,9 @@
-"""Writing a TF Serving version directory from a fine-tuning or pre-training run.
+"""Writing a version directory from a fine-tuning or pre-training run, in any export format.
 
-The layout of a version directory is in `electra_tf.artifacts.serving_dir`;
-`assets.extra/` holds the Keras model, so that `electra_tf.serving.check` can
-compare the SavedModel with it.
+The layout of a version directory is in `electra_tf.artifacts.serving_dir`:
+the format's model (a SavedModel for TF Serving by default, or `model.onnx`,
+`model.tflite`; `electra_tf.serving.formats`), `assets/` and `assets.extra/`,
+which holds the Keras model, so that the check can compare the export with it.
 """
 
 from __future__ import annotations
@@ -12,8 +13,6 @@ import os
 import shutil
 import tempfile
 from typing import Callable, Optional
-
-import tensorflow as tf
 
 from electra_tf.artifacts.export_dir import float32_copy
 from electra_tf.artifacts.files import write_json
@@ -28,7 +27,6 @@ from electra_tf.artifacts.run_dir import VOCAB_FILE
 from electra_tf.artifacts.serving_dir import (
     LABELS_FILE,
     SERVING_CONFIG,
-    BatchingParams,
     VersionDir,
     publish_version,
 )
@@ -39,13 +37,11 @@ from electra_tf.finiteness import NonFiniteError, check_finite_weights
 from electra_tf.interop.checkpoints import CheckpointError, load_run_models
 from electra_tf.modeling.encoder import architecture
 from electra_tf.serving.discriminator import DiscriminatorExport
+from electra_tf.serving.formats import DEFAULT_FORMAT, ExportError, ExportFormat, export_format
+from electra_tf.serving.formats.contract import NO_QUANTIZATION
 from electra_tf.tokenization import TextPath
 
 FORMAT_VERSION = 1
-
-
-class ExportError(ValueError):
-    """A checkpoint cannot be exported; the message names the path or flag."""
 
 
 def _finite_copy(model, what: str):
@@ -59,6 +55,8 @@ def _finite_copy(model, what: str):
 
 
 def _write(
+    chosen: type[ExportFormat],
+    quantize: str,
     module,
     staging: str,
     vocab_file: str,
@@ -66,15 +64,10 @@ def _write(
     label_names: Optional[list],
     save_extra: Callable[[VersionDir], None],
 ) -> None:
-    """Saves `module`, its `signatures()` and assets into the empty directory `staging`.
+    """Writes `module` in the format `chosen`, its assets and the Keras model into `staging`.
 
-    `module` holds a `float32_copy` of the model, which runs the reference
-    kernels (`electra_tf.modeling.kernels`) whichever set the model was
-    trained with, so the SavedModel is plain TensorFlow on any hardware.
-    `save_extra(version)` writes the Keras model into `version.extra`. The
-    version also gets TF Serving's per-model batching parameters.
+    `save_extra(version)` writes the Keras model into `version.extra`.
     """
-    # The saver copies tracked Asset files into assets/ under their own names.
     sources = tempfile.mkdtemp(prefix=".assets-", dir=os.path.dirname(staging))
     try:
         shutil.copyfile(vocab_file, os.path.join(sources, VOCAB_FILE))
@@ -84,18 +77,22 @@ def _write(
             with open(os.path.join(sources, LABELS_FILE), "w", encoding="utf-8") as f:
                 f.write("".join(f"{name}\n" for name in label_names))
             files.append(LABELS_FILE)
-        module.assets = {
-            name.replace(".", "_"): tf.saved_model.Asset(os.path.join(sources, name))
-            for name in files
-        }
-        tf.saved_model.save(module, staging, signatures=module.signatures())
+        chosen.write(
+            module, staging, {name: os.path.join(sources, name) for name in files}, quantize
+        )
     finally:
         shutil.rmtree(sources, ignore_errors=True)
     version = VersionDir(staging)
-    with open(version.batching_params_file, "w", encoding="utf-8") as f:
-        f.write(BatchingParams().text())
     os.makedirs(version.extra, exist_ok=True)
     save_extra(version)
+
+
+def _publish(kind: str, model_base: str, write: Callable[[str], None], version) -> str:
+    """`publish_version`, with the kind named in a format's refusal."""
+    try:
+        return publish_version(model_base, write, version)
+    except ExportError as error:
+        raise ExportError(f"the {kind} model: {error}") from None
 
 
 def export_finetuned(
@@ -106,6 +103,9 @@ def export_finetuned(
     model_name: str,
     version: Optional[int] = None,
     forward: Optional[str] = None,
+    *,
+    format_name: str = DEFAULT_FORMAT,
+    quantize: Optional[str] = None,
 ) -> str:
     """Exports a fine-tuned model of any task kind as a new version.
 
@@ -124,16 +124,21 @@ def export_finetuned(
         forward: how the signatures compute the model, for kinds that have
             more than one way (classifiers: "lean", `electra_tf.modeling.lean_forward`,
             the same outputs in fewer ops, or "keras", the model's own call;
-            None: the kind's default). Recorded in serving_config.json.
+            None: the format's, else the kind's default). Recorded in
+            serving_config.json.
+        format_name: the export format (`electra_tf.serving.formats.EXPORT_FORMATS`).
+        quantize: the format's quantization (None: float32).
 
     Returns:
         The version directory.
 
     Raises:
-        ExportError: the model is of no task kind, or its weights are not all
-            finite (nothing is written).
+        ExportError: the model is of no task kind, its weights are not all
+            finite, or the format cannot hold it (nothing is written).
         ValueError: `forward` is unknown or does not cover the model.
     """
+    chosen = export_format(format_name, quantize)
+    quantize = quantize or NO_QUANTIZATION
     try:
         kind = kind_of(model)
     except RunError as error:
@@ -141,17 +146,22 @@ def export_finetuned(
     info = kind.resolve_info({**info, "kind": kind.KIND})
     text = TextPath.from_dict(info)
     copy = _finite_copy(model, f"the {kind.KIND} model to export as {model_name}")
-    module = kind.serving_module(copy, text.tokenizer(vocab_file), info, forward)
+    module = kind.serving_module(copy, text.tokenizer(vocab_file), info, forward or chosen.FORWARD)
     config = {
         "format_version": FORMAT_VERSION,
         "kind": kind.KIND,
         **text.to_dict(),
         **kind.serving_config(module, info),
+        # After the kind's entries: a token-id format lists its own signatures.
+        **chosen.config(quantize),
         "model": architecture(copy.encoder),
     }
-    return publish_version(
+    return _publish(
+        kind.KIND,
         os.path.join(export_base, model_name),
         lambda staging: _write(
+            chosen,
+            quantize,
             module,
             staging,
             vocab_file,
@@ -171,6 +181,9 @@ def export_discriminator(
     model_name: str,
     max_seq_length: Optional[int] = None,
     version: Optional[int] = None,
+    *,
+    format_name: str = DEFAULT_FORMAT,
+    quantize: Optional[str] = None,
 ) -> str:
     """Exports a pre-trained discriminator (replaced-token probabilities) as a new version.
 
@@ -178,12 +191,14 @@ def export_discriminator(
         discriminator: an `ElectraDiscriminator`.
         pretraining_config: its `PretrainingConfig` (casing, sequence length).
         vocab_file: the pre-training vocabulary.
-        export_base, model_name, version: as in `export_finetuned`.
+        export_base, model_name, version, format_name, quantize: as in `export_finetuned`.
         max_seq_length: raw-text truncation (default: the pre-training length).
 
     Returns:
         The version directory.
     """
+    chosen = export_format(format_name, quantize)
+    quantize = quantize or NO_QUANTIZATION
     text = TextPath(
         pretraining_config.do_lower_case,
         pretraining_config.resolved_strip_accents,
@@ -192,32 +207,50 @@ def export_discriminator(
     )
     copy = _finite_copy(discriminator, f"the discriminator to export as {model_name}")
     info = {**text.to_dict(), "objective": pretraining_config.objective}
-    module = DiscriminatorExport.serving_module(copy, text.tokenizer(vocab_file), info)
+    module = DiscriminatorExport.serving_module(
+        copy, text.tokenizer(vocab_file), info, chosen.FORWARD
+    )
     config = {
         "format_version": FORMAT_VERSION,
         "kind": DiscriminatorExport.KIND,
         **text.to_dict(),
         **DiscriminatorExport.serving_config(module, info),
+        **chosen.config(quantize),
         "model": dataclasses.asdict(pretraining_config.model),
     }
-    return publish_version(
+    return _publish(
+        DiscriminatorExport.KIND,
         os.path.join(export_base, model_name),
         lambda staging: _write(
-            module, staging, vocab_file, config, None, lambda saved: copy.save(saved.keras_file)
+            chosen,
+            quantize,
+            module,
+            staging,
+            vocab_file,
+            config,
+            None,
+            lambda saved: copy.save(saved.keras_file),
         ),
         version,
     )
 
 
 def export_finetuned_dir(
-    trial_dir: str, export_base: str, model_name: str, version: Optional[int] = None
+    trial_dir: str,
+    export_base: str,
+    model_name: str,
+    version: Optional[int] = None,
+    **formats,
 ) -> str:
-    """Exports the model a fine-tuning trial saved (with vocab.txt beside it)."""
+    """Exports the model a fine-tuning trial saved (with vocab.txt beside it).
+
+    `formats`: `format_name` and `quantize`, as in `export_finetuned`.
+    """
     vocab_file = SavedModelDir(trial_dir).vocab_file
     if not os.path.isfile(vocab_file):
         raise ExportError(f"{trial_dir}: no vocab.txt beside the saved model.")
     model, info = load_finetuned(trial_dir)
-    return export_finetuned(model, info, vocab_file, export_base, model_name, version)
+    return export_finetuned(model, info, vocab_file, export_base, model_name, version, **formats)
 
 
 def export_checkpoint(
@@ -226,9 +259,12 @@ def export_checkpoint(
     model_name: str,
     version: Optional[int] = None,
     max_seq_length: Optional[int] = None,
+    **formats,
 ) -> str:
     """Exports any run: a fine-tuning output directory (its best trial), one trial directory,
     or a pre-training run (its export/ or latest checkpoint).
+
+    `formats`: `format_name` and `quantize`, as in `export_finetuned`.
 
     Raises:
         ExportError: `path` is none of these.
@@ -239,7 +275,7 @@ def export_checkpoint(
     if not os.path.isdir(path):
         raise ExportError(f"--checkpoint={path}: no such directory.")
     if holds_saved_model(path):
-        return export_finetuned_dir(path, export_base, model_name, version)
+        return export_finetuned_dir(path, export_base, model_name, version, **formats)
     run = FinetuningDir(path)
     if os.path.isfile(run.results_file):
         trial = best_saved_trial(path)
@@ -248,7 +284,7 @@ def export_checkpoint(
                 f"{run.results_file}: no finished trial with a saved model (was "
                 "the run made with --nosave_models?)."
             )
-        return export_finetuned_dir(trial.path, export_base, model_name, version)
+        return export_finetuned_dir(trial.path, export_base, model_name, version, **formats)
     files = locate_pretrained(path)
     if not files.is_run:
         raise ExportError(
@@ -263,5 +299,12 @@ def export_checkpoint(
     except CheckpointError as error:
         raise ExportError(f"--checkpoint: {error}")
     return export_discriminator(
-        discriminator, config, files.vocab_file, export_base, model_name, max_seq_length, version
+        discriminator,
+        config,
+        files.vocab_file,
+        export_base,
+        model_name,
+        max_seq_length,
+        version,
+        **formats,
     )
