@@ -3,7 +3,7 @@
 Data: KLUE's `klue_benchmark/` folder (v1.1), one folder per task:
 `ynat-v1.1/ynat-v1.1_{train,dev}.json`, `klue-sts-v1.1/klue-sts-v1.1_{train,dev}.json`,
 `klue-nli-v1.1/...json`, `klue-ner-v1.1/...tsv`, `klue-re-v1.1/...json`,
-`klue-dp-v1.1/...tsv`. The
+`klue-dp-v1.1/...tsv`, `klue-mrc-v1.1/...json`. The
 test sets are not distributed: every task is scored on its dev file. Each
 file is read as KLUE-baseline's reader (`klue_baseline/data/<task>.py`)
 reads it: YNAT `title` -> `label` (7 topics), KLUE-STS `sentence1`,
@@ -12,14 +12,16 @@ reads it: YNAT `title` -> `label` (7 topics), KLUE-STS `sentence1`,
 `object_entity` spans marked (`<subj>...</subj>`, `<obj>...</obj>`) ->
 `label` (30 relations; JSON arrays); KLUE-NER one character per line
 (`tagging.layouts.KLUE_NER`); KLUE-DP one word per line
-(`dependency_parsing.data`).
+(`dependency_parsing.data`); KLUE-MRC SQuAD 2.0's layout, each question's
+id its `guid` (`question_answering.data`).
 
 Metrics (`klue_baseline/metrics/functional.py`): YNAT macro F1; KLUE-STS
 Pearson r and the F1 of "score >= 3" (`f1_at_3`); KLUE-NLI accuracy;
 KLUE-NER entity-level macro F1 (seqeval, strict IOB2) and character-level
 macro F1 (`tagging.klue_ner`); KLUE-RE micro F1 without `no_relation` and
 AUPRC (`relation_micro_f1`, `auprc`); KLUE-DP UAS and LAS macro F1
-(`dependency_parsing.metrics`). KLUE-MRC is not read here yet.
+(`dependency_parsing.metrics`); KLUE-MRC exact match and ROUGE-W
+(`question_answering.metrics`, `klue_mrc`).
 
 Settings: `run_all.sh`, the lines for klue/roberta-small and
 klue/roberta-base (one line serves both, our `small` and `base`); a value
@@ -49,6 +51,7 @@ from electra_tf.finetuning.kind.benchmark import (
     Score,
     Suite,
 )
+from electra_tf.finetuning.question_answering.task import QUESTION_ANSWERING
 from electra_tf.finetuning.tagging.data import TAGGING
 from electra_tf.finetuning.tagging.layouts import KLUE_NER
 
@@ -322,6 +325,36 @@ KLUE_RE = BenchmarkTask(
     ),
 )
 
+KLUE_MRC = BenchmarkTask(
+    name="klue-mrc",
+    title="KLUE-MRC",
+    kind=QUESTION_ANSWERING,
+    directory=f"klue-mrc-{VERSION}",
+    files=_files("klue-mrc", "json"),
+    scored_split=DEV,
+    metric="rouge_w",
+    unit="exact match x 100 / ROUGE-W x 100 (character LCS F1), unanswerable questions included",
+    qa_metric="klue_mrc",
+    table_metrics=("exact_match", "rouge_w"),
+    recipes=_recipes("klue-mrc", 3e-5, 16, 5, None, 510),
+    published=_published(
+        ("exact_match", "rouge_w"),
+        {
+            ROBERTA_SMALL: (57.32, 62.70),
+            ROBERTA_BASE: (68.67, 73.98),
+            KOELECTRA_BASE: (59.82, 66.05),
+        },
+    ),
+    notes=(
+        "Read as SQuAD 2.0 (is_impossible questions train the answerability head and are "
+        "answered '' where the null odds exceed --null_score_threshold, the ELECTRA paper's "
+        "rule; KLUE-baseline answers '' where the null span outscores the best span). An "
+        "is_impossible question's gold is the empty string alone, where KLUE-baseline "
+        "scores it against the answers the file lists for it, the empty string when none. "
+        "Trials are compared by ROUGE-W, run_all.sh's --metric_key."
+    ),
+)
+
 KLUE = Suite(
     name="klue",
     title="KLUE (KLUE-benchmark/KLUE, scored as KLUE-baseline scores it)",
@@ -329,7 +362,7 @@ KLUE = Suite(
         "KLUE's klue_benchmark/: <task>-v1.1/<task>-v1.1_{train,dev}.json|tsv "
         "(ynat-v1.1/ynat-v1.1_train.json, klue-ner-v1.1/klue-ner-v1.1_dev.tsv, ...)"
     ),
-    tasks=(YNAT, KLUE_STS, KLUE_NLI, KLUE_NER_TASK, KLUE_RE, KLUE_DP),
+    tasks=(YNAT, KLUE_STS, KLUE_NLI, KLUE_NER_TASK, KLUE_RE, KLUE_DP, KLUE_MRC),
     source=SOURCE,
     models=MODELS,
     data_subdirectory="klue_benchmark",

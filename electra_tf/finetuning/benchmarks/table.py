@@ -43,6 +43,7 @@ METRIC_TITLES = {
     "char_macro_f1": "char F1",
     "relation_micro_f1": "F1",
     "auprc": "AUPRC",
+    "rouge_w": "ROUGE-W",
     "uas_macro_f1": "UAS",
     "las_macro_f1": "LAS",
 }

@@ -17,6 +17,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 
 from dependency_parsing_support import toy_parses, write_klue_dp  # noqa: E402
 from finetuning_support import make_pretrained_dir  # noqa: E402
+from test_klue_mrc import write_mrc  # noqa: E402
 from test_klue_ner import klue_ner_text  # noqa: E402
 from test_klue_re import re_rows  # noqa: E402
 
@@ -118,7 +119,7 @@ def ner_sentences(count, seed):
     return sentences
 
 
-def klue_data(root, count=8, tasks=("ynat", "sts", "nli", "ner", "re", "dp")):
+def klue_data(root, count=8, tasks=("ynat", "sts", "nli", "ner", "re", "dp", "mrc")):
     """The klue_benchmark/ folder holding the tasks asked for (train and dev each)."""
     base = root / "klue_benchmark"
     for split, seed in ((TRAIN, 0), (DEV, 1)):
@@ -138,6 +139,8 @@ def klue_data(root, count=8, tasks=("ynat", "sts", "nli", "ner", "re", "dp")):
             path = base / "klue-dp-v1.1" / f"klue-dp-v1.1_{split}.tsv"
             os.makedirs(path.parent, exist_ok=True)
             write_klue_dp(path, toy_parses(count, seed))
+    if "mrc" in tasks:
+        write_mrc(root, count)
     return str(root)
 
 
@@ -154,6 +157,7 @@ def test_the_suite_and_its_records():
         "klue-ner",
         "klue-re",
         "klue-dp",
+        "klue-mrc",
     ]
     assert [t.metric for t in KLUE.tasks] == [
         "macro_f1",
@@ -162,6 +166,7 @@ def test_the_suite_and_its_records():
         "entity_macro_f1",
         "relation_micro_f1",
         "las_macro_f1",
+        "rouge_w",
     ]
     assert KLUE.source.startswith("https://github.com/KLUE-benchmark/KLUE/blob/3efd987")
     for task in KLUE.tasks:
@@ -307,6 +312,8 @@ def test_a_tiny_klue_run_scores_from_its_predictions(tmp_path):
 
     from electra_tf.finetuning.dependency_parsing.data import DEPREL_LABELS, read_parsed_file
     from electra_tf.finetuning.dependency_parsing.metrics import klue_dp_scores
+    from electra_tf.finetuning.question_answering.data import read_gold_answers
+    from electra_tf.finetuning.question_answering.metrics import klue_mrc_scores
 
     data = klue_data(tmp_path / "data")
     out = tmp_path / "out"
@@ -375,8 +382,18 @@ def test_a_tiny_klue_run_scores_from_its_predictions(tmp_path):
     assert dp["score"] == pytest.approx(100 * scores["las_macro_f1"])
     assert dp["scores"]["uas_macro_f1"] == pytest.approx(100 * scores["uas_macro_f1"])
 
+    mrc = tasks["klue-mrc"]
+    assert mrc["predictions"].endswith("predictions.json")
+    with open(mrc["predictions"], encoding="utf-8") as f:
+        answers = json.load(f)
+    gold = read_gold_answers(mrc["file"])
+    assert gold.has_unanswerable and set(answers) == set(gold.answers)
+    recomputed = klue_mrc_scores(gold.answers, answers)
+    assert mrc["score"] == pytest.approx(recomputed["rouge_w"])
+    assert mrc["scores"]["exact_match"] == pytest.approx(recomputed["exact_match"])
+
     table = (out / "suite.md").read_text()
     assert (
         "| model | YNAT | KLUE-STS (Pearson r / F1) | KLUE-NLI | KLUE-NER (entity F1 / char F1) "
-        "| KLUE-RE (F1 / AUPRC) | KLUE-DP (UAS / LAS) |" in table
+        "| KLUE-RE (F1 / AUPRC) | KLUE-DP (UAS / LAS) | KLUE-MRC (EM / ROUGE-W) |" in table
     )
