@@ -7,7 +7,9 @@
         model.weights.h5    its weights (float32)
         vocab.txt           the vocabulary it was fine-tuned with
         dev_predictions.tsv `index gold prediction` of the scored split (classification,
-                            regression; `<split>_predictions.tsv` for each other one)
+                            regression; then every class's probability where a
+                            metric ranks by them; `<split>_predictions.tsv` for
+                            each other one)
         <TASK>.tsv          GLUE-format test predictions (classification, regression)
         predictions.json, nbest_predictions.json, null_odds.json   SQuAD answers
         dev_predictions.txt, test_predictions.txt   tagging: `word gold predicted` /

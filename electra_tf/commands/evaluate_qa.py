@@ -6,9 +6,9 @@
     python -m electra_tf.commands.evaluate_qa dev-v2.0.json predictions.json \\
         --null_odds_file=null_odds.json
 
-Prints one JSON object with `exact_match` and `f1` in percent and the other
-numbers the official script prints. The metric (squad, korquad, cmrc2018,
-drcd) defaults to the one the data file's `version` field names, as
+Prints one JSON object with `exact_match` and `f1` (KLUE-MRC's `klue_mrc`:
+`rouge_w`) in percent and the other numbers the official script prints. The
+metric (squad, korquad, cmrc2018, drcd, klue_mrc) defaults to the one the data file's `version` field names, as
 KorQuAD's `KorQuAD_v1.0_dev` does, else squad; SQuAD 2.0 scoring is used
 when a question is marked `is_impossible`. `predictions.json` maps question
 ids to answer texts, as `finetune.py --task=squad` writes it.

@@ -2,20 +2,26 @@
 
 Data: KLUE's `klue_benchmark/` folder (v1.1), one folder per task:
 `ynat-v1.1/ynat-v1.1_{train,dev}.json`, `klue-sts-v1.1/klue-sts-v1.1_{train,dev}.json`,
-`klue-nli-v1.1/...json`, `klue-ner-v1.1/...tsv`, `klue-dp-v1.1/...tsv`. The
+`klue-nli-v1.1/...json`, `klue-ner-v1.1/...tsv`, `klue-re-v1.1/...json`,
+`klue-dp-v1.1/...tsv`, `klue-mrc-v1.1/...json`. The
 test sets are not distributed: every task is scored on its dev file. Each
 file is read as KLUE-baseline's reader (`klue_baseline/data/<task>.py`)
 reads it: YNAT `title` -> `label` (7 topics), KLUE-STS `sentence1`,
 `sentence2` -> `labels.real-label` (0-5), KLUE-NLI `premise`, `hypothesis`
--> `gold_label` (JSON arrays); KLUE-NER one character per line
+-> `gold_label`, KLUE-RE `sentence` with its `subject_entity` and
+`object_entity` spans marked (`<subj>...</subj>`, `<obj>...</obj>`) ->
+`label` (30 relations; JSON arrays); KLUE-NER one character per line
 (`tagging.layouts.KLUE_NER`); KLUE-DP one word per line
-(`dependency_parsing.data`).
+(`dependency_parsing.data`); KLUE-MRC SQuAD 2.0's layout, each question's
+id its `guid` (`question_answering.data`).
 
 Metrics (`klue_baseline/metrics/functional.py`): YNAT macro F1; KLUE-STS
 Pearson r and the F1 of "score >= 3" (`f1_at_3`); KLUE-NLI accuracy;
 KLUE-NER entity-level macro F1 (seqeval, strict IOB2) and character-level
-macro F1 (`tagging.klue_ner`); KLUE-DP UAS and LAS macro F1
-(`dependency_parsing.metrics`). KLUE-RE and KLUE-MRC are not read here yet.
+macro F1 (`tagging.klue_ner`); KLUE-RE micro F1 without `no_relation` and
+AUPRC (`relation_micro_f1`, `auprc`); KLUE-DP UAS and LAS macro F1
+(`dependency_parsing.metrics`); KLUE-MRC exact match and ROUGE-W
+(`question_answering.metrics`, `klue_mrc`).
 
 Settings: `run_all.sh`, the lines for klue/roberta-small and
 klue/roberta-base (one line serves both, our `small` and `base`); a value
@@ -45,6 +51,7 @@ from electra_tf.finetuning.kind.benchmark import (
     Score,
     Suite,
 )
+from electra_tf.finetuning.question_answering.task import QUESTION_ANSWERING
 from electra_tf.finetuning.tagging.data import TAGGING
 from electra_tf.finetuning.tagging.layouts import KLUE_NER
 
@@ -243,6 +250,111 @@ KLUE_DP = BenchmarkTask(
     notes="Trials are compared by LAS macro F1, run_all.sh's --metric_key for these models.",
 )
 
+# KLUE's klue-re-v1.1/relation_list.json, in its order (`no_relation` first, class 0).
+KLUE_RE_RELATIONS = (
+    "no_relation",
+    "org:dissolved",
+    "org:founded",
+    "org:place_of_headquarters",
+    "org:alternate_names",
+    "org:member_of",
+    "org:members",
+    "org:political/religious_affiliation",
+    "org:product",
+    "org:founded_by",
+    "org:top_members/employees",
+    "org:number_of_employees/members",
+    "per:date_of_birth",
+    "per:date_of_death",
+    "per:place_of_birth",
+    "per:place_of_death",
+    "per:place_of_residence",
+    "per:origin",
+    "per:employee_of",
+    "per:schools_attended",
+    "per:alternate_names",
+    "per:parents",
+    "per:children",
+    "per:siblings",
+    "per:spouse",
+    "per:other_family",
+    "per:colleagues",
+    "per:product",
+    "per:religion",
+    "per:title",
+)
+_RE = JsonLayout(
+    description=(
+        'a JSON array of {"guid", "sentence", "subject_entity": {"word", "start_idx", "end_idx", '
+        '"type"}, "object_entity": {...}, "label" (one of the 30 relations of '
+        'relation_list.json), "source"}, the spans character offsets with the end included'
+    ),
+    text="sentence",
+    text_pair=None,
+    label=("label",),
+    index="guid",
+    marked_entities=("subject_entity", "object_entity"),
+)
+KLUE_RE = BenchmarkTask(
+    name="klue-re",
+    title="KLUE-RE",
+    kind=CLASSIFICATION,
+    directory=f"klue-re-{VERSION}",
+    files=_files("klue-re", "json"),
+    scored_split=DEV,
+    metric="relation_micro_f1",
+    unit="micro F1 x 100 without no_relation / AUPRC x 100 (30 relations)",
+    labels=KLUE_RE_RELATIONS,
+    tables={TRAIN: _RE, DEV: _RE},
+    table_metrics=("relation_micro_f1", "auprc"),
+    recipes=_recipes("klue-re", 5e-5, 32, 3, 0.1, 256),
+    published=_published(
+        ("relation_micro_f1", "auprc"),
+        {
+            ROBERTA_SMALL: (60.89, 58.96),
+            ROBERTA_BASE: (67.65, 68.55),
+            KOELECTRA_BASE: (62.85, 58.94),
+        },
+    ),
+    notes=(
+        "The sentence is read with <subj>...</subj> and <obj>...</obj> around the two spans, as "
+        "KLUE-baseline marks them; KLUE-baseline adds the four markers to the vocabulary as new "
+        "tokens, where this model's tokenizer reads them as the pieces of the text '<subj>' "
+        "(and a word after a closing marker starts a word). The relations are "
+        "relation_list.json's 30, in its order; the file itself is not read."
+    ),
+)
+
+KLUE_MRC = BenchmarkTask(
+    name="klue-mrc",
+    title="KLUE-MRC",
+    kind=QUESTION_ANSWERING,
+    directory=f"klue-mrc-{VERSION}",
+    files=_files("klue-mrc", "json"),
+    scored_split=DEV,
+    metric="rouge_w",
+    unit="exact match x 100 / ROUGE-W x 100 (character LCS F1), unanswerable questions included",
+    qa_metric="klue_mrc",
+    table_metrics=("exact_match", "rouge_w"),
+    recipes=_recipes("klue-mrc", 3e-5, 16, 5, None, 510),
+    published=_published(
+        ("exact_match", "rouge_w"),
+        {
+            ROBERTA_SMALL: (57.32, 62.70),
+            ROBERTA_BASE: (68.67, 73.98),
+            KOELECTRA_BASE: (59.82, 66.05),
+        },
+    ),
+    notes=(
+        "Read as SQuAD 2.0 (is_impossible questions train the answerability head and are "
+        "answered '' where the null odds exceed --null_score_threshold, the ELECTRA paper's "
+        "rule; KLUE-baseline answers '' where the null span outscores the best span). An "
+        "is_impossible question's gold is the empty string alone, where KLUE-baseline "
+        "scores it against the answers the file lists for it, the empty string when none. "
+        "Trials are compared by ROUGE-W, run_all.sh's --metric_key."
+    ),
+)
+
 KLUE = Suite(
     name="klue",
     title="KLUE (KLUE-benchmark/KLUE, scored as KLUE-baseline scores it)",
@@ -250,7 +362,7 @@ KLUE = Suite(
         "KLUE's klue_benchmark/: <task>-v1.1/<task>-v1.1_{train,dev}.json|tsv "
         "(ynat-v1.1/ynat-v1.1_train.json, klue-ner-v1.1/klue-ner-v1.1_dev.tsv, ...)"
     ),
-    tasks=(YNAT, KLUE_STS, KLUE_NLI, KLUE_NER_TASK, KLUE_DP),
+    tasks=(YNAT, KLUE_STS, KLUE_NLI, KLUE_NER_TASK, KLUE_RE, KLUE_DP, KLUE_MRC),
     source=SOURCE,
     models=MODELS,
     data_subdirectory="klue_benchmark",

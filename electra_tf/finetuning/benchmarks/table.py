@@ -41,6 +41,9 @@ METRIC_TITLES = {
     "f1_at_3": "F1",
     "entity_macro_f1": "entity F1",
     "char_macro_f1": "char F1",
+    "relation_micro_f1": "F1",
+    "auprc": "AUPRC",
+    "rouge_w": "ROUGE-W",
     "uas_macro_f1": "UAS",
     "las_macro_f1": "LAS",
 }

@@ -17,7 +17,9 @@ KLUE distributes its files as one JSON array of objects
 (`klue-nli-v1.1_dev.json`); a `JsonLayout` names the keys of the texts, the
 label (a path into nested objects: KLUE-STS's `labels` -> `real-label`)
 and the id, and `read_table` reads such a file one object at a time
-(`json_arrays`).
+(`json_arrays`). KLUE-RE's text is its sentence with the subject and the
+object marked where their character spans lie (`mark_entity_spans`), as
+KLUE-baseline's reader marks them (`klue_baseline/data/klue_re.py`).
 
 Every refusal is one line naming the file, the line and the layout
 expected; rows with too few columns are skipped with a warning naming
@@ -95,6 +97,10 @@ class JsonLayout:
         index: key of the example id written with predictions (None: the
             object's number).
         label_range: (low, high) a regression target must lie in.
+        marked_entities: keys of the subject and the object (objects with
+            `start_idx` and `end_idx`, character offsets into `text`, the end
+            included) whose spans are marked in the text (`mark_entity_spans`);
+            None: the text is read as it is.
     """
 
     description: str
@@ -103,6 +109,42 @@ class JsonLayout:
     label: tuple[str, ...]
     index: Optional[str] = None
     label_range: Optional[tuple[float, float]] = None
+    marked_entities: Optional[tuple[str, str]] = None
+
+
+# KLUE-baseline's markers around the subject and the object of a relation.
+SUBJECT_MARKERS = ("<subj>", "</subj>")
+OBJECT_MARKERS = ("<obj>", "</obj>")
+
+
+def mark_entity_spans(text: str, subject: tuple[int, int], obj: tuple[int, int]) -> str:
+    """The text with `<subj>...</subj>` and `<obj>...</obj>` around the two spans.
+
+    Spans are (start, end) character offsets, the end included. The span
+    that starts first (compared as pairs, as KLUE-baseline compares them) is
+    marked first; the text between the two is kept as it is.
+
+    Raises:
+        ValueError: the two spans are the same.
+    """
+    if subject == obj:
+        raise ValueError("the subject and the object are the same span")
+    first, second = sorted(((subject, SUBJECT_MARKERS), (obj, OBJECT_MARKERS)))
+    (start_1, end_1), (open_1, close_1) = first
+    (start_2, end_2), (open_2, close_2) = second
+    return "".join(
+        (
+            text[:start_1],
+            open_1,
+            text[start_1 : end_1 + 1],
+            close_1,
+            text[end_1 + 1 : start_2],
+            open_2,
+            text[start_2 : end_2 + 1],
+            close_2,
+            text[end_2 + 1 :],
+        )
+    )
 
 
 def _label_value(task: Task, layout: JsonLayout, value, refuse, line: int):
@@ -150,9 +192,28 @@ def read_json_table(
             raise refuse(line, f"{key!r} is {type(value).__name__}, not a string")
         return value
 
+    def span(record: dict, key: str, length: int, line: int) -> tuple[int, int]:
+        bounds = tuple(field(record, (key, end), line) for end in ("start_idx", "end_idx"))
+        if not all(isinstance(b, int) and not isinstance(b, bool) for b in bounds):
+            raise refuse(line, f"{key}.start_idx and end_idx must be integers, not {bounds}")
+        if not 0 <= bounds[0] <= bounds[1] < length:
+            raise refuse(
+                line, f"{key} spans characters {bounds[0]}-{bounds[1]} of a {length}-character text"
+            )
+        return bounds
+
+    def first_text(record: dict, line: int) -> str:
+        value = text(record, layout.text, line)
+        if layout.marked_entities is None:
+            return value
+        subject, obj = (span(record, key, len(value), line) for key in layout.marked_entities)
+        if subject == obj:
+            raise refuse(line, f"{' and '.join(layout.marked_entities)} are the same span")
+        return mark_entity_spans(value, subject, obj)
+
     texts_a, texts_b, labels, indices = [], [], [], []
     for line, record in iter_array_objects(path):
-        texts_a.append(text(record, layout.text, line))
+        texts_a.append(first_text(record, line))
         if layout.text_pair is not None:
             texts_b.append(text(record, layout.text_pair, line))
         if labelled:

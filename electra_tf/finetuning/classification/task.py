@@ -119,6 +119,20 @@ def predict(
     return np.argmax(outputs, axis=-1)
 
 
+def predict_probabilities(
+    model, encoded: EncodedSplit, task: Task, batch_size: int, pad_id: int = 0
+) -> np.ndarray:
+    """Every class's probability [N, C] (float64): the softmax of the classifier's logits."""
+    logits = np.asarray(
+        model.predict(
+            encoded.dataset(batch_size, task, pad_id=pad_id, with_labels=False), verbose=0
+        ),
+        np.float64,
+    )
+    exp = np.exp(logits - logits.max(axis=-1, keepdims=True))
+    return exp / exp.sum(axis=-1, keepdims=True)
+
+
 def split_suffix(name: str) -> str:
     """The suffix of a dev split's metrics: "" for `dev`, `_mismatched` for `dev_mismatched`."""
     return "" if name == "dev" else "_" + name.replace("dev_", "")
@@ -139,21 +153,30 @@ def write_predictions(path: str, split: Split, predictions: np.ndarray, task: Ta
             f.write(f"{index}\t{_prediction_text(value, task)}\n")
 
 
-def write_scored_predictions(path: str, split: Split, predictions: np.ndarray, task: Task) -> None:
+def write_scored_predictions(
+    path: str,
+    split: Split,
+    predictions: np.ndarray,
+    task: Task,
+    probabilities: Optional[np.ndarray] = None,
+) -> None:
     """A scored split's predictions beside their gold labels: `index<TAB>gold<TAB>prediction`.
 
     Labels are written as names, regression targets and predictions as
     numbers to 8 significant digits, so a dataset's own scorer recomputes the
-    score.
+    score. With `probabilities` [N, C] (a task scored by them, KLUE-RE's
+    AUPRC), every class's probability follows in a column named by the class.
     """
     with atomic_open(path) as f:
-        f.write("index\tgold\tprediction\n")
-        for index, gold, value in zip(split.indices, split.labels, predictions):
-            gold_text, text = (
-                _prediction_text(gold, task, ".8g"),
-                _prediction_text(value, task, ".8g"),
-            )
-            f.write(f"{index}\t{gold_text}\t{text}\n")
+        columns = ["index", "gold", "prediction"]
+        if probabilities is not None:
+            columns += task.label_names
+        f.write("\t".join(columns) + "\n")
+        for i, (index, gold, value) in enumerate(zip(split.indices, split.labels, predictions)):
+            row = [index, _prediction_text(gold, task, ".8g"), _prediction_text(value, task, ".8g")]
+            if probabilities is not None:
+                row += [format(float(p), ".8g") for p in probabilities[i]]
+            f.write("\t".join(row) + "\n")
 
 
 @dataclasses.dataclass
@@ -385,19 +408,34 @@ class ClassificationTask(DefinedTask, TaskKind):
 
         Returns:
             (metrics, {name: prediction file}): each dev split's
-            `<split>_predictions.tsv` (`index gold prediction`) and each test
+            `<split>_predictions.tsv` (`index gold prediction`, then every
+            class's probability when a metric needs them) and each test
             split's `<name>.tsv` in the GLUE submission format (`clue`
             submissions: the file `<name>`, CLUE's JSON lines).
         """
         scores, files = {}, {}
         pad_id = self._encoded.pad_id
+        scored_by_probabilities = any(
+            name in metrics.PROBABILITY_METRICS for name in self.definition.metrics
+        )
         for name, encoded in self._encoded.dev.items():
-            predicted = predict(model, encoded, self.definition, batch_size, pad_id)
-            split_scores = metrics.compute(self.definition.metrics, encoded.split.labels, predicted)
+            probabilities = None
+            if scored_by_probabilities:
+                probabilities = predict_probabilities(
+                    model, encoded, self.definition, batch_size, pad_id
+                )
+                predicted = np.argmax(probabilities, axis=-1)
+            else:
+                predicted = predict(model, encoded, self.definition, batch_size, pad_id)
+            split_scores = metrics.compute(
+                self.definition.metrics, encoded.split.labels, predicted, probabilities
+            )
             scores.update({f"{k}{split_suffix(name)}": v for k, v in split_scores.items()})
             if trial is not None:
                 files[name] = trial.file(f"{name}_predictions.tsv")
-                write_scored_predictions(files[name], encoded.split, predicted, self.definition)
+                write_scored_predictions(
+                    files[name], encoded.split, predicted, self.definition, probabilities
+                )
         if trial is not None:
             clue = self.submission == CLUE_SUBMISSION
             writer = write_submission if clue else write_predictions

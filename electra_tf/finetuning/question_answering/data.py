@@ -8,8 +8,9 @@ characters alike):
                "qas": [{"id": ..., "question": ..., "answers": [{"text", "answer_start"}],
                         "is_impossible": false}]}]}]}
 
-`answer_start` counts Python characters (Unicode code points) into the
-context. A training answer whose text is not found at its `answer_start` is
+KLUE-MRC names a question's id `guid` (beside `question_type` and
+`is_impossible`), which is read as its `id`. `answer_start` counts Python
+characters (Unicode code points) into the context. A training answer whose text is not found at its `answer_start` is
 skipped with a count, as the original code does; evaluation examples keep all
 their gold answers since they are only compared as text.
 """
@@ -171,12 +172,15 @@ def examples_from_articles(
             for q, qa in enumerate(paragraph["qas"]):
                 here = f"{where}.qas[{q}]"
                 _require(
-                    isinstance(qa, dict) and "id" in qa and isinstance(qa.get("question"), str),
+                    isinstance(qa, dict)
+                    and ("id" in qa or "guid" in qa)
+                    and isinstance(qa.get("question"), str),
                     source,
                     here,
-                    "needs 'id' and a string 'question'",
+                    "needs 'id' (KLUE-MRC: 'guid') and a string 'question'",
                 )
                 _require_length(qa["question"], max_text_chars, source, here, "question")
+                qas_id = str(qa["id"] if "id" in qa else qa["guid"])
                 raw_answers = qa.get("answers", [])
                 _require(isinstance(raw_answers, list), source, here, "'answers' is not a list")
                 answers = []
@@ -210,12 +214,10 @@ def examples_from_articles(
                             else f"answer {answers[0][0]!r} is not at character "
                             f"{answers[0][1]} of the context"
                         )
-                        warn(f"{source}: {here} (id {qa['id']}) {reason}; skipped.")
+                        warn(f"{source}: {here} (id {qas_id}) {reason}; skipped.")
                     continue
                 examples.append(
-                    QAExample(
-                        str(qa["id"]), _clean(qa["question"]), context, answers, impossible, title
-                    )
+                    QAExample(qas_id, _clean(qa["question"]), context, answers, impossible, title)
                 )
     return SquadSplit(examples, source, skipped)
 

@@ -17,6 +17,18 @@
   removed. As in the script, the list's "……" is one entry that no single
   character equals, so "…" counts as text.
 * `drcd`: DRCD is scored with CMRC 2018's script.
+* `klue_mrc`: KLUE-MRC as KLUE-baseline scores it (`klue_mrc_em`,
+  `klue_mrc_rouge_w` in `klue_baseline/metrics/`). Normalisation lower-cases,
+  removes ASCII punctuation and collapses whitespace; its pattern for quotes
+  and brackets is, as written, one of ' " 《 》 < > 〈 〉 *followed by* the
+  characters ()‘’, so it replaces only such five-character runs by a space
+  (KorQuAD's replaces each of them), and so here. Exact match compares the
+  normalised texts;
+  "ROUGE-W" is the F1 of the longest common *contiguous* run of characters
+  (difflib's `find_longest_match`; spaces count). Unanswerable questions
+  (SQuAD 2.0's `is_impossible`) have the empty string as their only gold
+  answer, which only the empty prediction matches; null odds above the
+  threshold answer "". Scores are `exact_match` and `rouge_w`.
 
 Every dataset's scores are maxima over the gold answers, averaged over all
 questions of the data file (a question without a prediction scores 0),
@@ -29,12 +41,16 @@ when a run holds a sentence-ending period followed by more text.
 from __future__ import annotations
 
 import collections
+import difflib
+import re
 import string
 from typing import Mapping, Optional, Sequence
 
 from electra_tf.finetuning.question_answering import squad_metrics
 
-METRICS = ("squad", "korquad", "cmrc2018", "drcd")
+METRICS = ("squad", "korquad", "cmrc2018", "drcd", "klue_mrc")
+# The metrics that score unanswerable questions (SQuAD 2.0's `is_impossible`) besides squad.
+WITH_UNANSWERABLE = ("klue_mrc",)
 
 # ---------------------------------------------------------------------------
 # KorQuAD 1.0
@@ -175,6 +191,62 @@ def cmrc_f1(prediction: str, gold: str) -> float:
 
 
 # ---------------------------------------------------------------------------
+# KLUE-MRC
+
+# KLUE-baseline's pattern as written: one of the quotes and brackets, then the literal "()‘’".
+_KLUE_MRC_SPACED = re.compile(r"""['"《》<>〈〉]\(\)‘’""")
+
+
+def klue_mrc_normalize(text: str) -> str:
+    """KLUE-baseline's `normalize_answer_for_klue_mrc` (see the module docstring)."""
+    text = _KLUE_MRC_SPACED.sub(" ", text.lower())
+    text = "".join(c for c in text if c not in _ASCII_PUNCTUATION)
+    return " ".join(text.split())
+
+
+def klue_mrc_rouge_w(prediction: str, gold: str) -> float:
+    """F1 of the longest common contiguous run of characters of two normalised texts.
+
+    An empty gold text (an unanswerable question) scores 1 against the empty
+    prediction and 0 against any other.
+    """
+    if gold == "":
+        return float(prediction == "")
+    match = difflib.SequenceMatcher(None, prediction, gold).find_longest_match(
+        0, len(prediction), 0, len(gold)
+    )
+    if match.size == 0:
+        return 0.0
+    precision, recall = match.size / len(prediction), match.size / len(gold)
+    return 2 * precision * recall / (precision + recall)
+
+
+def klue_mrc_scores(gold: Mapping[str, Sequence[str]], predictions: Mapping[str, str]) -> dict:
+    """KLUE-MRC's exact match and ROUGE-W in percent, each a maximum over the gold answers.
+
+    Args:
+        gold: question id -> gold answer texts (none: unanswerable, gold "").
+        predictions: question id -> predicted text (a missing one scores 0).
+    """
+    if not gold:
+        raise ValueError("no question to score")
+    exact, rouge = [], []
+    for qas_id, answers in gold.items():
+        if qas_id not in predictions:
+            exact.append(0.0)
+            rouge.append(0.0)
+            continue
+        predicted = klue_mrc_normalize(predictions[qas_id])
+        wanted = [klue_mrc_normalize(a) for a in answers] or [""]
+        exact.append(max(float(predicted == a) for a in wanted))
+        rouge.append(max(klue_mrc_rouge_w(predicted, a) for a in wanted))
+    return {
+        "exact_match": 100.0 * sum(exact) / len(exact),
+        "rouge_w": 100.0 * sum(rouge) / len(rouge),
+    }
+
+
+# ---------------------------------------------------------------------------
 # One entry point for every dataset.
 
 _PAIRS = {
@@ -214,6 +286,8 @@ def evaluate(
         squad 1.1 and korquad: exact_match, f1. squad 2.0: also exact and
         the official script's other keys. cmrc2018 / drcd: also average
         ((EM + F1) / 2), total and skip (questions without a prediction).
+        klue_mrc: exact_match and rouge_w (no f1), the predictions answered
+        "" where `null_odds` (when given) exceed `threshold`.
 
     Raises:
         ValueError: an unknown metric, no question, or a dataset metric
@@ -226,6 +300,13 @@ def evaluate(
             results = squad_metrics.evaluate_v2(gold, predictions, null_odds, threshold)
             return {"exact_match": results["exact"], **results}
         return squad_metrics.evaluate_v1(gold, predictions)
+    if metric == "klue_mrc":
+        if null_odds is not None:
+            predictions = {
+                q: "" if null_odds.get(q, float("-inf")) > threshold else text
+                for q, text in predictions.items()
+            }
+        return klue_mrc_scores(gold, predictions)
     if squad_version == "2.0":
         raise ValueError(
             f"--qa_metric={metric} scores answerable questions only; SQuAD 2.0 "

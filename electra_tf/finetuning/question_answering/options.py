@@ -27,8 +27,9 @@ class QuestionAnsweringOptions:
         None,
         "Whose official scores to report: SQuAD's (squad), KorQuAD 1.0's (korquad: "
         "character F1), CMRC 2018's (cmrc2018) or DRCD's (drcd; both: mixed segmentation, "
-        "longest common run). Default: the one the --predict_file's version field names "
-        "(KorQuAD_v1.0_dev), else squad.",
+        "longest common run) or KLUE-baseline's for KLUE-MRC (klue_mrc: exact match and "
+        "ROUGE-W, unanswerable questions with --squad_version=2.0). Default: the one the "
+        "--predict_file's version field names (KorQuAD_v1.0_dev), else squad.",
         choices=METRICS,
     )
     predict_file: Optional[str] = flag_field(

@@ -44,9 +44,16 @@ PREDICTIONS_FILE = "predictions.json"
 NULL_ODDS_FILE = "null_odds.json"
 NBEST_FILE = "nbest_predictions.json"
 # Scores shown on the console (the results keep every one).
-_HEADLINE = ("exact_match", "f1", "best_exact", "best_f1")
+_HEADLINE = ("exact_match", "f1", "rouge_w", "best_exact", "best_f1")
 # What the scores of each --qa_metric are called on the console.
-_METRIC_NAMES = {"korquad": "KorQuAD 1.0", "cmrc2018": "CMRC 2018", "drcd": "DRCD"}
+_METRIC_NAMES = {
+    "korquad": "KorQuAD 1.0",
+    "cmrc2018": "CMRC 2018",
+    "drcd": "DRCD",
+    "klue_mrc": "KLUE-MRC",
+}
+# What trials are compared by, where the metric has no F1 (KLUE-baseline's --metric_key).
+_PRIMARY_METRICS = {"klue_mrc": "rouge_w"}
 # The settings that serving reads back from model_info.json.
 _SERVED = ("doc_stride", "max_query_length", "max_answer_length", "null_score_threshold")
 # The describe() of a question-answering run, and the name of its task_type.
@@ -158,7 +165,6 @@ class SquadTask(TaskKind):
     console_keys: ClassVar[tuple[str, ...]] = ("loss", "span_loss", "answerable_loss")
     # Decoding every question with the beam search is too slow to repeat every epoch.
     evaluate_every_epoch: ClassVar[bool] = False
-    primary_metric: ClassVar[str] = "f1"
     default_epochs: ClassVar[float] = 2.0
     max_train_examples: ClassVar[None] = None
     _windows: Optional[_Windows] = dataclasses.field(default=None, init=False, repr=False)
@@ -182,11 +188,19 @@ class SquadTask(TaskKind):
             qa_metrics.check_available(self.qa_metric)  # before training, not after it
         except ImportError as error:
             raise RunError(str(error)) from None
-        if self.qa_metric != "squad" and self.version == "2.0":
+        if (
+            self.qa_metric not in ("squad",) + qa_metrics.WITH_UNANSWERABLE
+            and self.version == "2.0"
+        ):
             raise RunError(
                 f"--qa_metric={self.qa_metric} scores answerable questions only; use "
                 "--squad_version=1.1 (or --qa_metric=squad for SQuAD 2.0)."
             )
+
+    @property
+    def primary_metric(self) -> str:
+        """What trials are compared by: F1, or ROUGE-W for KLUE-MRC."""
+        return _PRIMARY_METRICS.get(self.qa_metric, "f1")
 
     @classmethod
     def selected_by(cls, options: TaskOptions) -> bool:
@@ -197,12 +211,17 @@ class SquadTask(TaskKind):
     def from_benchmark(
         cls, benchmark, recipe, present, max_seq_length, max_train_examples, warn=print
     ):
-        """A suite's SQuAD-format task (v1.1), scored by its `qa_metric`'s official script."""
+        """A suite's SQuAD-format task, scored by its `qa_metric`'s official script.
+
+        The files are read as SQuAD 1.1, or as 2.0 (unanswerable questions,
+        null odds) where the metric scores unanswerable questions (KLUE-MRC).
+        """
         scored = benchmark.scored_split
-        train = squad_data.read_squad_json(present[TRAIN], "1.1", is_training=True, warn=warn)
-        evaluation = squad_data.read_squad_json(present[scored], "1.1", False, warn=warn)
+        version = "2.0" if benchmark.qa_metric in qa_metrics.WITH_UNANSWERABLE else "1.1"
+        train = squad_data.read_squad_json(present[TRAIN], version, is_training=True, warn=warn)
+        evaluation = squad_data.read_squad_json(present[scored], version, False, warn=warn)
         task = cls(
-            train, evaluation, "1.1", max_seq_length=max_seq_length, qa_metric=benchmark.qa_metric
+            train, evaluation, version, max_seq_length=max_seq_length, qa_metric=benchmark.qa_metric
         )
         return task, {TRAIN: present[TRAIN], scored: present[scored]}
 

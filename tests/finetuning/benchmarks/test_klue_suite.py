@@ -17,12 +17,14 @@ sys.path.insert(0, os.path.dirname(__file__))
 
 from dependency_parsing_support import toy_parses, write_klue_dp  # noqa: E402
 from finetuning_support import make_pretrained_dir  # noqa: E402
+from test_klue_mrc import write_mrc  # noqa: E402
 from test_klue_ner import klue_ner_text  # noqa: E402
+from test_klue_re import re_rows  # noqa: E402
 
 from electra_tf.artifacts.pretrained import resolve_pretrained  # noqa: E402
 from electra_tf.finetuning.benchmarks import SUITES  # noqa: E402
 from electra_tf.finetuning.benchmarks.building import build_task  # noqa: E402
-from electra_tf.finetuning.benchmarks.klue import KLUE, YNAT_LABELS  # noqa: E402
+from electra_tf.finetuning.benchmarks.klue import KLUE, KLUE_RE_RELATIONS, YNAT_LABELS  # noqa: E402
 from electra_tf.finetuning.benchmarks.options import SuiteOptions, suite_named  # noqa: E402
 from electra_tf.finetuning.benchmarks.table import render_table  # noqa: E402
 from electra_tf.finetuning.kind import metrics  # noqa: E402
@@ -117,7 +119,7 @@ def ner_sentences(count, seed):
     return sentences
 
 
-def klue_data(root, count=8, tasks=("ynat", "sts", "nli", "ner", "dp")):
+def klue_data(root, count=8, tasks=("ynat", "sts", "nli", "ner", "re", "dp", "mrc")):
     """The klue_benchmark/ folder holding the tasks asked for (train and dev each)."""
     base = root / "klue_benchmark"
     for split, seed in ((TRAIN, 0), (DEV, 1)):
@@ -131,10 +133,14 @@ def klue_data(root, count=8, tasks=("ynat", "sts", "nli", "ner", "dp")):
             path = base / "klue-ner-v1.1" / f"klue-ner-v1.1_{split}.tsv"
             os.makedirs(path.parent, exist_ok=True)
             path.write_text(klue_ner_text(ner_sentences(count, seed)), encoding="utf-8")
+        if "re" in tasks:
+            _dump(base / "klue-re-v1.1" / f"klue-re-v1.1_{split}.json", re_rows(count, seed))
         if "dp" in tasks:
             path = base / "klue-dp-v1.1" / f"klue-dp-v1.1_{split}.tsv"
             os.makedirs(path.parent, exist_ok=True)
             write_klue_dp(path, toy_parses(count, seed))
+    if "mrc" in tasks:
+        write_mrc(root, count)
     return str(root)
 
 
@@ -144,13 +150,23 @@ def klue_data(root, count=8, tasks=("ynat", "sts", "nli", "ner", "dp")):
 
 def test_the_suite_and_its_records():
     assert suite_named("klue") is KLUE is SUITES["klue"]
-    assert [t.name for t in KLUE.tasks] == ["ynat", "klue-sts", "klue-nli", "klue-ner", "klue-dp"]
+    assert [t.name for t in KLUE.tasks] == [
+        "ynat",
+        "klue-sts",
+        "klue-nli",
+        "klue-ner",
+        "klue-re",
+        "klue-dp",
+        "klue-mrc",
+    ]
     assert [t.metric for t in KLUE.tasks] == [
         "macro_f1",
         "pearson",
         "accuracy",
         "entity_macro_f1",
+        "relation_micro_f1",
         "las_macro_f1",
+        "rouge_w",
     ]
     assert KLUE.source.startswith("https://github.com/KLUE-benchmark/KLUE/blob/3efd987")
     for task in KLUE.tasks:
@@ -296,6 +312,8 @@ def test_a_tiny_klue_run_scores_from_its_predictions(tmp_path):
 
     from electra_tf.finetuning.dependency_parsing.data import DEPREL_LABELS, read_parsed_file
     from electra_tf.finetuning.dependency_parsing.metrics import klue_dp_scores
+    from electra_tf.finetuning.question_answering.data import read_gold_answers
+    from electra_tf.finetuning.question_answering.metrics import klue_mrc_scores
 
     data = klue_data(tmp_path / "data")
     out = tmp_path / "out"
@@ -335,6 +353,21 @@ def test_a_tiny_klue_run_scores_from_its_predictions(tmp_path):
     assert ner["score"] == pytest.approx(100 * recomputed["entity_macro_f1"], abs=1e-6)
     assert ner["scores"]["char_macro_f1"] == pytest.approx(100 * recomputed["char_macro_f1"])
 
+    re_task = tasks["klue-re"]
+    with open(re_task["predictions"], encoding="utf-8") as f:
+        header, *rows = [line.rstrip("\n").split("\t") for line in f]
+    assert header == ["index", "gold", "prediction", *KLUE_RE_RELATIONS]
+    ids = {name: i for i, name in enumerate(KLUE_RE_RELATIONS)}
+    gold = [ids[r[1]] for r in rows]
+    probabilities = np.array([[float(p) for p in r[3:]] for r in rows])
+    assert [ids[r[2]] for r in rows] == list(np.argmax(probabilities, axis=1))
+    assert re_task["score"] == pytest.approx(
+        100 * metrics.relation_micro_f1(gold, [ids[r[2]] for r in rows])
+    )
+    assert re_task["scores"]["auprc"] == pytest.approx(
+        100 * metrics.auprc(gold, probabilities), abs=1e-4
+    )
+
     dp = tasks["klue-dp"]
     gold_split = read_parsed_file(dp["file"], "dev")
     predicted = read_parsed_file(dp["predictions"], "dev")
@@ -349,8 +382,18 @@ def test_a_tiny_klue_run_scores_from_its_predictions(tmp_path):
     assert dp["score"] == pytest.approx(100 * scores["las_macro_f1"])
     assert dp["scores"]["uas_macro_f1"] == pytest.approx(100 * scores["uas_macro_f1"])
 
+    mrc = tasks["klue-mrc"]
+    assert mrc["predictions"].endswith("predictions.json")
+    with open(mrc["predictions"], encoding="utf-8") as f:
+        answers = json.load(f)
+    gold = read_gold_answers(mrc["file"])
+    assert gold.has_unanswerable and set(answers) == set(gold.answers)
+    recomputed = klue_mrc_scores(gold.answers, answers)
+    assert mrc["score"] == pytest.approx(recomputed["rouge_w"])
+    assert mrc["scores"]["exact_match"] == pytest.approx(recomputed["exact_match"])
+
     table = (out / "suite.md").read_text()
     assert (
         "| model | YNAT | KLUE-STS (Pearson r / F1) | KLUE-NLI | KLUE-NER (entity F1 / char F1) "
-        "| KLUE-DP (UAS / LAS) |" in table
+        "| KLUE-RE (F1 / AUPRC) | KLUE-DP (UAS / LAS) | KLUE-MRC (EM / ROUGE-W) |" in table
     )
