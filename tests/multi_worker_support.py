@@ -5,7 +5,7 @@
     TF_CONFIG=... python multi_worker_support.py pretrain <shard_dir> <vocab> <run_dir> <weights>
     TF_CONFIG=... python multi_worker_support.py finetune <pretrained_dir> <output_dir> <weights>
 
-`pretrain` trains the tiny configuration of tests/test_pretraining_loop.py,
+`pretrain` trains the tiny configuration of tests/training/test_pretraining_loop.py,
 `finetune` one trial of `finetuning_support.toy_regression_task`, both with
 dropout off; each worker writes its
 final trainable weights to <weights> (.npz).

@@ -8,7 +8,7 @@
   with NFKC_Casefold afterwards; our `casefold` normalization folds, strips
   and recomposes (NFC) before splitting, `bert` lower-cases without
   compatibility folding (see `electra_tf.tokenization`). The levels are
-  measured by `tests/test_keras_hub_preset.py` on `MIXED_SAMPLE`.
+  measured by `tests/interop/test_keras_hub_preset.py` on `MIXED_SAMPLE`.
 * `compare_sequence_outputs`, `compare_tokenizers`: a loaded preset's
   outputs and ids against ours, as `convert export-keras-hub` reports them.
 
@@ -68,7 +68,7 @@ def tokenizer_fidelity(
 ) -> TokenizerFidelity:
     """The ElectraTokenizer settings closest to our casing, and how close they are.
 
-    The levels follow `tests/test_keras_hub_preset.py`, which tokenizes a
+    The levels follow `tests/interop/test_keras_hub_preset.py`, which tokenizes a
     mixed sample (English with accents, Korean, Chinese) both ways.
     """
     rare = (
