@@ -10,7 +10,9 @@ flag that sets the bound, instead of being held whole.
 
 from __future__ import annotations
 
-from typing import IO, Iterator
+import codecs
+import dataclasses
+from typing import IO, Iterator, Optional
 
 # The default bound, in characters: a line of 1 Mi characters is far longer
 # than any sentence or paragraph, yet takes only a few MB to read.
@@ -90,3 +92,51 @@ def bounded_byte_lines(
             if len(line) > 4 * limit + 1 or utf8_chars(line.removesuffix(b"\n")) > limit:
                 raise error(line_too_long(f"{path}, line {number}", limit, flag))
         yield number, line
+
+
+@dataclasses.dataclass(frozen=True)
+class InvalidUtf8:
+    """Where a file's first invalid UTF-8 byte is.
+
+    Attributes:
+        line: its 1-based line; column: its 1-based byte column in that line;
+        offset: its byte offset in the file; byte: its value; reason: the decoder's.
+    """
+
+    line: int
+    column: int
+    offset: int
+    byte: int
+    reason: str
+
+
+def first_invalid_utf8(path: str, block_bytes: int = 1 << 20) -> Optional[InvalidUtf8]:
+    """The first invalid UTF-8 byte of `path` (None: the file is valid), read in blocks.
+
+    A block at a time is held, never the whole file; a byte-order mark is valid.
+    """
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    offset, newlines, last_newline = 0, 0, -1  # bytes before the block; "\n" among them
+    with open(path, "rb") as f:
+        while True:
+            block = f.read(block_bytes)
+            pending = decoder.getstate()[0]  # an unfinished character's bytes
+            try:
+                decoder.decode(block, final=not block)
+            except UnicodeDecodeError as error:
+                data = pending + block
+                start = offset - len(pending) + error.start
+                before = data[: error.start]
+                lines = newlines + before.count(b"\n")
+                line_start = (
+                    offset - len(pending) + before.rfind(b"\n") if b"\n" in before else last_newline
+                )
+                return InvalidUtf8(
+                    lines + 1, start - line_start, start, data[error.start], error.reason
+                )
+            if not block:
+                return None
+            newlines += block.count(b"\n")
+            if b"\n" in block:
+                last_newline = offset + block.rfind(b"\n")
+            offset += len(block)

@@ -6,9 +6,9 @@ module its package's layer would put too high or too low belongs in another
 package, and no module is listed apart from its package.
 `tests/test_layering.py` reads this list and fails on any import from a lower
 layer to a higher one, on any import cycle and on a module listed apart from
-its package. The package's own `__init__` stands outside the order: it
-imports the modules that define Keras classes, so that `import electra_tf`
-registers them. The research tools in the repository's `tools/` (benchmark,
+its package. The package's own `__init__` stands outside the order: its
+`register_keras_classes` imports the modules that define Keras classes (when
+called, not when the package is imported). The research tools in the repository's `tools/` (benchmark,
 study, parity...) are not part of the package and not listed: they import
 it, never the reverse.
 

@@ -13,6 +13,7 @@ import subprocess
 import sys
 import textwrap
 
+import numpy as np
 import pytest
 
 from electra_tf.bounded_lines import bounded_byte_lines, bounded_lines, utf8_chars
@@ -297,3 +298,43 @@ def test_pretrain_refuses_a_corpus_line_over_its_max_row_chars_in_one_line(tmp_p
         "characters; shorten that text or raise the limit."
     ), output
     assert not any("Traceback" in line for line in output), output
+
+
+def test_the_first_invalid_utf8_byte_is_found_block_by_block(tmp_path):
+    """Line, column, offset and byte as decoding the whole file finds them, whatever the block."""
+    from electra_tf.bounded_lines import first_invalid_utf8
+
+    rng = np.random.default_rng(0)
+    pieces = ["a", "é", "한", "😀", "\n", "\ufeff"]
+    for trial in range(40):
+        text = "".join(rng.choice(pieces, size=int(rng.integers(1, 30))))
+        data = text.encode()
+        if trial % 4:  # a bad byte somewhere: a stray continuation or a cut character
+            at = int(rng.integers(0, len(data) + 1))
+            data = data[:at] + (b"\x80" if trial % 2 else "한".encode()[:2]) + data[at:]
+        path = tmp_path / f"{trial}.txt"
+        path.write_bytes(data)
+        try:
+            data.decode("utf-8")
+            expected = None
+        except UnicodeDecodeError as error:
+            start = error.start
+            expected = (
+                data.count(b"\n", 0, start) + 1,
+                start - (data.rfind(b"\n", 0, start) + 1) + 1,
+                start,
+                data[start],
+            )
+        for block in (1, 2, 3, 7, 1 << 20):
+            found = first_invalid_utf8(str(path), block)
+            got = None if found is None else (found.line, found.column, found.offset, found.byte)
+            assert got == expected, (trial, block, data)
+
+
+@pytest.mark.parametrize("value", [0, -2])
+def test_a_bound_that_is_not_positive_is_refused_naming_the_flag(value):
+    from electra_tf.errors import RunError
+    from electra_tf.finetuning.kind.files import FileTaskOptions
+
+    with pytest.raises(RunError, match=rf"--max_row_chars={value}: must be a positive integer"):
+        FileTaskOptions(max_row_chars=value)

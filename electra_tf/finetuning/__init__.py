@@ -7,7 +7,8 @@
   layer-wise optimizer (`optimization`) and a suite's record of a task
   (`benchmark`).
 * one package per kind, each built on the floor alone: `classification/`
-  (and regression), `question_answering/`, `tagging/`; no kind imports another.
+  (and regression), `question_answering/`, `tagging/`, `multiple_choice/`,
+  `dependency_parsing/`; no kind imports another.
 * above them: the registry (`kinds`), one format for every fine-tuned model
   (`saving`), the linear probe (`probe`) and the benchmark suites
   (`benchmarks/`).

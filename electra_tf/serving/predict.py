@@ -19,12 +19,18 @@ from typing import Iterator
 
 import numpy as np
 
+from electra_tf.bounded_lines import bounded_byte_lines
+from electra_tf.finetuning.kind.files import MAX_ROW_CHARS
 from electra_tf.finetuning.kinds import TASK_KINDS
 from electra_tf.serving.client import DEFAULT_SIGNATURE, ServingError
 
 
 class InputError(ValueError):
     """The input file cannot be read; the message names the file and line."""
+
+
+# Request fields a line may leave out (a single text has no pair).
+OPTIONAL_REQUEST_FIELDS = frozenset({"text_pair"})
 
 
 def _request(row, path: str, number: int) -> dict:
@@ -41,6 +47,15 @@ def _request(row, path: str, number: int) -> dict:
         expected = " or ".join("{" + ", ".join(f'"{n}"' for n in f) + "}" for f in field_sets)
         raise InputError(f"{path} line {number}: needs the fields of a request: {expected}.")
     fields = max(fitting, key=lambda f: (sum(n in row for n in f), -len(f)))
+    missing = [n for n in fields if n not in row and n not in OPTIONAL_REQUEST_FIELDS]
+    if missing:
+        raise InputError(
+            f"{path} line {number}: a request with "
+            + ", ".join(f'"{n}"' for n in fields if n in row)
+            + " also needs "
+            + ", ".join(f'"{n}"' for n in missing)
+            + "."
+        )
     example = {}
     for name in fields:
         if name not in row:
@@ -63,7 +78,10 @@ def read_examples(path: str) -> Iterator[dict]:
     if not os.path.isfile(path):
         raise InputError(f"--input={path}: no such file.")
     with open(path, "rb") as f:
-        for number, raw in enumerate(f, start=1):
+        # A line is read at most MAX_ROW_CHARS characters at a time: a file of one
+        # huge line is refused, not held in memory.
+        lines = bounded_byte_lines(f, path, MAX_ROW_CHARS, "--max_row_chars", InputError)
+        for number, raw in lines:
             raw = raw.rstrip(b"\r\n")
             if extension == ".jsonl":
                 if not raw.strip():
@@ -116,7 +134,9 @@ def predict_batch(client, batch: list[dict], signature_name: str) -> list[dict]:
     if any(list(example) != names for example in batch):
         raise InputError(f"every example of a file must have the same fields ({', '.join(names)}).")
     try:
-        outputs = client.predict({n: _column([e[n] for e in batch]) for n in names}, signature_name)
+        outputs = client.predict(
+            {n: _column([e[n] for e in batch], n) for n in names}, signature_name
+        )
     except ServingError as error:
         if len(batch) == 1:
             return [{**_display(batch[0]), "error": str(error)}]
@@ -129,10 +149,16 @@ def predict_batch(client, batch: list[dict], signature_name: str) -> list[dict]:
     ]
 
 
-def _column(values: list) -> list:
+def _column(values: list, name: str) -> list:
     """One input of a batch: lists (a question's options, a sentence's words) padded with ""."""
-    if not any(isinstance(v, list) for v in values):
+    lists = sum(isinstance(v, list) for v in values)
+    if not lists:
         return values
+    if lists != len(values):
+        raise InputError(
+            f'field "{name}" is a list in some lines and a string in others: every line of a '
+            "file must give it the same way."
+        )
     width = max(len(v) for v in values)
     return [list(v) + [""] * (width - len(v)) for v in values]
 

@@ -1,8 +1,8 @@
 """One trial loop for every fine-tuning task: seeds, resuming, results, saved models.
 
 `run_trials` runs `settings.num_trials` trials of a task of any kind
-(`electra_tf.finetuning.kind.contract.TaskKind`: classification and regression,
-question answering, token classification) from one pre-trained checkpoint.
+(`electra_tf.finetuning.kind.contract.TaskKind`; the kinds are listed in
+`electra_tf.finetuning.kinds`) from one pre-trained checkpoint.
 Trial k
 
 * starts from the pre-trained encoder (or, with `settings.random_init`, the

@@ -417,6 +417,8 @@ def plan(request: PretrainingRequest, print_fn: Callable[[str], None] = print) -
         held_out = request.eval_fraction
     if not 0.0 <= held_out < 1.0:
         raise RunError(f"--eval_fraction={held_out}: must be in [0, 1).")
+    if request.max_row_chars <= 0:
+        raise RunError(f"--max_row_chars={request.max_row_chars}: must be a positive integer.")
     eval_corpus = (
         places.resolve_corpus(request.eval_corpus, "--eval_corpus") if request.eval_corpus else []
     )

@@ -211,3 +211,22 @@ def test_json_lines_are_read_as_the_request_of_the_kind_whose_fields_they_hold(t
         predict.InputError, match='line 2: field "words" must be a string or a list'
     ):
         list(predict.read_examples(str(path)))
+
+
+def test_a_request_line_missing_a_field_or_mixing_lists_and_strings_is_refused(tmp_path):
+    path = tmp_path / "bad.jsonl"
+    path.write_text('{"question": "q", "options": ["a", "b"]}\n', encoding="utf-8")
+    with pytest.raises(predict.InputError, match=r'line 1: a request with "question", "options"'):
+        list(predict.read_examples(str(path)))
+
+    class NeverCalled:
+        def predict(self, inputs, signature_name):
+            raise AssertionError("a mixed column must not be sent")
+
+    path.write_text(
+        '{"question": "q", "context": "c", "options": ["a", "b"]}\n'
+        '{"question": "q", "context": "c", "options": "ab"}\n',
+        encoding="utf-8",
+    )
+    with pytest.raises(predict.InputError, match='field "options" is a list in some lines'):
+        predict.predict_file(NeverCalled(), str(path), str(tmp_path / "out.jsonl"))

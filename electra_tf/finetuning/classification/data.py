@@ -30,7 +30,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from electra_tf.bounded_lines import bounded_lines
+from electra_tf.bounded_lines import bounded_lines, first_invalid_utf8
 from electra_tf.finetuning.classification.json_arrays import (
     iter_array_objects,
     starts_with_array,
@@ -334,21 +334,15 @@ def _utf8_error(path: str) -> "TaskDataError":
     """The error naming the line and byte of the first invalid UTF-8 in `path`.
 
     Python decodes a text file block by block and reports positions within
-    the block, so the file is decoded again as a whole to find the line.
+    the block, so the file is scanned again, a block at a time, to find the line.
     """
-    with open(path, "rb") as f:
-        data = f.read()
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError as error:
-        start = error.start
-        line = data.count(b"\n", 0, start) + 1
-        column = start - (data.rfind(b"\n", 0, start) + 1) + 1
-        return TaskDataError(
-            f"{path}, line {line}: not valid UTF-8 (byte 0x{data[start]:02x} "
-            f"at column {column}, byte offset {start}: {error.reason})."
-        )
-    return TaskDataError(f"{path}: not valid UTF-8.")
+    found = first_invalid_utf8(path)
+    if found is None:
+        return TaskDataError(f"{path}: not valid UTF-8.")
+    return TaskDataError(
+        f"{path}, line {found.line}: not valid UTF-8 (byte 0x{found.byte:02x} "
+        f"at column {found.column}, byte offset {found.offset}: {found.reason})."
+    )
 
 
 class _RowTooLong(Exception):

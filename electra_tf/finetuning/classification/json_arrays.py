@@ -40,6 +40,11 @@ def starts_with_array(path: str) -> bool:
         return False  # the reader that follows names the problem
 
 
+# The most characters before the end of the text read at which a cut value (a `\\uXXXX`
+# escape, `false`, a number's exponent) can make the decoder fail.
+_LONGEST_TOKEN_CUT = 12
+
+
 class _Stream:
     """The file's text in a buffer that is refilled at its end and trimmed at its start."""
 
@@ -140,6 +145,16 @@ def iter_array_objects(path: str, max_row_chars: int = MAX_ROW_CHARS) -> Iterato
                     record, end = decoder.raw_decode(stream.buffer, 0)
                     break
                 except json.JSONDecodeError as error:
+                    # Only an object cut off by the end of what was read is worth reading
+                    # more for: an error well before that end is the file's own mistake.
+                    cut_off = error.msg.startswith("Unterminated string") or (
+                        error.pos >= len(stream.buffer) - _LONGEST_TOKEN_CUT
+                    )
+                    if not cut_off:
+                        raise TaskDataError(
+                            f"{path}, line {stream.line_at(error.pos)}: not valid JSON "
+                            f"({error.msg}); expected {_EXPECTED}."
+                        ) from None
                     if len(stream.buffer) > max_row_chars:
                         raise stream.refuse(
                             f"an object longer than --max_row_chars={max_row_chars:,} characters "

@@ -104,7 +104,7 @@ class BenchmarkTask:
         tables: split -> `classification.tables.TableLayout` or `JsonLayout`
             (classification and regression).
         tagging_layout: the tagging file layout (tagging).
-        qa_metric: whose official QA scores (`korquad`, `cmrc2018`, `drcd`).
+        qa_metric: whose official QA scores (`korquad`, `cmrc2018`, `drcd`, `klue_mrc`).
         submission: the file a leaderboard takes the test split's predictions
             in (CLUE's `tnews11_predict.json`, ...): the test file is then
             read unlabelled and its predictions written there, in the
@@ -168,7 +168,7 @@ class Suite:
     """A benchmark table and where its data and numbers come from.
 
     Attributes:
-        name: `koelectra` or `chinese_electra`.
+        name: `koelectra`, `chinese_electra`, `klue` or `clue`.
         title: the project.
         data_layout: what `--data_dir` must hold, in words.
         data_subdirectory: a folder of the distributed layout that holds the

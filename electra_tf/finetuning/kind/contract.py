@@ -1,7 +1,7 @@
 """The one contract every kind of fine-tuning task implements.
 
 A task kind — classification and regression, question answering, token
-classification — is one class. An instance is a task with its data, as the
+classification, multiple choice, dependency parsing — is one class. An instance is a task with its data, as the
 trial loop (`electra_tf.training.finetuning_loop`) runs it: it reads the
 files, turns them into features, puts a head on the encoder (whose train
 step computes the loss), scores the dev split and writes its predictions.

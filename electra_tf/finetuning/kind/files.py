@@ -15,6 +15,7 @@ from typing import Optional, Sequence
 import numpy as np
 
 from electra_tf.config import flag_field
+from electra_tf.errors import RunError
 
 # How CSV / TSV fields are read: csv (standard quoting, quotes doubled inside)
 # or none (every character is literal, the GLUE convention).
@@ -70,7 +71,7 @@ class FileTaskOptions:
             original code does for STS-B).
         quoting: `csv` or `none` for CSV / TSV files.
         delimiter: None picks by extension (`.csv` comma, else tab).
-        max_row_chars: the longest CSV / TSV row accepted (see `read_delimited`).
+        max_row_chars: the longest record any reader accepts, in characters.
     """
 
     text_column: str = flag_field(
@@ -111,7 +112,11 @@ class FileTaskOptions:
     )
     max_row_chars: int = flag_field(
         MAX_ROW_CHARS,
-        "CSV/TSV files: the longest row accepted, in characters; a longer one is "
-        "refused with its line number (reading holds one row at a time beyond the rows "
-        "kept: about 12 bytes per character).",
+        "The longest record read, in characters: a CSV/TSV row, a JSON line or JSON array "
+        "object, a SQuAD context or question, a tagging file's line. A longer one is refused "
+        "with its file and line, before it is held whole.",
     )
+
+    def __post_init__(self):
+        if self.max_row_chars <= 0:
+            raise RunError(f"--max_row_chars={self.max_row_chars}: must be a positive integer.")

@@ -4,7 +4,8 @@
 task; `FinetuneOptions` what `finetune.py` trains on and does with the
 result. Each field's metadata holds its flag's help (and `choices`, the
 allowed values), from which `electra_tf.cli` generates the fine-tuning
-flags, together with those of `electra_tf.finetuning.classification.data.FileTaskOptions`.
+flags, together with those of `electra_tf.finetuning.kind.files.FileTaskOptions`
+and each kind's own `OPTIONS`.
 The module imports no TensorFlow.
 """
 

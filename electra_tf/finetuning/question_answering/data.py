@@ -197,7 +197,7 @@ def examples_from_articles(
                     # Training skips such an answer (below); evaluation has nothing to skip to.
                     if not is_training and not 0 <= start <= len(context):
                         raise SquadDataError(
-                            f"{source}: {here}.answers[{n}] (id {qa['id']}): answer_start="
+                            f"{source}: {here}.answers[{n}] (id {qas_id}): answer_start="
                             f"{start} lies outside its context of {len(context)} characters; "
                             "answer_start counts characters into the context: fix that offset."
                         )

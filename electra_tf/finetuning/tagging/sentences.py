@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Iterator, Optional
 
-from electra_tf.bounded_lines import bounded_lines
+from electra_tf.bounded_lines import bounded_lines, first_invalid_utf8
 from electra_tf.finetuning.kind.files import MAX_ROW_CHARS, TaskDataError, draw_rows
 
 # Longer "sentences" are refused: the file is not in the layout it was read as.
@@ -82,18 +82,13 @@ def read_text_lines(path: str, max_line_chars: int = MAX_ROW_CHARS) -> Iterator[
 
 
 def _utf8_error(path: str) -> TaskDataError:
-    """The error naming the line and byte of the first invalid UTF-8 in `path`."""
-    with open(path, "rb") as f:
-        data = f.read()
-    try:
-        data.decode("utf-8-sig")
-    except UnicodeDecodeError as error:
-        start = error.start + (3 if data.startswith(b"\xef\xbb\xbf") else 0)
-        line = data.count(b"\n", 0, start) + 1
-        return TaskDataError(
-            f"{path}, line {line}: not valid UTF-8 ({error.reason} at byte {start})."
-        )
-    return TaskDataError(f"{path}: not valid UTF-8.")
+    """The error naming the line and byte of the first invalid UTF-8 in `path` (read in blocks)."""
+    found = first_invalid_utf8(path)
+    if found is None:
+        return TaskDataError(f"{path}: not valid UTF-8.")
+    return TaskDataError(
+        f"{path}, line {found.line}: not valid UTF-8 ({found.reason} at byte {found.offset})."
+    )
 
 
 def check_sentence_length(path: str, line: int, words: int, layout: str) -> None:

@@ -296,7 +296,7 @@ class TaggingTask(DefinedTask, TaskKind):
             (metrics, {file name: path}): `dev_predictions.txt` (`word gold
             predicted`; KLUE-NER: `dev_predictions.tsv`, the dev file with the
             predicted tag as a third column) and `test_predictions.txt`
-            (`word predicted`); CLUENER also `dev_predictions.json` (the dev
+            (`word predicted`); CLUENER in the CLUE suite also `dev_predictions.json` (the dev
             lines with the predicted `label`, for CLUE's `score.py`) and the
             submission file.
         """

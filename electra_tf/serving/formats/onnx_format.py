@@ -53,7 +53,7 @@ class OnnxFormat(ExportFormat):
 
     @classmethod
     def config(cls, quantize: str) -> dict:
-        import tf2onnx
+        tf2onnx, _ = _converter()
 
         return {
             **token_ids_config(cls.NAME, cls.MODEL_FILE),
@@ -62,8 +62,7 @@ class OnnxFormat(ExportFormat):
 
     @classmethod
     def write(cls, module, staging: str, assets: dict, quantize: str) -> None:
-        import onnx
-        import tf2onnx
+        tf2onnx, onnx = _converter()
 
         function, specs = token_ids_function(module)
         try:
@@ -89,3 +88,16 @@ class OnnxFormat(ExportFormat):
         return check_token_id_export(
             version_dir, "onnx", cls.MODEL_FILE, tolerance, False, benchmark
         )
+
+
+def _converter():
+    """(tf2onnx, onnx), or ExportError saying how to install them (the `deploy` extra)."""
+    try:
+        import onnx
+        import tf2onnx
+    except ImportError as error:
+        raise ExportError(
+            f"--format=onnx needs tf2onnx and onnx ({error}): pip install 'electra-tf[deploy]' "
+            "(or the versions requirements.txt pins)."
+        ) from None
+    return tf2onnx, onnx

@@ -66,6 +66,9 @@ RUNNERS = {"onnx": _onnx_runner, "litert": _litert_runner}
 
 
 def main(runtime, model_file, version_dir, requests_path, result_path):
+    # The project may be installed in this interpreter's site-packages: block its
+    # import, so that a check needing it fails here as on a machine without it.
+    sys.modules[PROJECT_PACKAGE] = None
     project_importable = importlib.util.find_spec(PROJECT_PACKAGE) is not None
     start = time.perf_counter()
     import numpy as np

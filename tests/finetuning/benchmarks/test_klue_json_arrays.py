@@ -110,3 +110,22 @@ def test_the_users_json_array_file_is_read_like_json_lines(tmp_path):
     bad = _write(tmp_path / "bad.json", '[{"premise": "x"}]')
     with pytest.raises(TaskDataError, match="bad.json: no column 'gold_label'"):
         load_user_files("nli", options, bad)
+
+
+def test_a_mistake_inside_a_long_object_is_named_as_one_not_read_to_the_limit(
+    tmp_path, monkeypatch
+):
+    monkeypatch.setattr(json_arrays, "CHUNK_CHARS", 16)
+    text = '[\n{"a": 1},\n{"a": tru, "b": "' + "y" * 5000 + '"}\n]'
+    path = _write(tmp_path / "typo.json", text)
+    reads = []
+    original = json_arrays._Stream.more
+
+    def counted(self):
+        reads.append(len(self.buffer))
+        return original(self)
+
+    monkeypatch.setattr(json_arrays._Stream, "more", counted)
+    with pytest.raises(TaskDataError, match=r"typo.json, line 3: not valid JSON \(Expecting value"):
+        list(iter_array_objects(path, max_row_chars=4000))
+    assert max(reads) < 100  # refused where the mistake is, not after 4,000 characters
