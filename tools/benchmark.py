@@ -789,11 +789,14 @@ def main(argv):
         f"({results['executed_flops_per_step'] / 1e9:.1f} GFLOP/step)",
         flush=True,
     )
-    if FLAGS.peer_script:
+    peer_script = FLAGS.peer_script or (
+        os.path.join(PEERS, PEER_SCRIPTS["pretrain"]) if FLAGS.peer_python else None
+    )
+    if peer_script:
         results.update(
             benchmark_peer(
                 FLAGS.peer_python or sys.executable,
-                FLAGS.peer_script,
+                peer_script,
                 config,
                 FLAGS.steps,
                 FLAGS.model_size,
@@ -803,7 +806,8 @@ def main(argv):
             results["tokens_per_second"] / results["peer_tokens_per_second"]
         )
         print(
-            f"peer ({FLAGS.peer_script}): {results['peer_tokens_per_second']:.0f} tokens/s; "
+            f"peer ({os.path.basename(peer_script)}): "
+            f"{results['peer_tokens_per_second']:.0f} tokens/s; "
             f"this implementation is {results['speedup_vs_peer']:.2f}x that",
             flush=True,
         )
@@ -830,6 +834,7 @@ TOOLS_DIR = os.path.dirname(os.path.abspath(__file__))
 LATENCY_SCRIPT = os.path.join(TOOLS_DIR, "latency.py")
 PEERS = os.path.join(TOOLS_DIR, "peers")
 PEER_SCRIPTS = {
+    "pretrain": "hf_pretraining_step.py",
     "finetune": "hf_finetune_step.py",
     "inference": "hf_text_classification_inference.py",
 }
