@@ -158,5 +158,5 @@ if __name__ == "__main__":
     # The collective runtime is configured when the strategy is created, so
     # it must exist before any other TensorFlow work.
     worker_strategy = create_strategy("multi_worker")
-    sys.path.insert(0, TESTS)
+    sys.path[:0] = [TESTS, os.path.join(TESTS, "training")]  # pytest.ini's pythonpath
     {"pretrain": pretrain, "finetune": finetune}[sys.argv[1]](worker_strategy, *sys.argv[2:])

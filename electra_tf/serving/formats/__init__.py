@@ -39,11 +39,17 @@ def export_format(name: str, quantize: Optional[str] = None) -> type[ExportForma
 def format_of_version(version_dir: str) -> type[ExportFormat]:
     """The format of a version directory (serving_config.json's `format`; none: a SavedModel).
 
+    A directory without serving_config.json is taken for a SavedModel, whose
+    check then names what the directory lacks.
+
     Raises:
-        FileNotFoundError: it has no serving_config.json.
         ExportError: it names a format this version does not know.
     """
-    return export_format(read_serving_config(version_dir).get("format", DEFAULT_FORMAT))
+    try:
+        config = read_serving_config(version_dir)
+    except FileNotFoundError:
+        return export_format(DEFAULT_FORMAT)
+    return export_format(config.get("format", DEFAULT_FORMAT))
 
 
 def check_version(version_dir: str, tolerance: Optional[float] = None, benchmark=None):
