@@ -88,10 +88,17 @@ def test_spans_are_marked_in_either_order():
 def test_the_relation_list_is_klues(tmp_path):
     assert len(KLUE_RE_RELATIONS) == 30 and KLUE_RE_RELATIONS[0] == "no_relation"
     assert len(set(KLUE_RE_RELATIONS)) == 30
-    sample = "/work/shared/data/klue/relation_list.json"
-    if os.path.isfile(sample):
-        with open(sample, encoding="utf-8") as f:
-            assert tuple(json.load(f)["relations"]) == KLUE_RE_RELATIONS
+    # KLUE's relation_list.json as distributed (tests/fixtures/klue/).
+    sample = os.path.join(
+        os.path.dirname(os.path.abspath(__file__)),
+        "..",
+        "..",
+        "fixtures",
+        "klue",
+        "relation_list.json",
+    )
+    with open(sample, encoding="utf-8") as f:
+        assert tuple(json.load(f)["relations"]) == KLUE_RE_RELATIONS
 
 
 # ---------------------------------------------------------------------------
