@@ -11,6 +11,7 @@ import keras
 import numpy as np
 import pytest
 from finetuning_support import VOCAB, write_vocab
+from transformers_support import needs_transformers, transformers_outputs
 
 from electra_tf.commands.convert import run as convert
 from electra_tf.config import preset
@@ -523,45 +524,21 @@ def test_hugging_face_errors_name_the_problem(imported, tmp_path):
     assert convert(["import-tf1", imported, str(tmp_path / "x")]) == 2  # wrong command
 
 
-def _hf_runner():
-    """How to run tests/hf_reference.py: in-process transformers, or ELECTRA_TF_HF_PYTHON."""
-    try:
-        import torch  # noqa: F401
-        import transformers  # noqa: F401
-
-        return sys.executable
-    except ImportError:
-        return os.environ.get("ELECTRA_TF_HF_PYTHON")
-
-
-@pytest.mark.skipif(
-    _hf_runner() is None,
-    reason="needs torch + transformers (or "
-    "ELECTRA_TF_HF_PYTHON pointing at an interpreter that has them)",
-)
+@needs_transformers
 def test_transformers_gives_the_same_logits(imported, tmp_path):
     hf_dir = str(tmp_path / "hf")
     assert convert(["export-hf", imported, hf_dir]) == 0
     ids, mask, segments, positions = sample_inputs(np.random.default_rng(3))
-    np.savez(
-        tmp_path / "in.npz",
-        input_ids=ids,
-        input_mask=mask,
-        segment_ids=segments,
-        masked_lm_positions=positions,
+    reference = transformers_outputs(
+        hf_dir,
+        {
+            "input_ids": ids,
+            "input_mask": mask,
+            "segment_ids": segments,
+            "masked_lm_positions": positions,
+        },
+        tmp_path,
     )
-    subprocess.run(
-        [
-            _hf_runner(),
-            os.path.join(ROOT, "tests", "hf_reference.py"),
-            hf_dir,
-            str(tmp_path / "in.npz"),
-            str(tmp_path / "out.npz"),
-        ],
-        check=True,
-        timeout=300,
-    )
-    reference = np.load(tmp_path / "out.npz")
     inputs = {"input_ids": ids, "input_mask": mask, "segment_ids": segments}
     export = os.path.join(imported, "export")
     disc = keras.saving.load_model(os.path.join(export, "discriminator.keras"))

@@ -18,6 +18,7 @@ import zipfile
 
 import numpy as np
 import pytest
+from transformers_support import needs_transformers, transformers_outputs
 
 from electra_tf.commands.convert import run as convert
 from electra_tf.interop import checkpoints, huggingface, tf_h5, torch_pickle
@@ -209,38 +210,13 @@ def test_import_hf_and_finetune_take_a_bin_directory(tmp_path):
     assert (out / "imported_checkpoint" / "export" / "discriminator.keras").exists()
 
 
-def _hf_runner():
-    try:
-        import torch  # noqa: F401
-        import transformers  # noqa: F401
-
-        return sys.executable
-    except ImportError:
-        return os.environ.get("ELECTRA_TF_HF_PYTHON")
-
-
 @pytest.mark.slow  # about 20 s each: transformers starts in a fresh interpreter
-@pytest.mark.skipif(
-    _hf_runner() is None,
-    reason="needs torch + transformers (or ELECTRA_TF_HF_PYTHON naming an interpreter with them)",
-)
+@needs_transformers
 @pytest.mark.parametrize("kind", ["zip", "legacy"])
 def test_the_installed_transformers_reads_the_fixtures_as_we_do(kind, tmp_path):
     names = ("input_ids", "input_mask", "segment_ids", "masked_lm_positions")
-    np.savez(tmp_path / "in.npz", **{name: EXPECTED[name] for name in names})
-    subprocess.run(
-        [
-            _hf_runner(),
-            os.path.join(ROOT, "tests", "hf_reference.py"),
-            os.path.join(FIXTURES, kind),
-            str(tmp_path / "in.npz"),
-            str(tmp_path / "out.npz"),
-        ],
-        check=True,
-        timeout=300,
-        capture_output=True,
-    )
-    reference = np.load(tmp_path / "out.npz")
+    inputs = {name: EXPECTED[name] for name in names}
+    reference = transformers_outputs(os.path.join(FIXTURES, kind), inputs, tmp_path)
     _, disc, gen = _logits(os.path.join(FIXTURES, kind))
     np.testing.assert_allclose(disc, reference["disc_logits"], atol=1e-5, rtol=0)
     np.testing.assert_allclose(gen, reference["gen_logits"], atol=1e-5, rtol=0)

@@ -17,6 +17,7 @@ import sys
 import numpy as np
 import pytest
 from finetuning_support import make_pretrained_dir
+from transformers_support import needs_transformers, transformers_outputs, transformers_python
 
 from electra_tf.commands.convert import run as convert
 from electra_tf.finetuning.saving import load_finetuned, save_finetuned
@@ -447,39 +448,6 @@ def test_a_regressor_label_scale_is_folded_into_out_proj(ours, tmp_path):
     np.testing.assert_array_equal(state["classifier.dense.weight"], head.dense.kernel.numpy().T)
 
 
-def _hf_runner():
-    try:
-        import torch  # noqa: F401
-        import transformers  # noqa: F401
-
-        return sys.executable
-    except ImportError:
-        return os.environ.get("ELECTRA_TF_HF_PYTHON")
-
-
-live = pytest.mark.skipif(
-    _hf_runner() is None,
-    reason="needs torch + transformers (or "
-    "ELECTRA_TF_HF_PYTHON pointing at an interpreter that has them)",
-)
-
-
-def _transformers_outputs(hf_dir, inputs, tmp_path):
-    np.savez(tmp_path / "in.npz", **inputs)
-    subprocess.run(
-        [
-            _hf_runner(),
-            os.path.join(ROOT, "tests", "hf_reference.py"),
-            hf_dir,
-            str(tmp_path / "in.npz"),
-            str(tmp_path / "out.npz"),
-        ],
-        check=True,
-        timeout=300,
-    )
-    return dict(np.load(tmp_path / "out.npz"))
-
-
 def _toy_inputs():
     """[CLS] w w [SEP] w w w [SEP] rows in the tiny vocabulary, the second padded."""
     ids = np.array([[2, 8, 12, 3, 5, 9, 16, 11, 3], [2, 7, 3, 13, 17, 3, 0, 0, 0]], np.int32)
@@ -488,7 +456,7 @@ def _toy_inputs():
     return {"input_ids": ids, "input_mask": mask, "segment_ids": segments}
 
 
-@live
+@needs_transformers
 @pytest.mark.parametrize("name", ["classifier-transformers", "regressor-transformers"])
 def test_transformers_reads_our_classifier_and_regressor_with_the_same_outputs(
     ours, tmp_path, name
@@ -496,7 +464,7 @@ def test_transformers_reads_our_classifier_and_regressor_with_the_same_outputs(
     inputs = _toy_inputs()
     out = str(tmp_path / name)
     assert convert(["export-hf", ours[name], out]) == 0
-    reference = _transformers_outputs(out, inputs, tmp_path)
+    reference = transformers_outputs(out, inputs, tmp_path)
     model, info = load_finetuned(ours[name])
     ours_outputs = np.asarray(model(inputs))
     if model.regression:  # transformers' logit is the served score
@@ -508,12 +476,12 @@ def test_transformers_reads_our_classifier_and_regressor_with_the_same_outputs(
     np.testing.assert_allclose(reference["sequence_logits"], ours_outputs, **TOLERANCE)
 
 
-@live
+@needs_transformers
 def test_transformers_reads_our_qa_model_with_the_same_logits(ours, tmp_path):
     out = str(tmp_path / "hf")
     assert convert(["export-hf", ours["qa-transformers"], out]) == 0
     inputs = _toy_inputs()
-    reference = _transformers_outputs(out, inputs, tmp_path)
+    reference = transformers_outputs(out, inputs, tmp_path)
     model, _ = load_finetuned(ours["qa-transformers"])
     logits = np.asarray(model.task_head.unmasked_logits(model.encoder(inputs)))
     real = inputs["input_mask"].astype(bool)
@@ -521,12 +489,12 @@ def test_transformers_reads_our_qa_model_with_the_same_logits(ours, tmp_path):
     np.testing.assert_allclose(reference["end_logits"][real], logits[..., 1][real], **TOLERANCE)
 
 
-@live
+@needs_transformers
 @pytest.mark.parametrize("name", ["classifier", "regressor", "qa"])
 def test_transformers_reads_an_import_exported_back_with_its_own_logits(tmp_path, name):
     back = str(tmp_path / "back")
     assert convert(["export-hf", _import(tmp_path, name), back]) == 0
-    reference = _transformers_outputs(back, _inputs(), tmp_path)
+    reference = transformers_outputs(back, _inputs(), tmp_path)
     if name == "qa":
         real = EXPECTED["input_mask"].astype(bool)
         for which in ("start", "end"):
@@ -756,9 +724,9 @@ def test_fine_tuning_with_transformers_heads_writes_models_transformers_reads(tm
     assert convert(["export-hf", str(out), hf_dir]) == 0
     model, _ = load_finetuned(str(out / "trial_0"))
     assert model.head == "transformers"
-    if _hf_runner() is not None:
+    if transformers_python() is not None:
         inputs = _toy_inputs()
-        reference = _transformers_outputs(hf_dir, inputs, tmp_path)
+        reference = transformers_outputs(hf_dir, inputs, tmp_path)
         np.testing.assert_allclose(
             reference["sequence_logits"], np.asarray(model(inputs)), **TOLERANCE
         )

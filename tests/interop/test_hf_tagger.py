@@ -2,12 +2,11 @@
 
 import json
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 from finetuning_support import make_pretrained_dir
+from transformers_support import needs_transformers, transformers_outputs
 
 from electra_tf.commands.convert import run as convert
 from electra_tf.finetuning.saving import load_finetuned
@@ -125,38 +124,12 @@ def test_classifiers_are_not_written_as_token_classifiers(tmp_path):
     assert convert(["export-hf", classifier, str(tmp_path / "hf")]) == 2
 
 
-def _hf_runner():
-    try:
-        import torch  # noqa: F401
-        import transformers  # noqa: F401
-
-        return sys.executable
-    except ImportError:
-        return os.environ.get("ELECTRA_TF_HF_PYTHON")
-
-
-@pytest.mark.skipif(
-    _hf_runner() is None,
-    reason="needs torch + transformers (or "
-    "ELECTRA_TF_HF_PYTHON pointing at an interpreter that has them)",
-)
+@needs_transformers
 def test_transformers_gives_the_same_token_logits(trial, tmp_path):
     hf_dir = str(tmp_path / "hf")
     assert convert(["export-hf", trial, hf_dir]) == 0
     inputs = _inputs(1)
-    np.savez(tmp_path / "in.npz", **inputs)
-    subprocess.run(
-        [
-            _hf_runner(),
-            os.path.join(ROOT, "tests", "hf_reference.py"),
-            hf_dir,
-            str(tmp_path / "in.npz"),
-            str(tmp_path / "out.npz"),
-        ],
-        check=True,
-        timeout=300,
-    )
-    reference = np.load(tmp_path / "out.npz")
+    reference = transformers_outputs(hf_dir, inputs, tmp_path)
     assert list(reference["labels"]) == ["O", "B-PER", "I-PER"]
     model, _ = load_finetuned(trial)
     mask = inputs["input_mask"].astype(bool)

@@ -3,12 +3,11 @@
 import json
 import math
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 from finetuning_support import make_pretrained_dir
+from transformers_support import needs_transformers, transformers_outputs
 
 from electra_tf.commands.convert import run as convert
 from electra_tf.finetuning.saving import load_finetuned
@@ -112,37 +111,11 @@ def test_a_summary_our_head_does_not_compute_is_refused(trial, tmp_path):
     assert convert(["import-hf", hf_dir, str(tmp_path / "back")]) == 2
 
 
-def _hf_runner():
-    try:
-        import torch  # noqa: F401
-        import transformers  # noqa: F401
-
-        return sys.executable
-    except ImportError:
-        return os.environ.get("ELECTRA_TF_HF_PYTHON")
-
-
-@pytest.mark.skipif(
-    _hf_runner() is None,
-    reason="needs torch + transformers (or "
-    "ELECTRA_TF_HF_PYTHON pointing at an interpreter that has them)",
-)
+@needs_transformers
 def test_transformers_gives_the_same_choice_logits(trial, tmp_path):
     hf_dir = str(tmp_path / "hf")
     assert convert(["export-hf", trial, hf_dir]) == 0
     inputs = _inputs(2)
-    np.savez(tmp_path / "in.npz", **inputs)
-    subprocess.run(
-        [
-            _hf_runner(),
-            os.path.join(ROOT, "tests", "hf_reference.py"),
-            hf_dir,
-            str(tmp_path / "in.npz"),
-            str(tmp_path / "out.npz"),
-        ],
-        check=True,
-        timeout=300,
-    )
-    reference = np.load(tmp_path / "out.npz")["choice_logits"]
+    reference = transformers_outputs(hf_dir, inputs, tmp_path)["choice_logits"]
     model, _ = load_finetuned(trial)
     np.testing.assert_allclose(np.asarray(model(inputs)), reference, atol=1e-4)
