@@ -48,6 +48,7 @@ SHARED_SETTINGS = (
     "gradient_accumulation_steps",
     "jit_compile",
     "kernels",
+    "group_by_length",
 )
 REQUIRED = ("suite", "data_dir", "init_checkpoint", "output_dir")
 

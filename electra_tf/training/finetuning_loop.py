@@ -220,7 +220,7 @@ class _BatchCounter(keras.callbacks.Callback):
         self.counter.assign_add(1)
 
 
-def _training_batches(task: TaskKind, batch_size: int, seed: int):
+def _training_batches(task: TaskKind, batch_size: int, seed: int, by_length: bool):
     """Batch index -> the trial's batch stream from that batch on (for `fit_until`).
 
     The stream of an uninterrupted trial, the batches done skipped. Under a
@@ -232,7 +232,7 @@ def _training_batches(task: TaskKind, batch_size: int, seed: int):
     options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.DATA
 
     def from_batch(start: int) -> tf.data.Dataset:
-        return task.train_dataset(batch_size, seed).skip(start).with_options(options)
+        return task.train_dataset(batch_size, seed, by_length).skip(start).with_options(options)
 
     return from_batch
 
@@ -378,7 +378,9 @@ def run_trial(
                 _, interrupted, _ = fit_until(
                     model,
                     total_steps,
-                    _training_batches(task, settings.train_batch_size, seed),
+                    _training_batches(
+                        task, settings.train_batch_size, seed, settings.group_by_length
+                    ),
                     seen_batches,
                     [_BatchCounter(seen_batches), *extra_callbacks, progress, epoch_ends, saver],
                     saver,

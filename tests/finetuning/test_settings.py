@@ -73,8 +73,17 @@ def test_identity_leaves_out_what_a_resumed_run_may_change():
         "weight_decay_rate",
         "clip_norm",
         "seed",
+        "group_by_length",
     }
     assert identity["learning_rate"] == 3e-4
+
+
+def test_identity_records_length_grouping_only_when_on():
+    """Runs from before the setting batched at random: their results match random batches."""
+    grouped = FinetuneSettings(output_dir="out").resolve("small", 3.0).identity()
+    assert grouped["group_by_length"] is True
+    random = FinetuneSettings(output_dir="out", group_by_length=False).resolve("small", 3.0)
+    assert "group_by_length" not in random.identity()
 
 
 def test_identity_records_the_precision_and_reduction_only_away_from_their_defaults():

@@ -90,10 +90,11 @@ def make_dataset(
     pad_id: int = 0,
     shuffle_seed: Optional[int] = None,
     repeat: bool = False,
+    by_length: bool = False,
 ) -> tf.data.Dataset:
     """A `tf.data` pipeline of padded batches.
 
-    Each batch is padded to its own longest example.
+    Each batch is padded to its own longest example (or, `by_length`, to its bucket).
 
     Args:
         encoded: output of `encode`.
@@ -103,6 +104,8 @@ def make_dataset(
         pad_id: id used for padding positions.
         shuffle_seed: if set, shuffle with this seed, differently each epoch.
         repeat: repeat forever (training).
+        by_length: group rows of similar length into batches, each padded to
+            its bucket (`text_features.length_grouped_batches`).
 
     Returns:
         Dataset of `inputs` or `(inputs, labels)`; inputs is a dict of int32
@@ -124,4 +127,6 @@ def make_dataset(
         inputs = {k: batch[k] for k in INPUT_NAMES}
         return (inputs, batch["label"]) if labels is not None else inputs
 
-    return padded_batches(columns, len(encoded), batch_size, padding, split, shuffle_seed, repeat)
+    return padded_batches(
+        columns, len(encoded), batch_size, padding, split, shuffle_seed, repeat, by_length
+    )

@@ -77,6 +77,7 @@ class EncodedSplit:
         repeat=False,
         pad_id: int = 0,
         with_labels: bool = True,
+        by_length: bool = False,
     ) -> tf.data.Dataset:
         """Padded batches (see `features.make_dataset`); regression targets divided by the scale."""
         labels = None
@@ -86,7 +87,9 @@ class EncodedSplit:
                 labels = (labels / task.label_scale).astype(np.float32)
             else:
                 labels = labels.astype(np.int32)
-        return features.make_dataset(self.encoded, labels, batch_size, pad_id, shuffle_seed, repeat)
+        return features.make_dataset(
+            self.encoded, labels, batch_size, pad_id, shuffle_seed, repeat, by_length
+        )
 
 
 def encode_split(
@@ -383,10 +386,15 @@ class ClassificationTask(DefinedTask, TaskKind):
         """Examples per epoch (after `prepare`; pairs in both orders count twice)."""
         return len(self._encoded.train.encoded)
 
-    def train_dataset(self, batch_size: int, seed: int) -> tf.data.Dataset:
+    def train_dataset(self, batch_size: int, seed: int, by_length: bool) -> tf.data.Dataset:
         """(inputs, labels) batches, reshuffled every epoch with `seed`, repeated forever."""
         return self._encoded.train.dataset(
-            batch_size, self.definition, shuffle_seed=seed, repeat=True, pad_id=self._encoded.pad_id
+            batch_size,
+            self.definition,
+            shuffle_seed=seed,
+            repeat=True,
+            pad_id=self._encoded.pad_id,
+            by_length=by_length,
         )
 
     def build_model(self, encoder, seed: int):
@@ -454,10 +462,12 @@ class ClassificationTask(DefinedTask, TaskKind):
 
     @classmethod
     def serving_module(cls, model, tokenizer, info: dict, forward: Optional[str] = None):
-        """`ClassifierServing`; `forward` None: lean where it covers the model, else keras."""
+        """`ClassifierServing`; `forward` None: lean where it covers the model, else keras
+        (and "portable", the token-id formats' choice, is keras where it does not cover it)."""
         task = Task.from_dict(info["task"])
-        if forward is None:
-            forward = lean_forward.DEFAULT_FORWARD if lean_forward.supports(model) else "keras"
+        if forward in (None, "portable") and not lean_forward.supports(model):
+            forward = "keras"
+        forward = forward or lean_forward.DEFAULT_FORWARD
         return ClassifierServing(
             model,
             tokenizer,

@@ -75,8 +75,11 @@ def make_dataset(
     pad_id: int = 0,
     shuffle_seed: Optional[int] = None,
     repeat: bool = False,
+    by_length: bool = False,
 ) -> tf.data.Dataset:
-    """Padded batches (each padded to its longest sentence and its most words).
+    """Padded batches (each padded to its longest sentence and its most words, or,
+    `by_length`, grouped by length and padded to the bucket's length:
+    `text_features.length_grouped_batches`).
 
     Args:
         features: from `encode`.
@@ -108,7 +111,9 @@ def make_dataset(
             return inputs
         return inputs, {k: batch[k] for k in ("heads", "label_ids", "word_mask")}
 
-    return padded_batches(columns, len(features), batch_size, padding, split, shuffle_seed, repeat)
+    return padded_batches(
+        columns, len(features), batch_size, padding, split, shuffle_seed, repeat, by_length
+    )
 
 
 def predict(

@@ -188,7 +188,7 @@ class DependencyParsingTask(DefinedTask, TaskKind):
         """Sentences per epoch (after `prepare`)."""
         return len(self._encoded.train)
 
-    def train_dataset(self, batch_size: int, seed: int) -> tf.data.Dataset:
+    def train_dataset(self, batch_size: int, seed: int, by_length: bool) -> tf.data.Dataset:
         """(inputs, labels) batches, reshuffled every epoch with `seed`, repeated forever."""
         encoded = self._encoded
         return parsing_features.make_dataset(
@@ -198,6 +198,7 @@ class DependencyParsingTask(DefinedTask, TaskKind):
             encoded.pad_id,
             shuffle_seed=seed,
             repeat=True,
+            by_length=by_length,
         )
 
     def build_model(self, encoder, seed: int):
@@ -236,8 +237,8 @@ class DependencyParsingTask(DefinedTask, TaskKind):
 
     @classmethod
     def serving_module(cls, model, tokenizer, info: dict, forward: Optional[str] = None):
-        """`ParserServing` (the Keras model's own call; `forward` must be None)."""
-        if forward not in (None, "keras"):
+        """`ParserServing` (the Keras model's own call for `forward` None, keras or portable)."""
+        if forward not in (None, "keras", "portable"):  # portable: the token-id formats' pass
             raise ValueError(f"forward={forward!r}: dependency-parsing exports use 'keras'.")
         return ParserServing(model, tokenizer, info["max_seq_length"], cls.label_names(info))
 

@@ -219,8 +219,13 @@ class TaskKind(abc.ABC):
         """Tokenizes the data; returns the training data counts for results.json."""
 
     @abc.abstractmethod
-    def train_dataset(self, batch_size: int, seed: int) -> tf.data.Dataset:
-        """(inputs, labels) batches, reshuffled every epoch with `seed`, repeated forever."""
+    def train_dataset(self, batch_size: int, seed: int, by_length: bool) -> tf.data.Dataset:
+        """(inputs, labels) batches, reshuffled every epoch with `seed`, repeated forever.
+
+        `by_length`: batches of rows of similar length, padded to a few fixed
+        lengths (`text_features.length_grouped_batches`), where rows differ
+        in length; otherwise each batch is padded to its longest row.
+        """
 
     @abc.abstractmethod
     def build_model(self, encoder, seed: int):

@@ -47,11 +47,14 @@ RESUMABLE = (
     "kernels",
 )
 # Settings added after results.json existed: recorded in it only when not at
-# these defaults, so that the results of earlier runs still match.
+# these values (what runs did before the setting), so that the results of
+# earlier runs still match.
 _RECORDED_UNLESS_DEFAULT = {
     "mixed_precision": "none",
     "loss_reduction": "mean",
     "random_init": False,
+    # Runs before this setting batched at random.
+    "group_by_length": False,
 }
 
 
@@ -182,6 +185,13 @@ class FinetuneSettings:
     )
     # The kernel set the model runs (electra_tf.modeling.kernels).
     kernels: str = flag_field(DEFAULT_KERNELS, KERNELS_HELP, choices=KERNELS)
+    # Fewer padded tokens per step, and a few fixed shapes for XLA to compile.
+    group_by_length: bool = flag_field(
+        True,
+        "Batch training examples of similar length together, each batch padded to one of a "
+        "few lengths (16, 32, 48, 64, 96, 128, ...), instead of random batches padded to "
+        "their longest example.",
+    )
     # A no-pre-training baseline: the checkpoint's encoder with fresh weights.
     random_init: bool = flag_field(
         False,

@@ -22,7 +22,7 @@ from typing import Optional, Sequence
 import numpy as np
 import tensorflow as tf
 
-from electra_tf.finetuning.kind.text_features import tokenize_texts
+from electra_tf.finetuning.kind.text_features import length_grouped_batches, tokenize_texts
 
 # [CLS], [SEP] after the context and [SEP] at the end.
 NUM_SPECIAL = 3
@@ -139,6 +139,7 @@ def make_dataset(
     pad_id: int = 0,
     shuffle_seed: Optional[int] = None,
     repeat: bool = False,
+    by_length: bool = False,
 ) -> tf.data.Dataset:
     """Batches of int32 [B, num_options, L] inputs (and int32 [B] labels when given).
 
@@ -154,6 +155,8 @@ def make_dataset(
         pad_id: id of padding positions.
         shuffle_seed: if set, shuffle with this seed, differently each epoch.
         repeat: repeat forever (training).
+        by_length: group questions by their longest option into batches, each
+            padded to its bucket (`text_features.length_grouped_batches`).
     """
     columns = {
         "input_ids": _nested(features.input_ids),
@@ -182,9 +185,16 @@ def make_dataset(
     padding = {"input_ids": pad_id, "input_mask": 0, "segment_ids": 0}
     if labels is not None:
         shapes["label"], padding["label"] = [], 0
-    dataset = dataset.map(dense).padded_batch(
-        batch_size, padded_shapes=shapes, padding_values=padding
-    )
+    dataset = dataset.map(dense)
+    if by_length:
+        longest = max(len(option) for row in features.input_ids for option in row)
+
+        def bucket_shapes(length):
+            return {name: [num_options, length] if shape else [] for name, shape in shapes.items()}
+
+        dataset = length_grouped_batches(dataset, batch_size, longest, bucket_shapes, padding)
+    else:
+        dataset = dataset.padded_batch(batch_size, padded_shapes=shapes, padding_values=padding)
 
     def split(batch):
         inputs = {k: batch[k] for k in ("input_ids", "input_mask", "segment_ids")}

@@ -263,7 +263,7 @@ class MultipleChoiceTask(DefinedTask, TaskKind):
         """Questions per epoch (after `prepare`)."""
         return len(self._encoded.train)
 
-    def train_dataset(self, batch_size: int, seed: int) -> tf.data.Dataset:
+    def train_dataset(self, batch_size: int, seed: int, by_length: bool) -> tf.data.Dataset:
         """(inputs, labels) batches, reshuffled every epoch with `seed`, repeated forever."""
         return choice_features.make_dataset(
             self._encoded.train,
@@ -273,6 +273,7 @@ class MultipleChoiceTask(DefinedTask, TaskKind):
             self._encoded.pad_id,
             shuffle_seed=seed,
             repeat=True,
+            by_length=by_length,
         )
 
     def build_model(self, encoder, seed: int):
@@ -319,8 +320,8 @@ class MultipleChoiceTask(DefinedTask, TaskKind):
 
     @classmethod
     def serving_module(cls, model, tokenizer, info: dict, forward: Optional[str] = None):
-        """`MultipleChoiceServing` (the Keras model's own call; `forward` must be None)."""
-        if forward not in (None, "keras"):
+        """`MultipleChoiceServing` (the Keras model's own call for `forward` None, keras or portable)."""
+        if forward not in (None, "keras", "portable"):  # portable: the token-id formats' pass
             raise ValueError(f"forward={forward!r}: multiple-choice exports use 'keras'.")
         return MultipleChoiceServing(model, tokenizer, info["max_seq_length"])
 

@@ -367,8 +367,11 @@ class SquadTask(TaskKind):
         """Training windows per epoch (after `prepare`)."""
         return len(self._windows.train)
 
-    def train_dataset(self, batch_size: int, seed: int) -> tf.data.Dataset:
-        """(inputs, labels) batches of windows, reshuffled every epoch with `seed`, repeated."""
+    def train_dataset(self, batch_size: int, seed: int, by_length: bool) -> tf.data.Dataset:
+        """(inputs, labels) batches of windows, reshuffled every epoch with `seed`, repeated.
+
+        Every window is `max_seq_length` long: `by_length` changes nothing.
+        """
         return squad_features.make_dataset(
             self._windows.train, batch_size, shuffle_seed=seed, repeat=True
         )
@@ -464,8 +467,8 @@ class SquadTask(TaskKind):
 
     @classmethod
     def serving_module(cls, model, tokenizer, info: dict, forward: Optional[str] = None):
-        """`QuestionAnsweringServing` (the Keras model's own call; `forward` must be None)."""
-        if forward not in (None, "keras"):
+        """`QuestionAnsweringServing` (the Keras model's own call for `forward` None, keras or portable)."""
+        if forward not in (None, "keras", "portable"):  # portable: the token-id formats' pass
             raise ValueError(f"forward={forward!r}: question-answering exports use 'keras'.")
         return QuestionAnsweringServing(
             model,

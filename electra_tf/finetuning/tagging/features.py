@@ -57,8 +57,10 @@ def make_dataset(
     pad_id: int = 0,
     shuffle_seed: Optional[int] = None,
     repeat: bool = False,
+    by_length: bool = False,
 ) -> tf.data.Dataset:
-    """Padded batches (each padded to its longest sentence).
+    """Padded batches (each padded to its longest sentence, or, `by_length`,
+    grouped by length: `text_features.length_grouped_batches`).
 
     Returns:
         Dataset of `inputs` or `(inputs, labels)`: inputs int32 [B, L]
@@ -80,7 +82,9 @@ def make_dataset(
             return inputs
         return inputs, {"tag_ids": batch["tag_ids"], "tag_mask": batch["tag_mask"]}
 
-    return padded_batches(columns, len(features), batch_size, padding, split, shuffle_seed, repeat)
+    return padded_batches(
+        columns, len(features), batch_size, padding, split, shuffle_seed, repeat, by_length
+    )
 
 
 def word_logits(

@@ -263,7 +263,7 @@ class TaggingTask(DefinedTask, TaskKind):
         """Sentences per epoch (after `prepare`)."""
         return len(self._encoded.train)
 
-    def train_dataset(self, batch_size: int, seed: int) -> tf.data.Dataset:
+    def train_dataset(self, batch_size: int, seed: int, by_length: bool) -> tf.data.Dataset:
         """(inputs, labels) batches, reshuffled every epoch with `seed`, repeated forever."""
         return tagging_features.make_dataset(
             self._encoded.train,
@@ -272,6 +272,7 @@ class TaggingTask(DefinedTask, TaskKind):
             self._encoded.pad_id,
             shuffle_seed=seed,
             repeat=True,
+            by_length=by_length,
         )
 
     def build_model(self, encoder, seed: int):
@@ -354,8 +355,8 @@ class TaggingTask(DefinedTask, TaskKind):
 
     @classmethod
     def serving_module(cls, model, tokenizer, info: dict, forward: Optional[str] = None):
-        """`TaggerServing` (the Keras model's own call; `forward` must be None)."""
-        if forward not in (None, "keras"):
+        """`TaggerServing` (the Keras model's own call for `forward` None, keras or portable)."""
+        if forward not in (None, "keras", "portable"):  # portable: the token-id formats' pass
             raise ValueError(f"forward={forward!r}: tagger exports use 'keras'.")
         return TaggerServing(model, tokenizer, info["max_seq_length"], cls.label_names(info))
 

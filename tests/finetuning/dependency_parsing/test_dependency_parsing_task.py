@@ -70,7 +70,7 @@ def test_a_trial_scores_the_dev_file_and_writes_both_prediction_files(files, tmp
     )
     counts = task.prepare(WordPieceTokenizer(vocab))
     assert counts == {"num_train_sentences": 2, "num_train_words": 5}
-    inputs, labels = next(iter(task.train_dataset(batch_size=2, seed=0)))
+    inputs, labels = next(iter(task.train_dataset(batch_size=2, seed=0, by_length=False)))
     assert inputs["word_starts"].shape == (2, 3) and labels["heads"].shape == (2, 3)
 
     def every_word_is_the_root_s_vp(inputs, training=False):
