@@ -45,6 +45,14 @@ whose batched products are `BatchMatMulV3`, which TensorFlow's oneDNN rewrite
 leaves to Eigen's kernel; larger ones keep oneDNN's `BatchMatMulV2`, about 3x
 as fast at 32 texts of 32 tokens.
 
+The portable variant (`forward="portable"`, the ONNX and LiteRT exports')
+is the same pass with the plain op of each step instead of the ones chosen
+for TensorFlow's CPU kernels: no branch, `Transpose`s, `Softmax`, batched
+`MatMul`s, and LayerNorm and GELU written as the graphs other runtimes'
+optimizers recognise and fuse (ONNX Runtime's LayerNormalization,
+SkipLayerNormalization and (Bias)Gelu fusions: mean, `x - mean`, `Pow` 2,
+mean, `+ epsilon`, `Sqrt`, `Div`, `* gamma + beta`; `x * (1 + erf(x / sqrt 2)) * 0.5`).
+
 Conventions: B = batch, L = sequence length, N = B * L, E = embedding size,
 H = hidden size.
 """
@@ -52,6 +60,7 @@ H = hidden size.
 from __future__ import annotations
 
 import math
+from typing import Callable, NamedTuple
 
 import keras
 import tensorflow as tf
@@ -59,7 +68,7 @@ import tensorflow as tf
 from electra_tf.modeling.encoder import ElectraEncoder
 from electra_tf.modeling.layers import ElectraEmbeddings, TransformerLayer
 
-FORWARDS = ("lean", "keras")
+FORWARDS = ("lean", "portable", "keras")
 DEFAULT_FORWARD = "lean"
 # Requests of at most this many tokens (B * L) multiply attention with Eigen's kernel.
 SMALL_REQUEST_TOKENS = 64
@@ -117,6 +126,18 @@ def _softmax(scores):
     """Softmax over the last axis, by its formula (see the module docstring for why)."""
     exps = tf.exp(scores - tf.reduce_max(scores, axis=-1, keepdims=True))
     return exps / tf.reduce_sum(exps, axis=-1, keepdims=True)
+
+
+def _portable_layer_norm(x, layer):
+    """LayerNorm over the last axis in the op pattern runtimes fuse (see the module docstring)."""
+    centred = x - tf.reduce_mean(x, axis=-1, keepdims=True)
+    variance = tf.reduce_mean(tf.pow(centred, 2.0), axis=-1, keepdims=True)
+    return centred / tf.sqrt(variance + layer.epsilon) * layer.gamma + layer.beta
+
+
+def _portable_gelu(x):
+    """Exact GELU, x * (1 + erf(x / sqrt 2)) * 0.5, in the op order runtimes fuse."""
+    return x * (1.0 + tf.math.erf(x / math.sqrt(2.0))) * 0.5
 
 
 def _onednn_batch_matmul(x, y, adj_y=False):
@@ -188,7 +209,39 @@ def _gelu(x):
 _ACTIVATIONS = {None: None, keras.activations.linear: None, keras.activations.gelu: _gelu}
 
 
-def first_token_hidden(encoder, input_ids, input_mask, segment_ids, bfloat=None):
+class _Ops(NamedTuple):
+    """The ops a variant computes the steps of the pass with."""
+
+    batch_matmul: Callable  # (x, y, adj_y=False) -> x @ y, [..., M, K] operands
+    heads_first: Callable  # qkv [B, L, 3, heads, d] -> [3, B, heads, L, d]
+    heads_last: Callable  # [B, heads, L, d] -> [B, L, heads, d]
+    softmax: Callable
+    layer_norm: Callable  # (x, keras LayerNormalization) -> x normalised
+    gelu: Callable
+
+
+def _lean_ops(batch_matmul) -> _Ops:
+    return _Ops(
+        batch_matmul,
+        lambda qkv: tf.einsum("blthd->tbhld", qkv),
+        lambda context: tf.einsum("bhld->blhd", context),
+        _softmax,
+        _layer_norm,
+        _gelu,
+    )
+
+
+_PORTABLE_OPS = _Ops(
+    lambda x, y, adj_y=False: tf.matmul(x, y, transpose_b=adj_y),
+    lambda qkv: tf.transpose(qkv, [2, 0, 3, 1, 4]),
+    lambda context: tf.transpose(context, [0, 2, 1, 3]),
+    lambda scores: tf.nn.softmax(scores, axis=-1),
+    _portable_layer_norm,
+    _portable_gelu,
+)
+
+
+def first_token_hidden(encoder, input_ids, input_mask, segment_ids, bfloat=None, portable=False):
     """The encoder's final hidden state of the first ([CLS]) position.
 
     A request of at most `SMALL_REQUEST_TOKENS` tokens runs its attention
@@ -199,21 +252,24 @@ def first_token_hidden(encoder, input_ids, input_mask, segment_ids, bfloat=None)
         input_ids, input_mask, segment_ids: int32 [B, L], L >= 1.
         bfloat: None (float32 throughout), or the encoder's `BfloatWeights`
             (its dense layers multiply in bfloat16).
+        portable: the portable variant (module docstring; no `bfloat`).
 
     Returns:
         float32 [B, H], equal to `encoder(inputs)[:, 0]` up to rounding
         (float32's, or bfloat16's with `bfloat`).
     """
     inputs = (encoder, input_ids, input_mask, segment_ids, bfloat)
+    if portable:
+        return _first_token_hidden(*inputs, _PORTABLE_OPS)
     return tf.cond(
         tf.size(input_ids) <= SMALL_REQUEST_TOKENS,
-        lambda: _first_token_hidden(*inputs, _eigen_batch_matmul),
-        lambda: _first_token_hidden(*inputs, _onednn_batch_matmul),
+        lambda: _first_token_hidden(*inputs, _lean_ops(_eigen_batch_matmul)),
+        lambda: _first_token_hidden(*inputs, _lean_ops(_onednn_batch_matmul)),
     )
 
 
-def _first_token_hidden(encoder, input_ids, input_mask, segment_ids, bfloat, batch_matmul):
-    """`first_token_hidden` with `batch_matmul(x, y, adj_y=False)` as the attention's products."""
+def _first_token_hidden(encoder, input_ids, input_mask, segment_ids, bfloat, ops: _Ops):
+    """`first_token_hidden` computing its steps with `ops`."""
     embeddings = encoder.embeddings
     shape = tf.shape(input_ids)
     batch, length = shape[0], shape[1]
@@ -224,7 +280,7 @@ def _first_token_hidden(encoder, input_ids, input_mask, segment_ids, bfloat, bat
         + embeddings.position_embeddings[:length][None]
         + tf.gather(embeddings.token_type_embeddings, segment_ids)
     )  # [B, L, E]
-    x = _layer_norm(tf.reshape(x, [-1, embeddings.embedding_size]), embeddings.layer_norm)
+    x = ops.layer_norm(tf.reshape(x, [-1, embeddings.embedding_size]), embeddings.layer_norm)
     if encoder.embeddings_project is not None:
         x = _dense(x, encoder.embeddings_project, bfloat=bfloat)  # [N, H]
     # The additive mask of `attention_bias_from_mask`: 0 visible, -10000 padding.
@@ -234,26 +290,27 @@ def _first_token_hidden(encoder, input_ids, input_mask, segment_ids, bfloat, bat
         attention = layer.attention
         qkv = _dense(x, attention.qkv, bfloat=bfloat)
         qkv = tf.reshape(qkv, [batch, length, 3, heads, head_size])
-        query, key, value = tf.unstack(tf.einsum("blthd->tbhld", qkv))  # [B, heads, L, d]
+        query, key, value = tf.unstack(ops.heads_first(qkv))  # [B, heads, L, d]
         if index == last:  # only [CLS] is read from the last layer
             query = query[:, :, :1]
             x = tf.reshape(x, [batch, length, hidden_size])[:, 0]  # [B, H]
         # [B, heads, Lq, L]
-        scores = batch_matmul(query, key, adj_y=True) / math.sqrt(head_size) + bias
-        context = batch_matmul(_softmax(scores), value)  # [B, heads, Lq, d]
-        context = tf.reshape(tf.einsum("bhld->blhd", context), [-1, hidden_size])
+        scores = ops.batch_matmul(query, key, adj_y=True) / math.sqrt(head_size) + bias
+        context = ops.batch_matmul(ops.softmax(scores), value)  # [B, heads, Lq, d]
+        context = tf.reshape(ops.heads_last(context), [-1, hidden_size])
         attended = _dense(context, attention.output_dense, bfloat=bfloat)
-        x = _layer_norm(x + attended, layer.attention_layer_norm)
-        intermediate = _dense(x, layer.intermediate, _gelu, bfloat=bfloat)
+        x = ops.layer_norm(x + attended, layer.attention_layer_norm)
+        intermediate = _dense(x, layer.intermediate, ops.gelu, bfloat=bfloat)
         ffn = _dense(intermediate, layer.ffn_output, bfloat=bfloat)
-        x = _layer_norm(x + ffn, layer.ffn_layer_norm)
+        x = ops.layer_norm(x + ffn, layer.ffn_layer_norm)
     return x
 
 
-def classifier_outputs(model, inputs: dict, bfloat=None) -> tf.Tensor:
+def classifier_outputs(model, inputs: dict, bfloat=None, portable=False) -> tf.Tensor:
     """An `ElectraClassifier`'s output for `inputs` (int32 [B, L] each; L >= 1), lean.
 
-    `bfloat`: None, or the encoder's `BfloatWeights` (see `first_token_hidden`).
+    `bfloat`: None, or the encoder's `BfloatWeights`; `portable`: the portable
+    variant (see `first_token_hidden`).
 
     Returns:
         float32 [B, C] logits, or [B] for a regression model, as `model(inputs)`.
@@ -264,8 +321,12 @@ def classifier_outputs(model, inputs: dict, bfloat=None) -> tf.Tensor:
         inputs["input_mask"],
         inputs["segment_ids"],
         bfloat,
+        portable,
     )
     outputs = cls
     for layer in head_layers(model):
-        outputs = _dense(outputs, layer, _ACTIVATIONS[layer.activation])
+        activation = _ACTIVATIONS[layer.activation]
+        if portable and activation is _gelu:
+            activation = _portable_gelu
+        outputs = _dense(outputs, layer, activation)
     return tf.reshape(outputs, [-1]) if model.regression else outputs

@@ -28,7 +28,7 @@ def test_version_holds_model_onnx_assets_and_the_keras_model(classifier_onnx):
     with open(os.path.join(classifier_onnx, "assets", "serving_config.json")) as f:
         config = json.load(f)
     assert config["format"] == "onnx" and config["inputs"] == "token_ids"
-    assert config["signatures"] == ["token_ids"] and config["forward"] == "keras"
+    assert config["signatures"] == ["token_ids"] and config["forward"] == "portable"
     assert config["converter"].startswith("tf2onnx ")
 
 

@@ -43,15 +43,34 @@ def _inputs(rows=3):
     }
 
 
+@pytest.mark.parametrize("portable", [False, True], ids=["lean", "portable"])
 @pytest.mark.parametrize("regression,embedding_size", [(False, 16), (True, 32)])
-def test_lean_forward_equals_the_keras_model(regression, embedding_size):
+def test_lean_forward_equals_the_keras_model(regression, embedding_size, portable):
     model = _classifier(regression, embedding_size=embedding_size)
     inputs = _inputs()
     assert forward.supports(model)
     expected = model(inputs, training=False).numpy()
-    got = tf.function(lambda x: forward.classifier_outputs(model, x))(inputs).numpy()
+    got = tf.function(lambda x: forward.classifier_outputs(model, x, portable=portable))(inputs)
     assert got.shape == expected.shape
-    np.testing.assert_allclose(got, expected, atol=1e-5, rtol=0)
+    np.testing.assert_allclose(got.numpy(), expected, atol=1e-5, rtol=0)
+
+
+def test_the_portable_forward_is_one_graph_of_plain_ops():
+    """No branch, einsum or Eigen-only product: the ops every converter and runtime has."""
+    model = _classifier()
+    spec = {
+        name: tf.TensorSpec([None, None], tf.int32)
+        for name in ("input_ids", "input_mask", "segment_ids")
+    }
+    graph = (
+        tf.function(lambda x: forward.classifier_outputs(model, x, portable=True))
+        .get_concrete_function(spec)
+        .graph.as_graph_def()
+    )
+    ops = {node.op for node in graph.node}
+    assert not graph.library.function
+    assert not ops & {"If", "StatelessIf", "Einsum", "BatchMatMulV3", "Erfc"}
+    assert {"BatchMatMulV2", "Softmax", "Erf", "Sqrt", "Pow", "Transpose"} <= ops
 
 
 def test_a_large_request_agrees_with_the_keras_model_too():

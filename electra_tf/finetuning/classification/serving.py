@@ -44,10 +44,12 @@ class ClassifierServing(tf.Module):
         label_names: class names, index = class id; None for regression.
         label_scale: regression outputs are multiplied by it.
         forward: "lean" (`electra_tf.modeling.lean_forward`: the same maths in fewer
-            ops, faster at small batches) or "keras" (the model's own call).
+            ops, faster at small batches), "portable" (its variant for other
+            runtimes, the ONNX and LiteRT exports') or "keras" (the model's own call).
 
     Raises:
-        ValueError: `forward` is unknown, or "lean" for a model it does not cover.
+        ValueError: `forward` is unknown, or "lean" or "portable" for a model they
+            do not cover.
     """
 
     def __init__(
@@ -63,9 +65,9 @@ class ClassifierServing(tf.Module):
         super().__init__(name="classifier_serving")
         if forward not in forwards.FORWARDS:
             raise ValueError(f"forward={forward!r}: choose one of {', '.join(forwards.FORWARDS)}.")
-        if forward == "lean" and not forwards.supports(model):
+        if forward != "keras" and not forwards.supports(model):
             raise ValueError(
-                "forward='lean' covers a float32 ElectraClassifier on a plain "
+                f"forward={forward!r} covers a float32 ElectraClassifier on a plain "
                 "bidirectional encoder; export this model with forward='keras'."
             )
         self._forward = forward
@@ -81,7 +83,7 @@ class ClassifierServing(tf.Module):
 
     @property
     def forward(self) -> str:
-        """How the signatures compute the model: "lean" or "keras"."""
+        """How the signatures compute the model: "lean", "portable" or "keras"."""
         return self._forward
 
     @property
@@ -91,8 +93,9 @@ class ClassifierServing(tf.Module):
         return names + ([BFLOAT16_SIGNATURE] if self.bfloat16_weights is not None else [])
 
     def _outputs(self, inputs: dict, bfloat=None) -> dict:
-        if self._forward == "lean":
-            raw = forwards.classifier_outputs(self.model, inputs, bfloat)
+        if self._forward != "keras":
+            portable = self._forward == "portable"
+            raw = forwards.classifier_outputs(self.model, inputs, bfloat, portable)
         else:
             raw = tf.cast(self.model(inputs, training=False), tf.float32)
         if self._regression:

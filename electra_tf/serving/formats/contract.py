@@ -30,8 +30,9 @@ class ExportFormat(abc.ABC):
         MODEL_FILE: the file (or directory marker) the format writes into the version.
         QUANTIZATIONS: the `--quantize` values it takes (the first is the default).
         FORWARD: the forward pass the kind's serving module should use (None:
-            the kind's default; "keras": the model's own call, the graph the
-            converters know best).
+            the kind's default; "portable": a classifier's pass in the plain
+            ops other runtimes fuse, `electra_tf.modeling.lean_forward`; the
+            other kinds then use their own default).
         DEFAULT_TOLERANCE: the check's largest absolute difference in float outputs.
     """
 

@@ -48,7 +48,7 @@ class OnnxFormat(ExportFormat):
 
     NAME = "onnx"
     MODEL_FILE = "model.onnx"
-    FORWARD = "keras"
+    FORWARD = "portable"
     DEFAULT_TOLERANCE = 1e-4
 
     @classmethod
