@@ -49,6 +49,7 @@ from electra_tf.config import (  # noqa: E402
 from electra_tf.data.masking import mask_batch  # noqa: E402
 from electra_tf.data.pipeline import make_pretraining_dataset, pipeline_throughput  # noqa: E402
 from electra_tf.distribute import set_precision_policy  # noqa: E402
+from electra_tf.finetuning.kind.settings import FinetuneSettings  # noqa: E402
 from electra_tf.flops import executed_train_flops_per_step, train_flops_per_step  # noqa: E402
 from electra_tf.modeling.kernels import resolve_kernels  # noqa: E402
 from electra_tf.pretraining.objectives import make_pretrainer  # noqa: E402
@@ -81,6 +82,26 @@ flags.DEFINE_enum(
     "finetune: a classification fine-tuning step; inference: the exported raw-text "
     "classifier, text in, probabilities out (latency at batch 1, throughput at "
     "--train_batch_size).",
+)
+flags.DEFINE_enum(
+    "finetune_lengths",
+    "texts",
+    ["texts", "full"],
+    "Finetune mode: the rows' lengths. texts: as long as the inference mode's texts "
+    "(8-43 tokens), batched as finetune.py batches them (see --group_by_length), the peer "
+    "padding each random batch to its longest row; full: every row --max_seq_length long.",
+)
+flags.DEFINE_boolean(
+    "group_by_length",
+    FinetuneSettings.group_by_length,
+    "Finetune mode: finetune.py's --group_by_length (its default).",
+)
+flags.DEFINE_list(
+    "inference_formats",
+    ["saved_model", "onnx", "litert", "litert-int8"],
+    "Inference mode: the export formats timed, each by its runtime (saved_model: TensorFlow; "
+    "onnx: ONNX Runtime; litert, litert-int8: the LiteRT interpreter, float32 and int8 "
+    "weights); those whose packages are not installed are left out, said.",
 )
 flags.DEFINE_integer("inference_requests", 100, "Inference mode: single-text requests timed.")
 flags.DEFINE_integer("inference_batches", 20, "Inference mode: batches timed.")
@@ -350,44 +371,99 @@ def random_classifier(config, num_labels: int = 2):
     return build_classifier(discriminator.encoder, num_labels)
 
 
-def benchmark_finetune_step(config, steps: int, warmup_steps: int, jit_compile: bool) -> dict:
-    """Throughput of a classification fine-tuning step (the paper's optimiser) on random data.
+def finetuning_rows(config, lengths: str, count: int, seed: int = 0) -> list:
+    """`count` (token ids, segment ids) rows of random ids for the finetune mode.
 
-    The window rules are the pre-training step's: tokens over the wall time
-    of `steps` whole steps after `warmup_steps`.
+    `lengths`: "texts": as long as the inference mode's synthetic texts
+    (5-40 words and a full stop, one piece each, with [CLS] and [SEP]: 8-43
+    tokens); "full": every row `config.max_seq_length` tokens.
     """
+    rng = np.random.default_rng(seed)
+    if lengths == "full":
+        sizes = [config.max_seq_length] * count
+    else:
+        _, texts = synthetic_texts(count)
+        sizes = [min(len(text.split()) + 2, config.max_seq_length) for text in texts]
+    return [(rng.integers(5, config.model.vocab_size, size).tolist(), [0] * size) for size in sizes]
+
+
+def benchmark_finetune_step(
+    config, steps: int, warmup_steps: int, jit_compile: bool, lengths: str, by_length: bool
+) -> dict:
+    """Throughput of a classification fine-tuning step (the paper's optimiser) on random ids.
+
+    The batches are finetune.py's (`classification.features.make_dataset`,
+    shuffled, `by_length` or random batches padded to their longest row) of
+    `finetuning_rows(config, lengths, ...)`. Every batch shape of the window
+    is trained on once first (tracing, and with XLA compiling, each shape),
+    then `warmup_steps`; the window is `steps` steps. Tokens are the rows'
+    own tokens (padding not counted), as the peer counts them.
+
+    Returns:
+        `kernels`, `seconds`, tokens and seconds per step over the window,
+        `padding_fraction` (padded positions over all positions of the
+        window's batches), `batch_lengths` (the window's distinct padded
+        lengths) and `warmup_seconds`.
+    """
+    from electra_tf.finetuning.classification.features import make_dataset
     from electra_tf.finetuning.kind.optimization import create_optimizer as finetuning_optimizer
 
     _check_window(steps, warmup_steps)
     set_precision_policy(config.mixed_precision)
     keras.utils.set_random_seed(0)
-    rng = np.random.default_rng(0)
-    batch, length = config.train_batch_size, config.max_seq_length
-    ids = rng.integers(5, config.model.vocab_size, size=(4 * batch, length)).astype(np.int32)
-    inputs = {"input_ids": ids, "input_mask": np.ones_like(ids), "segment_ids": np.zeros_like(ids)}
-    labels = rng.integers(0, 2, size=4 * batch).astype(np.int32)
-    dataset = (
-        tf.data.Dataset.from_tensor_slices((inputs, labels))
-        .batch(batch, drop_remainder=True)
-        .cache()
-        .repeat()
-        .prefetch(2)
-    )
+    batch = config.train_batch_size
+    rows = finetuning_rows(config, lengths, count=max(64 * batch, 2048))
+    labels = np.random.default_rng(1).integers(0, 2, len(rows)).astype(np.int32)
+    dataset = make_dataset(
+        rows, labels, batch, shuffle_seed=0, repeat=True, by_length=by_length
+    ).take(warmup_steps + steps)
+    batches = [(x, y) for x, y in dataset]
+    window = batches[warmup_steps:]
     model = random_classifier(config)
-    total = warmup_steps + steps
     model.compile(
         optimizer=finetuning_optimizer(
             model,
             model.encoder.num_layers,
             learning_rate=1e-4,
-            num_train_steps=total,
+            num_train_steps=10 * (warmup_steps + steps),
             mixed_precision=config.mixed_precision,
         ),
         jit_compile=jit_compile,
     )
+    shapes = {}
+    for x, y in window:
+        shapes.setdefault(tuple(x["input_ids"].shape), (x, y))
+    # One fit over: a batch of every shape of the window, the warm-up, the window.
+    steps_before = len(shapes) + warmup_steps
+    run = [*shapes.values(), *batches[:warmup_steps], *window]
+    timer = _WindowTimer(steps_before)
+    started = time.perf_counter()
+    model.fit(
+        tf.data.Dataset.from_generator(lambda: iter(run), output_signature=dataset.element_spec),
+        steps_per_epoch=len(run),
+        epochs=1,
+        verbose=0,
+        shuffle=False,
+        callbacks=[timer],
+    )
+    if timer.steps_done - timer.steps_before != steps:
+        raise RuntimeError(f"the window spanned {timer.steps_done - timer.steps_before} steps")
+    seconds = timer.end - timer.start
+    warmup_seconds = timer.warmup_end - started
+    tokens = sum(int(tf.reduce_sum(x["input_mask"])) for x, _ in window)
+    positions = sum(int(tf.size(x["input_ids"])) for x, _ in window)
     return {
         "kernels": model.encoder.kernels,
-        **time_fit(model, dataset, steps, warmup_steps, config),
+        "lengths": lengths,
+        "group_by_length": by_length,
+        "measured_steps": steps,
+        "warmup_seconds": warmup_seconds,
+        "seconds": seconds,
+        "seconds_per_step": seconds / steps,
+        "tokens_per_second": tokens / seconds,
+        "padding_fraction": 1 - tokens / positions,
+        "batch_lengths": sorted({shape[1] for shape in shapes}),
+        "row_lengths": [len(ids) for ids, _ in rows],
     }
 
 
@@ -415,26 +491,30 @@ def benchmark_inference(
     forward: Optional[str] = None,
     signature: str = "serving_default",
     rounds: int = 1,
+    formats: Sequence[str] = ("saved_model",),
 ) -> dict:
-    """Latency and throughput of the exported raw-text classifier: text in, probabilities out.
+    """Latency and throughput of the exported classifier: text in, probabilities out.
 
-    A classifier of the preset's size with random weights is exported as a TF
-    Serving version (`electra_tf.serving.exporter`, with `forward`; None: the
-    exporter's default), loaded in a fresh process that has only TensorFlow
-    and TensorFlow Text (`tools/latency.py`, `threads` intra-op
-    and inter-op threads) and called through its raw-text `signature`:
-    `requests` single texts one at a time (their median latency), then
-    `batches` batches of `config.train_batch_size` texts (texts per second).
-    Each peer, a (python, script) pair, gets the same texts, vocabulary and
-    thread count. A round runs ours, then each peer, each in a fresh process;
+    A classifier of the preset's size with random weights is exported in each
+    of `formats` (`INFERENCE_FORMATS`: the TF Serving SavedModel with
+    `forward` (None: the exporter's default), ONNX, LiteRT float32 and int8),
+    each loaded in a fresh process that has only its runtime
+    (`tools/latency.py`, `threads` intra-op and inter-op threads) and called
+    with text (the SavedModel through its raw-text `signature`; the token-id
+    formats tokenized by the `tokenizers` library): `requests` single texts
+    one at a time (their median latency), then `batches` batches of
+    `config.train_batch_size` texts (texts per second). Each peer, a
+    (python, script) pair, gets the same texts, vocabulary and thread count.
+    A round runs each of ours, then each peer, each in a fresh process;
     `rounds` rounds alternate them so that a drift of the machine meets all.
 
     Returns:
-        Ours: `forward`, `signature`, `runs` (one report per round) and the
-        medians over the rounds (`latency_ms_batch1_median`,
+        The first format's `forward`, `signature`, `runs` (one report per
+        round) and medians over the rounds (`latency_ms_batch1_median`,
         `texts_per_second_batched`, with the last run's other keys);
-        `peers`: {the peer's name: the same, plus `latency_ratio_peer_over_ours`
-        and `throughput_ratio_vs_peer` of the medians}.
+        `formats`: {format: the same}; `peers`: {the peer's name: the same,
+        plus `latency_ratio_peer_over_ours` and `throughput_ratio_vs_peer` of
+        the medians against the first format, and `ratios`: {format: both}}.
     """
     from electra_tf.artifacts.serving_dir import read_serving_config
     from electra_tf.serving.exporter import export_finetuned
@@ -468,11 +548,19 @@ def benchmark_inference(
             "do_lower_case": True,
             "strip_accents": True,
         }
-        version = export_finetuned(
-            model, info, vocab_file, os.path.join(tmp, "export"), "bench", forward=forward
-        )
-        results["forward"] = read_serving_config(version)["forward"]
-        results["signature"] = signature
+        versions = {}
+        for name in formats:
+            format_name, quantize = INFERENCE_FORMATS[name]
+            versions[name] = export_finetuned(
+                model,
+                info,
+                vocab_file,
+                os.path.join(tmp, "export"),
+                name,
+                forward=forward if format_name == "saved_model" else None,
+                format_name=format_name,
+                quantize=quantize,
+            )
         counts = [
             "--batch",
             str(batch),
@@ -483,26 +571,37 @@ def benchmark_inference(
             "--threads",
             str(threads),
         ]
-        ours = [sys.executable, "-I", LATENCY_SCRIPT, version, texts_file, *counts]
-        ours += ["--signature", signature]
-        runs = {"ours": []}
+        runs = {name: [] for name in formats}
         for _ in range(rounds):
-            runs["ours"].append(run_json_script(ours))
+            for name, version in versions.items():
+                runtime = INFERENCE_FORMATS[name][0]
+                command = [sys.executable, "-I", LATENCY_SCRIPT, version, texts_file, *counts]
+                command += ["--runtime", runtime, "--signature", signature]
+                report = run_json_script(command)
+                report["forward"] = read_serving_config(version).get("forward")
+                runs[name].append(report)
             for python, script in peers:
                 command = [python, script, "--vocab_file", vocab_file, "--texts", texts_file]
                 command += ["--size", size, "--seq", str(config.max_seq_length), *counts]
                 report = run_json_script(command)
                 runs.setdefault(report.get("peer", os.path.basename(script)), []).append(report)
-    results.update(_medians(runs.pop("ours")))
+    results["formats"] = {name: _medians(runs.pop(name)) for name in formats}
+    results.update(results["formats"][formats[0]])
     results["peers"] = {}
     for name, reports in runs.items():
         peer = _medians(reports)
-        peer["latency_ratio_peer_over_ours"] = (
-            peer["latency_ms_batch1_median"] / results["latency_ms_batch1_median"]
-        )
-        peer["throughput_ratio_vs_peer"] = (
-            results["texts_per_second_batched"] / peer["texts_per_second_batched"]
-        )
+        peer["ratios"] = {
+            format_name: {
+                "latency_ratio_peer_over_ours": (
+                    peer["latency_ms_batch1_median"] / ours["latency_ms_batch1_median"]
+                ),
+                "throughput_ratio_vs_peer": (
+                    ours["texts_per_second_batched"] / peer["texts_per_second_batched"]
+                ),
+            }
+            for format_name, ours in results["formats"].items()
+        }
+        peer.update(peer["ratios"][formats[0]])
         results["peers"][name] = peer
     return results
 
@@ -577,8 +676,13 @@ def run_json_script(command: list) -> dict:
     return json.loads([line for line in done.stdout.splitlines() if line.startswith("{")][-1])
 
 
-def benchmark_peer(python: str, script: str, config, steps: int, size: str) -> dict:
-    """Runs a peer implementation's training-step script on the same shapes and reads its JSON."""
+def benchmark_peer(
+    python: str, script: str, config, steps: int, size: str, extra: Sequence[str] = ()
+) -> dict:
+    """Runs a peer implementation's training-step script on the same shapes and reads its JSON.
+
+    `extra`: more arguments of the script (the finetune mode's `--lengths`).
+    """
     report = run_json_script(
         [
             python,
@@ -591,6 +695,7 @@ def benchmark_peer(python: str, script: str, config, steps: int, size: str) -> d
             str(config.max_seq_length),
             "--steps",
             str(steps),
+            *extra,
         ]
     )
     rate = report.get("tokens_per_second", report.get("tokens_per_sec"))
@@ -832,6 +937,43 @@ def main(argv):
 
 TOOLS_DIR = os.path.dirname(os.path.abspath(__file__))
 LATENCY_SCRIPT = os.path.join(TOOLS_DIR, "latency.py")
+# The inference mode's formats: name -> (export format, quantization). The first
+# is the one the peers' top-level ratios compare with.
+INFERENCE_FORMATS = {
+    "saved_model": ("saved_model", None),
+    "onnx": ("onnx", None),
+    "litert": ("litert", None),
+    "litert-int8": ("litert", "int8"),
+}
+# What exporting and running each token-id format needs (the `deploy` extra).
+FORMAT_MODULES = {
+    "onnx": ("tf2onnx", "onnx", "onnxruntime", "tokenizers"),
+    "litert": ("ai_edge_litert", "tokenizers"),
+}
+
+
+def available_formats(names: Sequence[str]) -> list:
+    """`names` less the formats whose converter or runtime is not installed (said once each)."""
+    import importlib.util
+
+    kept = []
+    for name in names:
+        if name not in INFERENCE_FORMATS:
+            raise app.UsageError(
+                f"--inference_formats: {name!r} is not one of {', '.join(INFERENCE_FORMATS)}"
+            )
+        missing = [
+            module
+            for module in FORMAT_MODULES.get(INFERENCE_FORMATS[name][0], ())
+            if importlib.util.find_spec(module) is None
+        ]
+        if missing:
+            print(f"{name} left out: {', '.join(missing)} not installed (electra-tf[deploy])")
+        else:
+            kept.append(name)
+    return kept
+
+
 PEERS = os.path.join(TOOLS_DIR, "peers")
 PEER_SCRIPTS = {
     "pretrain": "hf_pretraining_step.py",
@@ -850,24 +992,45 @@ def _finetune_or_inference(config) -> dict:
         )
         peer_python = FLAGS.peer_python or sys.executable
         results = benchmark_finetune_step(
-            config, FLAGS.steps, FLAGS.warmup_steps, FLAGS.jit_compile
+            config,
+            FLAGS.steps,
+            FLAGS.warmup_steps,
+            FLAGS.jit_compile,
+            FLAGS.finetune_lengths,
+            FLAGS.group_by_length,
         )
+        row_lengths = results.pop("row_lengths")
         print(
-            f"fine-tuning step ({results['kernels']} kernels): "
-            f"{results['tokens_per_second']:.0f} tokens/s, {results['seconds_per_step']:.3f} "
-            f"s/step over {results['measured_steps']} steps",
+            f"fine-tuning step ({results['kernels']} kernels, "
+            f"{'length-grouped' if FLAGS.group_by_length else 'random'} batches of "
+            f"{FLAGS.finetune_lengths} rows, padded lengths {results['batch_lengths']}): "
+            f"{results['tokens_per_second']:.0f} tokens/s "
+            f"({results['padding_fraction']:.0%} of positions padding), "
+            f"{results['seconds_per_step']:.3f} s/step over {results['measured_steps']} steps",
             flush=True,
         )
         if peer_script:
-            results.update(
-                benchmark_peer(peer_python, peer_script, config, FLAGS.steps, FLAGS.model_size)
-            )
+            with tempfile.NamedTemporaryFile("w", suffix=".json") as lengths_file:
+                json.dump(row_lengths, lengths_file)
+                lengths_file.flush()
+                results.update(
+                    benchmark_peer(
+                        peer_python,
+                        peer_script,
+                        config,
+                        FLAGS.steps,
+                        FLAGS.model_size,
+                        ["--lengths", lengths_file.name],
+                    )
+                )
             results["speedup_vs_peer"] = (
                 results["tokens_per_second"] / results["peer_tokens_per_second"]
             )
+            padding = results["peer"].get("padding_fraction")
+            padding = f" ({padding:.0%} of positions padding)" if padding is not None else ""
             print(
                 f"peer ({os.path.basename(peer_script)}): "
-                f"{results['peer_tokens_per_second']:.0f} tokens/s; this implementation is "
+                f"{results['peer_tokens_per_second']:.0f} tokens/s{padding}; this implementation is "
                 f"{results['speedup_vs_peer']:.2f}x that",
                 flush=True,
             )
@@ -882,24 +1045,36 @@ def _finetune_or_inference(config) -> dict:
         FLAGS.serving_forward,
         FLAGS.serving_signature,
         FLAGS.inference_rounds,
+        available_formats(FLAGS.inference_formats),
     )
     threads = FLAGS.inference_threads or "default"
     rounds = f", median of {FLAGS.inference_rounds} rounds" if FLAGS.inference_rounds > 1 else ""
-    print(
-        f"exported classifier ({results['forward']} forward, signature {results['signature']}, "
-        f"{threads} intra-/inter-op threads, fresh process{rounds}): median latency "
-        f"{results['latency_ms_batch1_median']:.2f} ms at batch 1; "
-        f"{results['texts_per_second_batched']:.1f} texts/s at batch {config.train_batch_size}",
-        flush=True,
-    )
+    print(f"exported classifier, {threads} intra-/inter-op threads, fresh processes{rounds}:")
+    for name, ours in results["formats"].items():
+        how = (
+            f"{ours['forward']} forward, signature {ours['signature']}"
+            if ours["runtime"] == "saved_model"
+            else f"{ours['runtime']} runtime, tokenizers"
+        )
+        print(
+            f"  {name} ({how}): median latency {ours['latency_ms_batch1_median']:.2f} ms at "
+            f"batch 1; {ours['texts_per_second_batched']:.1f} texts/s at batch "
+            f"{config.train_batch_size}",
+            flush=True,
+        )
     for name, peer in results["peers"].items():
         print(
             f"peer {name}: median latency {peer['latency_ms_batch1_median']:.2f} ms, "
-            f"{peer['texts_per_second_batched']:.1f} texts/s; its latency is "
-            f"{peer['latency_ratio_peer_over_ours']:.2f}x ours, our throughput "
-            f"{peer['throughput_ratio_vs_peer']:.2f}x its",
+            f"{peer['texts_per_second_batched']:.1f} texts/s; its latency over each of ours, "
+            "and our throughput over its:",
             flush=True,
         )
+        for format_name, ratio in peer["ratios"].items():
+            print(
+                f"  {format_name}: {ratio['latency_ratio_peer_over_ours']:.2f}x latency, "
+                f"{ratio['throughput_ratio_vs_peer']:.2f}x throughput",
+                flush=True,
+            )
     return results
 
 

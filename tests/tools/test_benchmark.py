@@ -197,9 +197,39 @@ def test_finetune_step_throughput_is_work_over_the_measured_window():
         max_seq_length=16,
         train_batch_size=4,
     )
-    result = benchmark.benchmark_finetune_step(config, steps=3, warmup_steps=1, jit_compile=False)
+    result = benchmark.benchmark_finetune_step(
+        config, steps=3, warmup_steps=1, jit_compile=False, lengths="full", by_length=True
+    )
     assert result["measured_steps"] == 3
     assert result["tokens_per_second"] == pytest.approx(3 * 4 * 16 / result["seconds"])
+    assert result["padding_fraction"] == 0 and result["batch_lengths"] == [16]
+
+
+def test_finetune_step_on_text_lengths_counts_the_rows_own_tokens():
+    config = preset(
+        "tiny",
+        vocab_size=64,
+        hidden_size=32,
+        num_layers=1,
+        embedding_size=16,
+        num_heads=2,
+        max_seq_length=32,
+        train_batch_size=4,
+    )
+    _, texts = benchmark.synthetic_texts(2048)
+    rows = benchmark.finetuning_rows(config, "texts", 2048)
+    # 5-40 words and a full stop, one piece each, [CLS] and [SEP]; cut at 32.
+    assert [len(ids) for ids, _ in rows] == [min(len(t.split()) + 2, 32) for t in texts]
+    for by_length in (True, False):
+        result = benchmark.benchmark_finetune_step(
+            config, steps=4, warmup_steps=1, jit_compile=False, lengths="texts", by_length=by_length
+        )
+        tokens = result["tokens_per_second"] * result["seconds"]
+        assert tokens == pytest.approx(round(tokens))  # whole rows' tokens, no padding
+        positions = tokens / (1 - result["padding_fraction"])
+        assert 4 * 4 * 8 <= tokens < positions < 4 * 4 * 32 + 1e-6
+        if by_length:
+            assert set(result["batch_lengths"]) <= {16, 32}
 
 
 FAKE_INFERENCE_PEER = (

@@ -6,7 +6,13 @@ after warm-up, for the same work as `python -m tools.benchmark
 --mode=finetune`: the discriminator encoder, a classification head on [CLS],
 softmax cross-entropy, AdamW with global-norm clipping at 1.0.
 
-    python hf_finetune_step.py --size small --batch 32 --seq 128 --steps 10
+    python hf_finetune_step.py --size small --batch 32 --seq 128 --steps 10 [--lengths L.json]
+
+Without `--lengths` every row is `--seq` tokens long. With it (a JSON list
+of row lengths, the benchmark's rows), the rows are drawn in random order
+and each batch is padded to its longest row, as transformers' `Trainer`
+batches by default (`DataCollatorWithPadding`, no `group_by_length`);
+tokens per second count the rows' own tokens, not the padding.
 """
 
 import argparse
@@ -32,6 +38,7 @@ def main():
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--vocab", type=int, default=30522)
     parser.add_argument("--num_labels", type=int, default=2)
+    parser.add_argument("--lengths", help="JSON list of row lengths (default: all --seq)")
     args = parser.parse_args()
     torch.manual_seed(0)
     size = SIZES[args.size]
@@ -48,11 +55,24 @@ def main():
     model = ElectraForSequenceClassification(config)
     model.train()
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.0, eps=1e-6)
-    ids = torch.randint(5, args.vocab, (args.batch, args.seq))
-    mask = torch.ones_like(ids)
-    labels = torch.randint(0, args.num_labels, (args.batch,))
+    if args.lengths:
+        with open(args.lengths) as f:
+            lengths = torch.tensor(json.load(f))
+    else:
+        lengths = torch.full((args.batch,), args.seq)
+    order = torch.randperm(len(lengths), generator=torch.Generator().manual_seed(0))
+    batches = []
+    for start in range(0, len(order) - args.batch + 1, args.batch):
+        rows = lengths[order[start : start + args.batch]]
+        longest = int(rows.max())
+        ids = torch.randint(5, args.vocab, (args.batch, longest))
+        mask = (torch.arange(longest)[None, :] < rows[:, None]).long()
+        labels = torch.randint(0, args.num_labels, (args.batch,))
+        batches.append((ids * mask, mask, labels))
+    counter = iter(range(10**9))
 
     def step():
+        ids, mask, labels = batches[next(counter) % len(batches)]
         loss = model(input_ids=ids, attention_mask=mask, labels=labels).loss
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
@@ -61,6 +81,9 @@ def main():
 
     for _ in range(args.warmup):
         step()
+    window = [batches[i % len(batches)] for i in range(args.warmup, args.warmup + args.steps)]
+    tokens = sum(int(mask.sum()) for _, mask, _ in window)
+    positions = sum(mask.numel() for _, mask, _ in window)
     start = time.perf_counter()
     for _ in range(args.steps):
         step()
@@ -75,7 +98,8 @@ def main():
                 "seq": args.seq,
                 "steps": args.steps,
                 "seconds_per_step": seconds / args.steps,
-                "tokens_per_second": args.batch * args.seq * args.steps / seconds,
+                "tokens_per_second": tokens / seconds,
+                "padding_fraction": 1 - tokens / positions,
                 "torch": torch.__version__,
                 "threads": torch.get_num_threads(),
             }
