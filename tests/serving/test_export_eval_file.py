@@ -116,6 +116,28 @@ def test_command_prints_the_table_and_refuses_a_bad_file_in_one_line(litert_int8
     )
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("format_name", ["saved_model", "onnx"])
+def test_float32_formats_score_the_keras_models_accuracy(format_name, tmp_path):
+    from electra_tf.finetuning.kind.file_scoring import EvalFile
+    from electra_tf.finetuning.kind.files import FileTaskOptions
+    from electra_tf.serving.exporter import export_checkpoint
+    from electra_tf.serving.formats import check_version
+
+    version = export_checkpoint(
+        fixture_trial("classifier"), str(tmp_path / "export"), "cls", format_name=format_name
+    )
+    path, count = _flipped_dev_file(tmp_path / "dev.tsv")
+    eval_file = EvalFile(path, FileTaskOptions(text_column="sentence"), batch_size=5)
+    report = check_version(version, eval_file=eval_file)
+    assert report.ok, report.lines
+    evaluation = report.result["evaluation"]
+    assert evaluation["keras"]["accuracy"] == pytest.approx((count - len(FLIPPED)) / count)
+    assert evaluation["export"] == evaluation["keras"]
+    assert evaluation["agreement"] == {"equal": count, "total": count}
+    assert any(format_name in line and "float32 Keras" in line for line in report.lines)
+
+
 def test_kinds_without_a_file_scorer_refuse_the_flag_in_one_line():
     from electra_tf.errors import RunError
     from electra_tf.finetuning.kind.file_scoring import EvalFile
