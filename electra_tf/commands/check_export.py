@@ -100,7 +100,10 @@ def check(arguments: list[str], flag_values: flags.FlagValues) -> int:
             raise app.UsageError(
                 f"--eval_batch_size={flag_values.eval_batch_size}: must be a positive integer."
             )
-        files = FileTaskOptions(**{name: flag_values[name].value for name in EVAL_FILE_FIELDS})
+        try:
+            files = FileTaskOptions(**{n: flag_values[n].value for n in EVAL_FILE_FIELDS})
+        except RunError as error:
+            raise app.UsageError(str(error)) from None
         eval_file = EvalFile(flag_values.eval_file, files, flag_values.eval_batch_size)
     from electra_tf.serving.formats import ExportError, check_version
 
