@@ -22,7 +22,9 @@
    tokens and answer texts exactly; malformed requests (wrong dtype or
    rank, mismatched pair sizes, out-of-range ids) must fail with an error
    each.
-
+4. With a labelled file (`--eval_file`), its token-id requests go with the
+   others and both models' scores on it are reported
+   (`electra_tf.serving.file_scores`).
 """
 
 from __future__ import annotations
@@ -40,14 +42,18 @@ import numpy as np
 from electra_tf.artifacts.check_requests import decode_output
 from electra_tf.artifacts.serving_dir import VersionDir, read_serving_config
 from electra_tf.errors import RunError
+from electra_tf.finetuning.kind.file_scoring import EvalFile
 from electra_tf.finetuning.kind.signatures import IDS_SIGNATURE, TEXT_SIGNATURE
 from electra_tf.finetuning.kinds import TASK_KINDS, kind_named
 from electra_tf.finiteness import nonfinite_weights
 from electra_tf.serving.discriminator import DiscriminatorExport
+from electra_tf.serving.file_scores import export_name, score_responses, scored_file
 from electra_tf.tokenization import TextPath
 
 STANDALONE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "standalone.py")
 DEFAULT_TOLERANCE = 1e-5
+# Seconds the fresh process may take for the check's own requests.
+FRESH_PROCESS_TIMEOUT = 600.0
 ULPS = 4
 
 
@@ -120,13 +126,14 @@ def run_fresh_process(
     version_dir: str,
     requests: list[dict],
     benchmark: Optional[dict] = None,
-    timeout: float = 600,
+    timeout: Optional[float] = FRESH_PROCESS_TIMEOUT,
     script: str = STANDALONE,
     arguments: tuple = (),
 ) -> dict:
     """Runs `script` (default `standalone.py`) in `python -I` from an empty directory.
 
-    The script is called as `script *arguments version_dir requests.json result.json`.
+    The script is called as `script *arguments version_dir requests.json result.json`;
+    `timeout` None: no limit.
 
     Returns:
         Its result.json.
@@ -233,12 +240,17 @@ class CheckReport:
 
 
 def check_export(
-    version_dir: str, tolerance: float = DEFAULT_TOLERANCE, benchmark: Optional[dict] = None
+    version_dir: str,
+    tolerance: float = DEFAULT_TOLERANCE,
+    benchmark: Optional[dict] = None,
+    eval_file: Optional[EvalFile] = None,
 ) -> CheckReport:
     """Loads `version_dir` in a fresh process and compares it with the in-process model.
 
     Weights that are not all finite fail the check at once: a diverged model
-    answers NaN probabilities with a confident-looking label.
+    answers NaN probabilities with a confident-looking label. With
+    `eval_file`, the token-id signature and the Keras model are also scored
+    on it (the report's `result["evaluation"]`).
     """
     reference = Reference.load(version_dir)
     bad = nonfinite_weights(reference.model.weights)
@@ -256,7 +268,15 @@ def check_export(
     requests, expected, names = build_requests(reference)
     if benchmark:
         benchmark = reference.kind.benchmark_inputs(benchmark)
-    result = run_fresh_process(version_dir, requests, benchmark)
+    scored = scored_file(reference, eval_file)
+    result = run_fresh_process(
+        version_dir,
+        requests + (scored.requests if scored else []),
+        benchmark,
+        timeout=None if scored else FRESH_PROCESS_TIMEOUT,
+    )
+    file_responses = result["responses"][len(requests) :]
+    result["responses"] = result["responses"][: len(requests)]
     lines = [result["listing"], ""]
     ok = True
     if result["project_importable"]:
@@ -308,4 +328,9 @@ def check_export(
                 f"latency batch {batch}: p50 {timing['p50_ms']:.2f} ms, p99 "
                 f"{timing['p99_ms']:.2f} ms over {timing['requests']} requests"
             )
+    if scored:
+        scored_ok, scored_lines, result["evaluation"] = score_responses(
+            scored, file_responses, export_name(reference.config)
+        )
+        ok, lines = ok and scored_ok, lines + scored_lines
     return CheckReport(ok, lines, result)

@@ -168,3 +168,10 @@ class DiscriminatorExport:
     @classmethod
     def benchmark_inputs(cls, benchmark: dict) -> dict:
         return benchmark
+
+    @classmethod
+    def scored_file(cls, reference, eval_file):
+        """A pre-trained discriminator has no labels to score a file by."""
+        raise RunError(
+            f"--eval_file: {cls.KIND} exports have no labels to score; it scores classifiers."
+        )

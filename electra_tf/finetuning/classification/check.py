@@ -4,7 +4,8 @@ The expected answers come from the fine-tuning path, independent of the
 graph: `features.encode` tokenizes and packs the texts in Python and the
 Keras model in `assets.extra/` scores them. `sequence_requests` also serves
 the pre-trained discriminator's check, whose signatures take the same
-inputs.
+inputs. `scored_file` reads a labelled file as fine-tuning reads its dev
+file, for `check_export --eval_file`.
 """
 
 from __future__ import annotations
@@ -19,7 +20,10 @@ from electra_tf.artifacts.check_requests import (
     ids_spec,
     malformed_id_requests,
 )
-from electra_tf.finetuning.classification import features
+from electra_tf.errors import RunError
+from electra_tf.finetuning.classification import data, features
+from electra_tf.finetuning.kind import metrics
+from electra_tf.finetuning.kind.file_scoring import EvalFile, ScoredFile
 from electra_tf.finetuning.kind.signatures import BFLOAT16_SIGNATURE, IDS_SIGNATURE, TEXT_SIGNATURE
 
 SAMPLE_TEXTS = [
@@ -45,8 +49,13 @@ BFLOAT16_RELATIVE_TOLERANCE = 5e-2
 def encode(reference, texts_a: list, texts_b: Optional[list]) -> dict:
     """Python-side tokenization and packing, padded to the longest example: int32 [B, L]."""
     encoded = features.encode(reference.tokenizer, texts_a, texts_b, reference.text.max_seq_length)
+    return pad(encoded, reference.tokenizer.pad_id)
+
+
+def pad(encoded: list, pad_id: int) -> dict:
+    """`features.encode`'s (ids, segments) examples padded to the longest: int32 [B, L]."""
     length = max(len(ids) for ids, _ in encoded)
-    ids = np.full((len(encoded), length), reference.tokenizer.pad_id, np.int32)
+    ids = np.full((len(encoded), length), pad_id, np.int32)
     mask = np.zeros_like(ids)
     segments = np.zeros_like(ids)
     for row, (example_ids, example_segments) in enumerate(encoded):
@@ -166,3 +175,66 @@ def build_requests(reference) -> tuple[list[dict], list[Optional[dict]], list[st
             expected.append(floats)
             names.append(names[position].replace(TEXT_SIGNATURE, BFLOAT16_SIGNATURE, 1))
     return requests, expected, names
+
+
+def scored_file(reference, eval_file: EvalFile) -> ScoredFile:
+    """A classifier's labelled file as token-id requests, scored by the task's metrics.
+
+    The file is read with the export's labels (serving_config.json's task),
+    as `finetune.py` reads `--dev_file`, and tokenized like the check's
+    other requests (`encode`, the export's text path).
+
+    Raises:
+        RunError: a regression export, or `--text_pair_column` given for a
+            single-text classifier or missing for a pair classifier.
+        TaskDataError: the file does not fit its layout.
+    """
+    task = data.Task.from_dict(reference.config["task"])
+    if task.task_type == data.REGRESSION:
+        raise RunError(
+            f"--eval_file: {task.name} is a regression export; --eval_file scores classifiers."
+        )
+    if bool(eval_file.files.text_pair_column) != task.is_pair:
+        takes, fix = ("text pairs", "give") if task.is_pair else ("single texts", "drop")
+        raise RunError(f"--eval_file: {task.name} takes {takes}: {fix} --text_pair_column.")
+    split = data.read_labelled_file(eval_file.path, "eval", task, eval_file.files)
+    if not len(split):
+        raise data.TaskDataError(f"{eval_file.path}: no labelled rows under the header.")
+    encoded = features.encode(
+        reference.tokenizer, split.texts_a, split.texts_b, reference.text.max_seq_length
+    )
+    # Batches of similar lengths pad less; the predictions are put back in file order.
+    order = np.argsort([len(ids) for ids, _ in encoded], kind="stable")
+    requests, expected = [], []
+    for start in range(0, len(split), eval_file.batch_size):
+        rows = order[start : start + eval_file.batch_size]
+        inputs = pad([encoded[i] for i in rows], reference.tokenizer.pad_id)
+        requests.append(
+            {"signature": IDS_SIGNATURE, "inputs": {k: ids_spec(v) for k, v in inputs.items()}}
+        )
+        expected.append(classifier_outputs(reference, inputs, False))
+
+    def predictions(outputs: list) -> tuple:
+        """(label ids [N], probabilities [N, C]) in file order."""
+        ids = np.concatenate([np.asarray(o["label_id"]).reshape(-1) for o in outputs])
+        probabilities = np.concatenate([np.asarray(o["probabilities"]) for o in outputs])
+        if len(ids) != len(order):  # (the check reports the count)
+            return ids, probabilities
+        ids_in_order = np.empty(len(order), np.int64)
+        ids_in_order[order] = ids
+        probabilities_in_order = np.empty(probabilities.shape, np.float64)
+        probabilities_in_order[order] = probabilities
+        return ids_in_order, probabilities_in_order
+
+    def scores(predicted: np.ndarray, probabilities) -> dict:
+        return metrics.compute(task.metrics, split.labels, predicted, probabilities)
+
+    return ScoredFile(
+        eval_file.path,
+        len(split),
+        requests,
+        expected,
+        predictions,
+        scores,
+        task.primary_metric,
+    )

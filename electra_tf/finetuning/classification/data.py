@@ -773,6 +773,18 @@ def _file_split(
     return split, raw_labels
 
 
+def read_labelled_file(path: str, name: str, task: Task, options: FileTaskOptions) -> Split:
+    """The labelled split `name` of the user's file `path`, as `--dev_file` is read.
+
+    Raises:
+        TaskDataError: a missing column or file, an unreadable line, or a
+            label that `task` does not have.
+    """
+    split, raw = _file_split(path, name, task, options, labelled=True)
+    split.labels = _labels_array(task, [_parse_label(task, v, w) for w, v in raw])
+    return split
+
+
 def _sorted_labels(values: Sequence[str]) -> list[str]:
     unique = set(values)
     try:
@@ -844,11 +856,7 @@ def load_user_files(
         else:  # hate-speech and other multi-class benchmarks report macro-F1
             task.metrics = ("accuracy", "macro_f1")
     train.labels = _labels_array(task, [_parse_label(task, v, w) for w, v in raw])
-    dev = {}
-    if dev_file:
-        split, raw = _file_split(dev_file, "dev", task, options, labelled=True)
-        split.labels = _labels_array(task, [_parse_label(task, v, w) for w, v in raw])
-        dev["dev"] = split
+    dev = {"dev": read_labelled_file(dev_file, "dev", task, options)} if dev_file else {}
     test = {}
     if test_file:
         test[name], _ = _file_split(test_file, "test", task, options, labelled=False)

@@ -502,6 +502,10 @@ class ClassificationTask(DefinedTask, TaskKind):
     def check_requests(cls, reference) -> tuple[list[dict], list[Optional[dict]], list[str]]:
         return check.build_requests(reference)
 
+    @classmethod
+    def scored_file(cls, reference, eval_file):
+        return check.scored_file(reference, eval_file)
+
     # ------------------------------------------------------------------
     # transformers' ElectraForSequenceClassification: `electra.*` plus
     # ElectraClassificationHead on [CLS] (dropout, dense H -> H, GELU, dropout,

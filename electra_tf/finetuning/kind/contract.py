@@ -30,6 +30,7 @@ from electra_tf.artifacts.finetuning_dir import TrialDir, holds_saved_model, loa
 from electra_tf.artifacts.serving_dir import VersionDir
 from electra_tf.errors import RunError
 from electra_tf.finetuning.kind.benchmark import BenchmarkTask, Recipe
+from electra_tf.finetuning.kind.file_scoring import EvalFile, ScoredFile
 from electra_tf.finetuning.kind.files import FileTaskOptions
 from electra_tf.finetuning.kind.settings import FinetuneOptions, require_positive
 from electra_tf.tokenization import WordPieceTokenizer
@@ -308,6 +309,19 @@ class TaskKind(abc.ABC):
     def benchmark_inputs(cls, benchmark: dict) -> dict:
         """The check's latency benchmark with the inputs this kind's signature takes."""
         return benchmark
+
+    @classmethod
+    def scored_file(cls, reference, eval_file: EvalFile) -> ScoredFile:
+        """The labelled `eval_file` as requests for the export's check, and their scoring.
+
+        Raises:
+            RunError: this kind is not scored on a file, or the file's flags
+                do not fit the export; TaskDataError: the file does not fit
+                its layout.
+        """
+        raise RunError(
+            f"--eval_file: {cls.KIND} exports are not scored on a file; it scores classifiers."
+        )
 
     # ------------------------------------------------------------------
     # Hugging Face `transformers` (kinds with an `HF_ARCHITECTURE`).

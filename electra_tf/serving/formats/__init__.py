@@ -52,12 +52,15 @@ def format_of_version(version_dir: str) -> type[ExportFormat]:
     return export_format(config.get("format", DEFAULT_FORMAT))
 
 
-def check_version(version_dir: str, tolerance: Optional[float] = None, benchmark=None):
-    """Checks a version directory of any format (`tolerance` None: the format's default)."""
+def check_version(
+    version_dir: str, tolerance: Optional[float] = None, benchmark=None, eval_file=None
+):
+    """Checks a version directory of any format (`tolerance` None: the format's default;
+    `eval_file`: an `EvalFile` to score it on as well)."""
     chosen = format_of_version(version_dir)
     if tolerance is None:
         tolerance = chosen.DEFAULT_TOLERANCE
-    return chosen.check(version_dir, tolerance, benchmark)
+    return chosen.check(version_dir, tolerance, benchmark, eval_file)
 
 
 __all__ = [

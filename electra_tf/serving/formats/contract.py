@@ -13,6 +13,8 @@ from __future__ import annotations
 import abc
 from typing import Optional
 
+from electra_tf.finetuning.kind.file_scoring import EvalFile
+
 # `--quantize` values: float32 weights, or the converter's int8 dynamic-range quantization.
 NO_QUANTIZATION = "none"
 INT8 = "int8"
@@ -64,8 +66,18 @@ class ExportFormat(abc.ABC):
 
     @classmethod
     @abc.abstractmethod
-    def check(cls, version_dir: str, tolerance: float, benchmark: Optional[dict]):
+    def check(
+        cls,
+        version_dir: str,
+        tolerance: float,
+        benchmark: Optional[dict],
+        eval_file: Optional[EvalFile] = None,
+    ):
         """Loads the version in a fresh process and compares it with the Keras model.
+
+        Args:
+            eval_file: a labelled file to score the version and the Keras
+                model on (`result["evaluation"]` of the report), or None.
 
         Returns:
             An `electra_tf.serving.check.CheckReport`.

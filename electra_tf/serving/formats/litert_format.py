@@ -18,6 +18,7 @@ from typing import Optional
 import tensorflow as tf
 from tensorflow.python.framework.convert_to_constants import convert_variables_to_constants_v2
 
+from electra_tf.finetuning.kind.file_scoring import EvalFile
 from electra_tf.serving.formats.contract import INT8, NO_QUANTIZATION, ExportError, ExportFormat
 from electra_tf.serving.formats.runtime_check import check_token_id_export
 from electra_tf.serving.formats.token_ids import (
@@ -97,10 +98,16 @@ class LiteRtFormat(ExportFormat):
         copy_assets(staging, assets)
 
     @classmethod
-    def check(cls, version_dir: str, tolerance: float, benchmark: Optional[dict]):
+    def check(
+        cls,
+        version_dir: str,
+        tolerance: float,
+        benchmark: Optional[dict],
+        eval_file: Optional[EvalFile] = None,
+    ):
         from electra_tf.artifacts.serving_dir import read_serving_config
 
         quantized = read_serving_config(version_dir).get("quantization", "float32") != "float32"
         return check_token_id_export(
-            version_dir, "litert", cls.MODEL_FILE, tolerance, quantized, benchmark
+            version_dir, "litert", cls.MODEL_FILE, tolerance, quantized, benchmark, eval_file
         )

@@ -15,6 +15,7 @@ from typing import Optional
 import numpy as np
 import tensorflow as tf
 
+from electra_tf.finetuning.kind.file_scoring import EvalFile
 from electra_tf.serving.formats.contract import ExportError, ExportFormat
 from electra_tf.serving.formats.runtime_check import check_token_id_export
 from electra_tf.serving.formats.token_ids import (
@@ -84,9 +85,15 @@ class OnnxFormat(ExportFormat):
         copy_assets(staging, assets)
 
     @classmethod
-    def check(cls, version_dir: str, tolerance: float, benchmark: Optional[dict]):
+    def check(
+        cls,
+        version_dir: str,
+        tolerance: float,
+        benchmark: Optional[dict],
+        eval_file: Optional[EvalFile] = None,
+    ):
         return check_token_id_export(
-            version_dir, "onnx", cls.MODEL_FILE, tolerance, False, benchmark
+            version_dir, "onnx", cls.MODEL_FILE, tolerance, False, benchmark, eval_file
         )
 
 

@@ -12,6 +12,8 @@
    outputs (labels, ids, indices) and the largest difference of each float
    output. A quantized export is not held to the tolerance: it fails only
    on missing, ill-shaped or non-finite outputs, and reports the agreement.
+4. With a labelled file (`--eval_file`), its requests go with the others
+   and both models' scores on it are reported (`electra_tf.serving.file_scores`).
 """
 
 from __future__ import annotations
@@ -22,9 +24,11 @@ from typing import Optional
 import numpy as np
 
 from electra_tf.artifacts.check_requests import decode_output
+from electra_tf.finetuning.kind.file_scoring import EvalFile
 from electra_tf.finetuning.kind.signatures import IDS_SIGNATURE
 from electra_tf.finiteness import nonfinite_weights
 from electra_tf.serving.check import (
+    FRESH_PROCESS_TIMEOUT,
     CheckError,
     CheckReport,
     Reference,
@@ -32,6 +36,7 @@ from electra_tf.serving.check import (
     compare,
     run_fresh_process,
 )
+from electra_tf.serving.file_scores import export_name, score_responses, scored_file
 
 SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "runtime_standalone.py")
 
@@ -87,8 +92,12 @@ def check_token_id_export(
     tolerance: float,
     quantized: bool,
     benchmark: Optional[dict] = None,
+    eval_file: Optional[EvalFile] = None,
 ) -> CheckReport:
     """Runs the token-id requests on `model_file` with `runtime` ("onnx" or "litert").
+
+    With `eval_file`, also scores the export and the Keras model on it
+    (the report's `result["evaluation"]`).
 
     Raises:
         CheckError: a latency benchmark was asked for (it times raw text).
@@ -107,9 +116,17 @@ def check_token_id_export(
             {},
         )
     requests, expected, names = token_id_requests(reference)
+    scored = scored_file(reference, eval_file)
     result = run_fresh_process(
-        version_dir, requests, script=SCRIPT, arguments=(runtime, model_file)
+        version_dir,
+        requests + (scored.requests if scored else []),
+        script=SCRIPT,
+        arguments=(runtime, model_file),
+        # A whole file takes what the runtime needs; the check's own requests, seconds.
+        timeout=None if scored else FRESH_PROCESS_TIMEOUT,
     )
+    file_responses = result["responses"][len(requests) :]
+    result["responses"] = result["responses"][: len(requests)]
     ok = not result["project_importable"]
     lines = [
         f"{model_file} in {runtime}: inputs {', '.join(result['inputs'])}; outputs "
@@ -153,4 +170,9 @@ def check_token_id_export(
         )
     result["agreement"] = {"equal": same, "total": total}
     result["largest_difference"] = largest
+    if scored:
+        scored_ok, scored_lines, result["evaluation"] = score_responses(
+            scored, file_responses, export_name(reference.config)
+        )
+        ok, lines = ok and scored_ok, lines + scored_lines
     return CheckReport(ok, lines, result)

@@ -7,6 +7,7 @@ from typing import Optional
 import tensorflow as tf
 
 from electra_tf.artifacts.serving_dir import BatchingParams, VersionDir
+from electra_tf.finetuning.kind.file_scoring import EvalFile
 from electra_tf.serving import check
 from electra_tf.serving.formats.contract import ExportFormat
 
@@ -35,8 +36,14 @@ class SavedModelFormat(ExportFormat):
             f.write(BatchingParams().text())
 
     @classmethod
-    def check(cls, version_dir: str, tolerance: float, benchmark: Optional[dict]):
-        return check.check_export(version_dir, tolerance, benchmark)
+    def check(
+        cls,
+        version_dir: str,
+        tolerance: float,
+        benchmark: Optional[dict],
+        eval_file: Optional[EvalFile] = None,
+    ):
+        return check.check_export(version_dir, tolerance, benchmark, eval_file)
 
 
 __all__ = ["SavedModelFormat"]
