@@ -55,6 +55,7 @@ def assert_same_evaluation(result, name):
 
 
 @needs_jax
+@pytest.mark.slow  # about 15 s of CPU: the JAX child imports TensorFlow through the train step
 def test_electras_losses_and_gradients_agree_on_tensorflow_and_jax(tmp_path, rng):
     config = tiny_config()
     assert config.gen_weight == 1
