@@ -45,15 +45,16 @@ TRAINING_ALGORITHMS = ("joint", "two_stage", "adversarial")
 WEIGHT_SHARING = ("none", "embeddings", "all", "gdes")
 # The kernel sets a model can run (electra_tf.modeling.kernels): auto (the
 # default: cpu_fast when TensorFlow sees no GPU or TPU, else reference),
-# reference (Keras layers and plain ops, what a reader checks against the
-# paper) or cpu_fast (hand-written gradients for XLA on a CPU).
+# reference (Keras layers and keras.ops on any Keras backend, what a reader
+# checks against the paper) or cpu_fast (TensorFlow only: hand-written
+# gradients for XLA on a CPU).
 KERNELS = ("auto", "reference", "cpu_fast")
 DEFAULT_KERNELS = "auto"
 # The --kernels help of every command that builds a model.
 KERNELS_HELP = (
     "The model's kernels: auto (the default: cpu_fast when TensorFlow sees no GPU or "
-    "TPU, else reference), reference (Keras layers, standard TensorFlow ops and "
-    "autodiff: the code to read against the paper) or cpu_fast (hand-written "
+    "TPU, else reference), reference (Keras layers, keras.ops and autodiff, on any Keras "
+    "backend: the code to read against the paper) or cpu_fast (TensorFlow only: hand-written "
     "gradients and layouts, about 1.3x the training tokens/s of reference under "
     "--jit_compile on a CPU; see docs/performance.md). Weights, checkpoints and exports "
     "are the same under each, so a run may resume with another; exports always trace "

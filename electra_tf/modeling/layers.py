@@ -12,7 +12,6 @@ size, V = vocabulary size. Masks are int32 (1 = real token, 0 = padding).
 from __future__ import annotations
 
 import keras
-import tensorflow as tf
 from keras import ops
 
 from electra_tf.modeling.kernels import KERNEL_SETS, resolve_kernels
@@ -23,13 +22,30 @@ def truncated_normal(stddev: float) -> keras.initializers.Initializer:
     return keras.initializers.TruncatedNormal(stddev=stddev)
 
 
+def _fold_in_replica(seed):
+    """A SeedGenerator's seed made different on every tf.distribute replica (int64 [2]).
+
+    The replica id is tf.distribute's: there is no Keras equivalent, and the
+    other backends take the seed as it is.
+    """
+    import tensorflow as tf
+
+    seed = tf.cast(seed, tf.int64)
+    context = tf.distribute.get_replica_context()
+    if context is not None and context.num_replicas_in_sync > 1:
+        replica = tf.cast(context.replica_id_in_sync_group, tf.int64)
+        seed = seed + tf.stack([tf.constant(0, tf.int64), replica + 1]) * 1_000_003
+    return seed
+
+
 @keras.saving.register_keras_serializable(package="electra_tf")
 class ReplicaDropout(keras.layers.Layer):
     """Inverted dropout whose noise differs on every tf.distribute replica.
 
     Keras' Dropout keeps its seed in a mirrored variable, so under
     MirroredStrategy all replicas draw the same mask (for different examples).
-    Folding the replica id into the stateless seed gives each replica its own.
+    On the TensorFlow backend, folding the replica id into the stateless seed
+    gives each replica its own.
     The seed state is a Keras SeedGenerator, checkpointed with the run. The
     mask is drawn from that seed by the layer's kernel set.
 
@@ -52,12 +68,9 @@ class ReplicaDropout(keras.layers.Layer):
         """
         if not training or self.rate == 0:
             return None, 1.0
-        seed = tf.cast(self.seed_generator.next(), tf.int64)
-        # The replica id is tf.distribute's: there is no Keras equivalent.
-        context = tf.distribute.get_replica_context()
-        if context is not None and context.num_replicas_in_sync > 1:
-            replica = tf.cast(context.replica_id_in_sync_group, tf.int64)
-            seed = seed + tf.stack([tf.constant(0, tf.int64), replica + 1]) * 1_000_003
+        seed = self.seed_generator.next()
+        if keras.backend.backend() == "tensorflow":
+            seed = _fold_in_replica(seed)
         return KERNEL_SETS[self.kernels].dropout_keep_mask(shape, seed, self.rate)
 
     def call(self, inputs, training=None):

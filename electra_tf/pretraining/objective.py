@@ -4,14 +4,15 @@ The objective classes (`electra_tf.pretraining.objectives`) are built from
 them. Shapes: B = batch, L = sequence length, N = masked slots per sequence,
 V = vocab. Every loss here is returned as named sums (with their count)
 rather than a mean, so the caller can divide by the count of the *global*
-batch under tf.distribute.
+batch under tf.distribute. They are written in `keras.ops` and run on every
+Keras backend.
 """
 
 from __future__ import annotations
 
 import math
 
-import tensorflow as tf
+from keras import ops
 
 from electra_tf.modeling.kernels import KERNEL_SETS, resolve_kernels
 
@@ -39,16 +40,18 @@ def sample_tokens(
     Returns:
         int32 [B, N] sampled ids, with no gradient path to `logits`.
     """
-    vocab_size = logits.shape[-1] or tf.shape(logits)[-1]
-    scores = tf.reshape(tf.stop_gradient(tf.cast(logits, tf.float32)), [-1, vocab_size])
+    vocab_size = logits.shape[-1] or ops.shape(logits)[-1]
+    scores = ops.reshape(ops.stop_gradient(ops.cast(logits, "float32")), (-1, vocab_size))
     if not (isinstance(temperature, (int, float)) and temperature == 1):
-        scores /= temperature
+        scores = scores / temperature
     if disallow_ids is not None:
-        scores -= 1000.0 * tf.one_hot(tf.reshape(disallow_ids, [-1]), vocab_size, dtype=tf.float32)
+        scores = scores - 1000.0 * ops.one_hot(
+            ops.reshape(disallow_ids, (-1,)), vocab_size, dtype="float32"
+        )
     ids = KERNEL_SETS[resolve_kernels(kernels)].inverse_cdf_sample(
-        scores, tf.reshape(uniforms, [-1])
+        scores, ops.reshape(ops.cast(uniforms, "float32"), (-1,))
     )
-    return tf.reshape(ids, tf.shape(uniforms))
+    return ops.reshape(ids, ops.shape(uniforms))
 
 
 def replace_tokens(input_ids, masked_lm_positions, sampled_ids, masked_lm_weights):
@@ -66,14 +69,18 @@ def replace_tokens(input_ids, masked_lm_positions, sampled_ids, masked_lm_weight
         labels, 1 where the token was replaced by a *different* token. A
         sample equal to the original counts as real, as in the paper.
     """
-    original_at_positions = tf.gather(input_ids, masked_lm_positions, batch_dims=1)
-    updates = tf.where(masked_lm_weights > 0, sampled_ids, original_at_positions)
-    batch_index = tf.broadcast_to(
-        tf.range(tf.shape(input_ids)[0])[:, None], tf.shape(masked_lm_positions)
+    original_at_positions = ops.take_along_axis(input_ids, masked_lm_positions, axis=1)
+    updates = ops.where(masked_lm_weights > 0, sampled_ids, original_at_positions)
+    batch_index = ops.broadcast_to(
+        ops.arange(ops.shape(input_ids)[0], dtype="int32")[:, None],
+        ops.shape(masked_lm_positions),
     )
-    indices = tf.stack([batch_index, masked_lm_positions], axis=-1)
-    fake_ids = tf.tensor_scatter_nd_update(input_ids, indices, updates)
-    labels = tf.cast(tf.not_equal(fake_ids, input_ids), tf.int32)
+    indices = ops.stack([batch_index, ops.cast(masked_lm_positions, "int32")], axis=-1)
+    # One (row, position) pair per slot: [B * N, 2] and [B * N].
+    fake_ids = ops.scatter_update(
+        input_ids, ops.reshape(indices, (-1, 2)), ops.reshape(updates, (-1,))
+    )
+    labels = ops.cast(ops.not_equal(fake_ids, input_ids), "int32")
     return fake_ids, labels
 
 
@@ -91,16 +98,16 @@ def masked_lm_sums(logits, masked_lm_ids, masked_lm_weights, kernels: str = "ref
         dict of float32 scalars: `nll` (sum of w * NLL), `correct` (sum of w
         where argmax == target) and `count` (sum of w).
     """
-    vocab_size = logits.shape[-1] or tf.shape(logits)[-1]
-    scores = tf.reshape(tf.cast(logits, tf.float32), [-1, vocab_size])
-    targets = tf.reshape(tf.cast(masked_lm_ids, tf.int32), [-1])
-    weights = tf.reshape(tf.cast(masked_lm_weights, tf.float32), [-1])
+    vocab_size = logits.shape[-1] or ops.shape(logits)[-1]
+    scores = ops.reshape(ops.cast(logits, "float32"), (-1, vocab_size))
+    targets = ops.reshape(ops.cast(masked_lm_ids, "int32"), (-1,))
+    weights = ops.reshape(ops.cast(masked_lm_weights, "float32"), (-1,))
     nll, predicted = KERNEL_SETS[resolve_kernels(kernels)].cross_entropy_and_argmax(scores, targets)
-    correct = tf.cast(tf.equal(predicted, targets), tf.float32)
+    correct = ops.cast(ops.equal(predicted, targets), "float32")
     return {
-        "nll": tf.reduce_sum(weights * nll),
-        "correct": tf.reduce_sum(weights * correct),
-        "count": tf.reduce_sum(weights),
+        "nll": ops.sum(weights * nll),
+        "correct": ops.sum(weights * correct),
+        "count": ops.sum(weights),
     }
 
 
@@ -116,18 +123,18 @@ def discriminator_sums(logits, labels, input_mask):
         dict of float32 scalars: `loss`, `count` (non-pad tokens),
         `correct`, `true_positive`, `predicted_positive`, `actual_positive`.
     """
-    logits = tf.cast(logits, tf.float32)
-    mask = tf.cast(input_mask, tf.float32)
-    targets = tf.cast(labels, tf.float32)
-    loss = tf.nn.sigmoid_cross_entropy_with_logits(labels=targets, logits=logits)
-    predicted = tf.cast(logits > 0, tf.float32)
+    logits = ops.cast(logits, "float32")
+    mask = ops.cast(input_mask, "float32")
+    targets = ops.cast(labels, "float32")
+    loss = ops.binary_crossentropy(targets, logits, from_logits=True)
+    predicted = ops.cast(logits > 0, "float32")
     return {
-        "loss": tf.reduce_sum(mask * loss),
-        "count": tf.reduce_sum(mask),
-        "correct": tf.reduce_sum(mask * tf.cast(tf.equal(predicted, targets), tf.float32)),
-        "true_positive": tf.reduce_sum(mask * predicted * targets),
-        "predicted_positive": tf.reduce_sum(mask * predicted),
-        "actual_positive": tf.reduce_sum(mask * targets),
+        "loss": ops.sum(mask * loss),
+        "count": ops.sum(mask),
+        "correct": ops.sum(mask * ops.cast(ops.equal(predicted, targets), "float32")),
+        "true_positive": ops.sum(mask * predicted * targets),
+        "predicted_positive": ops.sum(mask * predicted),
+        "actual_positive": ops.sum(mask * targets),
     }
 
 
@@ -139,11 +146,11 @@ def positions_mask(masked_lm_positions, masked_lm_weights, seq_len):
         masked_lm_weights: float [B, N]; slots with weight 0 mark nothing.
         seq_len: L.
     """
-    used = tf.cast(masked_lm_weights > 0, tf.float32)
-    hits = tf.reduce_sum(
-        tf.one_hot(masked_lm_positions, seq_len, dtype=tf.float32) * used[:, :, None], axis=1
+    used = ops.cast(masked_lm_weights > 0, "float32")
+    hits = ops.sum(
+        ops.one_hot(masked_lm_positions, seq_len, dtype="float32") * used[:, :, None], axis=1
     )
-    return tf.minimum(hits, 1.0)
+    return ops.minimum(hits, 1.0)
 
 
 def cloze_targets(input_ids, input_mask):
@@ -161,12 +168,15 @@ def cloze_targets(input_ids, input_mask):
     Returns:
         float32 [B, L], 1 at cloze targets.
     """
-    mask = tf.cast(input_mask, tf.int32)
-    last = tf.maximum(tf.reduce_sum(mask, axis=1) - 1, 0)
+    mask = ops.cast(input_mask, "int32")
+    last = ops.maximum(ops.sum(mask, axis=1) - 1, 0)
     cls_id = input_ids[:, :1]
-    sep_id = tf.gather(input_ids, last, batch_dims=1)[:, None]
-    keep = (mask > 0) & tf.not_equal(input_ids, cls_id) & tf.not_equal(input_ids, sep_id)
-    return tf.cast(keep, tf.float32)
+    sep_id = ops.take_along_axis(input_ids, last[:, None], axis=1)
+    keep = ops.logical_and(
+        ops.logical_and(mask > 0, ops.not_equal(input_ids, cls_id)),
+        ops.not_equal(input_ids, sep_id),
+    )
+    return ops.cast(keep, "float32")
 
 
 def electric_logits(energy, cloze_logits, input_ids, mask_rate: float):
@@ -192,9 +202,9 @@ def electric_logits(energy, cloze_logits, input_ids, mask_rate: float):
     Returns:
         float32 [B, L].
     """
-    log_q = tf.nn.log_softmax(tf.stop_gradient(tf.cast(cloze_logits, tf.float32)), axis=-1)
-    log_q = tf.gather(log_q, input_ids, batch_dims=2)
-    return tf.cast(energy, tf.float32) + log_q + math.log(mask_rate / (1.0 - mask_rate))
+    log_q = ops.log_softmax(ops.stop_gradient(ops.cast(cloze_logits, "float32")), axis=-1)
+    log_q = _at_ids(log_q, input_ids)
+    return ops.cast(energy, "float32") + log_q + math.log(mask_rate / (1.0 - mask_rate))
 
 
 def electric_score(energy, input_ids, input_mask, cls_id: int, sep_id: int):
@@ -218,11 +228,11 @@ def electric_score(energy, input_ids, input_mask, cls_id: int, sep_id: int):
         float32 [B].
     """
     content = (
-        tf.cast(input_mask, tf.float32)
-        * tf.cast(tf.not_equal(input_ids, cls_id), tf.float32)
-        * tf.cast(tf.not_equal(input_ids, sep_id), tf.float32)
+        ops.cast(input_mask, "float32")
+        * ops.cast(ops.not_equal(input_ids, cls_id), "float32")
+        * ops.cast(ops.not_equal(input_ids, sep_id), "float32")
     )
-    return -tf.reduce_sum(tf.cast(energy, tf.float32) * content, axis=-1)
+    return -ops.sum(ops.cast(energy, "float32") * content, axis=-1)
 
 
 def all_tokens_sums(logits, copy_logits, input_ids, target_ids, input_mask):
@@ -246,30 +256,31 @@ def all_tokens_sums(logits, copy_logits, input_ids, target_ids, input_mask):
         dict of float32 scalars: `nll` (sum of -log p over non-pad tokens),
         `count` and `correct` (the mixture's most likely token is the original).
     """
-    logits = tf.cast(logits, tf.float32)
-    copy_logits = tf.cast(copy_logits, tf.float32)
-    mask = tf.cast(input_mask, tf.float32)
-    log_softmax = tf.nn.log_softmax(logits, axis=-1)
-    target_log_prob = tf.gather(log_softmax, target_ids, batch_dims=2)
-    same = tf.equal(input_ids, target_ids)
-    log_copy = tf.math.log_sigmoid(copy_logits)  # log D
-    log_generate = tf.math.log_sigmoid(-copy_logits)  # log (1 - D)
+    logits = ops.cast(logits, "float32")
+    copy_logits = ops.cast(copy_logits, "float32")
+    mask = ops.cast(input_mask, "float32")
+    log_softmax = ops.log_softmax(logits, axis=-1)
+    target_log_prob = _at_ids(log_softmax, target_ids)
+    same = ops.equal(input_ids, target_ids)
+    log_copy = ops.log_sigmoid(copy_logits)  # log D
+    log_generate = ops.log_sigmoid(-copy_logits)  # log (1 - D)
     # log(D + (1 - D) q) where the input is the target, log((1 - D) q) where not.
-    mixed = tf.reduce_logsumexp(tf.stack([log_copy, log_generate + target_log_prob]), axis=0)
-    log_prob = tf.where(same, mixed, log_generate + target_log_prob)
+    mixed = ops.logsumexp(ops.stack([log_copy, log_generate + target_log_prob]), axis=0)
+    log_prob = ops.where(same, mixed, log_generate + target_log_prob)
     # The mixture's argmax: the input token (with its copy mass) or the best other token.
-    probs = tf.exp(log_softmax)
-    copy_prob = tf.sigmoid(copy_logits)
-    input_prob = copy_prob + (1.0 - copy_prob) * tf.gather(probs, input_ids, batch_dims=2)
-    others = probs * (1.0 - tf.one_hot(input_ids, tf.shape(probs)[-1], dtype=tf.float32))
-    best_other = tf.argmax(others, axis=-1, output_type=tf.int32)
-    best_other_prob = (1.0 - copy_prob) * tf.reduce_max(others, axis=-1)
-    predicted = tf.where(input_prob >= best_other_prob, input_ids, best_other)
-    correct = tf.cast(tf.equal(predicted, target_ids), tf.float32)
+    probs = ops.exp(log_softmax)
+    copy_prob = ops.sigmoid(copy_logits)
+    input_prob = copy_prob + (1.0 - copy_prob) * _at_ids(probs, input_ids)
+    vocab_size = probs.shape[-1] or ops.shape(probs)[-1]
+    others = probs * (1.0 - ops.one_hot(input_ids, vocab_size, dtype="float32"))
+    best_other = ops.cast(ops.argmax(others, axis=-1), "int32")
+    best_other_prob = (1.0 - copy_prob) * ops.max(others, axis=-1)
+    predicted = ops.where(input_prob >= best_other_prob, ops.cast(input_ids, "int32"), best_other)
+    correct = ops.cast(ops.equal(predicted, ops.cast(target_ids, "int32")), "float32")
     return {
-        "nll": -tf.reduce_sum(mask * log_prob),
-        "count": tf.reduce_sum(mask),
-        "correct": tf.reduce_sum(mask * correct),
+        "nll": -ops.sum(mask * log_prob),
+        "count": ops.sum(mask),
+        "correct": ops.sum(mask * correct),
     }
 
 
@@ -299,22 +310,44 @@ def reinforce_sums(
         dict of float32 scalars: `loss` (the surrogate, a sum over slots) and
         `reward` (sum of w * R).
     """
-    weights = tf.cast(masked_lm_weights, tf.float32)
-    rewards = tf.stop_gradient(tf.cast(rewards, tf.float32))
-    logits = tf.cast(logits, tf.float32) / temperature
+    weights = ops.cast(masked_lm_weights, "float32")
+    rewards = ops.stop_gradient(ops.cast(rewards, "float32"))
+    logits = ops.cast(logits, "float32") / temperature
     if disallow_ids is not None:
-        logits -= 1000.0 * tf.one_hot(disallow_ids, tf.shape(logits)[-1], dtype=tf.float32)
-    log_probs = tf.nn.log_softmax(logits, axis=-1)
-    sample_log_prob = tf.gather(log_probs, sampled_ids, batch_dims=2)
+        vocab_size = logits.shape[-1] or ops.shape(logits)[-1]
+        logits = logits - 1000.0 * ops.one_hot(disallow_ids, vocab_size, dtype="float32")
+    log_probs = ops.log_softmax(logits, axis=-1)
+    sample_log_prob = _at_ids(log_probs, sampled_ids)
     # Leave-one-out mean over the sequence's other used slots.
-    others = tf.reduce_sum(weights, axis=1, keepdims=True) - weights
-    other_rewards = tf.reduce_sum(weights * rewards, axis=1, keepdims=True) - weights * rewards
-    baseline = tf.math.divide_no_nan(other_rewards, others)
-    advantage = tf.stop_gradient(rewards - baseline)
+    others = ops.sum(weights, axis=1, keepdims=True) - weights
+    other_rewards = ops.sum(weights * rewards, axis=1, keepdims=True) - weights * rewards
+    baseline = ops.divide_no_nan(other_rewards, others)
+    advantage = ops.stop_gradient(rewards - baseline)
     return {
-        "loss": -tf.reduce_sum(weights * advantage * sample_log_prob),
-        "reward": tf.reduce_sum(weights * rewards),
+        "loss": -ops.sum(weights * advantage * sample_log_prob),
+        "reward": ops.sum(weights * rewards),
     }
+
+
+def at_positions(values, positions):
+    """The rows of `values` at `positions`, sequence by sequence.
+
+    Args:
+        values: [B, L, ...].
+        positions: int32 [B, N].
+
+    Returns:
+        [B, N, ...]: values[b, positions[b, n]].
+    """
+    shape = ops.shape(values)
+    rows = ops.reshape(values, (-1,) + tuple(shape[2:]))  # [B * L, ...]
+    offsets = ops.arange(shape[0], dtype="int32")[:, None] * shape[1]
+    return ops.take(rows, ops.cast(positions, "int32") + offsets, axis=0)
+
+
+def _at_ids(values, ids):
+    """values[b, t, ids[b, t]]: float [B, T, V] read at int [B, T] ids -> [B, T]."""
+    return ops.take_along_axis(values, ops.expand_dims(ids, -1), axis=-1)[..., 0]
 
 
 # The original code divides by (count + 1e-6); so do we, so a batch with

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import keras
 import tensorflow as tf
+from keras import ops
 
 from electra_tf.config import PretrainingConfig
 from electra_tf.modeling.electra import build_generator_and_discriminator
@@ -64,8 +65,8 @@ def input_counts(batch) -> dict:
         non-pad tokens (sum of `input_mask`)}.
     """
     return {
-        "masked": tf.reduce_sum(tf.cast(batch["masked_lm_weights"], tf.float32)),
-        "tokens": tf.reduce_sum(tf.cast(batch["input_mask"], tf.float32)),
+        "masked": ops.sum(ops.cast(batch["masked_lm_weights"], "float32")),
+        "tokens": ops.sum(ops.cast(batch["input_mask"], "float32")),
     }
 
 
@@ -226,7 +227,7 @@ class Pretrainer(TrainStep, keras.Model):
 
     def build_from_batch(self, batch) -> None:
         """Creates every variable by running one forward pass (call inside the strategy scope)."""
-        self.compute_sums(tf.nest.map_structure(tf.convert_to_tensor, batch), training=False)
+        self.compute_sums(keras.tree.map_structure(ops.convert_to_tensor, batch), training=False)
         # Tells Keras not to attempt its own symbolic build inside fit(), which
         # under a strategy would average the (integer) first batch
         # (keras_compat.PrebuiltModel).

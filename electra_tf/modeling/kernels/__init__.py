@@ -1,12 +1,13 @@
 """The two kernel sets of the model, and how a model picks one.
 
 `reference` writes the dense layers, attention, dropout masks and the
-masked-LM loss, accuracy and sampler with Keras layers, standard TensorFlow
-ops and automatic differentiation, as the paper reads. `cpu_fast` computes
-the same things with hand-written gradients and layouts measured faster
-under XLA on a CPU. Neither owns variables, so weights, checkpoints and
-saved models are the same whichever set ran, and a model trained with one
-runs with the other.
+masked-LM loss, accuracy and sampler with Keras layers, `keras.ops` and
+automatic differentiation, as the paper reads; it runs on every Keras
+backend (TensorFlow, JAX, ...). `cpu_fast` computes the same things in
+TensorFlow with hand-written gradients and layouts measured faster under XLA
+on a CPU; it exists on the TensorFlow backend only. Neither owns variables,
+so weights, checkpoints and saved models are the same whichever set ran, and
+a model trained with one runs with the other.
 
 A model is built with its set, as transformers builds a model with its
 attention implementation: the layers, heads and encoders take
@@ -24,27 +25,53 @@ from __future__ import annotations
 
 from types import ModuleType
 
-import tensorflow as tf
+import keras
 
 from electra_tf.config import KERNELS
-from electra_tf.modeling.kernels import cpu_fast, reference
+from electra_tf.modeling.kernels import reference
 
-# Name -> the module holding that set's functions (the same names and signatures in each).
-KERNEL_SETS: dict[str, ModuleType] = {"reference": reference, "cpu_fast": cpu_fast}
+# The sets that are written in TensorFlow, and so exist on that backend only.
+TENSORFLOW_ONLY = ("cpu_fast",)
+
+
+def _kernel_sets() -> dict[str, ModuleType]:
+    sets = {"reference": reference}
+    if keras.backend.backend() == "tensorflow":
+        from electra_tf.modeling.kernels import cpu_fast
+
+        sets["cpu_fast"] = cpu_fast
+    return sets
+
+
+# Name -> the module holding that set's functions (the same names and signatures in each):
+# the sets of this process's Keras backend.
+KERNEL_SETS: dict[str, ModuleType] = _kernel_sets()
 
 
 def resolve_kernels(name: str) -> str:
     """The kernel set `name` (one of `config.KERNELS`) stands for: a key of `KERNEL_SETS`.
 
-    `auto` is cpu_fast when TensorFlow sees no GPU or TPU, else reference;
-    ask after TensorFlow has initialised its devices (as building a model does).
+    `auto` is cpu_fast on the TensorFlow backend when TensorFlow sees no GPU
+    or TPU, else reference (on every other backend too); ask after TensorFlow
+    has initialised its devices (as building a model does).
 
     Raises:
-        ValueError: `name` is not one of `config.KERNELS`.
+        ValueError: `name` is not one of `config.KERNELS`, or names a
+            TensorFlow-only set on another Keras backend.
     """
     if name not in KERNELS:
         raise ValueError(f"kernels={name!r}: choose one of {', '.join(KERNELS)}.")
+    backend = keras.backend.backend()
+    if name in TENSORFLOW_ONLY and backend != "tensorflow":
+        raise ValueError(
+            f"kernels={name!r} is written in TensorFlow and runs on the tensorflow Keras "
+            f"backend only, not {backend!r}: use kernels='reference' (or 'auto')."
+        )
     if name != "auto":
         return name
+    if backend != "tensorflow":
+        return "reference"
+    import tensorflow as tf
+
     accelerators = tf.config.list_logical_devices("GPU") + tf.config.list_logical_devices("TPU")
     return "reference" if accelerators else "cpu_fast"

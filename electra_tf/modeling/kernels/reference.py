@@ -1,7 +1,8 @@
-"""The model's kernels as the paper writes them: Keras layers, standard ops, automatic gradients.
+"""The model's kernels as the paper writes them: Keras layers, `keras.ops`, automatic gradients.
 
-Every function here has a twin of the same name and signature in `cpu_fast`;
-see `electra_tf.modeling.kernels` for how a model picks one of the two sets.
+They run on every Keras backend. Every function here has a twin of the same
+name and signature in `cpu_fast` (TensorFlow only); see
+`electra_tf.modeling.kernels` for how a model picks one of the two sets.
 
 Conventions: B = batch, L = sequence length, M = rows (masked slots of the
 whole batch), V = vocabulary size.
@@ -11,7 +12,8 @@ from __future__ import annotations
 
 import math
 
-import tensorflow as tf
+import keras
+from keras import ops
 
 
 def dense(layer, inputs):
@@ -44,7 +46,25 @@ def apply_keep_mask(x, keep, keep_probability: float):
     """Inverted dropout of x with a given bool keep mask (None: no dropout)."""
     if keep is None:
         return x
-    return tf.where(keep, x * tf.cast(1.0 / keep_probability, x.dtype), tf.zeros_like(x))
+    return ops.where(keep, x * ops.cast(1.0 / keep_probability, x.dtype), ops.zeros_like(x))
+
+
+def stateless_uniform(shape, seed):
+    """float32 uniforms in [0, 1) of `shape`, a pure function of `seed`.
+
+    `keras.random` takes a seed tensor on JAX; on TensorFlow it takes only a
+    `SeedGenerator` or an int, so TensorFlow's own stateless op draws there
+    (the same draw as TensorFlow runs have always made from a seed).
+
+    Args:
+        shape: static or dynamic shape.
+        seed: int [2] stateless seed (a `SeedGenerator` state, possibly folded).
+    """
+    if keras.backend.backend() == "tensorflow":
+        import tensorflow as tf
+
+        return tf.random.stateless_uniform(shape, seed=seed)
+    return keras.random.uniform(shape, seed=seed)
 
 
 def dropout_keep_mask(shape, seed, rate: float):
@@ -52,7 +72,7 @@ def dropout_keep_mask(shape, seed, rate: float):
 
     Args:
         shape: static or dynamic shape of the mask.
-        seed: int64 [2] stateless seed.
+        seed: int [2] stateless seed (`stateless_uniform`).
         rate: drop probability in [0, 1).
 
     Returns:
@@ -60,7 +80,7 @@ def dropout_keep_mask(shape, seed, rate: float):
     """
     if not 0 <= rate < 1:
         raise ValueError(f"dropout rate must be in [0, 1), got {rate}")
-    return tf.random.stateless_uniform(shape, seed=seed) >= rate, 1.0 - rate
+    return stateless_uniform(shape, seed) >= rate, 1.0 - rate
 
 
 def scaled_dot_product_attention(qkv, attention_bias, keep=None, keep_probability=1.0):
@@ -75,15 +95,15 @@ def scaled_dot_product_attention(qkv, attention_bias, keep=None, keep_probabilit
     Returns:
         Context vectors [B, L, heads, d] in qkv's dtype.
     """
-    query, key, value = tf.unstack(qkv, axis=2)  # each [B, L, heads, d]
-    scores = tf.einsum("bqhd,bkhd->bhqk", query, key)  # [B, heads, L, L]
+    query, key, value = ops.unstack(qkv, axis=2)  # each [B, L, heads, d]
+    scores = ops.einsum("bqhd,bkhd->bhqk", query, key)  # [B, heads, L, L]
     # Softmax in float32 even under mixed precision: -10000 overflows fp16 sums.
-    scores = tf.cast(scores, tf.float32) / math.sqrt(qkv.shape[-1]) + tf.cast(
-        attention_bias, tf.float32
+    scores = ops.cast(scores, "float32") / math.sqrt(qkv.shape[-1]) + ops.cast(
+        attention_bias, "float32"
     )
-    probs = tf.cast(tf.nn.softmax(scores, axis=-1), qkv.dtype)
+    probs = ops.cast(ops.softmax(scores, axis=-1), qkv.dtype)
     probs = apply_keep_mask(probs, keep, keep_probability)
-    return tf.einsum("bhqk,bkhd->bqhd", probs, value)
+    return ops.einsum("bhqk,bkhd->bqhd", probs, value)
 
 
 def cross_entropy_and_argmax(scores, labels):
@@ -96,8 +116,8 @@ def cross_entropy_and_argmax(scores, labels):
     Returns:
         (float32 [M] negative log-likelihoods, int32 [M] argmax ids).
     """
-    nll = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=scores)
-    return nll, tf.argmax(scores, axis=-1, output_type=tf.int32)
+    nll = ops.sparse_categorical_crossentropy(labels, scores, from_logits=True)
+    return nll, ops.cast(ops.argmax(scores, axis=-1), "int32")
 
 
 def inverse_cdf_sample(scores, uniforms):
@@ -110,11 +130,13 @@ def inverse_cdf_sample(scores, uniforms):
     Returns:
         int32 [M].
     """
-    vocab_size = scores.shape[-1] or tf.shape(scores)[-1]
-    cdf = tf.cumsum(tf.nn.softmax(scores, axis=-1), axis=-1)  # [M, V]
+    vocab_size = scores.shape[-1] or ops.shape(scores)[-1]
+    cdf = ops.cumsum(ops.softmax(scores, axis=-1), axis=-1)  # [M, V]
     # The target is scaled by the CDF's last entry (1 up to rounding), so a
     # uniform near 1 still lands inside the vocabulary.
     targets = uniforms[:, None] * cdf[:, -1:]
-    ids = tf.searchsorted(cdf, targets, side="right", out_type=tf.int32)[:, 0]
+    # The first id whose CDF exceeds the target is the number of entries at or
+    # below it (the CDF does not decrease): a right-sided search of each row.
+    ids = ops.sum(ops.cast(cdf <= targets, "int32"), axis=-1)
     # u * total can round up to the total itself.
-    return tf.minimum(ids, vocab_size - 1)
+    return ops.minimum(ids, vocab_size - 1)

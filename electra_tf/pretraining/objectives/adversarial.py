@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import keras
-import tensorflow as tf
+from keras import ops
 
 from electra_tf.pretraining import objective
 from electra_tf.pretraining.objectives.electra import ElectraPretrainer
@@ -28,11 +28,12 @@ class AdversarialElectraPretrainer(ElectraPretrainer):
         """ELECTRA's step with {"reinforce": sums}: the surrogate `loss` and the `reward`."""
         out = super().forward(batch, training)
         config = self.config
-        token_loss = tf.nn.sigmoid_cross_entropy_with_logits(
-            labels=tf.cast(out["labels"], tf.float32),
-            logits=tf.cast(out["disc_logits"], tf.float32),
+        token_loss = ops.binary_crossentropy(
+            ops.cast(out["labels"], "float32"),
+            ops.cast(out["disc_logits"], "float32"),
+            from_logits=True,
         )
-        rewards = tf.gather(token_loss, batch["masked_lm_positions"], batch_dims=1)
+        rewards = ops.take_along_axis(token_loss, batch["masked_lm_positions"], axis=1)
         out["reinforce"] = objective.reinforce_sums(
             out["gen_logits"],
             out["sampled_ids"],

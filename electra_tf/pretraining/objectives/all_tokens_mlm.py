@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import keras
-import tensorflow as tf
+from keras import ops
 
 from electra_tf.pretraining import objective
 from electra_tf.pretraining.objectives.mlm import GeneratorSamplesMLM
@@ -35,7 +35,9 @@ class AllTokensMLMPretrainer(GeneratorSamplesMLM):
             },
             training=training,
         )
-        every_position = tf.broadcast_to(tf.range(tf.shape(fake_ids)[1])[None], tf.shape(fake_ids))
+        every_position = ops.broadcast_to(
+            ops.arange(ops.shape(fake_ids)[1], dtype="int32")[None], ops.shape(fake_ids)
+        )
         logits = self.mlm_head(outputs["sequence_output"], every_position)
         out["all_tokens_mlm"] = objective.all_tokens_sums(
             logits, outputs["logits"], fake_ids, batch["input_ids"], batch["input_mask"]

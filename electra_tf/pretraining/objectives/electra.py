@@ -9,7 +9,7 @@ The other objectives and training algorithms of the paper subclass
 from __future__ import annotations
 
 import keras
-import tensorflow as tf
+from keras import ops
 
 from electra_tf.pretraining import objective
 from electra_tf.pretraining.pretrainer import Pretrainer
@@ -25,13 +25,11 @@ def sample_statistics(batch, sampled_ids, labels) -> dict:
         sampled_ids: int32 [B, N].
         labels: int32 [B, L], 1 = replaced.
     """
-    weights = tf.cast(batch["masked_lm_weights"], tf.float32)
-    same = tf.cast(tf.equal(sampled_ids, batch["masked_lm_ids"]), tf.float32)
+    weights = ops.cast(batch["masked_lm_weights"], "float32")
+    same = ops.cast(ops.equal(sampled_ids, batch["masked_lm_ids"]), "float32")
     return {
-        "correct": tf.reduce_sum(weights * same),
-        "replaced": tf.reduce_sum(
-            tf.cast(batch["input_mask"], tf.float32) * tf.cast(labels, tf.float32)
-        ),
+        "correct": ops.sum(weights * same),
+        "replaced": ops.sum(ops.cast(batch["input_mask"], "float32") * ops.cast(labels, "float32")),
     }
 
 
@@ -92,8 +90,8 @@ class ElectraPretrainer(Pretrainer):
     def generator_logits(self, batch, training):
         """Logits [B, N, V] of the generator at the masked slots (zeros if uniform)."""
         if self.generator is None:
-            slots = tf.shape(batch["masked_lm_positions"])
-            return tf.zeros([slots[0], slots[1], self.config.model.vocab_size], tf.float32)
+            slots = ops.shape(batch["masked_lm_positions"])
+            return ops.zeros((slots[0], slots[1], self.config.model.vocab_size), "float32")
         return self.generator(
             {
                 "input_ids": batch["masked_input_ids"],
@@ -158,7 +156,7 @@ class ElectraPretrainer(Pretrainer):
 
     def discriminator_mask(self, batch, fake_ids):
         """The tokens the discriminator is scored on: float32 [B, L], every non-pad token."""
-        return tf.cast(batch["input_mask"], tf.float32)
+        return ops.cast(batch["input_mask"], "float32")
 
     # ------------------------------------------------------------------ the loss
     def _loss(self, sums, counts):
@@ -170,7 +168,7 @@ class ElectraPretrainer(Pretrainer):
     def generator_loss(self, sums, counts):
         """L_MLM: the generator's NLL per masked slot (0 without a generator to train)."""
         if self.generator is None:
-            return tf.constant(0.0)
+            return ops.convert_to_tensor(0.0)
         return ratio(sums["mlm"]["nll"], counts["masked"])
 
     def discriminator_loss(self, sums, counts):

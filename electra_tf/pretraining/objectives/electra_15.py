@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import keras
-import tensorflow as tf
+from keras import ops
 
 from electra_tf.pretraining import objective
 from electra_tf.pretraining.objectives.electra import ElectraPretrainer
@@ -24,7 +24,7 @@ class Electra15Pretrainer(ElectraPretrainer):
         return objective.positions_mask(
             batch["masked_lm_positions"],
             batch["masked_lm_weights"],
-            fake_ids.shape[1] or tf.shape(fake_ids)[1],
+            fake_ids.shape[1] or ops.shape(fake_ids)[1],
         )
 
     def discriminator_loss(self, sums, counts):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import keras
-import tensorflow as tf
+from keras import ops
 
 from electra_tf.pretraining import objective
 from electra_tf.pretraining.objectives.electra import ElectraPretrainer, sample_statistics
@@ -33,7 +33,7 @@ class ElectricPretrainer(ElectraPretrainer):
         """ELECTRA's counts and `cloze_targets`, the tokens the cloze model is trained on."""
         return {
             **super().counts(batch),
-            "cloze_targets": tf.reduce_sum(
+            "cloze_targets": ops.sum(
                 objective.cloze_targets(batch["input_ids"], batch["input_mask"])
             ),
         }
@@ -55,7 +55,7 @@ class ElectricPretrainer(ElectraPretrainer):
             },
             training=training,
         )  # [B, L, V]
-        gen_logits = tf.gather(cloze_logits, batch["masked_lm_positions"], batch_dims=1)
+        gen_logits = objective.at_positions(cloze_logits, batch["masked_lm_positions"])
         out = {
             "cloze": objective.masked_lm_sums(
                 cloze_logits,
@@ -72,11 +72,11 @@ class ElectricPretrainer(ElectraPretrainer):
         out.update(self.corrupt(batch, gen_logits))
         fake_ids = out["fake_ids"]
         # Every masked position holds noise, whatever was sampled.
-        labels = tf.cast(
+        labels = ops.cast(
             objective.positions_mask(
-                batch["masked_lm_positions"], weights, fake_ids.shape[1] or tf.shape(fake_ids)[1]
+                batch["masked_lm_positions"], weights, fake_ids.shape[1] or ops.shape(fake_ids)[1]
             ),
-            tf.int32,
+            "int32",
         )
         out.update(labels=labels, samples=sample_statistics(batch, out["sampled_ids"], labels))
         energy = self.discriminator_logits(batch, fake_ids, training)
