@@ -10,7 +10,7 @@ classes registered through `load_model`:
 or with `keras.saving.load_model` after `electra_tf.register_keras_classes()`.
 """
 
-__version__ = "0.10.0"
+__version__ = "0.11.0"
 
 
 def register_keras_classes() -> None:
