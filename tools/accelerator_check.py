@@ -372,48 +372,12 @@ def run_jax(config, batches) -> dict:
 
 # --------------------------------------------------------------------------- the peer
 def peer_settings(config) -> dict:
-    """The model and recipe description tools/peers/hf_electra_pretraining.py builds from."""
-    m, g = config.model, config.model.generator_config()
-    model = {
-        name: getattr(m, name)
-        for name in (
-            "vocab_size",
-            "embedding_size",
-            "hidden_size",
-            "num_layers",
-            "max_position_embeddings",
-            "type_vocab_size",
-            "dropout_rate",
-            "attention_dropout_rate",
-            "initializer_range",
-            "layer_norm_epsilon",
-        )
-    }
-    model.update(num_heads=m.resolved_num_heads, intermediate_size=m.resolved_intermediate_size)
-    recipe = {
-        name: getattr(config, name)
-        for name in (
-            "learning_rate",
-            "lr_decay_power",
-            "weight_decay_rate",
-            "adam_beta_1",
-            "adam_beta_2",
-            "adam_epsilon",
-            "clip_norm",
-            "gen_weight",
-            "disc_weight",
-            "temperature",
-        )
-    }
-    # A constant rate, as the JAX side's.
-    recipe.update(num_train_steps=10**9, num_warmup_steps=0, lr_decay_power=0.0)
-    generator = {
-        "hidden_size": g.hidden_size,
-        "num_layers": g.num_layers,
-        "num_heads": g.resolved_num_heads,
-        "intermediate_size": g.resolved_intermediate_size,
-    }
-    return {"model": model, "generator": generator, "recipe": recipe}
+    """The description the peer script builds from, at a constant learning rate as the JAX side's."""
+    from tools.peer_settings import peer_settings as described
+
+    settings = described(config)
+    settings["recipe"].update(num_train_steps=10**9, num_warmup_steps=0, lr_decay_power=0.0)
+    return settings
 
 
 def run_peer(config, batches) -> dict:
