@@ -541,9 +541,10 @@ def test_the_checks_catch_known_defects(command_flags):
         "pretraining.md#no-such-heading"
     ]
     assert broken_links("[x](pretraining.md#a-runs-identity)", page) == []
-    assert machine_paths("`--corpus=../shared/data/x.txt` and `/work/experiments/ko/`") == [
-        "../shared/data/x.txt",
-        "/work/experiments/ko/",
+    # Paths no reader has: above the repository, and absolute paths of someone's machine.
+    assert machine_paths("`--corpus=../corpora/x.txt` and `/home/someone/runs/ko/`") == [
+        "../corpora/x.txt",
+        "/home/someone/runs/ko/",
     ]
     assert github_anchor("With its baselines: no pre-training, `x` runs") == (
         "with-its-baselines-no-pre-training-x-runs"
