@@ -146,7 +146,13 @@ def export_finetuned(
     info = kind.resolve_info({**info, "kind": kind.KIND})
     text = TextPath.from_dict(info)
     copy = _finite_copy(model, f"the {kind.KIND} model to export as {model_name}")
-    module = kind.serving_module(copy, text.tokenizer(vocab_file), info, forward or chosen.FORWARD)
+    if forward is not None and forward not in kind.FORWARDS:
+        raise ValueError(
+            f"forward={forward!r}: {kind.KIND} exports compute {', '.join(kind.FORWARDS)}."
+        )
+    # The format's pass where the kind has it, else the kind's default.
+    preferred = chosen.FORWARD if chosen.FORWARD in kind.FORWARDS else None
+    module = kind.serving_module(copy, text.tokenizer(vocab_file), info, forward or preferred)
     config = {
         "format_version": FORMAT_VERSION,
         "kind": kind.KIND,

@@ -10,23 +10,30 @@ from electra_tf.config import preset
 from electra_tf.pretraining.pretrainer import Pretrainer
 from tools import benchmark
 
+
+def tiny_config(**overrides):
+    """A one-layer model of width 32 at batch 4 and length 16 (the benchmarks' smallest run)."""
+    return preset(
+        "tiny",
+        **{
+            "vocab_size": 64,
+            "hidden_size": 32,
+            "num_layers": 1,
+            "embedding_size": 16,
+            "num_heads": 2,
+            "max_seq_length": 16,
+            "train_batch_size": 4,
+            **overrides,
+        },
+    )
+
+
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 @pytest.mark.slow
 def test_train_step_throughput_is_work_over_the_measured_window():
-    config = preset(
-        "tiny",
-        vocab_size=64,
-        hidden_size=32,
-        num_layers=1,
-        embedding_size=16,
-        num_heads=2,
-        max_seq_length=16,
-        train_batch_size=4,
-        num_warmup_steps=0,
-        kernels="reference",
-    )
+    config = tiny_config(num_warmup_steps=0, kernels="reference")
     result = benchmark.benchmark_train_step(config, steps=3, warmup_steps=1, jit_compile=False)
     assert result["kernels"] == "reference"  # the set the step ran with
     assert result["measured_steps"] == 3
@@ -37,18 +44,7 @@ def test_train_step_throughput_is_work_over_the_measured_window():
 
 @pytest.mark.slow
 def test_window_spans_whole_calls_of_several_steps(monkeypatch):
-    config = preset(
-        "tiny",
-        vocab_size=64,
-        hidden_size=32,
-        num_layers=1,
-        embedding_size=16,
-        num_heads=2,
-        max_seq_length=16,
-        train_batch_size=4,
-        num_warmup_steps=0,
-        steps_per_execution=2,
-    )
+    config = tiny_config(num_warmup_steps=0, steps_per_execution=2)
     compiled_with = []
     compile_model = Pretrainer.compile
 
@@ -143,17 +139,7 @@ def test_utilisation_under_both_counts():
 
 @pytest.mark.slow
 def test_peak_is_probed_on_both_sides_of_the_window_and_outside_it():
-    config = preset(
-        "tiny",
-        vocab_size=64,
-        hidden_size=32,
-        num_layers=1,
-        embedding_size=16,
-        num_heads=2,
-        max_seq_length=16,
-        train_batch_size=4,
-        num_warmup_steps=0,
-    )
+    config = tiny_config(num_warmup_steps=0)
     readings = iter([300.0, 400.0])
     calls = []
 
@@ -187,16 +173,7 @@ def test_window_needs_a_step_and_a_warm_up_step(steps, warmup_steps, flag):
 
 
 def test_finetune_step_throughput_is_work_over_the_measured_window():
-    config = preset(
-        "tiny",
-        vocab_size=64,
-        hidden_size=32,
-        num_layers=1,
-        embedding_size=16,
-        num_heads=2,
-        max_seq_length=16,
-        train_batch_size=4,
-    )
+    config = tiny_config()
     result = benchmark.benchmark_finetune_step(
         config, steps=3, warmup_steps=1, jit_compile=False, lengths="full", by_length=True
     )
@@ -206,16 +183,7 @@ def test_finetune_step_throughput_is_work_over_the_measured_window():
 
 
 def test_finetune_step_on_text_lengths_counts_the_rows_own_tokens():
-    config = preset(
-        "tiny",
-        vocab_size=64,
-        hidden_size=32,
-        num_layers=1,
-        embedding_size=16,
-        num_heads=2,
-        max_seq_length=32,
-        train_batch_size=4,
-    )
+    config = tiny_config(max_seq_length=32)
     _, texts = benchmark.synthetic_texts(2048)
     rows = benchmark.finetuning_rows(config, "texts", 2048)
     # 5-40 words and a full stop, one piece each, [CLS] and [SEP]; cut at 32.

@@ -220,6 +220,7 @@ class ClassificationTask(DefinedTask, TaskKind):
     FORMER_KINDS: ClassVar[tuple[str, ...]] = ("classifier",)
     REQUEST_FIELDS: ClassVar[tuple[str, ...]] = ("text", "text_pair")
     MODEL_CLASS: ClassVar[type] = ElectraClassifier
+    FORWARDS: ClassVar[tuple[str, ...]] = lean_forward.FORWARDS
     HF_ARCHITECTURE: ClassVar[Optional[str]] = "ElectraForSequenceClassification"
     HF_IMPORT_OPTIONS: ClassVar[tuple[str, ...]] = ("max_seq_length", "text_pair")
     _encoded: Optional[_Encoded] = dataclasses.field(default=None, init=False, repr=False)

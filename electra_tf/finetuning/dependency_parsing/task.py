@@ -237,9 +237,7 @@ class DependencyParsingTask(DefinedTask, TaskKind):
 
     @classmethod
     def serving_module(cls, model, tokenizer, info: dict, forward: Optional[str] = None):
-        """`ParserServing` (the Keras model's own call for `forward` None, keras or portable)."""
-        if forward not in (None, "keras", "portable"):  # portable: the token-id formats' pass
-            raise ValueError(f"forward={forward!r}: dependency-parsing exports use 'keras'.")
+        """`ParserServing` (the Keras model's own call, its one `forward`)."""
         return ParserServing(model, tokenizer, info["max_seq_length"], cls.label_names(info))
 
     @classmethod

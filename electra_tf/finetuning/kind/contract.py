@@ -127,6 +127,8 @@ class TaskKind(abc.ABC):
             kind (empty: the task's headline metric).
         SCORED_PREDICTIONS: the key of results.json's trial `predictions` that
             names the predictions of the scored split.
+        FORWARDS: the ways its serving module can compute the model (the
+            `forward` of `serving_module`); the exporter refuses any other.
         console_keys: values of the train step shown on progress lines.
         evaluate_every_epoch: score the dev split at every epoch's end, not
             only after the last.
@@ -138,6 +140,7 @@ class TaskKind(abc.ABC):
     REQUEST_FIELDS: ClassVar[tuple[str, ...]] = ("text",)
     MODEL_CLASS: ClassVar[type]
     OPTIONS: ClassVar[Optional[type]] = None
+    FORWARDS: ClassVar[tuple[str, ...]] = ("keras",)
     DEFAULT_MAX_SEQ_LENGTH: ClassVar[int] = 128
     SCORES_IN_PERCENT: ClassVar[bool] = False
     TABLE_METRICS: ClassVar[tuple[str, ...]] = ()
@@ -270,8 +273,8 @@ class TaskKind(abc.ABC):
         """A `tf.Module` whose `signatures()` serve `model` (float32) on raw text and ids.
 
         Args:
-            forward: how the signatures compute the model, for kinds with
-                more than one way (None: the kind's default).
+            forward: one of `FORWARDS`, how the signatures compute the model
+                (None: the kind's default).
         """
 
     @classmethod

@@ -320,9 +320,7 @@ class MultipleChoiceTask(DefinedTask, TaskKind):
 
     @classmethod
     def serving_module(cls, model, tokenizer, info: dict, forward: Optional[str] = None):
-        """`MultipleChoiceServing` (the Keras model's own call for `forward` None, keras or portable)."""
-        if forward not in (None, "keras", "portable"):  # portable: the token-id formats' pass
-            raise ValueError(f"forward={forward!r}: multiple-choice exports use 'keras'.")
+        """`MultipleChoiceServing` (the Keras model's own call, its one `forward`)."""
         return MultipleChoiceServing(model, tokenizer, info["max_seq_length"])
 
     @classmethod

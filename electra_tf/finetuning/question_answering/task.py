@@ -467,9 +467,7 @@ class SquadTask(TaskKind):
 
     @classmethod
     def serving_module(cls, model, tokenizer, info: dict, forward: Optional[str] = None):
-        """`QuestionAnsweringServing` (the Keras model's own call for `forward` None, keras or portable)."""
-        if forward not in (None, "keras", "portable"):  # portable: the token-id formats' pass
-            raise ValueError(f"forward={forward!r}: question-answering exports use 'keras'.")
+        """`QuestionAnsweringServing` (the Keras model's own call, its one `forward`)."""
         return QuestionAnsweringServing(
             model,
             tokenizer,

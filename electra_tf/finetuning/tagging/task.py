@@ -355,9 +355,7 @@ class TaggingTask(DefinedTask, TaskKind):
 
     @classmethod
     def serving_module(cls, model, tokenizer, info: dict, forward: Optional[str] = None):
-        """`TaggerServing` (the Keras model's own call for `forward` None, keras or portable)."""
-        if forward not in (None, "keras", "portable"):  # portable: the token-id formats' pass
-            raise ValueError(f"forward={forward!r}: tagger exports use 'keras'.")
+        """`TaggerServing` (the Keras model's own call, its one `forward`)."""
         return TaggerServing(model, tokenizer, info["max_seq_length"], cls.label_names(info))
 
     @classmethod
