@@ -32,7 +32,12 @@ from typing import Any, Callable, Iterable, Optional, Sequence
 from absl import app, flags
 
 from electra_tf.config import ModelConfig, PretrainingConfig
-from electra_tf.distribute import STRATEGIES, create_strategy, split_cpu
+from electra_tf.distribute import (
+    STRATEGIES,
+    create_jax_distribution,
+    create_strategy,
+    split_cpu,
+)
 from electra_tf.finetuning.kind.files import FileTaskOptions
 from electra_tf.finetuning.kind.settings import FinetuneOptions, FinetuneSettings
 from electra_tf.finetuning.kinds import TASK_KINDS, TASK_TYPES
@@ -255,17 +260,45 @@ def define_strategy_flags(module_name: str, flag_values=flags.FLAGS) -> None:
     )
 
 
-def strategy_from_flags(flag_values=flags.FLAGS):
+def strategy_from_flags(flag_values=flags.FLAGS, backends=("tensorflow",)):
     """The tf.distribute strategy of --strategy / --num_cpu_devices.
 
     Call it before any other TensorFlow work: the CPU split must precede
     device initialisation, and a multi-worker strategy sets up the runtime.
+    On KERAS_BACKEND=jax it sets Keras' distribution instead
+    (`create_jax_distribution`) and returns TensorFlow's default strategy,
+    under which only the data is read.
+
+    Args:
+        flag_values: the parsed flags.
+        backends: the Keras backends the command trains on (pre-training:
+            tensorflow and jax; fine-tuning: tensorflow).
 
     Raises:
         app.UsageError: the strategy cannot be created here.
     """
-    split_cpu(flag_values.num_cpu_devices)
+    import keras
+    import tensorflow as tf
+
+    backend = keras.backend.backend()
+    if backend not in backends:
+        raise app.UsageError(
+            f"KERAS_BACKEND={backend}: this command runs on KERAS_BACKEND="
+            + " or ".join(backends)
+            + " (tensorflow is the default)."
+        )
     try:
+        if backend == "jax":
+            devices = create_jax_distribution(flag_values.strategy)
+            if flag_values.num_cpu_devices > 1 and devices != flag_values.num_cpu_devices:
+                raise ValueError(
+                    f"--num_cpu_devices={flag_values.num_cpu_devices} splits TensorFlow's CPU; "
+                    f"KERAS_BACKEND={keras.backend.backend()} sees {devices} device(s): set "
+                    "XLA_FLAGS=--xla_force_host_platform_device_count="
+                    f"{flag_values.num_cpu_devices} instead."
+                )
+            return tf.distribute.get_strategy()
+        split_cpu(flag_values.num_cpu_devices)
         return create_strategy(flag_values.strategy)
     except ValueError as error:
         raise app.UsageError(str(error))

@@ -158,6 +158,42 @@ def sum_over_replicas(grads):
     return [None if g is None else next(reduced) for g in grads]
 
 
+def replica_count(strategy: tf.distribute.Strategy) -> int:
+    """The devices a step's batch is split over: the strategy's replicas on TensorFlow,
+    the devices of Keras' distribution (`create_jax_distribution`) on JAX."""
+    if keras.backend.backend() == "tensorflow":
+        return strategy.num_replicas_in_sync
+    distribution = keras.distribution.distribution()
+    return 1 if distribution is None else int(distribution.device_mesh.devices.size)
+
+
+def create_jax_distribution(kind: str = "auto") -> int:
+    """Keras' distribution on the JAX backend for --strategy; returns the device count.
+
+    `auto` and `mirrored`: `keras.distribution.DataParallel` over every
+    device JAX sees when it sees several (GPUs, a TPU slice's chips, or host
+    CPU devices made with XLA_FLAGS=--xla_force_host_platform_device_count=N),
+    one device otherwise; `default`: one device. A multi-host run is not
+    set up here (`multi_worker` is refused).
+
+    TensorFlow, which only reads the data, is kept off the accelerators.
+    """
+    if kind not in STRATEGIES:
+        raise ValueError(f"--strategy={kind!r}: choose one of {', '.join(STRATEGIES)}.")
+    if kind == "multi_worker":
+        raise ValueError(
+            f"--strategy=multi_worker is TensorFlow's (TF_CONFIG); on KERAS_BACKEND="
+            f"{keras.backend.backend()} one process trains on all its devices: use "
+            "--strategy=auto, or KERAS_BACKEND=tensorflow for several workers."
+        )
+    tf.config.set_visible_devices([], "GPU")
+    devices = keras.distribution.list_devices()
+    if kind == "default" or len(devices) == 1:
+        return 1
+    keras.distribution.set_distribution(keras.distribution.DataParallel(devices=devices))
+    return len(devices)
+
+
 def check_batch_split(
     strategy: tf.distribute.Strategy, train_batch_size: int, gradient_accumulation_steps: int
 ) -> None:
@@ -166,7 +202,7 @@ def check_batch_split(
     Equal shares are what make the replicas' summed gradients the gradient of
     the global batch (see `electra_tf.modeling.train_step`).
     """
-    replicas = strategy.num_replicas_in_sync
+    replicas = replica_count(strategy)
     if train_batch_size % (replicas * gradient_accumulation_steps):
         raise RunError(
             f"--train_batch_size={train_batch_size} is not divisible by the "

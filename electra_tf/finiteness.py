@@ -25,6 +25,9 @@ import tensorflow as tf
 
 from electra_tf.errors import RunError
 
+# The log a step without a variable record (JAX) returns the global gradient norm in.
+GRADIENT_NORM_LOG = "gradient_norm"
+
 
 class NonFiniteError(RunError):
     """A loss, a gradient or weights are not finite (NaN or infinite)."""
@@ -96,6 +99,9 @@ class NonFiniteRecord:
         if gradient_norm is not None:
             self.gradient_norm.assign(tf.where(first, gradient_norm, self.gradient_norm))
 
+    def observe(self, step: int, logs: dict) -> None:
+        """Nothing: the train step itself records (see `HostNonFiniteRecord.observe`)."""
+
     def first(self) -> Optional[NonFiniteStep]:
         """The recorded step, or None (reads the variables: a host round trip)."""
         step = int(self.step.numpy())
@@ -103,6 +109,42 @@ class NonFiniteRecord:
             return None
         norm = float(self.gradient_norm.numpy())
         return NonFiniteStep(step, float(self.loss.numpy()), None if norm == -1.0 else norm)
+
+
+class HostNonFiniteRecord:
+    """`NonFiniteRecord` kept on the host, from the logs of each step (Keras' JAX backend).
+
+    A jit-compiled JAX step has no variable outside its state to write, so it
+    returns the global gradient norm among its logs
+    (`jax_train_step.GRADIENT_NORM_LOG`) and the callback that checks the
+    record passes them here. With several steps per execution the logs are
+    those of a group's last step, which a non-finite step earlier in the group
+    also leaves non-finite (its weights are).
+
+    Args:
+        loss_log: the log holding the optimised loss (`TrainStep.loss_log`).
+        gradient_norm_log: the log holding the global gradient norm (absent
+            under float16 loss scaling: only the loss is checked).
+    """
+
+    def __init__(self, loss_log: str, gradient_norm_log: str = GRADIENT_NORM_LOG):
+        self.loss_log = loss_log
+        self.gradient_norm_log = gradient_norm_log
+        self._first: Optional[NonFiniteStep] = None
+
+    def observe(self, step: int, logs: dict) -> None:
+        """Records `step` if it is the first whose logged loss or gradient norm is not finite."""
+        if self._first is not None or not logs or self.loss_log not in logs:
+            return
+        loss = float(logs[self.loss_log])
+        norm = logs.get(self.gradient_norm_log)
+        norm = None if norm is None else float(norm)
+        if not math.isfinite(loss) or (norm is not None and not math.isfinite(norm)):
+            self._first = NonFiniteStep(step, loss, norm)
+
+    def first(self) -> Optional[NonFiniteStep]:
+        """The recorded step, or None."""
+        return self._first
 
 
 def gradient_norm(grads) -> tf.Tensor:

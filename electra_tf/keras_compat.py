@@ -21,6 +21,10 @@ the signatures below and names the Keras versions they were checked on
   full disk leaves its file open and may crash the process when it is
   collected; the same file is built in memory (Keras' own `H5IOStore` and
   `_save_state`, as `save_weights` calls them) for the caller to write.
+* `current_value`: during `fit` on the JAX backend the training state lives
+  outside the variables (`JAXTrainer._jax_state`) until the next sync; a
+  callback that reads one counter (the step) reads it there instead of
+  syncing every variable at every step.
 """
 
 from __future__ import annotations
@@ -101,3 +105,32 @@ def weights_h5(model: keras.Model) -> io.BytesIO:
     )
     store.close()
     return buffer
+
+
+def current_value(model: keras.Model, variable):
+    """The value of one of `model`'s (or its optimizer's) variables, also inside a JAX `fit`.
+
+    Args:
+        model: the model being trained.
+        variable: one of `model.trainable_variables`,
+            `model.non_trainable_variables` or `model.optimizer.variables`.
+    """
+    state = getattr(model, "_jax_state", None)
+    if state and not getattr(model, "_jax_state_synced", True):
+        groups = (
+            ("trainable_variables", model.trainable_variables),
+            ("non_trainable_variables", model.non_trainable_variables),
+            ("optimizer_variables", model.optimizer.variables),
+        )
+        for group, variables in groups:
+            for index, candidate in enumerate(variables):
+                if candidate is variable:
+                    return state[group][index]
+    return variable.value
+
+
+def sync_variables(model: keras.Model) -> None:
+    """Writes the JAX training state back into the model's variables (no-op on TensorFlow)."""
+    sync = getattr(model, "jax_state_sync", None)
+    if sync is not None:
+        sync()

@@ -123,7 +123,8 @@ class AdamWeightDecay(PresummedGradients, DecayInUpdateStep, keras.optimizers.Op
         # gradient is taken over its per-occurrence rows, so a token seen twice
         # would count as two rows instead of one summed row; the original
         # trained on TPUs with one-hot (dense) embedding gradients.
-        grads = [g if g is None else tf.convert_to_tensor(g) for g in grads]
+        if keras.backend.backend() == "tensorflow":
+            grads = [g if g is None else tf.convert_to_tensor(g) for g in grads]
         return super().apply(grads, trainable_variables)
 
     def learning_rate_multiplier(self, index: int) -> float:

@@ -1,7 +1,7 @@
 """ELECTRA pre-training steps on an accelerator through JAX, without TensorFlow.
 
     # Where the shards are (may import TensorFlow): token ids of real text, at most 32 MB.
-    python -m tools.accelerator_check --write_npz=ids.npz --from_run=data/<corpus>-<hash>/shards
+    python -m tools.accelerator_check --write_npz=ids.npz --from_run=runs/<run>
 
     # On the accelerator machine (JAX and keras; no TensorFlow needed or imported):
     python -m tools.accelerator_check --npz=ids.npz --model_size=small --steps=100 \
@@ -34,6 +34,8 @@ import time
 import zipfile
 
 MAX_NPZ_BYTES = 32 << 20
+# A run directory's record of its shards (`electra_tf.artifacts.run_dir.DATA_FILE`).
+RUN_DATA_FILE = "data.json"
 SPECIAL_NAMES = ("pad_id", "cls_id", "sep_id", "mask_id")
 WARMUP_STEPS = 2
 # Probability that a chosen position is shown as [MASK] (`electra_tf.data.masking`).
@@ -104,20 +106,34 @@ def write_npz(path: str, shard_dir: str, max_bytes: int = MAX_NPZ_BYTES) -> dict
 
 
 def shard_dir_of(path: str) -> str:
-    """The shard directory `--from_run` names, or a clear stop where it names none.
+    """The shard directory `--from_run` names: the shards themselves, or the ones a run trained on.
 
-    A run directory does not record where its shards were built, so a run is
-    answered with where to look (its data directory) instead of a guess.
+    A run directory records its shards in data.json (`RUN_DATA_FILE`, read
+    without importing the package's TensorFlow side); a run of an earlier
+    version, which does not, is answered with where to look.
     """
     if os.path.isfile(os.path.join(path, "metadata.json")):
         return path
+    data_file = os.path.join(path, RUN_DATA_FILE)
+    if os.path.isfile(data_file):
+        with open(data_file, encoding="utf-8") as f:
+            shard_dir = json.load(f).get("shard_dir")
+        if shard_dir and os.path.isfile(os.path.join(shard_dir, "metadata.json")):
+            return shard_dir
+        raise SystemExit(
+            f"--from_run={path}: its {RUN_DATA_FILE} names the shards {shard_dir}, which hold "
+            "no metadata.json (moved or deleted?); pass the shard directory itself."
+        )
     if os.path.isfile(os.path.join(path, "config.json")):
         raise SystemExit(
-            f"--from_run={path}: a run directory does not record its shards; pass the shard "
-            "directory it trained on (the one holding metadata.json, under the data directory "
-            "pretrain.py printed, or its --shard_dir)."
+            f"--from_run={path}: this run (of an earlier version) does not record its shards "
+            f"({RUN_DATA_FILE}); pass the shard directory it trained on (the one holding "
+            "metadata.json, under the data directory pretrain.py printed, or its --shard_dir)."
         )
-    raise SystemExit(f"--from_run={path}: no metadata.json there: not a directory of shards.")
+    raise SystemExit(
+        f"--from_run={path}: neither a run directory ({RUN_DATA_FILE}) nor a directory of "
+        "shards (metadata.json)."
+    )
 
 
 def read_npz(path: str) -> dict:
@@ -504,7 +520,11 @@ def parse_args(argv):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--npz", help="the token ids to train on (check mode)")
     parser.add_argument("--write_npz", help="write token ids of --from_run's shards here")
-    parser.add_argument("--from_run", help="a directory of pre-training shards (metadata.json)")
+    parser.add_argument(
+        "--from_run",
+        help="a pre-training run directory (its data.json names its shards), or a directory "
+        "of shards (metadata.json)",
+    )
     parser.add_argument("--model_size", default="small", help="the preset (tiny, small, base, ...)")
     parser.add_argument("--steps", type=int, default=20, help="timed steps, after 2 warm-up steps")
     parser.add_argument("--batch_size", type=int, default=128, help="sequences per step")

@@ -15,8 +15,12 @@ Layout of `<run_dir>/export/`:
 from __future__ import annotations
 
 import dataclasses
+import errno
 import os
 import shutil
+import subprocess
+import sys
+import tempfile
 from typing import Optional
 
 import keras
@@ -83,6 +87,10 @@ def export_pretrained(
             check_finite_weights(model.weights, f"the {model.name} to export to {export_dir}")
     parent = os.path.dirname(os.path.abspath(export_dir))
     os.makedirs(parent, exist_ok=True)
+    if keras.backend.backend() != "tensorflow":
+        return _export_through_tensorflow(
+            generator, discriminator, export_dir, vocab_file, config_json, parent
+        )
     tmp = ExportDir(os.path.join(parent, f".tmp-export-{os.getpid()}"))
     shutil.rmtree(tmp.path, ignore_errors=True)
     try:
@@ -110,6 +118,44 @@ def export_pretrained(
     return export_dir
 
 
+def _export_through_tensorflow(
+    generator, discriminator, export_dir, vocab_file, config_json, parent
+) -> str:
+    """`export_pretrained` from another backend: a TensorFlow process writes the export.
+
+    A SavedModel is TensorFlow's own format, so the models go to that
+    process as Keras files (which every backend reads), and it writes the
+    same export directory a TensorFlow run writes.
+
+    Raises:
+        OSError: the TensorFlow process failed (its last line is the message).
+    """
+    with tempfile.TemporaryDirectory(prefix=".export-models-", dir=parent) as models:
+        paths = [os.path.join(models, DISCRIMINATOR_FILE), ""]
+        float32_copy(plain_discriminator(discriminator)).save(paths[0])
+        if generator is not None:
+            paths[1] = os.path.join(models, GENERATOR_FILE)
+            float32_copy(generator).save(paths[1])
+        done = subprocess.run(
+            [sys.executable, "-m", __name__, *paths, export_dir, vocab_file, config_json],
+            env={**os.environ, "KERAS_BACKEND": "tensorflow"},
+            capture_output=True,
+            text=True,
+        )
+    if done.returncode:
+        lines = (done.stderr or done.stdout).strip().splitlines() or ["no output"]
+        raise OSError(errno.EIO, f"the TensorFlow process writing it failed: {lines[-1]}")
+    return export_dir
+
+
+def _main(arguments: list[str]) -> None:
+    """`python -m electra_tf.artifacts.export_dir DISCRIMINATOR GENERATOR|'' EXPORT VOCAB CONFIG`."""
+    discriminator_file, generator_file, export_dir, vocab_file, config_json = arguments
+    load = keras.saving.load_model
+    generator = load(generator_file) if generator_file else None
+    export_pretrained(generator, load(discriminator_file), export_dir, vocab_file, config_json)
+
+
 def float32_copy(model: keras.Model) -> keras.Model:
     """A float32 copy of a model (which may have trained under a mixed-precision policy).
 
@@ -126,3 +172,7 @@ def float32_copy(model: keras.Model) -> keras.Model:
         keras.config.set_dtype_policy(previous)
     copy.set_weights(model.get_weights())
     return copy
+
+
+if __name__ == "__main__":
+    _main(sys.argv[1:])

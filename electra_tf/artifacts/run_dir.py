@@ -5,6 +5,8 @@
     identity.json      what the weights' token ids mean, written once: the
                        vocabulary's SHA-256 and size, casing and normalization
                        (and the --vocab_* flags of a vocabulary the run learned)
+    data.json          where the shards it trains and evaluates on are, and the Keras
+                       backend it trains on (every start)
     checkpoints/       tf.train checkpoints (model, optimizer, data position), last K kept
     tensorboard/       scalars (`tensorboard --logdir <run_dir>/tensorboard`)
     metrics.jsonl      progress and held-out reports, one JSON object per line
@@ -39,6 +41,8 @@ from electra_tf.tokenization import load_vocab, vocab_fingerprint
 CONFIG_FILE = "config.json"
 VOCAB_FILE = "vocab.txt"
 IDENTITY_FILE = "identity.json"
+# Where the run's training and held-out shards are (written at every start).
+DATA_FILE = "data.json"
 EXPORT_DIR = "export"
 
 
@@ -51,6 +55,7 @@ class RunDir:
     config_file = Within(CONFIG_FILE)
     vocab_file = Within(VOCAB_FILE)
     identity_file = Within(IDENTITY_FILE)
+    data_file = Within(DATA_FILE)
     checkpoints = Within("checkpoints")
     tensorboard = Within("tensorboard")
     metrics_log = Within("metrics.jsonl")
@@ -102,6 +107,29 @@ class RunIdentity:
             "strip_accents": self.strip_accents,
             "normalization": self.normalization,
         }
+
+
+def write_data_file(
+    run: RunDir, shard_dir: str, eval_shard_dir: Optional[str], keras_backend: str
+) -> None:
+    """Records where the shards this start of the run reads are, and its backend (data.json)."""
+    write_json(
+        run.data_file,
+        {
+            "shard_dir": os.path.abspath(shard_dir),
+            "eval_shard_dir": os.path.abspath(eval_shard_dir) if eval_shard_dir else None,
+            "keras_backend": keras_backend,
+        },
+    )
+
+
+def checkpoint_backend(run: RunDir) -> str:
+    """The Keras backend whose layout the run's checkpoints have (data.json; before it: tensorflow)."""
+    try:
+        data = read_json(run.data_file) or {}
+    except ValueError:
+        data = {}
+    return data.get("keras_backend", "tensorflow")
 
 
 def write_run_files(

@@ -8,6 +8,10 @@ packages (found offline on any machine with the requirements installed) and a
 shortened schedule, announced at start. Vocabularies and shards are cached
 under data/ and reused; runs go to runs/<name>/ (config, checkpoints,
 TensorBoard logs, export). Re-running the same command resumes.
+
+It trains on Keras' TensorFlow backend, or on JAX with KERAS_BACKEND=jax set
+(the same flags; --strategy=auto then spreads each batch over every device
+JAX sees; docs/pretraining.md, "TensorFlow or JAX").
 """
 
 from __future__ import annotations
@@ -61,7 +65,8 @@ def main(arguments: list[str], flag_values: flags.FlagValues) -> int:
 
     # Progress is printed here; the library's INFO logs would repeat it.
     logging.set_verbosity(logging.WARNING)
-    strategy = cli.strategy_from_flags(flag_values)  # before any other TensorFlow work
+    # Before any other TensorFlow work. On KERAS_BACKEND=jax: Keras' distribution.
+    strategy = cli.strategy_from_flags(flag_values, backends=("tensorflow", "jax"))
     try:
         planned = pretraining_run.plan(request_from_flags(flag_values), print_fn=_say)
         result = pretraining_run.run(planned, strategy, print_fn=_say)

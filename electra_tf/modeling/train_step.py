@@ -21,6 +21,8 @@ several, in any precision:
   whose variables live on different devices, so with several replicas each
   replica's forward and backward pass is compiled instead
   (`replica_jit_compile`).
+* **JAX.** On Keras' JAX backend the same update is a pure function of
+  the training state (`electra_tf.modeling.jax_train_step`).
 * **Logging.** The step returns the model's logs of the global sums
   (`step_logs`), checks the loss and gradient norm for non-finite values
   when a `finiteness.NonFiniteRecord` is attached, and gives multi-worker
@@ -45,7 +47,13 @@ from electra_tf.keras_compat import PrebuiltModel
 
 
 def replica_sum(values):
-    """A nest of float32 tensors summed over the replicas, without gradient."""
+    """A nest of float32 tensors summed over the replicas, without gradient.
+
+    On another backend than TensorFlow the arrays are already global (see
+    `jax_train_step`) and are returned as they are.
+    """
+    if keras.backend.backend() != "tensorflow":
+        return values
     total = tf.distribute.get_replica_context().all_reduce(tf.distribute.ReduceOp.SUM, values)
     return tf.nest.map_structure(tf.stop_gradient, total)
 
@@ -123,7 +131,12 @@ class TrainStep(PrebuiltModel):
             return self._xla_gradients(batch, denominators)
         return self._gradients(batch, denominators)
 
-    def train_step(self, data):
+    def train_step(self, *args):
+        if keras.backend.backend() == "jax":  # Keras passes (state, data)
+            from electra_tf.modeling import jax_train_step
+
+            return jax_train_step.train_step(self, *args)
+        (data,) = args
         # Keras calls this step inside a function that also takes the batch
         # from the input iterator. TensorFlow inlines the step, and an inlined
         # op starts as soon as its own inputs are ready: the step counter,

@@ -38,8 +38,10 @@ import dataclasses
 import math
 from typing import Optional
 
+import keras
 import numpy as np
 import tensorflow as tf
+from keras import ops
 
 from electra_tf.pretraining.pretrainer import statistics
 
@@ -186,6 +188,27 @@ class EvaluationResult:
     showcase: Optional[dict] = None
 
 
+def compiled_forward(model, function):
+    """`function(batch)` (a forward pass of `model`'s current weights) compiled for the backend.
+
+    TensorFlow traces it once (`tf.function`); on JAX it becomes a jitted
+    pure function of the model's variables, given their current values at
+    every call (random state it advances is not kept).
+    """
+    if keras.backend.backend() != "jax":
+        return tf.function(function, reduce_retracing=True)
+    import jax
+
+    variables = model.trainable_variables + model.non_trainable_variables
+
+    def pure(values, batch):
+        with keras.StatelessScope(state_mapping=list(zip(variables, values))):
+            return function(batch)
+
+    jitted = jax.jit(pure)
+    return lambda batch: jitted([v.value for v in variables], batch)
+
+
 class PretrainingEvaluator:
     """Evaluates a pretrainer on a fixed held-out dataset.
 
@@ -216,14 +239,14 @@ class PretrainingEvaluator:
             out = {"sums": statistics(sums)}
             if "disc_logits" in sums:
                 out.update(
-                    logits=tf.cast(sums["disc_logits"], tf.float32),
+                    logits=ops.cast(sums["disc_logits"], "float32"),
                     labels=sums["labels"],
-                    mask=tf.cast(sums["disc_mask"], tf.float32),
+                    mask=ops.cast(sums["disc_mask"], "float32"),
                     fake_ids=sums["fake_ids"],
                 )
             return out
 
-        self._step = tf.function(step, reduce_retracing=True)
+        self._step = compiled_forward(model, step)
 
     def __call__(self) -> EvaluationResult:
         total = None
@@ -233,17 +256,17 @@ class PretrainingEvaluator:
         wanted = max(
             self.num_samples, NUM_SHOWCASE_CANDIDATES if self.token_counts is not None else 1
         )
-        for batch in self.dataset:
-            out = self._step(batch)
-            sums = tf.nest.map_structure(lambda t: t.numpy().astype(np.float64), out["sums"])
-            total = sums if total is None else tf.nest.map_structure(np.add, total, sums)
+        for batch in self.dataset.as_numpy_iterator():
+            out = keras.tree.map_structure(np.asarray, self._step(batch))
+            sums = keras.tree.map_structure(lambda t: t.astype(np.float64), out["sums"])
+            total = sums if total is None else keras.tree.map_structure(np.add, total, sums)
             examples += int(batch["input_ids"].shape[0])
             if "logits" not in out:
                 continue
-            mask = out["mask"].numpy() > 0
-            scores.append(out["logits"].numpy()[mask])
-            labels.append(out["labels"].numpy()[mask])
-            seen.append(out["fake_ids"].numpy()[mask])
+            mask = out["mask"] > 0
+            scores.append(out["logits"][mask])
+            labels.append(out["labels"][mask])
+            seen.append(out["fake_ids"][mask])
             if len(candidates) < wanted:
                 candidates.extend(_samples(batch, out, wanted - len(candidates)))
         if total is None:
@@ -251,7 +274,7 @@ class PretrainingEvaluator:
         metrics = {
             name: float(value)
             for name, value in self.model.metrics_from_sums(
-                tf.nest.map_structure(lambda v: tf.constant(v, tf.float32), total)
+                keras.tree.map_structure(lambda v: ops.convert_to_tensor(v, "float32"), total)
             ).items()
         }
         tokens = 0
@@ -296,12 +319,12 @@ def _showcase(candidates: list, token_counts: Optional[np.ndarray]) -> Optional[
 
 
 def _samples(batch, out, count: int) -> list:
-    """The first `count` sequences of an evaluated batch, as NumPy arrays."""
-    input_ids = batch["input_ids"].numpy()
-    mask = batch["input_mask"].numpy()
-    positions = batch["masked_lm_positions"].numpy()
-    weights = batch["masked_lm_weights"].numpy()
-    logits = out["logits"].numpy()
+    """The first `count` sequences of an evaluated batch (NumPy arrays), as NumPy arrays."""
+    input_ids = batch["input_ids"]
+    mask = batch["input_mask"]
+    positions = batch["masked_lm_positions"]
+    weights = batch["masked_lm_weights"]
+    logits = out["logits"]
     rows = []
     for row in range(min(count, input_ids.shape[0])):
         masked = np.zeros(input_ids.shape[1], np.int32)
@@ -309,8 +332,8 @@ def _samples(batch, out, count: int) -> list:
         rows.append(
             {
                 "input_ids": input_ids[row],
-                "fake_ids": out["fake_ids"].numpy()[row],
-                "labels": out["labels"].numpy()[row],
+                "fake_ids": out["fake_ids"][row],
+                "labels": out["labels"][row],
                 "probabilities": 1.0 / (1.0 + np.exp(-logits[row].astype(np.float64))),
                 "input_mask": mask[row],
                 "masked": masked,

@@ -22,7 +22,6 @@ the same way, by name (`tf.nest`), for the metrics.
 from __future__ import annotations
 
 import keras
-import tensorflow as tf
 from keras import ops
 
 from electra_tf.config import PretrainingConfig
@@ -70,6 +69,26 @@ def input_counts(batch) -> dict:
     }
 
 
+def counter_variable(name: str):
+    """A non-trainable int64 scalar at 0 that the train step advances.
+
+    On TensorFlow a `tf.Variable` that only the first replica writes (the
+    layout of every run's checkpoint); on another backend a Keras variable,
+    part of the model's non-trainable state.
+    """
+    if keras.backend.backend() != "tensorflow":
+        return keras.Variable(0, dtype="int64", trainable=False, name=name)
+    import tensorflow as tf
+
+    return tf.Variable(
+        0,
+        dtype=tf.int64,
+        trainable=False,
+        name=name,
+        aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA,
+    )
+
+
 @keras.saving.register_keras_serializable(package="electra_tf")
 class Pretrainer(TrainStep, keras.Model):
     """The generator/discriminator pair of one objective, with its custom `train_step`.
@@ -110,22 +129,10 @@ class Pretrainer(TrainStep, keras.Model):
         self._build_networks()
         # Batches consumed so far: the data position to resume from. Separate
         # from optimizer.iterations, which skips float16 overflow steps.
-        self.seen_batches = tf.Variable(
-            0,
-            dtype=tf.int64,
-            trainable=False,
-            name="seen_batches",
-            aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA,
-        )
+        self.seen_batches = counter_variable("seen_batches")
         # Two-stage training: set once the discriminator holds the generator's
         # weights. Every objective has it, so every run's checkpoint has one layout.
-        self.discriminator_initialised = tf.Variable(
-            0,
-            dtype=tf.int64,
-            trainable=False,
-            name="discriminator_initialised",
-            aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA,
-        )
+        self.discriminator_initialised = counter_variable("discriminator_initialised")
 
     # ------------------------------------------------------ what an objective defines
     def _build_networks(self) -> None:

@@ -9,11 +9,18 @@ from typing import Callable, Optional
 
 import keras
 import tensorflow as tf
+from keras import ops
 
 from electra_tf.artifacts import checkpoint_dir
 from electra_tf.artifacts.files import append_line, json_line
 from electra_tf.errors import RunError
 from electra_tf.finiteness import NonFiniteError, NonFiniteRecord
+from electra_tf.keras_compat import current_value, sync_variables
+
+
+def optimizer_step(model: keras.Model) -> int:
+    """The optimizer's step count, also read inside a JAX `fit` (no host sync of the weights)."""
+    return int(current_value(model, model.optimizer.iterations))
 
 
 def format_duration(seconds: float) -> str:
@@ -74,7 +81,7 @@ class ProgressMonitor(keras.callbacks.Callback):
         self._window_start: Optional[tuple[int, float]] = None
 
     def _step(self) -> int:
-        return int(self.model.optimizer.iterations.numpy())
+        return optimizer_step(self.model)
 
     def on_train_begin(self, logs=None):
         self._window_start = (self._step(), time.perf_counter())
@@ -136,6 +143,9 @@ class CheckpointSaver(keras.callbacks.Callback):
         nonfinite: the train step's record of non-finite steps (None: not checked).
         check_every: also read `nonfinite` every this many steps (the logging
             interval: a host round trip that is made then anyway).
+        before_save: called before each save, once the model's variables are
+            current (e.g. copies a JAX model's state into the variables the
+            checkpoint holds).
     """
 
     def __init__(
@@ -145,9 +155,11 @@ class CheckpointSaver(keras.callbacks.Callback):
         print_fn: Callable[[str], None] = print,
         nonfinite: Optional[NonFiniteRecord] = None,
         check_every: int = 0,
+        before_save: Optional[Callable[[], None]] = None,
     ):
         super().__init__()
         self.manager = manager
+        self.before_save = before_save
         self.every = every
         self.print_fn = print_fn
         self.nonfinite = nonfinite
@@ -196,10 +208,10 @@ class CheckpointSaver(keras.callbacks.Callback):
         bad = [
             weight.path
             for weight in self.model.trainable_weights
-            if not bool(tf.reduce_all(tf.math.is_finite(weight)))
+            if not bool(ops.all(ops.isfinite(weight)))
         ]
         if bad:
-            step = int(self.model.optimizer.iterations.numpy())
+            step = optimizer_step(self.model)
             raise NonFiniteError(
                 f"Training stopped at step {step}: the weights after it are not finite "
                 f"(e.g. {bad[0]}); nothing after it was saved: {self._kept()}."
@@ -221,12 +233,15 @@ class CheckpointSaver(keras.callbacks.Callback):
                 the weights are not.
             CheckpointWriteError: the checkpoint could not be written.
         """
+        sync_variables(self.model)
         step = int(self.model.optimizer.iterations.numpy())
         if self.manager.latest_checkpoint and self.manager.latest_checkpoint.endswith(f"-{step}"):
             return self.manager.latest_checkpoint
         self.check_finite()
         self.check_finite_weights()
         try:
+            if self.before_save is not None:
+                self.before_save()
             return self.manager.save(checkpoint_number=step)
         except (tf.errors.OpError, OSError) as error:
             directory = self.manager.directory
@@ -245,7 +260,9 @@ class CheckpointSaver(keras.callbacks.Callback):
             ) from None
 
     def on_train_batch_end(self, batch, logs=None):
-        step = int(self.model.optimizer.iterations.numpy())
+        step = optimizer_step(self.model)
+        if self.nonfinite is not None:
+            self.nonfinite.observe(step, logs)
         if self.stop_signal is not None:
             path = self.save()
             self.print_fn(f"Checkpoint saved at step {step}: {path}")
@@ -297,7 +314,7 @@ class HeldOutEvaluation(keras.callbacks.Callback):
         self._next_step: Optional[int] = None
 
     def _step(self) -> int:
-        return int(self.model.optimizer.iterations.numpy())
+        return optimizer_step(self.model)
 
     def on_train_begin(self, logs=None):
         if self.every:
@@ -319,6 +336,7 @@ class HeldOutEvaluation(keras.callbacks.Callback):
         if self.last_step == step and self.last_result is not None:
             return self.last_result
         started = time.perf_counter()
+        sync_variables(self.model)
         result = self.evaluator()
         self.last_step, self.last_result = step, result
         with self.writer.as_default(step=step):

@@ -22,12 +22,15 @@ from typing import Callable, Optional, Sequence
 import keras
 import tensorflow as tf
 
+from electra_tf.artifacts.checkpoint_dir import list_checkpoints
 from electra_tf.artifacts.export_dir import export_pretrained
 from electra_tf.artifacts.run_dir import (
     RunDir,
     RunIdentity,
+    checkpoint_backend,
     read_config,
     read_identity,
+    write_data_file,
     write_result,
     write_run_files,
 )
@@ -38,11 +41,17 @@ from electra_tf.data.token_counts import count_tokens
 from electra_tf.distribute import (
     check_batch_split,
     is_chief,
+    replica_count,
     set_precision_policy,
     worker_print,
 )
 from electra_tf.errors import RunError
-from electra_tf.finiteness import NonFiniteError, NonFiniteRecord, check_finite_weights
+from electra_tf.finiteness import (
+    HostNonFiniteRecord,
+    NonFiniteError,
+    NonFiniteRecord,
+    check_finite_weights,
+)
 from electra_tf.flops import steps_within_budget, train_flops
 from electra_tf.pretraining.evaluation import (
     PretrainingEvaluator,
@@ -62,6 +71,7 @@ from electra_tf.training.callbacks import (
 )
 from electra_tf.training.fitting import fit_until
 from electra_tf.training.run_holding import hold_run_dir
+from electra_tf.training.variable_mirror import VariableMirror
 
 # Fields a resumed run may change: they do not alter what a checkpoint means.
 RESUMABLE_FIELDS = (
@@ -441,13 +451,30 @@ def _run_locked(
     vocab_learned_with: Optional[dict],
 ) -> PretrainingResult:
     """`run_pretraining` once the run directory is held (the same arguments)."""
-    replicas = strategy.num_replicas_in_sync
+    replicas = replica_count(strategy)
+    on_tensorflow = keras.backend.backend() == "tensorflow"
+    if not on_tensorflow and config.training == "two_stage" and config.mixed_precision == "float16":
+        # Keras' loss-scale optimizer updates, statelessly, every variable it
+        # was built over; the second stage trains the discriminator alone.
+        raise RunError(
+            f"--training=two_stage --mixed_precision=float16 runs on KERAS_BACKEND=tensorflow; "
+            f"on {keras.backend.backend()} use --mixed_precision=bfloat16 or none."
+        )
     resuming, changed = check_run_dir(config, run_dir, vocab_file, change_hyperparameters)
     chief = is_chief(strategy)
     run = RunDir(run_dir)
     checkpoint_dir = run.checkpoints
     if restart:
         resume.restart_on_all_workers(checkpoint_dir, strategy, print_fn)
+    written_on = checkpoint_backend(run)
+    if written_on != keras.backend.backend() and list_checkpoints(checkpoint_dir):
+        # Each backend's checkpoints hold its own layout (see variable_mirror).
+        raise RunConfigMismatch(
+            f"{checkpoint_dir} holds checkpoints written on KERAS_BACKEND={written_on}, and "
+            f"this run is on {keras.backend.backend()}: resume with KERAS_BACKEND={written_on} "
+            "(its export fine-tunes and serves the same either way), pass --restart to "
+            "start again from step 0, or choose another --output_dir."
+        )
     # Every worker takes part in saving (the variables are read collectively);
     # only the chief's copy is kept. The others write to a scratch directory.
     own_checkpoint_dir = checkpoint_dir if chief else tempfile.mkdtemp(prefix="electra-ckpt-")
@@ -460,16 +487,26 @@ def _run_locked(
         model.compile(
             optimizer=optimizer,
             steps_per_execution=config.steps_per_execution,
-            jit_compile=config.jit_compile and replicas == 1,
+            # JAX always compiles its step (see modeling.jax_train_step).
+            jit_compile=(config.jit_compile and replicas == 1) or not on_tensorflow,
         )
         # Not in checkpoints: a resumed run starts with a clean record.
-        model.nonfinite_record = NonFiniteRecord()
-        # Dropout's random state lives in Keras SeedGenerators, which tf.train
-        # does not track: checkpoint it explicitly so a resumed run draws the
-        # same dropout masks as an uninterrupted one.
-        rng_state = [v for v in model.non_trainable_variables if "seed_generator" in v.path]
-        checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer, rng_state=rng_state)
+        model.nonfinite_record = (
+            NonFiniteRecord() if on_tensorflow else HostNonFiniteRecord(model.loss_log)
+        )
+        mirror = None
+        if on_tensorflow:
+            # Dropout's random state lives in Keras SeedGenerators, which tf.train
+            # does not track: checkpoint it explicitly so a resumed run draws the
+            # same dropout masks as an uninterrupted one.
+            rng_state = [v for v in model.non_trainable_variables if "seed_generator" in v.path]
+            checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer, rng_state=rng_state)
+        else:
+            mirror = VariableMirror(model, optimizer)
+            checkpoint = mirror.checkpoint
         resumption = resume.restore_newest_usable(checkpoint, checkpoint_dir)
+        if mirror is not None and resumption.restored is not None:
+            mirror.push()
         if resumption.restored is not None:
             print_fn(
                 f"Resumed from {resumption.restored.prefix} "
@@ -533,6 +570,7 @@ def _run_locked(
     writer = _event_writer(run.tensorboard) if chief else tf.summary.create_noop_writer()
     if chief:
         write_run_files(run, config, vocab_file, vocab_learned_with)
+        write_data_file(run, shard_dir, eval_shard_dir, keras.backend.backend())
 
     steps_done = int(optimizer.iterations.numpy())
     interrupted = False
@@ -578,6 +616,7 @@ def _run_locked(
             print_fn=print_fn,
             nonfinite=model.nonfinite_record,
             check_every=config.log_every_steps,
+            before_save=mirror.pull if mirror is not None else None,
         )
         print_fn(
             f"Training steps {steps_done + 1}..{config.num_train_steps} "

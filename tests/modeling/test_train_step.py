@@ -216,11 +216,12 @@ def test_pretraining_and_fine_tuning_models_share_one_train_step():
 
     for model in (Pretrainer, ElectraClassifier, ElectraQA, ElectraTagger):
         assert model.train_step is TrainStep.train_step, model
-    # No other train step in the package.
+    # No other train step in the package than its form on Keras' JAX backend,
+    # which `TrainStep.train_step` calls there.
     defined = [
         path.name
         for path in pathlib.Path(electra_tf.__file__).parent.rglob("*.py")
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
         if isinstance(node, ast.FunctionDef) and node.name == "train_step"
     ]
-    assert defined == ["train_step.py"]
+    assert sorted(defined) == ["jax_train_step.py", "train_step.py"]

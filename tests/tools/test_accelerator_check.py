@@ -156,10 +156,20 @@ def test_write_npz_reads_a_shard_directory(tmp_path, rng):
     np.testing.assert_array_equal(data["input_ids"], ids[:6])
     np.testing.assert_array_equal(data["segment_ids"], segments[:6])
     assert data["vocab_size"] == VOCAB and data["mask_id"] == MASK
-    # A run directory does not say where its shards are: told so, not guessed.
+    # A run directory names its shards in data.json, as the run writes it.
+    from electra_tf.artifacts.run_dir import DATA_FILE, RunDir, write_data_file
+
+    assert accelerator_check.RUN_DATA_FILE == DATA_FILE
     run = tmp_path / "run"
     run.mkdir()
     (run / "config.json").write_text("{}")
+    write_data_file(RunDir(str(run)), str(tmp_path), None, "tensorflow")
+    assert accelerator_check.shard_dir_of(str(run)) == str(tmp_path)
+    # Shards moved away, or a run of an earlier version: told so, not guessed.
+    write_data_file(RunDir(str(run)), str(tmp_path / "moved"), None, "jax")
+    with pytest.raises(SystemExit, match="names the shards .*moved, which hold no metadata"):
+        accelerator_check.shard_dir_of(str(run))
+    os.remove(run / "data.json")
     with pytest.raises(SystemExit, match="does not record its shards"):
         accelerator_check.shard_dir_of(str(run))
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import keras
+from keras import ops
 
 from electra_tf.pretraining.objectives.electra import ElectraPretrainer
 
@@ -64,7 +65,9 @@ class TwoStageElectraPretrainer(ElectraPretrainer):
                 "--generator_layers_fraction=1, default heads and FFN size)."
             )
         for name, variable in target.items():
-            variable.assign(source[name])
+            # A copy: on JAX assigning would share the array, which a jitted
+            # step may not take (donate) twice.
+            variable.assign(ops.copy(source[name].value))
         self.discriminator_initialised.assign(1)
 
     def generator_logits(self, batch, training):
