@@ -18,15 +18,14 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Iterable, Optional
+from typing import Callable, Iterable, Optional
 
+import keras
 import numpy as np
 import tensorflow as tf
+from keras import ops
 
 from electra_tf.errors import RunError
-
-# The log a step without a variable record (JAX) returns the global gradient norm in.
-GRADIENT_NORM_LOG = "gradient_norm"
 
 
 class NonFiniteError(RunError):
@@ -59,92 +58,65 @@ class NonFiniteRecord:
     """Variables holding the first non-finite step of a run (step -1: none yet).
 
     Create it inside the distribution strategy's scope; every replica writes
-    the same values. It is deliberately not tracked by checkpoints: a run
-    resumed from a (finite) checkpoint starts with a clean record.
+    the same values. On TensorFlow it is deliberately not tracked by
+    checkpoints: a run resumed from a (finite) checkpoint starts with a clean
+    record. On JAX its variables are part of the model's state (a jitted step
+    writes nothing else), and so of its checkpoints, which are only ever
+    saved while the record is clean.
     """
 
     def __init__(self):
-        only_first = tf.VariableAggregation.ONLY_FIRST_REPLICA
-        self.step = tf.Variable(
-            -1, dtype=tf.int64, trainable=False, name="nonfinite_step", aggregation=only_first
+        if keras.backend.backend() == "tensorflow":
+            only_first = {"aggregation": tf.VariableAggregation.ONLY_FIRST_REPLICA}
+            make = tf.Variable
+        else:  # on JAX the model's state (see `TrainStep.attach_nonfinite_record`)
+            only_first = {}
+            make = keras.Variable
+        self.step = make(-1, dtype="int64", trainable=False, name="nonfinite_step", **only_first)
+        self.loss = make(0.0, dtype="float32", trainable=False, name="nonfinite_loss", **only_first)
+        self.gradient_norm = make(
+            -1.0, dtype="float32", trainable=False, name="nonfinite_gradient_norm", **only_first
         )
-        self.loss = tf.Variable(
-            0.0, dtype=tf.float32, trainable=False, name="nonfinite_loss", aggregation=only_first
-        )
-        self.gradient_norm = tf.Variable(
-            -1.0,
-            dtype=tf.float32,
-            trainable=False,
-            name="nonfinite_gradient_norm",
-            aggregation=only_first,
-        )
+
+    @property
+    def variables(self) -> list:
+        """The record's three variables."""
+        return [self.step, self.loss, self.gradient_norm]
 
     def update(self, step, loss, gradient_norm=None) -> None:
-        """Records `step` if it is the first non-finite one (graph code, inside the train step).
+        """Records `step` if it is the first non-finite one (traced code, inside the train step).
 
         Args:
-            step: int64 scalar, the step being taken (1-based).
+            step: int scalar, the step being taken (1-based).
             loss: float scalar, the global loss.
             gradient_norm: float scalar, the global gradient norm, or None
                 to check the loss alone.
         """
-        loss = tf.cast(loss, tf.float32)
-        bad = tf.logical_not(tf.math.is_finite(loss))
+        loss = ops.cast(loss, "float32")
+        bad = ops.logical_not(ops.isfinite(loss))
         if gradient_norm is not None:
-            gradient_norm = tf.cast(gradient_norm, tf.float32)
-            bad = tf.logical_or(bad, tf.logical_not(tf.math.is_finite(gradient_norm)))
-        first = tf.logical_and(bad, self.step < 0)
-        self.step.assign(tf.where(first, tf.cast(step, tf.int64), self.step))
-        self.loss.assign(tf.where(first, loss, self.loss))
+            gradient_norm = ops.cast(gradient_norm, "float32")
+            bad = ops.logical_or(bad, ops.logical_not(ops.isfinite(gradient_norm)))
+        recorded = ops.convert_to_tensor(self.step)
+        first = ops.logical_and(bad, ops.less(recorded, 0))
+        self.step.assign(ops.where(first, ops.cast(step, recorded.dtype), recorded))
+        self.loss.assign(ops.where(first, loss, ops.convert_to_tensor(self.loss)))
         if gradient_norm is not None:
-            self.gradient_norm.assign(tf.where(first, gradient_norm, self.gradient_norm))
+            previous = ops.convert_to_tensor(self.gradient_norm)
+            self.gradient_norm.assign(ops.where(first, gradient_norm, previous))
 
-    def observe(self, step: int, logs: dict) -> None:
-        """Nothing: the train step itself records (see `HostNonFiniteRecord.observe`)."""
+    def first(self, read: Callable = np.asarray) -> Optional[NonFiniteStep]:
+        """The recorded step, or None (reads the variables: a host round trip).
 
-    def first(self) -> Optional[NonFiniteStep]:
-        """The recorded step, or None (reads the variables: a host round trip)."""
-        step = int(self.step.numpy())
+        Args:
+            read: variable -> its value as NumPy (inside a JAX `fit`, where the
+                state lives outside the variables: `keras_compat.current_value`).
+        """
+        step = int(read(self.step))
         if step < 0:
             return None
-        norm = float(self.gradient_norm.numpy())
-        return NonFiniteStep(step, float(self.loss.numpy()), None if norm == -1.0 else norm)
-
-
-class HostNonFiniteRecord:
-    """`NonFiniteRecord` kept on the host, from the logs of each step (Keras' JAX backend).
-
-    A jit-compiled JAX step has no variable outside its state to write, so it
-    returns the global gradient norm among its logs
-    (`jax_train_step.GRADIENT_NORM_LOG`) and the callback that checks the
-    record passes them here. With several steps per execution the logs are
-    those of a group's last step, which a non-finite step earlier in the group
-    also leaves non-finite (its weights are).
-
-    Args:
-        loss_log: the log holding the optimised loss (`TrainStep.loss_log`).
-        gradient_norm_log: the log holding the global gradient norm (absent
-            under float16 loss scaling: only the loss is checked).
-    """
-
-    def __init__(self, loss_log: str, gradient_norm_log: str = GRADIENT_NORM_LOG):
-        self.loss_log = loss_log
-        self.gradient_norm_log = gradient_norm_log
-        self._first: Optional[NonFiniteStep] = None
-
-    def observe(self, step: int, logs: dict) -> None:
-        """Records `step` if it is the first whose logged loss or gradient norm is not finite."""
-        if self._first is not None or not logs or self.loss_log not in logs:
-            return
-        loss = float(logs[self.loss_log])
-        norm = logs.get(self.gradient_norm_log)
-        norm = None if norm is None else float(norm)
-        if not math.isfinite(loss) or (norm is not None and not math.isfinite(norm)):
-            self._first = NonFiniteStep(step, loss, norm)
-
-    def first(self) -> Optional[NonFiniteStep]:
-        """The recorded step, or None."""
-        return self._first
+        norm = float(read(self.gradient_norm))
+        return NonFiniteStep(step, float(read(self.loss)), None if norm == -1.0 else norm)
 
 
 def gradient_norm(grads) -> tf.Tensor:

@@ -1,6 +1,6 @@
 """Every use of private Keras API in electra-tf, in one place.
 
-Keras' public API has no hook for three things the training code needs. Each
+Keras' public API has no hook for some things the training code needs. Each
 is wrapped here, so a Keras upgrade has one module to check;
 `tests/test_keras_compat.py` checks that the private names still exist with
 the signatures below and names the Keras versions they were checked on
@@ -32,6 +32,7 @@ from __future__ import annotations
 import io
 
 import keras
+import numpy as np
 from keras.src.saving import saving_lib
 
 # Keras releases (major.minor) on which the private names below were checked.
@@ -107,13 +108,17 @@ def weights_h5(model: keras.Model) -> io.BytesIO:
     return buffer
 
 
-def current_value(model: keras.Model, variable):
+def current_value(model: keras.Model, variable) -> np.ndarray:
     """The value of one of `model`'s (or its optimizer's) variables, also inside a JAX `fit`.
 
     Args:
         model: the model being trained.
         variable: one of `model.trainable_variables`,
-            `model.non_trainable_variables` or `model.optimizer.variables`.
+            `model.non_trainable_variables` or `model.optimizer.variables`
+            (or a variable of neither, read as it is).
+
+    Returns:
+        Its value, as NumPy (a host copy).
     """
     state = getattr(model, "_jax_state", None)
     if state and not getattr(model, "_jax_state_synced", True):
@@ -125,8 +130,8 @@ def current_value(model: keras.Model, variable):
         for group, variables in groups:
             for index, candidate in enumerate(variables):
                 if candidate is variable:
-                    return state[group][index]
-    return variable.value
+                    return np.asarray(state[group][index])
+    return np.asarray(variable)
 
 
 def sync_variables(model: keras.Model) -> None:

@@ -67,21 +67,3 @@ def test_non_finite_weights_are_named_and_refused():
         r"or infinite values \(e\.g\. bad:0\)",
     ):
         check_finite_weights([good, bad], "model.keras")
-
-
-def test_the_host_record_keeps_the_first_non_finite_step_of_the_logs():
-    from electra_tf.finiteness import GRADIENT_NORM_LOG, HostNonFiniteRecord
-
-    record = HostNonFiniteRecord("total_loss")
-    record.observe(1, {"total_loss": 2.0, GRADIENT_NORM_LOG: 3.0})
-    record.observe(2, None)
-    assert record.first() is None
-    record.observe(3, {"total_loss": 1.5, GRADIENT_NORM_LOG: float("inf")})
-    record.observe(4, {"total_loss": float("nan")})
-    first = record.first()
-    assert (first.step, first.loss, first.gradient_norm) == (3, 1.5, float("inf"))
-    assert first.describe() == "step 3: the gradient norm is inf (loss 1.5)"
-    # Under loss scaling the logs hold no gradient norm: the loss alone is checked.
-    scaled = HostNonFiniteRecord("total_loss")
-    scaled.observe(5, {"total_loss": float("nan")})
-    assert scaled.first().describe() == "step 5: the loss is nan"

@@ -35,6 +35,8 @@ from electra_tf.modeling.electra import plain_discriminator
 DISCRIMINATOR_FILE = "discriminator.keras"
 DISCRIMINATOR_SAVEDMODEL = "discriminator_savedmodel"
 GENERATOR_FILE = "generator.keras"
+# How the TensorFlow process writing an export for another backend starts its error line.
+_FAILED = "export failed: "
 
 
 @dataclasses.dataclass(frozen=True)
@@ -89,7 +91,7 @@ def export_pretrained(
     os.makedirs(parent, exist_ok=True)
     if keras.backend.backend() != "tensorflow":
         return _export_through_tensorflow(
-            generator, discriminator, export_dir, vocab_file, config_json, parent
+            generator, discriminator, export_dir, vocab_file, config_json
         )
     tmp = ExportDir(os.path.join(parent, f".tmp-export-{os.getpid()}"))
     shutil.rmtree(tmp.path, ignore_errors=True)
@@ -119,7 +121,7 @@ def export_pretrained(
 
 
 def _export_through_tensorflow(
-    generator, discriminator, export_dir, vocab_file, config_json, parent
+    generator, discriminator, export_dir, vocab_file, config_json
 ) -> str:
     """`export_pretrained` from another backend: a TensorFlow process writes the export.
 
@@ -130,7 +132,17 @@ def _export_through_tensorflow(
     Raises:
         OSError: the TensorFlow process failed (its last line is the message).
     """
-    with tempfile.TemporaryDirectory(prefix=".export-models-", dir=parent) as models:
+    # The package this process runs (a checkout or an installation), and no
+    # accelerator for TensorFlow: the training process may still hold them.
+    package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    path = os.pathsep.join(p for p in (package_root, os.environ.get("PYTHONPATH")) if p)
+    env = {
+        **os.environ,
+        "KERAS_BACKEND": "tensorflow",
+        "CUDA_VISIBLE_DEVICES": "",
+        "PYTHONPATH": path,
+    }
+    with tempfile.TemporaryDirectory(prefix="electra-export-models-") as models:
         paths = [os.path.join(models, DISCRIMINATOR_FILE), ""]
         float32_copy(plain_discriminator(discriminator)).save(paths[0])
         if generator is not None:
@@ -138,13 +150,18 @@ def _export_through_tensorflow(
             float32_copy(generator).save(paths[1])
         done = subprocess.run(
             [sys.executable, "-m", __name__, *paths, export_dir, vocab_file, config_json],
-            env={**os.environ, "KERAS_BACKEND": "tensorflow"},
+            env=env,
             capture_output=True,
             text=True,
         )
     if done.returncode:
-        lines = (done.stderr or done.stdout).strip().splitlines() or ["no output"]
-        raise OSError(errno.EIO, f"the TensorFlow process writing it failed: {lines[-1]}")
+        failures = [line for line in done.stderr.splitlines() if line.startswith(_FAILED)]
+        cause = (
+            failures[-1][len(_FAILED) :] if failures else "; ".join(done.stderr.splitlines()[-1:])
+        )
+        raise OSError(
+            errno.EIO, f"the TensorFlow process writing it failed: {cause or 'no output'}"
+        )
     return export_dir
 
 
@@ -152,8 +169,13 @@ def _main(arguments: list[str]) -> None:
     """`python -m electra_tf.artifacts.export_dir DISCRIMINATOR GENERATOR|'' EXPORT VOCAB CONFIG`."""
     discriminator_file, generator_file, export_dir, vocab_file, config_json = arguments
     load = keras.saving.load_model
-    generator = load(generator_file) if generator_file else None
-    export_pretrained(generator, load(discriminator_file), export_dir, vocab_file, config_json)
+    try:
+        generator = load(generator_file) if generator_file else None
+        export_pretrained(generator, load(discriminator_file), export_dir, vocab_file, config_json)
+    except Exception as error:  # the one line the training process reports
+        cause = getattr(error, "strerror", None) or str(error).strip().splitlines()[0]
+        sys.stderr.write(f"{_FAILED}{type(error).__name__}: {cause}\n")
+        raise
 
 
 def float32_copy(model: keras.Model) -> keras.Model:

@@ -33,6 +33,7 @@ import dataclasses
 import os
 from typing import Optional
 
+from electra_tf import fileio
 from electra_tf.artifacts.files import Within, copy_file, read_json, write_json
 from electra_tf.config import ConfigError, PretrainingConfig
 from electra_tf.errors import RunError
@@ -116,8 +117,8 @@ def write_data_file(
     write_json(
         run.data_file,
         {
-            "shard_dir": os.path.abspath(shard_dir),
-            "eval_shard_dir": os.path.abspath(eval_shard_dir) if eval_shard_dir else None,
+            "shard_dir": fileio.abspath(shard_dir),
+            "eval_shard_dir": fileio.abspath(eval_shard_dir) if eval_shard_dir else None,
             "keras_backend": keras_backend,
         },
     )

@@ -324,6 +324,7 @@ def load_run_models(path: str):
 
     from electra_tf.artifacts import checkpoint_dir
     from electra_tf.artifacts.export_dir import float32_copy
+    from electra_tf.artifacts.mirrored_checkpoint import holds_mirrored_values, read_model_values
     from electra_tf.data.pipeline import dummy_batch
     from electra_tf.modeling.electra import plain_discriminator
     from electra_tf.pretraining.objectives import make_pretrainer
@@ -361,7 +362,13 @@ def load_run_models(path: str):
     latest = usable.prefix
     pretrainer = make_pretrainer(config)
     pretrainer.build_from_batch(dummy_batch(config))
-    tf.train.Checkpoint(model=pretrainer).restore(latest).expect_partial()
+    if holds_mirrored_values(latest):  # a run on another backend than TensorFlow
+        try:
+            read_model_values(latest, pretrainer.variables)
+        except ValueError as error:
+            raise CheckpointError(f"{latest}: {error}") from None
+    else:
+        tf.train.Checkpoint(model=pretrainer).restore(latest).expect_partial()
     generator = pretrainer.generator  # None for the mlm objective or a uniform generator
     return (
         config,

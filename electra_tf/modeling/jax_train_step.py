@@ -13,15 +13,17 @@ the same three methods of the model (`step_denominators`, `step_loss`,
 * **Accumulation.** With K micro-batches, micro-batch k takes rows k, k+K,
   k+2K... of the batch: each device's shard keeps its own rows, and every
   micro-batch is divided by the whole batch's denominators, so the summed
-  gradients are the batch's.
+  gradients are the batch's. They run one after another (`jax.lax.scan`),
+  holding one micro-batch's activations.
 * **State.** Dropout and sampling seeds advance (non-trainable variables),
   the optimizer applies the gradients to the variables the model trains now
   (all, or one stage's in two-stage training) and `after_update` counts the
   batch, each inside a `keras.StatelessScope` whose new values become the
   next state.
-* **Checks.** With a `finiteness` record attached, the logs carry the global
-  gradient norm (`GRADIENT_NORM_LOG`) for the host to check; under float16
-  loss scaling only the loss is checked, as on TensorFlow.
+* **Checks.** With a `finiteness.NonFiniteRecord` attached, its variables
+  (in the non-trainable state) record the first step whose loss or global
+  gradient norm is not finite; under float16 loss scaling only the loss is
+  checked, as on TensorFlow.
 """
 
 from __future__ import annotations
@@ -30,24 +32,50 @@ import jax
 import jax.numpy as jnp
 import keras
 
-from electra_tf.finiteness import GRADIENT_NORM_LOG
 
-
-def micro_batches(batch: dict, steps: int) -> list[dict]:
+def micro_batches(batch: dict, steps: int) -> dict:
     """`batch` cut into `steps` micro-batches of rows k, k+steps, k+2*steps...
 
     Args:
         batch: {name: array [B, ...]}, B divisible by `steps`.
         steps: the number of micro-batches.
+
+    Returns:
+        {name: array [steps, B / steps, ...]}: micro-batch k at index k.
+    """
+
+    def stack(value):
+        rows = value.reshape((value.shape[0] // steps, steps) + tuple(value.shape[1:]))
+        return jnp.swapaxes(rows, 0, 1)
+
+    return keras.tree.map_structure(stack, batch)
+
+
+def _accumulated(gradient_of, trainable, non_trainable, batch, steps):
+    """(summed gradients, summed sums, non-trainable values) over `steps` micro-batches.
+
+    One micro-batch after another (`jax.lax.scan`), so only one micro-batch's
+    activations are alive at a time.
     """
     if steps == 1:
-        return [batch]
+        (_, (sums, non_trainable)), grads = gradient_of(trainable, non_trainable, batch)
+        return grads, sums, non_trainable
+    parts = micro_batches(batch, steps)
+    first = keras.tree.map_structure(lambda value: value[0], parts)
+    (_, (sums_shape, _)), grads_shape = jax.eval_shape(gradient_of, trainable, non_trainable, first)
 
-    def take(value, k):
-        rows = value.reshape((value.shape[0] // steps, steps) + tuple(value.shape[1:]))
-        return rows[:, k]
+    def zeros(shapes):
+        return jax.tree.map(lambda shape: jnp.zeros(shape.shape, shape.dtype), shapes)
 
-    return [keras.tree.map_structure(lambda v, k=k: take(v, k), batch) for k in range(steps)]
+    def one(carry, part):
+        grads, sums, non_trainable = carry
+        (_, (part_sums, non_trainable)), part_grads = gradient_of(trainable, non_trainable, part)
+        grads = jax.tree.map(jnp.add, grads, part_grads)
+        return (grads, jax.tree.map(jnp.add, sums, part_sums), non_trainable), None
+
+    carry = (zeros(grads_shape), zeros(sums_shape), non_trainable)
+    (grads, sums, non_trainable), _ = jax.lax.scan(one, carry, parts)
+    return grads, sums, non_trainable
 
 
 def _current(variables, values, scope):
@@ -87,43 +115,35 @@ def train_step(model, state, data):
         return scaled, (sums, _current(non_trainable_variables, non_trainable, scope))
 
     gradient_of = jax.value_and_grad(scaled_loss, has_aux=True)
-    grads = sums = None
-    for part in micro_batches(data, model.gradient_accumulation_steps):
-        (_, (part_sums, non_trainable)), part_grads = gradient_of(trainable, non_trainable, part)
-        grads = part_grads if grads is None else jax.tree.map(jnp.add, grads, part_grads)
-        sums = part_sums if sums is None else jax.tree.map(jnp.add, sums, part_sums)
-    logs = dict(model.step_logs(sums, denominators))
-    if model.nonfinite_record is not None and not isinstance(
-        optimizer, keras.optimizers.LossScaleOptimizer
-    ):
-        logs[GRADIENT_NORM_LOG] = jnp.sqrt(
-            sum(jnp.sum(jnp.square(g.astype("float32"))) for g in grads)
-        )
+    grads, sums, non_trainable = _accumulated(
+        gradient_of, trainable, non_trainable, data, model.gradient_accumulation_steps
+    )
+    logs = model.step_logs(sums, denominators)
+    scaled = isinstance(optimizer, keras.optimizers.LossScaleOptimizer)
+    norm = (
+        None if scaled else jnp.sqrt(sum(jnp.sum(jnp.square(g.astype("float32"))) for g in grads))
+    )
 
-    if isinstance(optimizer, keras.optimizers.LossScaleOptimizer):
-        # Its skip-or-apply branches are pure only through its own
-        # stateless_apply, which takes every variable it was built over.
-        trainable, optimizer_values = optimizer.stateless_apply(optimizer_values, grads, trainable)
-        with keras.StatelessScope(
-            state_mapping=list(zip(non_trainable_variables, non_trainable))
-        ) as scope:
-            model.after_update()
-        return logs, (
-            trainable,
-            _current(non_trainable_variables, non_trainable, scope),
-            optimizer_values,
-            metrics_values,
-        )
-    # The variables trained now (in two-stage training one model's) get the update.
+    def bookkeeping():
+        # Reads the optimizer's step before this update: the step being taken.
+        if model.nonfinite_record is not None:
+            model.nonfinite_record.update(optimizer.iterations + 1, logs[model.loss_log], norm)
+        model.after_update()
+
     mapping = list(zip(trainable_variables, trainable))
     mapping += list(zip(non_trainable_variables, non_trainable)) + optimizer_mapping
     with keras.StatelessScope(state_mapping=mapping) as scope:
-        optimizer.apply(grads, trainable_variables)
-        model.after_update()
-    state = (
-        _current(trainable_variables, trainable, scope),
-        _current(non_trainable_variables, non_trainable, scope),
-        _current(optimizer.variables, optimizer_values, scope),
-        metrics_values,
-    )
+        bookkeeping()
+        if not scaled:
+            # The variables trained now (in two-stage training one model's).
+            optimizer.apply(grads, trainable_variables)
+    non_trainable = _current(non_trainable_variables, non_trainable, scope)
+    if scaled:
+        # Its skip-or-apply branches are pure only through its own
+        # stateless_apply, which takes every variable it was built over.
+        trainable, optimizer_values = optimizer.stateless_apply(optimizer_values, grads, trainable)
+    else:
+        trainable = _current(trainable_variables, trainable, scope)
+        optimizer_values = _current(optimizer.variables, optimizer_values, scope)
+    state = (trainable, non_trainable, optimizer_values, metrics_values)
     return logs, state

@@ -115,6 +115,16 @@ class TrainStep(PrebuiltModel):
     def after_update(self) -> None:
         """Runs after each optimizer update (e.g. counts the batches consumed)."""
 
+    def attach_nonfinite_record(self, record) -> None:
+        """Checks every step's loss and gradient norm into `record` (a `NonFiniteRecord`).
+
+        On JAX its variables join the model's non-trainable state, the only
+        variables a jit-compiled step writes.
+        """
+        self.nonfinite_record = record
+        if keras.backend.backend() != "tensorflow":
+            self._nonfinite_state = list(record.variables)
+
     # ------------------------------------------------------------------ the step
     def _gradients(self, batch, denominators):
         """(scaled gradients of this (micro-)batch's loss share, its sums)."""

@@ -190,7 +190,9 @@ class CheckpointSaver(keras.callbacks.Callback):
 
     def check_finite(self) -> None:
         """Raises NonFiniteError if a step so far had a non-finite loss or gradient."""
-        first = self.nonfinite.first() if self.nonfinite is not None else None
+        if self.nonfinite is None:
+            return
+        first = self.nonfinite.first(lambda variable: current_value(self.model, variable))
         if first is None:
             return
         raise NonFiniteError(
@@ -261,8 +263,6 @@ class CheckpointSaver(keras.callbacks.Callback):
 
     def on_train_batch_end(self, batch, logs=None):
         step = optimizer_step(self.model)
-        if self.nonfinite is not None:
-            self.nonfinite.observe(step, logs)
         if self.stop_signal is not None:
             path = self.save()
             self.print_fn(f"Checkpoint saved at step {step}: {path}")

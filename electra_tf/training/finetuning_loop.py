@@ -300,7 +300,7 @@ def run_trial(
             jit_compile=settings.jit_compile and strategy.num_replicas_in_sync == 1,
         )
         # Not in checkpoints: a resumed trial starts with a clean record.
-        model.nonfinite_record = NonFiniteRecord()
+        model.attach_nonfinite_record(NonFiniteRecord())
     # Dropout's random state lives in Keras SeedGenerators, which tf.train does
     # not track: checkpointed with the rest, a resumed trial draws the same masks.
     rng_state = [v for v in model.non_trainable_variables if "seed_generator" in v.path]

@@ -24,6 +24,7 @@ import tensorflow as tf
 
 from electra_tf.artifacts.checkpoint_dir import list_checkpoints
 from electra_tf.artifacts.export_dir import export_pretrained
+from electra_tf.artifacts.mirrored_checkpoint import VariableMirror
 from electra_tf.artifacts.run_dir import (
     RunDir,
     RunIdentity,
@@ -47,7 +48,6 @@ from electra_tf.distribute import (
 )
 from electra_tf.errors import RunError
 from electra_tf.finiteness import (
-    HostNonFiniteRecord,
     NonFiniteError,
     NonFiniteRecord,
     check_finite_weights,
@@ -71,7 +71,6 @@ from electra_tf.training.callbacks import (
 )
 from electra_tf.training.fitting import fit_until
 from electra_tf.training.run_holding import hold_run_dir
-from electra_tf.training.variable_mirror import VariableMirror
 
 # Fields a resumed run may change: they do not alter what a checkpoint means.
 RESUMABLE_FIELDS = (
@@ -468,7 +467,7 @@ def _run_locked(
         resume.restart_on_all_workers(checkpoint_dir, strategy, print_fn)
     written_on = checkpoint_backend(run)
     if written_on != keras.backend.backend() and list_checkpoints(checkpoint_dir):
-        # Each backend's checkpoints hold its own layout (see variable_mirror).
+        # Each backend's checkpoints hold its own layout (see artifacts.mirrored_checkpoint).
         raise RunConfigMismatch(
             f"{checkpoint_dir} holds checkpoints written on KERAS_BACKEND={written_on}, and "
             f"this run is on {keras.backend.backend()}: resume with KERAS_BACKEND={written_on} "
@@ -491,9 +490,7 @@ def _run_locked(
             jit_compile=(config.jit_compile and replicas == 1) or not on_tensorflow,
         )
         # Not in checkpoints: a resumed run starts with a clean record.
-        model.nonfinite_record = (
-            NonFiniteRecord() if on_tensorflow else HostNonFiniteRecord(model.loss_log)
-        )
+        model.attach_nonfinite_record(NonFiniteRecord())
         mirror = None
         if on_tensorflow:
             # Dropout's random state lives in Keras SeedGenerators, which tf.train

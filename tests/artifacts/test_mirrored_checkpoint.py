@@ -4,7 +4,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from electra_tf.training.variable_mirror import VariableMirror
+from electra_tf.artifacts.mirrored_checkpoint import VariableMirror
 
 
 def test_a_checkpoint_of_the_copies_restores_every_model_and_optimizer_value(tmp_path):
