@@ -64,6 +64,11 @@ def build(mode, config, batch):
     return model, None, Weights(model)
 
 
+# A pretrainer's step counters: Keras variables on JAX, TensorFlow's own (not among
+# `weights`) on TensorFlow; the same on both backends (zero), so not compared.
+COUNTERS = ("seen_batches", "discriminator_initialised")
+
+
 class Weights:
     """The variables of some models, shared ones once, in a fixed order, by path."""
 
@@ -71,7 +76,7 @@ class Weights:
         seen, self.variables = set(), []
         for model in models:
             for w in model.weights:
-                if id(w) not in seen:
+                if id(w) not in seen and w.path not in COUNTERS:
                     seen.add(id(w))
                     self.variables.append(w)
 

@@ -21,6 +21,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from electra_tf.errors import RunError
 from electra_tf.keras_compat import sync_variables
 
 # The checkpoint's entry holding the model variables' paths (a JSON list, in order).
@@ -55,8 +56,9 @@ class VariableMirror:
                     self._pairs.append((variable, copy))
                     copies.append(copy)
                 groups[group] = copies
-            paths = tf.Variable(json.dumps([v.path for v in model.variables]), trainable=False)
-        self.checkpoint = tf.train.Checkpoint(**groups, **{MODEL_PATHS: paths})
+            self._paths = [v.path for v in model.variables]
+            self._saved_paths = tf.Variable(json.dumps(self._paths), trainable=False)
+        self.checkpoint = tf.train.Checkpoint(**groups, **{MODEL_PATHS: self._saved_paths})
 
     def pull(self) -> None:
         """Copies the Keras variables' current values into the copies (before a save)."""
@@ -65,7 +67,26 @@ class VariableMirror:
             copy.assign(np.asarray(variable.value))
 
     def push(self) -> None:
-        """Copies the copies' values into the Keras variables (after a restore)."""
+        """Copies the copies' values into the Keras variables (after a restore).
+
+        Raises:
+            RunError: the checkpoint restored holds another model's variables
+                (their paths, in order, are not this model's); nothing is assigned.
+        """
+        saved = json.loads(self._saved_paths.numpy())
+        if saved != self._paths:
+            first = next(
+                (i for i, (a, b) in enumerate(zip(saved, self._paths)) if a != b),
+                min(len(saved), len(self._paths)),
+            )
+            found = saved[first] if first < len(saved) else "(nothing)"
+            raise RunError(
+                f"The checkpoint holds another model's variables (its variable {first} is "
+                f"{found}, this model's is "
+                f"{self._paths[first] if first < len(self._paths) else '(nothing)'}): it was "
+                "written by another version or configuration; resume with that one, or pass "
+                "--restart."
+            )
         for variable, copy in self._pairs:
             variable.assign(copy.numpy())
 

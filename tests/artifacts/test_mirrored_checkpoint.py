@@ -32,3 +32,28 @@ def test_a_checkpoint_of_the_copies_restores_every_model_and_optimizer_value(tmp
     keys = [k for k in reader.get_variable_to_shape_map() if k.startswith(("model/", "optimizer/"))]
     assert len(keys) == len(model.variables) + len(optimizer.variables)
     assert any("seed" in v.path for v in model.variables)
+
+
+def test_a_checkpoint_of_another_models_variables_is_refused_before_anything_is_assigned(
+    tmp_path,
+):
+    import pytest
+
+    from electra_tf.errors import RunError
+
+    def mirror_of(*layers):
+        model = keras.Sequential([keras.Input((3,)), *layers], name="m")
+        optimizer = keras.optimizers.Adam()
+        optimizer.build(model.trainable_variables)
+        return model, VariableMirror(model, optimizer)
+
+    _, saved = mirror_of(keras.layers.Dense(3, name="a"), keras.layers.Dense(3, name="b"))
+    path = saved.checkpoint.save(str(tmp_path / "ckpt"))
+    # The same shapes in another order of names: restorable, but not this model's.
+    model, other = mirror_of(keras.layers.Dense(3, name="b"), keras.layers.Dense(3, name="a"))
+    before = [np.array(v.value) for v in model.variables]
+    other.checkpoint.restore(path)
+    with pytest.raises(RunError, match="its variable 0 is m/a/kernel, this model.s is m/b/kernel"):
+        other.push()
+    for variable, value in zip(model.variables, before):
+        np.testing.assert_array_equal(np.asarray(variable.value), value)

@@ -766,6 +766,7 @@ def test_a_full_disk_stops_with_one_line_and_leaves_no_temporary_files(
     assert sorted(os.listdir(run_dir)) == [
         "checkpoints",
         "config.json",
+        "data.json",
         "identity.json",
         "metrics.jsonl",
         "tensorboard",
@@ -1153,6 +1154,7 @@ def test_a_full_disk_while_exporting_is_one_line_and_the_next_run_exports(
     assert sorted(os.listdir(run_dir)) == [
         "checkpoints",
         "config.json",
+        "data.json",
         "identity.json",
         "metrics.jsonl",
         "tensorboard",
