@@ -511,7 +511,6 @@ def machine_paths(text: str) -> list[str]:
     found = re.findall(r"(?:^|(?<=[\s=`'\"(]))(/[A-Za-z_][\w.-]*(?:/[\w.*<>-]*)*)", text, re.M)
     found = [p for p in found if not p.startswith(ABSOLUTE_ALLOWED) and "/" in p[1:]]
     found += re.findall(r"(?<![\w.])(\.\./[\w./-]*)", text)
-    found += re.findall(r"(?<![\w/.-])(shared/data/[\w./-]*)", text)
     return sorted(set(found))
 
 

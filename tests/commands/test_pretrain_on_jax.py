@@ -39,6 +39,18 @@ def run_on_jax(*args, devices: int = 1, script: str = "pretrain.py"):
     )
 
 
+def run_on_tensorflow(script: str, *args):
+    """`script` run with the default backend (TensorFlow), whatever this process's environment."""
+    return subprocess.run(
+        [sys.executable, os.path.join(ROOT, script), *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=ROOT,
+        env={k: v for k, v in os.environ.items() if k != "KERAS_BACKEND"},
+    )
+
+
 def checkpoint_tensors(run_dir, step: int) -> dict:
     """{key: array} of the run's checkpoint of `step` (the save counter left out)."""
     reader = tf.train.load_checkpoint(os.path.join(run_dir, "checkpoints", f"ckpt-{step}"))
@@ -133,19 +145,7 @@ def test_a_discriminator_pretrained_on_jax_finetunes_and_exports_on_tensorflow(t
             tags.update(value.tag for value in event.summary.value)
     assert {"total_loss", "disc_loss", "masked_lm_loss", "learning_rate", "eval/disc_auc"} <= tags
     # Its checkpoints are JAX's: the same command on TensorFlow is refused, untouched.
-    on_tensorflow = subprocess.run(
-        [
-            sys.executable,
-            os.path.join(ROOT, "pretrain.py"),
-            *common,
-            f"--output_dir={tmp_path}/run",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        cwd=ROOT,
-        env={k: v for k, v in os.environ.items() if k != "KERAS_BACKEND"},
-    )
+    on_tensorflow = run_on_tensorflow("pretrain.py", *common, f"--output_dir={tmp_path}/run")
     assert on_tensorflow.returncode != 0
     assert "holds checkpoints written on KERAS_BACKEND=jax, and this run is on tensorflow" in (
         on_tensorflow.stderr
@@ -179,24 +179,16 @@ def test_a_discriminator_pretrained_on_jax_finetunes_and_exports_on_tensorflow(t
     rows = toy_sentences(16)
     with open(tmp_path / "train.tsv", "w", encoding="utf-8") as f:
         f.write("text\tlabel\n" + "".join(f"{s}\t{y}\n" for s, y in rows))
-    finetuned = subprocess.run(
-        [
-            sys.executable,
-            os.path.join(ROOT, "finetune.py"),
-            f"--init_checkpoint={export}",
-            f"--train_file={tmp_path / 'train.tsv'}",
-            f"--dev_file={tmp_path / 'train.tsv'}",
-            "--task=toy",
-            "--num_train_epochs=1",
-            "--train_batch_size=4",
-            "--max_seq_length=16",
-            f"--output_dir={tmp_path / 'finetuned'}",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        cwd=ROOT,
-        env={k: v for k, v in os.environ.items() if k != "KERAS_BACKEND"},
+    finetuned = run_on_tensorflow(
+        "finetune.py",
+        f"--init_checkpoint={export}",
+        f"--train_file={tmp_path / 'train.tsv'}",
+        f"--dev_file={tmp_path / 'train.tsv'}",
+        "--task=toy",
+        "--num_train_epochs=1",
+        "--train_batch_size=4",
+        "--max_seq_length=16",
+        f"--output_dir={tmp_path / 'finetuned'}",
     )
     assert finetuned.returncode == 0, finetuned.stderr[-3000:]
     results = json.load(open(tmp_path / "finetuned" / "results.json"))
